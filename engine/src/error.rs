@@ -1,0 +1,92 @@
+//! The typed errors every public call returns.
+
+use std::io;
+
+/// A `Result` whose error is skewdb's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong, each variant naming what was wrong and with what.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The operating system refused an operation on a file.
+    #[error("I/O error during {op} on {file}: {source}")]
+    Io {
+        op: &'static str,
+        file: String,
+        #[source]
+        source: io::Error,
+    },
+    /// Bytes on disk failed a checksum or a structural check.
+    #[error("corruption in {file} at offset {offset}: {reason}")]
+    Corruption {
+        file: String,
+        offset: u64,
+        reason: String,
+    },
+    /// A record (a parent record with its inline arrays) would exceed the hard limit.
+    #[error("record of {size} bytes exceeds the limit of {limit} bytes")]
+    RecordTooLarge { size: u64, limit: u64 },
+    /// A parent key longer than [`crate::MAX_KEY_BYTES`].
+    #[error("key of {size} bytes exceeds the limit of {limit} bytes")]
+    KeyTooLarge { size: u64, limit: u64 },
+    /// A batch whose encoded operations exceed [`crate::MAX_BATCH_BYTES`].
+    #[error("batch of {size} bytes exceeds the limit of {limit} bytes")]
+    BatchTooLarge { size: u64, limit: u64 },
+    /// No collection of that name exists.
+    #[error("unknown collection {name:?}")]
+    UnknownCollection { name: String },
+    /// `create_collection` with a name that exists under a different schema.
+    #[error("collection {name:?} already exists with a different schema: {reason}")]
+    SchemaConflict { name: String, reason: String },
+    /// A collection name that is empty, too long or otherwise not allowed.
+    #[error("invalid collection name {name:?}: {reason}")]
+    InvalidName { name: String, reason: String },
+    /// Another process (or another `Db` in this one) holds the database open.
+    #[error("database {path} is locked by another process")]
+    Locked { path: String },
+    /// An option outside its allowed range.
+    #[error("invalid option {option}: {reason}")]
+    InvalidOption {
+        option: &'static str,
+        reason: String,
+    },
+    /// A write or sync failed earlier; the database refuses further writes until reopened,
+    /// because data the OS reported as lost cannot be assumed safe by retrying.
+    #[error("database is read-only after an earlier write failure: {reason}")]
+    WriteFailed { reason: String },
+    /// The file does not look like a skewdb file of a version this build understands.
+    #[error("{file} has unsupported format version {found} (this build reads {supported})")]
+    UnsupportedVersion {
+        file: String,
+        found: u32,
+        supported: u32,
+    },
+}
+
+impl Error {
+    pub(crate) fn io(op: &'static str, file: impl Into<String>, source: io::Error) -> Self {
+        Error::Io {
+            op,
+            file: file.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn corruption(
+        file: impl Into<String>,
+        offset: u64,
+        reason: impl Into<String>,
+    ) -> Self {
+        Error::Corruption {
+            file: file.into(),
+            offset,
+            reason: reason.into(),
+        }
+    }
+
+    /// True for `Error::Corruption`.
+    pub fn is_corruption(&self) -> bool {
+        matches!(self, Error::Corruption { .. })
+    }
+}

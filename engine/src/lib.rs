@@ -1,0 +1,44 @@
+//! skewdb: an embedded storage engine whose on-disk format implements the document-modeling
+//! patterns for heavy-tailed data (Subset, Outlier, Bucket), so the normal parent stays one
+//! page read and the outlier can never blow up.
+//!
+//! ```
+//! use skewdb::{CollectionSpec, Db, Options};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let db = Db::open(dir.path(), Options::new())?;
+//! db.create_collection(CollectionSpec::new("users"))?;
+//! let mut batch = db.batch();
+//! batch.put("users", "alice", "{\"name\":\"Alice\"}");
+//! batch.commit()?;
+//! let users = db.collection("users")?;
+//! let alice = users.get("alice")?.expect("committed");
+//! assert_eq!(alice.body(), &b"{\"name\":\"Alice\"}"[..]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod cache;
+mod catalog;
+mod db;
+mod error;
+pub mod log;
+mod options;
+pub mod page;
+mod record;
+pub mod storage;
+mod store;
+
+pub use cache::TierStats;
+pub use catalog::{CollectionSpec, MAX_COLLECTION_NAME_BYTES};
+pub use db::{Batch, Collection, Db, Document, Scan};
+pub use error::{Error, Result};
+pub use options::{Durability, Options};
+pub use record::RECORD_OVERHEAD_BYTES;
+pub use store::{Inspection, SegmentInfo, Stats, VerifyReport};
+
+/// The hard limit on every record the engine writes, as BSON's: 16 MiB.
+pub const MAX_RECORD_BYTES: usize = 16 * 1024 * 1024;
+/// The longest parent key: 1 KiB.
+pub const MAX_KEY_BYTES: usize = 1024;
+/// The largest batch, counted as the bytes of its logged operations: 256 MiB.
+pub const MAX_BATCH_BYTES: usize = 256 * 1024 * 1024;

@@ -1,0 +1,501 @@
+//! The hot log: append-only segment files of framed records. Batches are logged here as
+//! redo and page images are appended here by checkpoints; nothing is overwritten in place.
+
+pub mod frame;
+
+use std::sync::Arc;
+
+use frame::{
+    BadFrame, FRAME_HEADER_BYTES, SEGMENT_HEADER_BYTES, SegmentHeader, check_payload,
+    decode_header, encode_segment_header,
+};
+pub use frame::{FrameHeader, FrameKind};
+
+use crate::storage::Storage;
+use crate::{Error, Result};
+
+/// The file name of hot log segment `segment_id`.
+pub fn segment_name(segment_id: u32) -> String {
+    format!("hot-{segment_id:08}.log")
+}
+
+/// The segment id of a hot log segment's file name.
+pub fn parse_segment_name(name: &str) -> Option<u32> {
+    let digits = name.strip_prefix("hot-")?.strip_suffix(".log")?;
+    if digits.len() != 8 {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// Where a frame lives: segment, byte offset of its header, and total length with header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FrameLoc {
+    pub segment_id: u32,
+    pub offset: u64,
+    pub len: u32,
+}
+
+impl FrameLoc {
+    /// The offset of the frame's payload in its segment.
+    pub fn payload_offset(&self) -> u64 {
+        self.offset + FRAME_HEADER_BYTES as u64
+    }
+}
+
+/// A set of frames built in memory and written with one write.
+pub struct Group {
+    buf: Vec<u8>,
+    segment_id: u32,
+    base_offset: u64,
+    next_lsn: u64,
+    durable_lsn: u64,
+    frames: u64,
+}
+
+/// A point in a group to roll back to when a batch is refused after encoding started.
+#[derive(Clone, Copy, Debug)]
+pub struct GroupMark {
+    len: usize,
+    next_lsn: u64,
+    frames: u64,
+}
+
+impl Group {
+    /// Starts a frame; append its payload to [`Group::buf`], then call [`Group::finish`].
+    pub fn begin(&mut self) -> usize {
+        frame::begin_frame(&mut self.buf)
+    }
+
+    /// The buffer the current frame's payload is appended to.
+    pub fn buf(&mut self) -> &mut Vec<u8> {
+        &mut self.buf
+    }
+
+    /// The segment offset the buffer position `at` will be written to.
+    pub fn offset_of(&self, at: usize) -> u64 {
+        self.base_offset + at as u64
+    }
+
+    pub fn segment_id(&self) -> u32 {
+        self.segment_id
+    }
+
+    /// Bytes of payload in the frame begun at `start`, so far.
+    pub fn payload_len(&self, start: usize) -> usize {
+        self.buf.len() - start - FRAME_HEADER_BYTES
+    }
+
+    /// Ends the frame begun at `start`.
+    pub fn finish(&mut self, start: usize, kind: FrameKind) -> FrameLoc {
+        let lsn = self.next_lsn;
+        frame::finish_frame(&mut self.buf, start, kind, lsn, self.durable_lsn);
+        self.next_lsn += 1;
+        self.frames += 1;
+        FrameLoc {
+            segment_id: self.segment_id,
+            offset: self.offset_of(start),
+            len: (self.buf.len() - start) as u32,
+        }
+    }
+
+    pub fn mark(&self) -> GroupMark {
+        GroupMark {
+            len: self.buf.len(),
+            next_lsn: self.next_lsn,
+            frames: self.frames,
+        }
+    }
+
+    pub fn rollback(&mut self, mark: GroupMark) {
+        self.buf.truncate(mark.len);
+        self.next_lsn = mark.next_lsn;
+        self.frames = mark.frames;
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.frames == 0
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.buf.len()
+    }
+}
+
+/// The writer of the hot log. One exists per open database, used under the writer lock.
+pub struct HotLog {
+    storage: Arc<dyn Storage>,
+    segment_id: u32,
+    tail: u64,
+    next_lsn: u64,
+    durable_lsn: u64,
+    segment_bytes: u64,
+    /// Set by the first failed write or sync; from then on every write is refused.
+    failed: Option<String>,
+}
+
+/// Where the next frame will be written and the lsn it will carry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogTail {
+    pub segment_id: u32,
+    pub offset: u64,
+    pub next_lsn: u64,
+}
+
+impl HotLog {
+    /// Creates segment `segment_id`, durably, and returns a writer at its start.
+    pub fn create(
+        storage: Arc<dyn Storage>,
+        segment_id: u32,
+        next_lsn: u64,
+        segment_bytes: u64,
+    ) -> Result<Self> {
+        write_segment(storage.as_ref(), segment_id, next_lsn)?;
+        Ok(HotLog {
+            storage,
+            segment_id,
+            tail: SEGMENT_HEADER_BYTES as u64,
+            next_lsn,
+            durable_lsn: next_lsn - 1,
+            segment_bytes,
+            failed: None,
+        })
+    }
+
+    /// A writer appending at `tail`, everything before which is durable.
+    pub fn resume(storage: Arc<dyn Storage>, tail: LogTail, segment_bytes: u64) -> Self {
+        HotLog {
+            storage,
+            segment_id: tail.segment_id,
+            tail: tail.offset,
+            next_lsn: tail.next_lsn,
+            durable_lsn: tail.next_lsn - 1,
+            segment_bytes,
+            failed: None,
+        }
+    }
+
+    pub fn tail(&self) -> LogTail {
+        LogTail {
+            segment_id: self.segment_id,
+            offset: self.tail,
+            next_lsn: self.next_lsn,
+        }
+    }
+
+    pub fn durable_lsn(&self) -> u64 {
+        self.durable_lsn
+    }
+
+    /// The reason writes are refused, if an earlier write or sync failed.
+    pub fn failure(&self) -> Option<&str> {
+        self.failed.as_deref()
+    }
+
+    /// Refuses every later write: used when a checkpoint failed part way.
+    pub fn poison(&mut self, reason: String) {
+        self.failed.get_or_insert(reason);
+    }
+
+    fn check_writable(&self) -> Result<()> {
+        match &self.failed {
+            Some(reason) => Err(Error::WriteFailed {
+                reason: reason.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    fn fail<T>(&mut self, error: Error) -> Result<T> {
+        self.failed = Some(error.to_string());
+        Err(error)
+    }
+
+    /// Starts a group at the tail, first moving to a new segment if this one is full.
+    pub fn group(&mut self) -> Result<Group> {
+        self.check_writable()?;
+        if self.tail >= self.segment_bytes {
+            self.roll()?;
+        }
+        Ok(Group {
+            buf: Vec::new(),
+            segment_id: self.segment_id,
+            base_offset: self.tail,
+            next_lsn: self.next_lsn,
+            durable_lsn: self.durable_lsn,
+            frames: 0,
+        })
+    }
+
+    /// Writes a group built by [`HotLog::group`] since the last append.
+    pub fn append(&mut self, group: Group) -> Result<()> {
+        self.check_writable()?;
+        debug_assert_eq!(group.base_offset, self.tail);
+        debug_assert_eq!(group.segment_id, self.segment_id);
+        if group.buf.is_empty() {
+            return Ok(());
+        }
+        let name = segment_name(self.segment_id);
+        if let Err(error) = self.storage.write_at(&name, self.tail, &group.buf) {
+            return self.fail(error);
+        }
+        self.tail += group.buf.len() as u64;
+        self.next_lsn = group.next_lsn;
+        Ok(())
+    }
+
+    /// Makes everything appended so far durable. A failure is sticky.
+    pub fn sync(&mut self) -> Result<()> {
+        self.check_writable()?;
+        if self.durable_lsn + 1 == self.next_lsn {
+            return Ok(());
+        }
+        if let Err(error) = self.storage.sync(&segment_name(self.segment_id)) {
+            return self.fail(error);
+        }
+        self.durable_lsn = self.next_lsn - 1;
+        Ok(())
+    }
+
+    fn roll(&mut self) -> Result<()> {
+        self.sync()?;
+        let next = self.segment_id + 1;
+        if let Err(error) = write_segment(self.storage.as_ref(), next, self.next_lsn) {
+            return self.fail(error);
+        }
+        self.segment_id = next;
+        self.tail = SEGMENT_HEADER_BYTES as u64;
+        Ok(())
+    }
+}
+
+/// Creates a segment file with its header, durably, including its directory entry.
+fn write_segment(storage: &dyn Storage, segment_id: u32, first_lsn: u64) -> Result<()> {
+    let name = segment_name(segment_id);
+    storage.create(&name)?;
+    let header = encode_segment_header(SegmentHeader {
+        segment_id,
+        first_lsn,
+    });
+    storage.write_at(&name, 0, &header)?;
+    storage.sync(&name)?;
+    storage.sync_dir()
+}
+
+/// Reads and checks the header of segment `segment_id`.
+pub fn read_segment_header(storage: &dyn Storage, segment_id: u32) -> Result<SegmentHeader> {
+    let name = segment_name(segment_id);
+    let len = storage.len(&name)?;
+    if len < SEGMENT_HEADER_BYTES as u64 {
+        return Err(Error::corruption(&name, 0, "segment header truncated"));
+    }
+    let bytes = storage.read_vec(&name, 0, SEGMENT_HEADER_BYTES)?;
+    let header = frame::decode_segment_header(&bytes, &name)?;
+    if header.segment_id != segment_id {
+        return Err(Error::corruption(
+            &name,
+            12,
+            format!("segment header names segment {}", header.segment_id),
+        ));
+    }
+    Ok(header)
+}
+
+/// Reads the frame at `loc`, checking its header, length and checksum; returns the payload.
+pub fn read_frame(storage: &dyn Storage, loc: FrameLoc) -> Result<(FrameHeader, Vec<u8>)> {
+    let name = segment_name(loc.segment_id);
+    let bad = |reason: String| Error::corruption(&name, loc.offset, reason);
+    if (loc.len as usize) < FRAME_HEADER_BYTES {
+        return Err(bad(format!(
+            "frame length {} below the header size",
+            loc.len
+        )));
+    }
+    let bytes = storage.read_vec(&name, loc.offset, loc.len as usize)?;
+    let header = decode_header(&bytes, bytes.len() as u64).map_err(|e| bad(e.describe()))?;
+    if header.payload_len as usize + FRAME_HEADER_BYTES != loc.len as usize {
+        return Err(bad(format!(
+            "frame length {} differs from the expected {}",
+            header.payload_len as usize + FRAME_HEADER_BYTES,
+            loc.len
+        )));
+    }
+    check_payload(&bytes, &bytes[FRAME_HEADER_BYTES..]).map_err(|e| bad(e.describe()))?;
+    let mut payload = bytes;
+    payload.drain(..FRAME_HEADER_BYTES);
+    Ok((header, payload))
+}
+
+/// Where a scan of a segment stopped.
+#[derive(Debug)]
+pub struct ScanStop {
+    /// The offset just past the last good frame.
+    pub end: u64,
+    /// The bad frame that stopped the scan before the end of the file, if any.
+    pub bad: Option<BadFrame>,
+    /// The highest durable lsn claimed by any valid frame after the bad one.
+    pub durable_after_bad: Option<u64>,
+}
+
+/// Visits every valid frame of a segment from `offset` until the end of the file or the first
+/// bad frame. The visitor gets the header, the frame's location and its payload.
+pub fn scan_segment(
+    storage: &dyn Storage,
+    segment_id: u32,
+    offset: u64,
+    mut visit: impl FnMut(&FrameHeader, FrameLoc, &[u8]) -> Result<()>,
+) -> Result<ScanStop> {
+    let name = segment_name(segment_id);
+    let file_len = storage.len(&name)?;
+    if offset > file_len {
+        return Err(Error::corruption(
+            &name,
+            offset,
+            format!("scan starts past the end of the file ({file_len} bytes)"),
+        ));
+    }
+    let bytes = storage.read_vec(&name, offset, (file_len - offset) as usize)?;
+    let mut at = 0usize;
+    let mut last_lsn = None;
+    while at < bytes.len() {
+        let rest = &bytes[at..];
+        let header = match decode_header(rest, rest.len() as u64) {
+            Ok(header) => header,
+            Err(bad) => return Ok(stop_at(&bytes, at, offset, bad, last_lsn)),
+        };
+        let frame_len = FRAME_HEADER_BYTES + header.payload_len as usize;
+        let payload = &rest[FRAME_HEADER_BYTES..frame_len];
+        if let Err(bad) = check_payload(rest, payload) {
+            return Ok(stop_at(&bytes, at, offset, bad, last_lsn));
+        }
+        if let Some(last) = last_lsn {
+            if header.lsn != last + 1 {
+                let reason = format!("lsn {} follows lsn {last}", header.lsn);
+                return Err(Error::corruption(&name, offset + at as u64, reason));
+            }
+        }
+        last_lsn = Some(header.lsn);
+        let loc = FrameLoc {
+            segment_id,
+            offset: offset + at as u64,
+            len: frame_len as u32,
+        };
+        visit(&header, loc, payload)?;
+        at += frame_len;
+    }
+    Ok(ScanStop {
+        end: offset + at as u64,
+        bad: None,
+        durable_after_bad: None,
+    })
+}
+
+fn stop_at(bytes: &[u8], at: usize, base: u64, bad: BadFrame, last_lsn: Option<u64>) -> ScanStop {
+    ScanStop {
+        end: base + at as u64,
+        bad: Some(bad),
+        durable_after_bad: durable_claimed_after(bytes, at + 1, last_lsn),
+    }
+}
+
+/// Looks for valid frames at any offset from `from` on (a bad frame's length cannot be
+/// trusted) and returns the highest durable lsn they claim. A frame counts only when its
+/// lsn follows `last_lsn`, which keeps stale bytes from an older life of the file out.
+fn durable_claimed_after(bytes: &[u8], from: usize, last_lsn: Option<u64>) -> Option<u64> {
+    let min_lsn = last_lsn.map_or(0, |lsn| lsn + 1);
+    let mut best = None;
+    let mut at = from;
+    while at + FRAME_HEADER_BYTES <= bytes.len() {
+        let rest = &bytes[at..];
+        if let Ok(header) = decode_header(rest, rest.len() as u64) {
+            let frame_len = FRAME_HEADER_BYTES + header.payload_len as usize;
+            if header.lsn > min_lsn
+                && check_payload(rest, &rest[FRAME_HEADER_BYTES..frame_len]).is_ok()
+            {
+                best = best.max(Some(header.durable_lsn));
+                at += frame_len;
+                continue;
+            }
+        }
+        at += 1;
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::SimStorage;
+
+    fn log_with(frames: &[&[u8]]) -> (Arc<SimStorage>, HotLog, Vec<FrameLoc>) {
+        let sim = Arc::new(SimStorage::new());
+        let mut log = HotLog::create(sim.clone(), 1, 1, 1 << 20).unwrap();
+        let mut locs = Vec::new();
+        for payload in frames {
+            let mut group = log.group().unwrap();
+            let start = group.begin();
+            group.buf().extend_from_slice(payload);
+            locs.push(group.finish(start, FrameKind::BatchEnd));
+            log.append(group).unwrap();
+            log.sync().unwrap();
+        }
+        (sim, log, locs)
+    }
+
+    #[test]
+    fn scan_visits_frames_in_order() {
+        let (sim, _log, locs) = log_with(&[b"one", b"two", b"three"]);
+        let mut seen = Vec::new();
+        let stop = scan_segment(sim.as_ref(), 1, 32, |header, loc, payload| {
+            seen.push((header.lsn, loc, payload.to_vec()));
+            Ok(())
+        })
+        .unwrap();
+        assert!(stop.bad.is_none());
+        assert_eq!(seen.len(), 3);
+        assert_eq!(seen[2].0, 3);
+        assert_eq!(seen[1].1, locs[1]);
+        assert_eq!(seen[2].2, b"three");
+        let (_, payload) = read_frame(sim.as_ref(), locs[0]).unwrap();
+        assert_eq!(payload, b"one");
+    }
+
+    #[test]
+    fn damage_before_a_durable_claim_is_seen() {
+        let (sim, _log, locs) = log_with(&[b"one", b"two", b"three"]);
+        let name = segment_name(1);
+        let mut bytes = sim.file_bytes(&name).unwrap();
+        bytes[locs[1].offset as usize + FRAME_HEADER_BYTES] ^= 0x40;
+        sim.set_file_bytes(&name, bytes);
+        let stop = scan_segment(sim.as_ref(), 1, 32, |_, _, _| Ok(())).unwrap();
+        assert_eq!(stop.end, locs[1].offset);
+        assert_eq!(stop.bad, Some(BadFrame::Checksum));
+        // The third frame was written after the second was synced, and says so.
+        assert_eq!(stop.durable_after_bad, Some(2));
+        assert!(
+            read_frame(sim.as_ref(), locs[1])
+                .unwrap_err()
+                .is_corruption()
+        );
+    }
+
+    #[test]
+    fn sync_failure_is_sticky() {
+        let (sim, mut log, _) = log_with(&[b"one"]);
+        let mut group = log.group().unwrap();
+        let start = group.begin();
+        group.finish(start, FrameKind::BatchEnd);
+        log.append(group).unwrap();
+        sim.fail_at(1, false);
+        assert!(log.sync().is_err());
+        assert!(matches!(log.sync(), Err(Error::WriteFailed { .. })));
+        assert!(matches!(log.group(), Err(Error::WriteFailed { .. })));
+    }
+
+    #[test]
+    fn segment_names_round_trip() {
+        assert_eq!(parse_segment_name(&segment_name(42)), Some(42));
+        assert_eq!(parse_segment_name("hot-1.log"), None);
+        assert_eq!(parse_segment_name("cold-00000001.seg"), None);
+    }
+}

@@ -1,0 +1,107 @@
+//! Options for opening a database.
+
+use crate::page::{DEFAULT_PAGE_BYTES, MAX_PAGE_BYTES, MIN_PAGE_BYTES};
+use crate::{Error, Result};
+
+/// When a committed batch is durable.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// `commit` returns after the batch is synced to stable storage.
+    #[default]
+    Immediate,
+    /// `commit` returns after the batch is written to the OS; checkpoints and close sync.
+    /// A process crash loses nothing; a power loss may lose the newest batches (never part
+    /// of one, never an older one while keeping a newer one).
+    Buffered,
+}
+
+/// The smallest and largest hot log segment.
+pub const MIN_SEGMENT_BYTES: u64 = 64 * 1024;
+pub const MAX_SEGMENT_BYTES: u64 = 1024 * 1024 * 1024;
+
+/// How to open a database. Built with chained setters from [`Options::new`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    pub(crate) cache_bytes: usize,
+    pub(crate) page_bytes: usize,
+    pub(crate) durability: Durability,
+    pub(crate) checkpoint_bytes: u64,
+    pub(crate) segment_bytes: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            cache_bytes: 64 * 1024 * 1024,
+            page_bytes: DEFAULT_PAGE_BYTES,
+            durability: Durability::Immediate,
+            checkpoint_bytes: 64 * 1024 * 1024,
+            segment_bytes: 64 * 1024 * 1024,
+        }
+    }
+}
+
+impl Options {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The page cache's byte budget (default 64 MiB).
+    pub fn cache_bytes(mut self, bytes: usize) -> Self {
+        self.cache_bytes = bytes;
+        self
+    }
+
+    /// The B+tree page size for a new database, 4 to 64 KiB in steps of 1 KiB (default
+    /// 16 KiB). An existing database keeps the page size it was created with.
+    pub fn page_bytes(mut self, bytes: usize) -> Self {
+        self.page_bytes = bytes;
+        self
+    }
+
+    pub fn durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+
+    /// Log volume after which a checkpoint runs by itself (default 64 MiB). Bounds the
+    /// redo replayed at recovery and the memory held by changed pages.
+    pub fn checkpoint_bytes(mut self, bytes: u64) -> Self {
+        self.checkpoint_bytes = bytes;
+        self
+    }
+
+    /// The size at which the hot log moves to a new segment file (default 64 MiB).
+    pub fn segment_bytes(mut self, bytes: u64) -> Self {
+        self.segment_bytes = bytes;
+        self
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        let invalid = |option, reason: String| Err(Error::InvalidOption { option, reason });
+        if !(MIN_PAGE_BYTES..=MAX_PAGE_BYTES).contains(&self.page_bytes)
+            || self.page_bytes % 1024 != 0
+        {
+            return invalid(
+                "page_bytes",
+                format!(
+                    "{} is not a multiple of 1 KiB from 4 KiB to 64 KiB",
+                    self.page_bytes
+                ),
+            );
+        }
+        if !(MIN_SEGMENT_BYTES..=MAX_SEGMENT_BYTES).contains(&self.segment_bytes) {
+            return invalid(
+                "segment_bytes",
+                format!("{} is outside 64 KiB to 1 GiB", self.segment_bytes),
+            );
+        }
+        if self.checkpoint_bytes < MIN_SEGMENT_BYTES {
+            return invalid(
+                "checkpoint_bytes",
+                format!("{} is below 64 KiB", self.checkpoint_bytes),
+            );
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,256 @@
+//! The checkpoint file: the page table, the tree's root, the catalog and where redo replay
+//! starts. Written whole to `checkpoint.tmp`, synced, renamed over `checkpoint`, and the
+//! directory synced. The one place that encodes and decodes it; see
+//! `format-spec/checkpoint.md`.
+
+use bytes::{Buf, BufMut, Bytes};
+
+use super::node::PageId;
+use super::table::{PageTable, Slot};
+use crate::catalog::Catalog;
+use crate::log::{FrameLoc, LogTail};
+use crate::storage::Storage;
+use crate::{Error, Result};
+
+pub const CHECKPOINT_FILE: &str = "checkpoint";
+pub const CHECKPOINT_TEMP_FILE: &str = "checkpoint.tmp";
+const MAGIC: &[u8; 8] = b"SKEWCKPT";
+pub const CHECKPOINT_VERSION: u32 = 1;
+const HEADER_BYTES: usize = 8 + 4 + 8 + 4 + 4;
+/// The largest checkpoint payload read back: 64 M pages' worth of page table.
+pub const MAX_CHECKPOINT_BYTES: u64 = 2 * 1024 * 1024 * 1024;
+const PAGE_ENTRY_BYTES: usize = 8 + 4 + 8 + 4;
+
+/// Everything a checkpoint holds.
+#[derive(Clone, Debug)]
+pub struct Checkpoint {
+    /// Counts checkpoints; informational.
+    pub sequence: u64,
+    pub page_bytes: u32,
+    /// Replay starts here: the first frame after the checkpoint's page images.
+    pub replay_from: LogTail,
+    pub root: PageId,
+    pub next_page_id: PageId,
+    pub catalog: Catalog,
+    /// Every allocated page and its image's location.
+    pub pages: Vec<(PageId, FrameLoc)>,
+}
+
+impl Checkpoint {
+    /// The page table the checkpoint describes.
+    pub fn page_table(&self) -> PageTable {
+        let mut table = PageTable::default();
+        for (id, loc) in &self.pages {
+            table.set(*id, Slot::Disk(*loc));
+        }
+        table
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut payload = Vec::with_capacity(64 + self.pages.len() * PAGE_ENTRY_BYTES);
+        payload.put_u64_le(self.sequence);
+        payload.put_u32_le(self.page_bytes);
+        payload.put_u32_le(self.replay_from.segment_id);
+        payload.put_u64_le(self.replay_from.offset);
+        payload.put_u64_le(self.replay_from.next_lsn);
+        payload.put_u64_le(self.root);
+        payload.put_u64_le(self.next_page_id);
+        self.catalog.encode(&mut payload);
+        payload.put_u64_le(self.pages.len() as u64);
+        for (id, loc) in &self.pages {
+            payload.put_u64_le(*id);
+            payload.put_u32_le(loc.segment_id);
+            payload.put_u64_le(loc.offset);
+            payload.put_u32_le(loc.len);
+        }
+        let mut out = Vec::with_capacity(HEADER_BYTES + payload.len());
+        out.put_slice(MAGIC);
+        out.put_u32_le(CHECKPOINT_VERSION);
+        out.put_u64_le(payload.len() as u64);
+        out.put_u32_le(crc32fast::hash(&payload));
+        let header_crc = crc32fast::hash(&out);
+        out.put_u32_le(header_crc);
+        out.extend_from_slice(&payload);
+        out
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Self> {
+        let bad = |offset: u64, reason: String| Error::corruption(CHECKPOINT_FILE, offset, reason);
+        if bytes.len() < HEADER_BYTES {
+            return Err(bad(0, "checkpoint header truncated".to_string()));
+        }
+        let mut header = &bytes[..HEADER_BYTES];
+        let header_crc = u32::from_le_bytes(
+            bytes[HEADER_BYTES - 4..HEADER_BYTES]
+                .try_into()
+                .expect("4 bytes"),
+        );
+        if crc32fast::hash(&bytes[..HEADER_BYTES - 4]) != header_crc {
+            return Err(bad(0, "checkpoint header checksum mismatch".to_string()));
+        }
+        if &header[..8] != MAGIC {
+            return Err(bad(0, "not a checkpoint file (bad magic)".to_string()));
+        }
+        header.advance(8);
+        let version = header.get_u32_le();
+        if version != CHECKPOINT_VERSION {
+            return Err(Error::UnsupportedVersion {
+                file: CHECKPOINT_FILE.to_string(),
+                found: version,
+                supported: CHECKPOINT_VERSION,
+            });
+        }
+        let payload_len = header.get_u64_le();
+        let payload_crc = header.get_u32_le();
+        if payload_len != (bytes.len() - HEADER_BYTES) as u64 {
+            return Err(bad(
+                12,
+                format!("payload length {payload_len} differs from the file's"),
+            ));
+        }
+        let payload = &bytes[HEADER_BYTES..];
+        if crc32fast::hash(payload) != payload_crc {
+            return Err(bad(
+                HEADER_BYTES as u64,
+                "checkpoint payload checksum mismatch".to_string(),
+            ));
+        }
+        let truncated = || {
+            bad(
+                HEADER_BYTES as u64,
+                "checkpoint payload truncated".to_string(),
+            )
+        };
+        let mut p = Bytes::copy_from_slice(payload);
+        if p.remaining() < 52 {
+            return Err(truncated());
+        }
+        let sequence = p.get_u64_le();
+        let page_bytes = p.get_u32_le();
+        let replay_from = LogTail {
+            segment_id: p.get_u32_le(),
+            offset: p.get_u64_le(),
+            next_lsn: p.get_u64_le(),
+        };
+        let root = p.get_u64_le();
+        let next_page_id = p.get_u64_le();
+        let catalog = Catalog::decode(&mut p).map_err(|reason| bad(HEADER_BYTES as u64, reason))?;
+        if p.remaining() < 8 {
+            return Err(truncated());
+        }
+        let count = p.get_u64_le();
+        if count.checked_mul(PAGE_ENTRY_BYTES as u64) != Some(p.remaining() as u64) {
+            return Err(bad(
+                HEADER_BYTES as u64,
+                format!("page count {count} does not match the payload"),
+            ));
+        }
+        let mut pages = Vec::with_capacity(count as usize);
+        for _ in 0..count {
+            let id = p.get_u64_le();
+            let loc = FrameLoc {
+                segment_id: p.get_u32_le(),
+                offset: p.get_u64_le(),
+                len: p.get_u32_le(),
+            };
+            if id >= next_page_id {
+                return Err(bad(
+                    HEADER_BYTES as u64,
+                    format!("page {id} at or past next page id {next_page_id}"),
+                ));
+            }
+            pages.push((id, loc));
+        }
+        if replay_from.next_lsn == 0 {
+            return Err(bad(HEADER_BYTES as u64, "replay lsn 0".to_string()));
+        }
+        Ok(Checkpoint {
+            sequence,
+            page_bytes,
+            replay_from,
+            root,
+            next_page_id,
+            catalog,
+            pages,
+        })
+    }
+
+    /// Writes the checkpoint durably: temporary file, sync, rename, directory sync.
+    pub fn write(&self, storage: &dyn Storage) -> Result<()> {
+        let bytes = self.encode();
+        storage.create(CHECKPOINT_TEMP_FILE)?;
+        storage.write_at(CHECKPOINT_TEMP_FILE, 0, &bytes)?;
+        storage.sync(CHECKPOINT_TEMP_FILE)?;
+        storage.rename(CHECKPOINT_TEMP_FILE, CHECKPOINT_FILE)?;
+        storage.sync_dir()
+    }
+
+    /// Reads the checkpoint file.
+    pub fn read(storage: &dyn Storage) -> Result<Self> {
+        let len = storage.len(CHECKPOINT_FILE)?;
+        if len > MAX_CHECKPOINT_BYTES {
+            return Err(Error::corruption(
+                CHECKPOINT_FILE,
+                0,
+                format!("checkpoint of {len} bytes over the limit"),
+            ));
+        }
+        let bytes = storage.read_vec(CHECKPOINT_FILE, 0, len as usize)?;
+        Self::decode(&bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::{CollectionInfo, CollectionSpec};
+
+    fn sample() -> Checkpoint {
+        let mut catalog = Catalog::default();
+        catalog.insert(CollectionInfo {
+            id: 0,
+            spec: CollectionSpec::new("users"),
+        });
+        Checkpoint {
+            sequence: 2,
+            page_bytes: 16384,
+            replay_from: LogTail {
+                segment_id: 1,
+                offset: 4096,
+                next_lsn: 10,
+            },
+            root: 4,
+            next_page_id: 5,
+            catalog,
+            pages: vec![(
+                4,
+                FrameLoc {
+                    segment_id: 1,
+                    offset: 32,
+                    len: 99,
+                },
+            )],
+        }
+    }
+
+    #[test]
+    fn round_trip() {
+        let bytes = sample().encode();
+        let back = Checkpoint::decode(&bytes).unwrap();
+        assert_eq!(back.encode(), bytes);
+        assert_eq!(back.catalog.get("users").unwrap().id, 0);
+    }
+
+    #[test]
+    fn any_damage_is_corruption() {
+        let bytes = sample().encode();
+        for index in 0..bytes.len() {
+            let mut damaged = bytes.clone();
+            damaged[index] ^= 0x10;
+            assert!(Checkpoint::decode(&damaged).is_err(), "byte {index}");
+        }
+        for len in 0..bytes.len() {
+            assert!(Checkpoint::decode(&bytes[..len]).is_err());
+        }
+    }
+}

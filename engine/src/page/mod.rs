@@ -1,0 +1,165 @@
+//! The page store: parent records in B+tree pages, written copy-on-write to the hot log
+//! through a page table, made durable by checkpoints.
+
+pub mod checkpoint;
+pub mod node;
+pub mod redo;
+pub mod table;
+pub mod tree;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::cache::{CacheKey, CacheValue, PageCache, Tier};
+use crate::log::{self, FrameKind, FrameLoc, frame::FRAME_HEADER_BYTES, segment_name};
+use crate::storage::Storage;
+use crate::{Error, MAX_KEY_BYTES, Result};
+use node::{LargeRef, Node, PageId, Value};
+use table::{PageTable, Slot};
+
+/// The smallest and largest page sizes, and the default.
+pub const MIN_PAGE_BYTES: usize = 4 * 1024;
+pub const MAX_PAGE_BYTES: usize = 64 * 1024;
+pub const DEFAULT_PAGE_BYTES: usize = 16 * 1024;
+
+/// The bytes a composite tree key adds to a parent key (the collection id).
+pub const TREE_KEY_PREFIX_BYTES: usize = 4;
+/// The longest key the tree holds.
+pub const MAX_TREE_KEY_BYTES: usize = TREE_KEY_PREFIX_BYTES + MAX_KEY_BYTES;
+
+/// The largest record kept inside a leaf for a given page size: any two entries of at most
+/// this size, with keys at the limit, fit one page, so a split always succeeds.
+pub fn max_inline_record(page_bytes: usize) -> usize {
+    (page_bytes - node::NODE_HEADER_BYTES) / 2 - (2 + MAX_TREE_KEY_BYTES + 1 + 4)
+}
+
+/// Reads pages and large records through the cache.
+pub struct PageStore {
+    pub storage: Arc<dyn Storage>,
+    pub cache: Arc<PageCache>,
+    pub page_bytes: usize,
+}
+
+/// The first bytes of a page frame's payload: the page id.
+pub const PAGE_FRAME_PREFIX_BYTES: usize = 8;
+
+impl PageStore {
+    /// The node of page `id` in `table`.
+    pub fn node(&self, table: &PageTable, id: PageId) -> Result<Arc<Node>> {
+        match table.get(id) {
+            Slot::Dirty(node) => Ok(node.clone()),
+            Slot::Disk(loc) => self.load_page(id, *loc),
+            Slot::Free => Err(self.tree_corruption(id, "reference to a free page")),
+        }
+    }
+
+    fn load_page(&self, id: PageId, loc: FrameLoc) -> Result<Arc<Node>> {
+        let key = CacheKey::Page {
+            segment_id: loc.segment_id,
+            offset: loc.offset,
+        };
+        let value = self.cache.get_or_load(key, Tier::HotPage, || {
+            let node = self.read_page(id, loc)?;
+            Ok((CacheValue::Node(node), loc.len as usize, loc.len as u64))
+        })?;
+        match value {
+            CacheValue::Node(node) => Ok(node),
+            CacheValue::Bytes(_) => Err(self.tree_corruption(id, "cache holds bytes for a page")),
+        }
+    }
+
+    /// Reads and decodes a page image, bypassing the cache.
+    pub fn read_page(&self, id: PageId, loc: FrameLoc) -> Result<Arc<Node>> {
+        let (header, payload) = log::read_frame(self.storage.as_ref(), loc)?;
+        let name = segment_name(loc.segment_id);
+        let bad = |reason: String| Error::corruption(&name, loc.offset, reason);
+        if header.kind != FrameKind::Page || payload.len() < PAGE_FRAME_PREFIX_BYTES {
+            return Err(bad(format!(
+                "expected page {id}, found a {:?} frame",
+                header.kind
+            )));
+        }
+        let stored_id = u64::from_le_bytes(payload[..8].try_into().expect("8 bytes"));
+        if stored_id != id {
+            return Err(bad(format!("expected page {id}, found page {stored_id}")));
+        }
+        let body = Bytes::from(payload).slice(PAGE_FRAME_PREFIX_BYTES..);
+        if body.len() > self.page_bytes {
+            return Err(bad(format!(
+                "page of {} bytes over the page size",
+                body.len()
+            )));
+        }
+        let node = Node::decode(body, MAX_TREE_KEY_BYTES).map_err(bad)?;
+        Ok(Arc::new(node))
+    }
+
+    /// The record bytes of a leaf value, reading a large record from the log if need be.
+    pub fn value_bytes(&self, value: &Value) -> Result<Bytes> {
+        match value {
+            Value::Inline(bytes) => Ok(bytes.clone()),
+            Value::Large(large) => self.read_large(*large),
+        }
+    }
+
+    fn read_large(&self, large: LargeRef) -> Result<Bytes> {
+        let key = CacheKey::Large {
+            segment_id: large.segment_id,
+            offset: large.frame_offset,
+        };
+        let value = self.cache.get_or_load(key, Tier::HotPage, || {
+            let bytes = self.read_large_uncached(large)?;
+            let len = bytes.len();
+            Ok((CacheValue::Bytes(bytes), len, len as u64))
+        })?;
+        match value {
+            CacheValue::Bytes(bytes) => Ok(bytes),
+            CacheValue::Node(_) => Err(Error::corruption(
+                segment_name(large.segment_id),
+                large.frame_offset,
+                "cache holds a page for a large record",
+            )),
+        }
+    }
+
+    fn read_large_uncached(&self, large: LargeRef) -> Result<Bytes> {
+        let name = segment_name(large.segment_id);
+        let bad = |reason: String| Error::corruption(&name, large.frame_offset, reason);
+        let file_len = self.storage.len(&name)?;
+        let header_bytes =
+            self.read_bounded(&name, large.frame_offset, FRAME_HEADER_BYTES, file_len)?;
+        let available = file_len - large.frame_offset;
+        let header =
+            log::frame::decode_header(&header_bytes, available).map_err(|e| bad(e.describe()))?;
+        let loc = large.frame(FRAME_HEADER_BYTES as u32 + header.payload_len);
+        let (header, payload) = log::read_frame(self.storage.as_ref(), loc)?;
+        if !matches!(header.kind, FrameKind::BatchPart | FrameKind::BatchEnd) {
+            return Err(bad(format!("large record in a {:?} frame", header.kind)));
+        }
+        let start = large.value_offset as usize;
+        let end = start + large.value_len as usize;
+        if end > payload.len() {
+            return Err(bad("large record extends past its frame".to_string()));
+        }
+        Ok(Bytes::from(payload).slice(start..end))
+    }
+
+    fn read_bounded(&self, name: &str, offset: u64, len: usize, file_len: u64) -> Result<Vec<u8>> {
+        if offset
+            .checked_add(len as u64)
+            .is_none_or(|end| end > file_len)
+        {
+            return Err(Error::corruption(
+                name,
+                offset,
+                "reference past the end of the file",
+            ));
+        }
+        self.storage.read_vec(name, offset, len)
+    }
+
+    pub fn tree_corruption(&self, id: PageId, reason: &str) -> Error {
+        Error::corruption("page table", id, format!("page {id}: {reason}"))
+    }
+}

@@ -1,0 +1,303 @@
+//! B+tree nodes and their page encoding: the one place that reads and writes page bytes.
+//! See `format-spec/pages.md`.
+
+use bytes::{Buf, BufMut, Bytes};
+
+use crate::log::FrameLoc;
+
+/// A page's identity; the page table maps it to the page image's location in the log.
+pub type PageId = u64;
+
+const KIND_LEAF: u8 = 1;
+const KIND_INTERNAL: u8 = 2;
+const VALUE_INLINE: u8 = 0;
+const VALUE_LARGE: u8 = 1;
+
+/// Bytes of a page's fixed header: kind and entry count.
+pub const NODE_HEADER_BYTES: usize = 1 + 4;
+/// Bytes of a large-record reference inside a leaf.
+pub const LARGE_REF_BYTES: usize = 4 + 8 + 4 + 4;
+
+/// A record too large to sit in a leaf: it stays in the log frame that carried it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LargeRef {
+    /// The frame holding the record (its header offset; its length is read from the header).
+    pub segment_id: u32,
+    pub frame_offset: u64,
+    /// Where the record's bytes start inside the frame's payload, and how many there are.
+    pub value_offset: u32,
+    pub value_len: u32,
+}
+
+impl LargeRef {
+    pub fn frame(&self, frame_len: u32) -> FrameLoc {
+        FrameLoc {
+            segment_id: self.segment_id,
+            offset: self.frame_offset,
+            len: frame_len,
+        }
+    }
+}
+
+/// A leaf's value: the record bytes, or where the log holds them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Value {
+    Inline(Bytes),
+    Large(LargeRef),
+}
+
+impl Value {
+    fn encoded_len(&self) -> usize {
+        1 + match self {
+            Value::Inline(bytes) => 4 + bytes.len(),
+            Value::Large(_) => LARGE_REF_BYTES,
+        }
+    }
+
+    /// The record's length in bytes, wherever it is.
+    pub fn record_len(&self) -> usize {
+        match self {
+            Value::Inline(bytes) => bytes.len(),
+            Value::Large(large) => large.value_len as usize,
+        }
+    }
+}
+
+/// A decoded page.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Node {
+    /// Sorted, distinct keys with their values.
+    Leaf { entries: Vec<(Bytes, Value)> },
+    /// `children.len() == keys.len() + 1`; child `i` holds keys `k` with
+    /// `keys[i-1] <= k < keys[i]`.
+    Internal {
+        keys: Vec<Bytes>,
+        children: Vec<PageId>,
+    },
+}
+
+/// Bytes one leaf entry takes in its page.
+pub fn leaf_entry_len(key: &[u8], value: &Value) -> usize {
+    2 + key.len() + value.encoded_len()
+}
+
+/// Bytes one internal separator with its right child takes in its page.
+pub fn internal_entry_len(key: &[u8]) -> usize {
+    2 + key.len() + 8
+}
+
+impl Node {
+    pub fn empty_leaf() -> Self {
+        Node::Leaf {
+            entries: Vec::new(),
+        }
+    }
+
+    /// The bytes this node takes when encoded.
+    pub fn encoded_len(&self) -> usize {
+        match self {
+            Node::Leaf { entries } => {
+                NODE_HEADER_BYTES
+                    + entries
+                        .iter()
+                        .map(|(k, v)| leaf_entry_len(k, v))
+                        .sum::<usize>()
+            }
+            Node::Internal { keys, .. } => {
+                NODE_HEADER_BYTES + 8 + keys.iter().map(|k| internal_entry_len(k)).sum::<usize>()
+            }
+        }
+    }
+
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        match self {
+            Node::Leaf { entries } => {
+                out.put_u8(KIND_LEAF);
+                out.put_u32_le(entries.len() as u32);
+                for (key, value) in entries {
+                    out.put_u16_le(key.len() as u16);
+                    out.put_slice(key);
+                    match value {
+                        Value::Inline(bytes) => {
+                            out.put_u8(VALUE_INLINE);
+                            out.put_u32_le(bytes.len() as u32);
+                            out.put_slice(bytes);
+                        }
+                        Value::Large(large) => {
+                            out.put_u8(VALUE_LARGE);
+                            out.put_u32_le(large.segment_id);
+                            out.put_u64_le(large.frame_offset);
+                            out.put_u32_le(large.value_offset);
+                            out.put_u32_le(large.value_len);
+                        }
+                    }
+                }
+            }
+            Node::Internal { keys, children } => {
+                out.put_u8(KIND_INTERNAL);
+                out.put_u32_le(keys.len() as u32);
+                out.put_u64_le(children[0]);
+                for (key, child) in keys.iter().zip(&children[1..]) {
+                    out.put_u16_le(key.len() as u16);
+                    out.put_slice(key);
+                    out.put_u64_le(*child);
+                }
+            }
+        }
+        debug_assert_eq!(out.len() - start, self.encoded_len());
+    }
+
+    /// Decodes a page; every length is checked against the bytes present and the limits
+    /// before anything is allocated, and keys must be strictly ascending.
+    pub fn decode(mut bytes: Bytes, max_key_bytes: usize) -> Result<Node, String> {
+        fn need(bytes: &Bytes, n: usize, what: &str) -> Result<(), String> {
+            if bytes.remaining() < n {
+                Err(format!("page truncated reading {what}"))
+            } else {
+                Ok(())
+            }
+        }
+        fn key(bytes: &mut Bytes, max_key_bytes: usize) -> Result<Bytes, String> {
+            need(bytes, 2, "key length")?;
+            let len = bytes.get_u16_le() as usize;
+            if len > max_key_bytes {
+                return Err(format!("key length {len} over the limit {max_key_bytes}"));
+            }
+            need(bytes, len, "key")?;
+            Ok(bytes.split_to(len))
+        }
+        need(&bytes, NODE_HEADER_BYTES, "header")?;
+        let kind = bytes.get_u8();
+        let count = bytes.get_u32_le() as usize;
+        // Every entry takes at least 3 bytes, so a count beyond that cannot be genuine.
+        if count > bytes.remaining() / 3 {
+            return Err(format!("entry count {count} larger than the page can hold"));
+        }
+        let node = match kind {
+            KIND_LEAF => {
+                let mut entries = Vec::with_capacity(count);
+                for _ in 0..count {
+                    let key = key(&mut bytes, max_key_bytes)?;
+                    need(&bytes, 1, "value tag")?;
+                    let value = match bytes.get_u8() {
+                        VALUE_INLINE => {
+                            need(&bytes, 4, "value length")?;
+                            let len = bytes.get_u32_le() as usize;
+                            need(&bytes, len, "value")?;
+                            Value::Inline(bytes.split_to(len))
+                        }
+                        VALUE_LARGE => {
+                            need(&bytes, LARGE_REF_BYTES, "large reference")?;
+                            Value::Large(LargeRef {
+                                segment_id: bytes.get_u32_le(),
+                                frame_offset: bytes.get_u64_le(),
+                                value_offset: bytes.get_u32_le(),
+                                value_len: bytes.get_u32_le(),
+                            })
+                        }
+                        tag => return Err(format!("unknown value tag {tag}")),
+                    };
+                    if let Some((last, _)) = entries.last() {
+                        if *last >= key {
+                            return Err("leaf keys out of order".to_string());
+                        }
+                    }
+                    entries.push((key, value));
+                }
+                Node::Leaf { entries }
+            }
+            KIND_INTERNAL => {
+                need(&bytes, 8, "first child")?;
+                let mut keys: Vec<Bytes> = Vec::with_capacity(count);
+                let mut children = Vec::with_capacity(count + 1);
+                children.push(bytes.get_u64_le());
+                for _ in 0..count {
+                    let key = key(&mut bytes, max_key_bytes)?;
+                    need(&bytes, 8, "child")?;
+                    if keys.last().is_some_and(|last| *last >= key) {
+                        return Err("internal keys out of order".to_string());
+                    }
+                    keys.push(key);
+                    children.push(bytes.get_u64_le());
+                }
+                Node::Internal { keys, children }
+            }
+            kind => return Err(format!("unknown page kind {kind}")),
+        };
+        if bytes.has_remaining() {
+            return Err(format!(
+                "{} trailing bytes after the page",
+                bytes.remaining()
+            ));
+        }
+        Ok(node)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample_leaf() -> Node {
+        Node::Leaf {
+            entries: vec![
+                (
+                    Bytes::from_static(b"a"),
+                    Value::Inline(Bytes::from_static(b"one")),
+                ),
+                (
+                    Bytes::from_static(b"b"),
+                    Value::Large(LargeRef {
+                        segment_id: 3,
+                        frame_offset: 4096,
+                        value_offset: 17,
+                        value_len: 1 << 20,
+                    }),
+                ),
+            ],
+        }
+    }
+
+    #[test]
+    fn nodes_round_trip_with_exact_length() {
+        let internal = Node::Internal {
+            keys: vec![Bytes::from_static(b"m"), Bytes::from_static(b"t")],
+            children: vec![1, 2, 3],
+        };
+        for node in [sample_leaf(), internal, Node::empty_leaf()] {
+            let mut bytes = Vec::new();
+            node.encode(&mut bytes);
+            assert_eq!(bytes.len(), node.encoded_len());
+            assert_eq!(Node::decode(Bytes::from(bytes), 1024).unwrap(), node);
+        }
+    }
+
+    #[test]
+    fn every_truncation_is_an_error() {
+        let mut bytes = Vec::new();
+        sample_leaf().encode(&mut bytes);
+        for len in 0..bytes.len() {
+            assert!(Node::decode(Bytes::copy_from_slice(&bytes[..len]), 1024).is_err());
+        }
+    }
+
+    #[test]
+    fn huge_count_is_refused_before_allocation() {
+        let bytes = vec![KIND_LEAF, 0xff, 0xff, 0xff, 0xff, 0, 0];
+        assert!(Node::decode(Bytes::from(bytes), 1024).is_err());
+    }
+
+    #[test]
+    fn unsorted_keys_are_refused() {
+        let node = Node::Leaf {
+            entries: vec![
+                (Bytes::from_static(b"b"), Value::Inline(Bytes::new())),
+                (Bytes::from_static(b"a"), Value::Inline(Bytes::new())),
+            ],
+        };
+        let mut bytes = Vec::new();
+        node.encode(&mut bytes);
+        assert!(Node::decode(Bytes::from(bytes), 1024).is_err());
+    }
+}

@@ -1,0 +1,420 @@
+//! The B+tree over pages, keyed by (collection, parent key). A [`Tree`] is one version:
+//! cloning it is cheap (the page table is persistent), and changing a clone never touches
+//! the original, so a transaction is a clone that is published whole or dropped.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::PageStore;
+use super::node::{NODE_HEADER_BYTES, Node, PageId, Value, internal_entry_len, leaf_entry_len};
+use super::table::{PageTable, Slot};
+use crate::Result;
+
+/// One version of the tree.
+#[derive(Clone)]
+pub struct Tree {
+    pub root: PageId,
+    pub next_page_id: PageId,
+    pub table: PageTable,
+}
+
+/// Index of the child of an internal node that holds `key`.
+fn child_index(keys: &[Bytes], key: &[u8]) -> usize {
+    keys.partition_point(|k| k.as_ref() <= key)
+}
+
+impl Tree {
+    /// A tree holding one empty leaf.
+    pub fn new() -> Self {
+        let mut table = PageTable::default();
+        table.set(0, Slot::Dirty(Arc::new(Node::empty_leaf())));
+        Tree {
+            root: 0,
+            next_page_id: 1,
+            table,
+        }
+    }
+
+    pub fn node(&self, store: &PageStore, id: PageId) -> Result<Arc<Node>> {
+        store.node(&self.table, id)
+    }
+
+    /// The node `id` for changing: made dirty in this version, copied if shared.
+    fn node_mut(&mut self, store: &PageStore, id: PageId) -> Result<&mut Node> {
+        if !matches!(self.table.get(id), Slot::Dirty(_)) {
+            let node = self.node(store, id)?;
+            self.table.set(id, Slot::Dirty(node));
+        }
+        match self.table.dirty_mut(id) {
+            Some(node) => Ok(Arc::make_mut(node)),
+            // The slot was made dirty just above.
+            None => unreachable!("page {id} is dirty"),
+        }
+    }
+
+    fn allocate(&mut self, node: Node) -> PageId {
+        let id = self.next_page_id;
+        self.next_page_id += 1;
+        self.table.set(id, Slot::Dirty(Arc::new(node)));
+        id
+    }
+
+    /// The internal nodes from the root down to the leaf for `key`, each with the index of
+    /// the child taken, and the leaf's id.
+    fn descend(&self, store: &PageStore, key: &[u8]) -> Result<(Vec<(PageId, usize)>, PageId)> {
+        let mut path = Vec::new();
+        let mut id = self.root;
+        loop {
+            let node = self.node(store, id)?;
+            match node.as_ref() {
+                Node::Internal { keys, children } => {
+                    let index = child_index(keys, key);
+                    path.push((id, index));
+                    id = children[index];
+                }
+                Node::Leaf { .. } => return Ok((path, id)),
+            }
+            if path.len() > MAX_DEPTH {
+                return Err(store.tree_corruption(id, "tree deeper than any valid tree"));
+            }
+        }
+    }
+
+    pub fn get(&self, store: &PageStore, key: &[u8]) -> Result<Option<Value>> {
+        let (_, leaf) = self.descend(store, key)?;
+        let node = self.node(store, leaf)?;
+        let Node::Leaf { entries } = node.as_ref() else {
+            return Err(store.tree_corruption(leaf, "expected a leaf"));
+        };
+        Ok(entries
+            .binary_search_by(|(k, _)| k.as_ref().cmp(key))
+            .ok()
+            .map(|index| entries[index].1.clone()))
+    }
+
+    /// Inserts or replaces `key`'s value.
+    pub fn insert(&mut self, store: &PageStore, key: Bytes, value: Value) -> Result<()> {
+        let page_room = store.page_bytes - NODE_HEADER_BYTES;
+        let (path, leaf_id) = self.descend(store, &key)?;
+        let leaf = self.node_mut(store, leaf_id)?;
+        let Node::Leaf { entries } = leaf else {
+            return Err(store.tree_corruption(leaf_id, "expected a leaf"));
+        };
+        match entries.binary_search_by(|(k, _)| k.as_ref().cmp(&key)) {
+            Ok(index) => entries[index].1 = value,
+            Err(index) => entries.insert(index, (key, value)),
+        }
+        let sizes: Vec<usize> = entries.iter().map(|(k, v)| leaf_entry_len(k, v)).collect();
+        if sizes.iter().sum::<usize>() <= page_room {
+            return Ok(());
+        }
+        let split = balanced_split(&sizes, page_room);
+        let right = entries.split_off(split);
+        let separator = right[0].0.clone();
+        let right_id = self.allocate(Node::Leaf { entries: right });
+        self.insert_separator(store, path, separator, right_id)
+    }
+
+    fn insert_separator(
+        &mut self,
+        store: &PageStore,
+        mut path: Vec<(PageId, usize)>,
+        mut separator: Bytes,
+        mut right_id: PageId,
+    ) -> Result<()> {
+        let page_room = store.page_bytes - NODE_HEADER_BYTES - 8;
+        loop {
+            let Some((parent_id, index)) = path.pop() else {
+                let root = Node::Internal {
+                    keys: vec![separator],
+                    children: vec![self.root, right_id],
+                };
+                self.root = self.allocate(root);
+                return Ok(());
+            };
+            let parent = self.node_mut(store, parent_id)?;
+            let Node::Internal { keys, children } = parent else {
+                return Err(store.tree_corruption(parent_id, "expected an internal page"));
+            };
+            keys.insert(index, separator);
+            children.insert(index + 1, right_id);
+            let sizes: Vec<usize> = keys.iter().map(|k| internal_entry_len(k)).collect();
+            if sizes.iter().sum::<usize>() <= page_room {
+                return Ok(());
+            }
+            // The middle key moves up; the left keeps keys[..mid], the right keys[mid + 1..].
+            let mid = middle_key(&sizes);
+            let right_keys = keys.split_off(mid + 1);
+            let right_children = children.split_off(mid + 1);
+            separator = keys.pop().expect("mid is a valid key index");
+            right_id = self.allocate(Node::Internal {
+                keys: right_keys,
+                children: right_children,
+            });
+        }
+    }
+
+    /// Removes `key`; returns whether it was present.
+    pub fn remove(&mut self, store: &PageStore, key: &[u8]) -> Result<bool> {
+        let (mut path, leaf_id) = self.descend(store, key)?;
+        let leaf = self.node_mut(store, leaf_id)?;
+        let Node::Leaf { entries } = leaf else {
+            return Err(store.tree_corruption(leaf_id, "expected a leaf"));
+        };
+        let Ok(index) = entries.binary_search_by(|(k, _)| k.as_ref().cmp(key)) else {
+            return Ok(false);
+        };
+        entries.remove(index);
+        let leaf_len = leaf.encoded_len();
+        let empty = matches!(leaf, Node::Leaf { entries } if entries.is_empty());
+        let Some(&(parent_id, child)) = path.last() else {
+            return Ok(true);
+        };
+        if empty {
+            self.table.set(leaf_id, Slot::Free);
+            self.remove_child(store, &mut path)?;
+        } else if leaf_len < store.page_bytes / 4 {
+            self.merge_leaf(store, parent_id, child)?;
+        }
+        self.collapse_root(store)?;
+        Ok(true)
+    }
+
+    /// Removes the child named by the last path entry from its parent, and parents that
+    /// become empty from theirs.
+    fn remove_child(&mut self, store: &PageStore, path: &mut Vec<(PageId, usize)>) -> Result<()> {
+        while let Some((parent_id, index)) = path.pop() {
+            let parent = self.node_mut(store, parent_id)?;
+            let Node::Internal { keys, children } = parent else {
+                return Err(store.tree_corruption(parent_id, "expected an internal page"));
+            };
+            children.remove(index);
+            if !keys.is_empty() {
+                keys.remove(index.saturating_sub(1));
+            }
+            if !children.is_empty() {
+                return Ok(());
+            }
+            if path.is_empty() {
+                // The root lost its last child: the tree is empty.
+                self.table
+                    .set(parent_id, Slot::Dirty(Arc::new(Node::empty_leaf())));
+                return Ok(());
+            }
+            self.table.set(parent_id, Slot::Free);
+        }
+        Ok(())
+    }
+
+    /// Merges the small leaf at `index` of `parent_id` with a neighbour when both fit a page.
+    fn merge_leaf(&mut self, store: &PageStore, parent_id: PageId, index: usize) -> Result<()> {
+        let parent = self.node(store, parent_id)?;
+        let Node::Internal { children, .. } = parent.as_ref() else {
+            return Err(store.tree_corruption(parent_id, "expected an internal page"));
+        };
+        if children.len() < 2 {
+            return Ok(());
+        }
+        let left_index = if index + 1 < children.len() {
+            index
+        } else {
+            index - 1
+        };
+        let (left_id, right_id) = (children[left_index], children[left_index + 1]);
+        let right = self.node(store, right_id)?;
+        let left = self.node(store, left_id)?;
+        let (
+            Node::Leaf {
+                entries: right_entries,
+            },
+            Node::Leaf { .. },
+        ) = (right.as_ref(), left.as_ref())
+        else {
+            return Ok(());
+        };
+        let combined = left.encoded_len() + right.encoded_len() - NODE_HEADER_BYTES;
+        if combined > store.page_bytes {
+            return Ok(());
+        }
+        let moved = right_entries.clone();
+        if let Node::Leaf { entries } = self.node_mut(store, left_id)? {
+            entries.extend(moved);
+        }
+        self.table.set(right_id, Slot::Free);
+        if let Node::Internal { keys, children } = self.node_mut(store, parent_id)? {
+            keys.remove(left_index);
+            children.remove(left_index + 1);
+        }
+        Ok(())
+    }
+
+    /// While the root is an internal page with one child, that child becomes the root.
+    fn collapse_root(&mut self, store: &PageStore) -> Result<()> {
+        loop {
+            let root = self.node(store, self.root)?;
+            match root.as_ref() {
+                Node::Internal { children, .. } if children.len() == 1 => {
+                    let child = children[0];
+                    self.table.set(self.root, Slot::Free);
+                    self.root = child;
+                }
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    /// A cursor at the first key inside `start`.
+    pub fn cursor(&self, store: &PageStore, start: Bound<&[u8]>) -> Result<Cursor> {
+        let mut stack = Vec::new();
+        let mut id = self.root;
+        loop {
+            let node = self.node(store, id)?;
+            match node.as_ref() {
+                Node::Internal { keys, children } => {
+                    let index = match start {
+                        Bound::Unbounded => 0,
+                        Bound::Included(key) | Bound::Excluded(key) => child_index(keys, key),
+                    };
+                    id = children[index];
+                    stack.push((node.clone(), index));
+                    if stack.len() > MAX_DEPTH {
+                        return Err(store.tree_corruption(id, "tree deeper than any valid tree"));
+                    }
+                }
+                Node::Leaf { entries } => {
+                    let position = match start {
+                        Bound::Unbounded => 0,
+                        Bound::Included(key) => entries.partition_point(|(k, _)| k.as_ref() < key),
+                        Bound::Excluded(key) => entries.partition_point(|(k, _)| k.as_ref() <= key),
+                    };
+                    return Ok(Cursor {
+                        stack,
+                        leaf: node.clone(),
+                        position,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Visits every page id reachable from the root, with its node, parents before children.
+    pub fn walk(
+        &self,
+        store: &PageStore,
+        mut visit: impl FnMut(PageId, &Node, usize) -> Result<()>,
+    ) -> Result<()> {
+        let mut pending = vec![(self.root, 0usize)];
+        while let Some((id, depth)) = pending.pop() {
+            if depth > MAX_DEPTH {
+                return Err(store.tree_corruption(id, "tree deeper than any valid tree"));
+            }
+            let node = self.node(store, id)?;
+            visit(id, &node, depth)?;
+            if let Node::Internal { children, .. } = node.as_ref() {
+                pending.extend(children.iter().rev().map(|child| (*child, depth + 1)));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Default for Tree {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// No valid tree is deeper: with at least two entries per page, 64 levels hold 2^64 keys.
+const MAX_DEPTH: usize = 64;
+
+/// The split index that balances the two halves' bytes while both fit `room`.
+fn balanced_split(sizes: &[usize], room: usize) -> usize {
+    let total: usize = sizes.iter().sum();
+    let mut best = (usize::MAX, 1);
+    let mut left = 0;
+    for split in 1..sizes.len() {
+        left += sizes[split - 1];
+        let right = total - left;
+        if left <= room && right <= room {
+            let imbalance = left.abs_diff(right);
+            if imbalance < best.0 {
+                best = (imbalance, split);
+            }
+        }
+    }
+    best.1
+}
+
+/// The index of the key to move up when an internal page splits.
+fn middle_key(sizes: &[usize]) -> usize {
+    let total: usize = sizes.iter().sum();
+    let mut left = 0;
+    for (index, size) in sizes.iter().enumerate() {
+        if left + size / 2 >= total / 2 {
+            return index.clamp(1, sizes.len() - 2);
+        }
+        left += size;
+    }
+    sizes.len() / 2
+}
+
+/// A position in the leaves; yields entries in key order.
+pub struct Cursor {
+    stack: Vec<(Arc<Node>, usize)>,
+    leaf: Arc<Node>,
+    position: usize,
+}
+
+impl Cursor {
+    /// The next entry, moving to the next leaf when this one is done.
+    pub fn next(&mut self, tree: &Tree, store: &PageStore) -> Result<Option<(Bytes, Value)>> {
+        loop {
+            if let Node::Leaf { entries } = self.leaf.as_ref() {
+                if let Some((key, value)) = entries.get(self.position) {
+                    self.position += 1;
+                    return Ok(Some((key.clone(), value.clone())));
+                }
+            }
+            // Up to the nearest ancestor with a child to the right, then down its left edge.
+            loop {
+                let Some((node, index)) = self.stack.last_mut() else {
+                    return Ok(None);
+                };
+                let Node::Internal { children, .. } = node.as_ref() else {
+                    return Ok(None);
+                };
+                if *index + 1 < children.len() {
+                    *index += 1;
+                    break;
+                }
+                self.stack.pop();
+            }
+            let (node, index) = self.stack.last().expect("checked above");
+            let Node::Internal { children, .. } = node.as_ref() else {
+                return Ok(None);
+            };
+            let mut id = children[*index];
+            loop {
+                let node = tree.node(store, id)?;
+                match node.as_ref() {
+                    Node::Internal { children, .. } => {
+                        id = children[0];
+                        self.stack.push((node.clone(), 0));
+                        if self.stack.len() > MAX_DEPTH {
+                            return Err(
+                                store.tree_corruption(id, "tree deeper than any valid tree")
+                            );
+                        }
+                    }
+                    Node::Leaf { .. } => {
+                        self.leaf = node;
+                        self.position = 0;
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}

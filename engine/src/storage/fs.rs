@@ -1,0 +1,171 @@
+//! Real files in a directory.
+
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::{LockGuard, Storage};
+use crate::{Error, Result};
+
+const LOCK_FILE: &str = "LOCK";
+
+/// Files in one directory, opened once and kept open.
+pub struct FsStorage {
+    dir: PathBuf,
+    handles: Mutex<HashMap<String, Arc<File>>>,
+}
+
+struct FsLock {
+    _file: File,
+}
+
+impl LockGuard for FsLock {}
+
+impl FsStorage {
+    /// Storage over `dir`, creating the directory when it does not exist.
+    pub fn new(dir: impl AsRef<Path>) -> Result<Self> {
+        let dir = dir.as_ref().to_path_buf();
+        fs::create_dir_all(&dir)
+            .map_err(|e| Error::io("create directory", dir.display().to_string(), e))?;
+        Ok(FsStorage {
+            dir,
+            handles: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    fn name(&self, name: &str) -> String {
+        self.path(name).display().to_string()
+    }
+
+    fn handle(&self, name: &str) -> Result<Arc<File>> {
+        let mut handles = self.handles.lock();
+        if let Some(file) = handles.get(name) {
+            return Ok(file.clone());
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(self.path(name))
+            .map_err(|e| Error::io("open", self.name(name), e))?;
+        let file = Arc::new(file);
+        handles.insert(name.to_string(), file.clone());
+        Ok(file)
+    }
+}
+
+impl Storage for FsStorage {
+    fn describe(&self) -> String {
+        self.dir.display().to_string()
+    }
+
+    fn lock(&self) -> Result<Box<dyn LockGuard>> {
+        let path = self.path(LOCK_FILE);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| Error::io("open", self.name(LOCK_FILE), e))?;
+        match file.try_lock() {
+            Ok(()) => Ok(Box::new(FsLock { _file: file })),
+            Err(fs::TryLockError::WouldBlock) => Err(Error::Locked {
+                path: self.describe(),
+            }),
+            Err(fs::TryLockError::Error(e)) => Err(Error::io("lock", self.name(LOCK_FILE), e)),
+        }
+    }
+
+    fn list(&self) -> Result<Vec<String>> {
+        let entries = fs::read_dir(&self.dir).map_err(|e| Error::io("list", self.describe(), e))?;
+        let mut names = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io("list", self.describe(), e))?;
+            if let Some(name) = entry.file_name().to_str() {
+                if name != LOCK_FILE {
+                    names.push(name.to_string());
+                }
+            }
+        }
+        Ok(names)
+    }
+
+    fn create(&self, name: &str) -> Result<()> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(self.path(name))
+            .map_err(|e| Error::io("create", self.name(name), e))?;
+        self.handles.lock().insert(name.to_string(), Arc::new(file));
+        Ok(())
+    }
+
+    fn len(&self, name: &str) -> Result<u64> {
+        let file = self.handle(name)?;
+        let meta = file
+            .metadata()
+            .map_err(|e| Error::io("stat", self.name(name), e))?;
+        Ok(meta.len())
+    }
+
+    fn read_at(&self, name: &str, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let file = self.handle(name)?;
+        file.read_exact_at(buf, offset)
+            .map_err(|e| Error::io("read", self.name(name), e))
+    }
+
+    fn write_at(&self, name: &str, offset: u64, data: &[u8]) -> Result<()> {
+        let file = self.handle(name)?;
+        file.write_all_at(data, offset)
+            .map_err(|e| Error::io("write", self.name(name), e))
+    }
+
+    fn set_len(&self, name: &str, len: u64) -> Result<()> {
+        let file = self.handle(name)?;
+        file.set_len(len)
+            .map_err(|e| Error::io("set length", self.name(name), e))
+    }
+
+    fn sync(&self, name: &str) -> Result<()> {
+        let file = self.handle(name)?;
+        file.sync_data()
+            .map_err(|e| Error::io("sync", self.name(name), e))
+    }
+
+    fn sync_dir(&self) -> Result<()> {
+        let dir = File::open(&self.dir).map_err(|e| Error::io("open", self.describe(), e))?;
+        dir.sync_all()
+            .map_err(|e| Error::io("sync directory", self.describe(), e))
+    }
+
+    fn rename(&self, from: &str, to: &str) -> Result<()> {
+        let mut handles = self.handles.lock();
+        fs::rename(self.path(from), self.path(to))
+            .map_err(|e| Error::io("rename", self.name(from), e))?;
+        handles.remove(to);
+        if let Some(file) = handles.remove(from) {
+            handles.insert(to.to_string(), file);
+        }
+        Ok(())
+    }
+
+    fn remove(&self, name: &str) -> Result<()> {
+        self.handles.lock().remove(name);
+        match fs::remove_file(self.path(name)) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Error::io("remove", self.name(name), e)),
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! The storage seam: every read, write, sync, rename, remove and directory sync of the
+//! engine goes through [`Storage`], so that the simulation in [`sim`] can fail any operation
+//! and produce the image a power loss would leave.
+//!
+//! Files are named relative to the database directory; the directory is flat.
+
+mod fs;
+pub mod sim;
+
+pub use fs::FsStorage;
+pub use sim::SimStorage;
+
+use crate::Result;
+
+/// A guard that holds the database's exclusive lock until dropped.
+pub trait LockGuard: Send + Sync {}
+
+/// The operations the engine performs on its directory.
+///
+/// Reads are exact: a read past the end of a file is an error. Writes past the end extend
+/// the file, filling any gap with zeros. Nothing written is durable until `sync` of that file
+/// returns; a file created or renamed is durable in the directory only after `sync_dir`.
+pub trait Storage: Send + Sync + 'static {
+    /// A name for this storage in messages (the directory path, or "simulation").
+    fn describe(&self) -> String;
+    /// Takes the database's exclusive lock; `Error::Locked` when someone else holds it.
+    fn lock(&self) -> Result<Box<dyn LockGuard>>;
+    /// The names of all files in the directory, in no particular order.
+    fn list(&self) -> Result<Vec<String>>;
+    /// Creates an empty file, replacing any file of that name.
+    fn create(&self, name: &str) -> Result<()>;
+    /// The file's length in bytes.
+    fn len(&self, name: &str) -> Result<u64>;
+    /// Fills `buf` from `offset`; an error if the file is shorter.
+    fn read_at(&self, name: &str, offset: u64, buf: &mut [u8]) -> Result<()>;
+    /// Writes `data` at `offset`.
+    fn write_at(&self, name: &str, offset: u64, data: &[u8]) -> Result<()>;
+    /// Truncates or extends (with zeros) the file.
+    fn set_len(&self, name: &str, len: u64) -> Result<()>;
+    /// Makes the file's data durable.
+    fn sync(&self, name: &str) -> Result<()>;
+    /// Makes the directory's entries (creations, renames, removals) durable.
+    fn sync_dir(&self) -> Result<()>;
+    /// Renames `from` to `to`, replacing `to` atomically.
+    fn rename(&self, from: &str, to: &str) -> Result<()>;
+    /// Removes the file.
+    fn remove(&self, name: &str) -> Result<()>;
+
+    /// Reads `len` bytes at `offset` into a new buffer.
+    fn read_vec(&self, name: &str, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let mut buf = vec![0u8; len];
+        self.read_at(name, offset, &mut buf)?;
+        Ok(buf)
+    }
+}

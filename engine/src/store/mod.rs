@@ -1,0 +1,487 @@
+//! The write path and the published versions: group commit of batches into the hot log,
+//! checkpoints, and the state readers see.
+
+mod recovery;
+mod verify;
+
+use std::sync::Arc;
+
+use bytes::{BufMut, Bytes};
+use parking_lot::{Mutex, RwLock};
+
+pub use verify::{Inspection, SegmentInfo, VerifyReport};
+
+use crate::cache::{CacheKey, CacheValue, Tier, TierStats};
+use crate::catalog::{Catalog, CollectionId, CollectionInfo, CollectionSpec};
+use crate::log::{FrameKind, Group, HotLog, LogTail};
+use crate::page::checkpoint::Checkpoint;
+use crate::page::node::{LargeRef, Node, PageId, Value};
+use crate::page::redo::Op;
+use crate::page::table::Slot;
+use crate::page::tree::Tree;
+use crate::page::{PageStore, max_inline_record};
+use crate::storage::{LockGuard, Storage};
+use crate::{
+    Durability, Error, MAX_BATCH_BYTES, MAX_KEY_BYTES, MAX_RECORD_BYTES, Options, Result, record,
+};
+
+/// Redo frames are closed once their payload reaches this size.
+const FRAME_TARGET_BYTES: usize = 1024 * 1024;
+/// A checkpoint writes its page images in groups of about this size.
+const CHECKPOINT_GROUP_BYTES: usize = 4 * 1024 * 1024;
+
+/// What readers see: one committed state.
+#[derive(Clone)]
+pub(crate) struct Version {
+    pub tree: Tree,
+    pub catalog: Arc<Catalog>,
+    /// Batches committed since the database was opened.
+    pub commits: u64,
+}
+
+/// A batch's operations as the API received them, before they are resolved to redo.
+#[derive(Clone, Debug)]
+pub(crate) enum BatchOp {
+    CreateCollection(CollectionSpec),
+    Put {
+        collection: String,
+        key: Bytes,
+        body: Bytes,
+    },
+    Delete {
+        collection: String,
+        key: Bytes,
+    },
+}
+
+struct Request {
+    ops: Vec<BatchOp>,
+    result: Mutex<Option<Result<()>>>,
+}
+
+struct Writer {
+    log: HotLog,
+    /// Where the redo after the last checkpoint starts.
+    checkpoint_tail: LogTail,
+    bytes_since_checkpoint: u64,
+    checkpoint_sequence: u64,
+    checkpoints: u64,
+}
+
+/// Counters shown by `Db::stats`.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Stats {
+    pub hot: TierStats,
+    pub cold: TierStats,
+    pub cache_budget_bytes: u64,
+    pub commits: u64,
+    pub checkpoints: u64,
+    pub dirty_pages: u64,
+    pub next_lsn: u64,
+    pub durable_lsn: u64,
+    pub log_segments: u64,
+    pub log_bytes: u64,
+}
+
+/// The state shared by all clones of a `Db`.
+pub(crate) struct Shared {
+    pub pages: PageStore,
+    pub options: Options,
+    current: RwLock<Arc<Version>>,
+    writer: Mutex<Writer>,
+    queue: Mutex<Vec<Arc<Request>>>,
+    _lock: Box<dyn LockGuard>,
+}
+
+/// A version being changed by a group of batches (or by replay).
+pub(crate) struct Txn {
+    pub tree: Tree,
+    pub catalog: Arc<Catalog>,
+}
+
+/// Applies one redo op to a transaction; shared by commit and replay so both build the
+/// same pages. `large` locates the record in the log when it is too big for a leaf.
+pub(crate) fn apply(
+    pages: &PageStore,
+    txn: &mut Txn,
+    op: &Op,
+    large: Option<LargeRef>,
+) -> Result<()> {
+    match op {
+        Op::CreateCollection { id, spec } => {
+            Arc::make_mut(&mut txn.catalog).insert(CollectionInfo {
+                id: *id,
+                spec: spec.clone(),
+            });
+        }
+        Op::PutRecord {
+            collection,
+            key,
+            record,
+        } => {
+            let value = match large {
+                Some(large) => Value::Large(large),
+                None => Value::Inline(record.clone()),
+            };
+            txn.tree.insert(pages, tree_key(*collection, key), value)?;
+        }
+        Op::DeleteRecord { collection, key } => {
+            txn.tree.remove(pages, &tree_key(*collection, key))?;
+        }
+    }
+    Ok(())
+}
+
+/// The composite tree key of a parent: collection id (big-endian, so collections sort
+/// apart) then the parent key.
+pub(crate) fn tree_key(collection: CollectionId, key: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(4 + key.len());
+    out.put_u32(collection);
+    out.put_slice(key);
+    Bytes::from(out)
+}
+
+pub(crate) fn check_key(key: &[u8]) -> Result<()> {
+    if key.len() > MAX_KEY_BYTES {
+        return Err(Error::KeyTooLarge {
+            size: key.len() as u64,
+            limit: MAX_KEY_BYTES as u64,
+        });
+    }
+    Ok(())
+}
+
+impl Shared {
+    pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared> {
+        recovery::open(storage, options)
+    }
+
+    pub fn current(&self) -> Arc<Version> {
+        self.current.read().clone()
+    }
+
+    fn max_inline(&self) -> usize {
+        max_inline_record(self.pages.page_bytes)
+    }
+
+    fn apply(&self, txn: &mut Txn, op: &Op, large: Option<LargeRef>) -> Result<()> {
+        apply(&self.pages, txn, op, large)
+    }
+
+    /// Commits a batch: atomic, and durable on return under `Durability::Immediate`.
+    /// Concurrent commits are grouped: one thread writes (and syncs) them all at once.
+    pub fn commit(&self, ops: Vec<BatchOp>) -> Result<()> {
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let request = Arc::new(Request {
+            ops,
+            result: Mutex::new(None),
+        });
+        self.queue.lock().push(request.clone());
+        let mut writer = self.writer.lock();
+        if let Some(result) = request.result.lock().take() {
+            return result;
+        }
+        let requests = std::mem::take(&mut *self.queue.lock());
+        self.commit_group(&mut writer, &requests);
+        if writer.bytes_since_checkpoint >= self.options.checkpoint_bytes {
+            // The batches are committed; a failed checkpoint makes the next write fail.
+            let _ = self.checkpoint_locked(&mut writer);
+        }
+        let result = request.result.lock().take();
+        result.unwrap_or_else(|| {
+            Err(Error::WriteFailed {
+                reason: "batch was not processed by its group".to_string(),
+            })
+        })
+    }
+
+    fn commit_group(&self, writer: &mut Writer, requests: &[Arc<Request>]) {
+        let base = self.current();
+        let mut txn = Txn {
+            tree: base.tree.clone(),
+            catalog: base.catalog.clone(),
+        };
+        let mut group = match writer.log.group() {
+            Ok(group) => group,
+            Err(error) => return fail_all(requests, error),
+        };
+        let mut accepted = Vec::with_capacity(requests.len());
+        for request in requests {
+            let mark = group.mark();
+            // A savepoint costs copies; only a group of several batches needs one.
+            let savepoint = (requests.len() > 1).then(|| (txn.tree.clone(), txn.catalog.clone()));
+            match self.stage(&mut txn, &mut group, &request.ops) {
+                Ok(()) => accepted.push(request.clone()),
+                Err(error) => {
+                    *request.result.lock() = Some(Err(error));
+                    group.rollback(mark);
+                    match savepoint {
+                        Some((tree, catalog)) => txn = Txn { tree, catalog },
+                        None => return,
+                    }
+                }
+            }
+        }
+        if accepted.is_empty() {
+            return;
+        }
+        let bytes = group.bytes() as u64;
+        let written = writer
+            .log
+            .append(group)
+            .and_then(|()| match self.options.durability {
+                Durability::Immediate => writer.log.sync(),
+                Durability::Buffered => Ok(()),
+            });
+        if let Err(error) = written {
+            return fail_all(&accepted, error);
+        }
+        *self.current.write() = Arc::new(Version {
+            tree: txn.tree,
+            catalog: txn.catalog,
+            commits: base.commits + accepted.len() as u64,
+        });
+        writer.bytes_since_checkpoint += bytes;
+        for request in accepted {
+            *request.result.lock() = Some(Ok(()));
+        }
+    }
+
+    /// Resolves a batch's operations to redo, encodes them into the group's frames and
+    /// applies them to the transaction. Checks every limit before anything is encoded.
+    fn stage(&self, txn: &mut Txn, group: &mut Group, ops: &[BatchOp]) -> Result<()> {
+        let mut open_frame: Option<usize> = None;
+        let start_bytes = group.bytes();
+        for op in ops {
+            let Some(redo) = self.resolve(txn, op)? else {
+                continue;
+            };
+            let large =
+                matches!(&redo, Op::PutRecord { record, .. } if record.len() > self.max_inline());
+            if let Some(start) = open_frame {
+                if large || group.payload_len(start) + redo.encoded_len() > FRAME_TARGET_BYTES {
+                    group.finish(start, FrameKind::BatchPart);
+                    open_frame = None;
+                }
+            }
+            let start = *open_frame.get_or_insert_with(|| group.begin());
+            let record_at = redo.encode(group.buf());
+            if group.bytes() - start_bytes > MAX_BATCH_BYTES {
+                return Err(Error::BatchTooLarge {
+                    size: (group.bytes() - start_bytes) as u64,
+                    limit: MAX_BATCH_BYTES as u64,
+                });
+            }
+            let large_ref = large.then(|| LargeRef {
+                segment_id: group.segment_id(),
+                frame_offset: group.offset_of(start),
+                value_offset: (record_at - start - crate::log::frame::FRAME_HEADER_BYTES) as u32,
+                value_len: redo.record_len() as u32,
+            });
+            self.apply(txn, &redo, large_ref)?;
+            if large {
+                group.finish(start, FrameKind::BatchPart);
+                open_frame = None;
+            }
+        }
+        let start = open_frame.unwrap_or_else(|| group.begin());
+        group.finish(start, FrameKind::BatchEnd);
+        Ok(())
+    }
+
+    /// The redo for one API operation, or `None` when it changes nothing.
+    fn resolve(&self, txn: &Txn, op: &BatchOp) -> Result<Option<Op>> {
+        Ok(Some(match op {
+            BatchOp::CreateCollection(spec) => {
+                spec.validate()?;
+                match txn.catalog.by_name.get(spec.name()) {
+                    Some(info) if info.spec == *spec => return Ok(None),
+                    Some(info) => {
+                        return Err(Error::SchemaConflict {
+                            name: spec.name().to_string(),
+                            reason: format!("stored schema is {:?}", info.spec),
+                        });
+                    }
+                    None => Op::CreateCollection {
+                        id: txn.catalog.next_id,
+                        spec: spec.clone(),
+                    },
+                }
+            }
+            BatchOp::Put {
+                collection,
+                key,
+                body,
+            } => {
+                let info = txn.catalog.get(collection)?;
+                check_key(key)?;
+                let size = record::encoded_len(body.len());
+                if size > MAX_RECORD_BYTES as u64 {
+                    return Err(Error::RecordTooLarge {
+                        size,
+                        limit: MAX_RECORD_BYTES as u64,
+                    });
+                }
+                Op::PutRecord {
+                    collection: info.id,
+                    key: key.clone(),
+                    record: Bytes::from(record::encode(body)),
+                }
+            }
+            BatchOp::Delete { collection, key } => {
+                let info = txn.catalog.get(collection)?;
+                check_key(key)?;
+                Op::DeleteRecord {
+                    collection: info.id,
+                    key: key.clone(),
+                }
+            }
+        }))
+    }
+
+    /// Writes every changed page to the log and a new checkpoint file.
+    pub fn checkpoint(&self) -> Result<()> {
+        let mut writer = self.writer.lock();
+        self.checkpoint_locked(&mut writer)
+    }
+
+    fn checkpoint_locked(&self, writer: &mut Writer) -> Result<()> {
+        let result = self.write_checkpoint(writer);
+        if let Err(error) = &result {
+            // Which of the checkpoint's writes reached the disk is unknown: refuse writes.
+            writer.log.poison(error.to_string());
+        }
+        result
+    }
+
+    fn write_checkpoint(&self, writer: &mut Writer) -> Result<()> {
+        let version = self.current();
+        if version.tree.table.dirty_count() == 0 && writer.log.tail() == writer.checkpoint_tail {
+            return writer.log.sync();
+        }
+        let mut tree = version.tree.clone();
+        let dirty: Vec<(PageId, Arc<Node>)> = tree
+            .table
+            .iter()
+            .filter_map(|(id, slot)| match slot {
+                Slot::Dirty(node) => Some((id, node.clone())),
+                _ => None,
+            })
+            .collect();
+        let mut written = Vec::with_capacity(dirty.len());
+        let mut group = writer.log.group()?;
+        for (id, node) in dirty {
+            if group.bytes() >= CHECKPOINT_GROUP_BYTES {
+                writer.log.append(group)?;
+                group = writer.log.group()?;
+            }
+            let start = group.begin();
+            group.buf().put_u64_le(id);
+            node.encode(group.buf());
+            written.push((id, group.finish(start, FrameKind::Page), node));
+        }
+        writer.log.append(group)?;
+        writer.log.sync()?;
+        for (id, loc, node) in written {
+            tree.table.set(id, Slot::Disk(loc));
+            let key = CacheKey::Page {
+                segment_id: loc.segment_id,
+                offset: loc.offset,
+            };
+            self.pages
+                .cache
+                .insert(key, Tier::HotPage, CacheValue::Node(node), loc.len as usize);
+        }
+        let tail = writer.log.tail();
+        let checkpoint = Checkpoint {
+            sequence: writer.checkpoint_sequence + 1,
+            page_bytes: self.pages.page_bytes as u32,
+            replay_from: tail,
+            root: tree.root,
+            next_page_id: tree.next_page_id,
+            catalog: version.catalog.as_ref().clone(),
+            pages: tree
+                .table
+                .iter()
+                .filter_map(|(id, slot)| match slot {
+                    Slot::Disk(loc) => Some((id, *loc)),
+                    _ => None,
+                })
+                .collect(),
+        };
+        checkpoint.write(self.pages.storage.as_ref())?;
+        *self.current.write() = Arc::new(Version {
+            tree,
+            catalog: version.catalog.clone(),
+            commits: version.commits,
+        });
+        writer.checkpoint_sequence += 1;
+        writer.checkpoints += 1;
+        writer.checkpoint_tail = tail;
+        writer.bytes_since_checkpoint = 0;
+        Ok(())
+    }
+
+    pub fn stats(&self) -> Result<Stats> {
+        let (next_lsn, durable_lsn, checkpoints) = {
+            let writer = self.writer.lock();
+            (
+                writer.log.tail().next_lsn,
+                writer.log.durable_lsn(),
+                writer.checkpoints,
+            )
+        };
+        let version = self.current();
+        let segments = verify::segment_ids(self.pages.storage.as_ref())?;
+        let mut log_bytes = 0;
+        for id in &segments {
+            log_bytes += self.pages.storage.len(&crate::log::segment_name(*id))?;
+        }
+        Ok(Stats {
+            hot: self.pages.cache.stats(Tier::HotPage),
+            cold: self.pages.cache.stats(Tier::ColdChunk),
+            cache_budget_bytes: self.pages.cache.budget_bytes() as u64,
+            commits: version.commits,
+            checkpoints,
+            dirty_pages: version.tree.table.dirty_count() as u64,
+            next_lsn,
+            durable_lsn,
+            log_segments: segments.len() as u64,
+            log_bytes,
+        })
+    }
+}
+
+impl Op {
+    fn record_len(&self) -> usize {
+        match self {
+            Op::PutRecord { record, .. } => record.len(),
+            _ => 0,
+        }
+    }
+}
+
+fn fail_all(requests: &[Arc<Request>], error: Error) {
+    let reason = error.to_string();
+    let mut first = Some(error);
+    for request in requests {
+        let error = first.take().unwrap_or_else(|| Error::WriteFailed {
+            reason: reason.clone(),
+        });
+        *request.result.lock() = Some(Err(error));
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        let mut writer = self.writer.lock();
+        if writer.log.failure().is_none() {
+            // Closing: make everything durable; an error here has nowhere to go, and
+            // recovery replays the redo in any case.
+            let _ = self.checkpoint_locked(&mut writer);
+        }
+    }
+}
