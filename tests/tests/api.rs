@@ -1,0 +1,299 @@
+//! Round trips, ordering, atomicity, limits and errors through the public API.
+
+use std::sync::Arc;
+
+use skewdb::{CollectionSpec, Db, Durability, Error, MAX_KEY_BYTES, MAX_RECORD_BYTES, Options, RECORD_OVERHEAD_BYTES};
+use skewdb_tests::{open_db, read_all, sim, small_options};
+
+fn keys_of(db: &Db, collection: &str) -> Vec<Vec<u8>> {
+    db.collection(collection)
+        .unwrap()
+        .scan::<&[u8]>(..)
+        .unwrap()
+        .map(|d| d.unwrap().key().to_vec())
+        .collect()
+}
+
+#[test]
+fn put_get_delete_round_trip_on_real_files() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), Options::new()).unwrap();
+        let users = db.create_collection(CollectionSpec::new("users")).unwrap();
+        let mut batch = db.batch();
+        batch.put("users", "alice", "A").put("users", "bob", "B").put("users", "carol", "C");
+        batch.commit().unwrap();
+        assert_eq!(users.get("alice").unwrap().unwrap().body(), b"A");
+        assert!(users.get("dave").unwrap().is_none());
+        let mut batch = db.batch();
+        batch.delete("users", "bob").put("users", "alice", "A2");
+        batch.commit().unwrap();
+        assert!(users.get("bob").unwrap().is_none());
+    }
+    let db = Db::open(dir.path(), Options::new()).unwrap();
+    let users = db.collection("users").unwrap();
+    assert_eq!(users.get("alice").unwrap().unwrap().body(), b"A2");
+    assert!(users.get("bob").unwrap().is_none());
+    assert_eq!(keys_of(&db, "users"), vec![b"alice".to_vec(), b"carol".to_vec()]);
+    db.verify().unwrap();
+}
+
+#[test]
+fn scan_is_in_key_order_within_its_collection_and_range() {
+    let (_sim, storage) = sim();
+    let db = open_db(storage, small_options(Durability::Buffered)).unwrap();
+    // Insert in a scrambled order, enough to split pages many times.
+    let mut keys: Vec<u32> = (0..3000).map(|i| (i * 7919) % 3000).collect();
+    for chunk in keys.chunks(100) {
+        let mut batch = db.batch();
+        for k in chunk {
+            batch.put("users", format!("u{k:05}"), format!("body of {k}"));
+            batch.put("products", format!("p{k:05}"), "p");
+        }
+        batch.commit().unwrap();
+    }
+    keys.sort();
+    let users = db.collection("users").unwrap();
+    let all = keys_of(&db, "users");
+    assert_eq!(all.len(), 3000);
+    assert!(all.windows(2).all(|w| w[0] < w[1]));
+    assert!(all.iter().all(|k| k.starts_with(b"u")));
+    let range: Vec<_> = users.scan("u00100".."u00200").unwrap().map(|d| d.unwrap()).collect();
+    assert_eq!(range.len(), 100);
+    assert_eq!(range[0].key(), b"u00100");
+    assert_eq!(range[99].body(), b"body of 199");
+    let inclusive = users.scan("u02990"..="u02999").unwrap().count();
+    assert_eq!(inclusive, 10);
+    let tail = users.scan("u02995"..).unwrap().count();
+    assert_eq!(tail, 5);
+    let inspection = db.inspect().unwrap();
+    assert!(inspection.leaf_pages > 10, "pages split: {inspection:?}");
+    assert!(inspection.tree_depth >= 2);
+    // Deleting almost everything merges and frees pages again.
+    for chunk in keys.chunks(500) {
+        let mut batch = db.batch();
+        for k in chunk.iter().filter(|k| **k % 100 != 0) {
+            batch.delete("users", format!("u{k:05}"));
+            batch.delete("products", format!("p{k:05}"));
+        }
+        batch.commit().unwrap();
+    }
+    assert_eq!(keys_of(&db, "users").len(), 30);
+    let after = db.verify().unwrap();
+    assert!(after.leaf_pages < inspection.leaf_pages / 4, "{after:?}");
+}
+
+#[test]
+fn scan_sees_one_state_despite_later_commits() {
+    let (_sim, storage) = sim();
+    let db = open_db(storage, small_options(Durability::Buffered)).unwrap();
+    let mut batch = db.batch();
+    for k in 0..500 {
+        batch.put("users", format!("{k:04}"), "old");
+    }
+    batch.commit().unwrap();
+    let mut scan = db.collection("users").unwrap().scan::<&[u8]>(..).unwrap();
+    let first = scan.next().unwrap().unwrap();
+    let mut batch = db.batch();
+    for k in 0..500 {
+        batch.put("users", format!("{k:04}"), "new");
+    }
+    batch.commit().unwrap();
+    let rest: Vec<_> = scan.map(|d| d.unwrap()).collect();
+    assert_eq!(rest.len(), 499);
+    assert!(std::iter::once(&first).chain(&rest).all(|d| d.body() == b"old"));
+}
+
+#[test]
+fn failed_batch_applies_nothing() {
+    let (_sim, storage) = sim();
+    let db = open_db(storage, small_options(Durability::Immediate)).unwrap();
+    let mut batch = db.batch();
+    batch.put("users", "a", "1");
+    batch.commit().unwrap();
+    let mut batch = db.batch();
+    batch.put("users", "b", "2").delete("users", "a").put("nosuch", "c", "3");
+    assert!(matches!(batch.commit(), Err(Error::UnknownCollection { name }) if name == "nosuch"));
+    let mut batch = db.batch();
+    batch.put("users", "b", "2").put("users", vec![b'k'; MAX_KEY_BYTES + 1], "x");
+    assert!(matches!(batch.commit(), Err(Error::KeyTooLarge { size, limit }) if size == 1025 && limit == 1024));
+    let users = db.collection("users").unwrap();
+    assert_eq!(users.get("a").unwrap().unwrap().body(), b"1");
+    assert!(users.get("b").unwrap().is_none());
+    // The database stays writable.
+    let mut batch = db.batch();
+    batch.put("users", "b", "2");
+    batch.commit().unwrap();
+    assert_eq!(users.get("b").unwrap().unwrap().body(), b"2");
+}
+
+#[test]
+fn key_at_the_limit_is_accepted() {
+    let (_sim, storage) = sim();
+    let db = open_db(storage, small_options(Durability::Buffered)).unwrap();
+    let key = vec![b'k'; MAX_KEY_BYTES];
+    let mut batch = db.batch();
+    batch.put("users", &key, "at the limit");
+    batch.commit().unwrap();
+    assert_eq!(db.collection("users").unwrap().get(&key).unwrap().unwrap().body(), b"at the limit");
+    assert!(matches!(
+        db.collection("users").unwrap().get(vec![0u8; MAX_KEY_BYTES + 1]),
+        Err(Error::KeyTooLarge { .. })
+    ));
+}
+
+#[test]
+fn record_limit_both_sides() {
+    let (_sim, storage) = sim();
+    let db = open_db(storage.clone(), small_options(Durability::Immediate)).unwrap();
+    let mut batch = db.batch();
+    batch.put("users", "small", "kept");
+    batch.commit().unwrap();
+    let largest_body = MAX_RECORD_BYTES - RECORD_OVERHEAD_BYTES;
+    for (body_len, accepted) in [
+        (largest_body, true),
+        (largest_body + 1, false),
+        (MAX_RECORD_BYTES - 1, false),
+        (MAX_RECORD_BYTES, false),
+        (MAX_RECORD_BYTES + 1, false),
+    ] {
+        let mut batch = db.batch();
+        batch.put("users", "other", "in the same batch");
+        batch.put("users", format!("big{body_len}"), vec![7u8; body_len]);
+        let result = batch.commit();
+        if accepted {
+            result.unwrap();
+        } else {
+            match result {
+                Err(Error::RecordTooLarge { size, limit }) => {
+                    assert_eq!(size, (body_len + RECORD_OVERHEAD_BYTES) as u64);
+                    assert_eq!(limit, MAX_RECORD_BYTES as u64);
+                }
+                other => panic!("body of {body_len} bytes: {other:?}"),
+            }
+        }
+    }
+    let users = db.collection("users").unwrap();
+    let big = users.get(format!("big{largest_body}")).unwrap().unwrap();
+    assert_eq!(big.body().len(), largest_body);
+    assert!(users.get(format!("big{}", largest_body + 1)).unwrap().is_none());
+    assert_eq!(users.get("small").unwrap().unwrap().body(), b"kept");
+    let mut batch = db.batch();
+    batch.put("users", "after", "still writable");
+    batch.commit().unwrap();
+    // A collection handle keeps its database open too.
+    drop((db, users));
+    let db = Db::open_with_storage(storage, small_options(Durability::Immediate)).unwrap();
+    let users = db.collection("users").unwrap();
+    assert_eq!(users.get(format!("big{largest_body}")).unwrap().unwrap().body().len(), largest_body);
+    assert_eq!(users.get("after").unwrap().unwrap().body(), b"still writable");
+    let report = db.verify().unwrap();
+    assert_eq!(report.largest_record_bytes, MAX_RECORD_BYTES as u64);
+}
+
+#[test]
+fn schema_and_name_errors() {
+    let (_sim, storage) = sim();
+    let db = Db::open_with_storage(storage, Options::new()).unwrap();
+    db.create_collection(CollectionSpec::new("users")).unwrap();
+    // Creating again with the same schema is a no-op.
+    db.create_collection(CollectionSpec::new("users")).unwrap();
+    assert_eq!(db.collection_names(), vec!["users".to_string()]);
+    assert!(matches!(db.create_collection(CollectionSpec::new("")), Err(Error::InvalidName { .. })));
+    assert!(matches!(
+        db.create_collection(CollectionSpec::new("x".repeat(256))),
+        Err(Error::InvalidName { .. })
+    ));
+    db.create_collection(CollectionSpec::new("x".repeat(255))).unwrap();
+    assert!(matches!(db.collection("nosuch"), Err(Error::UnknownCollection { .. })));
+}
+
+#[test]
+fn second_open_is_locked() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::new()).unwrap();
+    assert!(matches!(Db::open(dir.path(), Options::new()), Err(Error::Locked { .. })));
+    drop(db);
+    Db::open(dir.path(), Options::new()).unwrap();
+}
+
+#[test]
+fn invalid_options_are_refused() {
+    let (_sim, storage) = sim();
+    for options in [
+        Options::new().page_bytes(3 * 1024),
+        Options::new().page_bytes(65 * 1024),
+        Options::new().page_bytes(5000),
+        Options::new().segment_bytes(1024),
+        Options::new().checkpoint_bytes(10),
+    ] {
+        assert!(matches!(
+            Db::open_with_storage(storage.clone(), options),
+            Err(Error::InvalidOption { .. })
+        ));
+    }
+    for page_bytes in [4096, 65536] {
+        let (_sim, storage) = sim();
+        let db = open_db(storage, Options::new().page_bytes(page_bytes)).unwrap();
+        let mut batch = db.batch();
+        for k in 0..2000 {
+            batch.put("users", format!("{k:05}"), vec![1u8; 100]);
+        }
+        batch.commit().unwrap();
+        assert_eq!(read_all(&db).unwrap()["users"].len(), 2000);
+        db.verify().unwrap();
+    }
+}
+
+#[test]
+fn concurrent_readers_see_whole_batches() {
+    let (_sim, storage) = sim();
+    let db = open_db(storage, small_options(Durability::Buffered)).unwrap();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let db = db.clone();
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut checks = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    // Every batch writes the same generation to all 50 keys.
+                    let bodies: Vec<Vec<u8>> = db
+                        .collection("users")
+                        .unwrap()
+                        .scan::<&[u8]>(..)
+                        .unwrap()
+                        .map(|d| d.unwrap().body().to_vec())
+                        .collect();
+                    assert!(bodies.is_empty() || (bodies.len() == 50 && bodies.iter().all(|b| *b == bodies[0])));
+                    checks += 1;
+                }
+                checks
+            })
+        })
+        .collect();
+    let writers: Vec<_> = (0..2)
+        .map(|w| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                for generation in 0..200 {
+                    let mut batch = db.batch();
+                    for k in 0..50 {
+                        batch.put("users", format!("{k:02}"), format!("{w}-{generation}"));
+                    }
+                    batch.commit().unwrap();
+                    if generation % 50 == 0 {
+                        db.checkpoint().unwrap();
+                    }
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.join().unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for reader in readers {
+        assert!(reader.join().unwrap() > 0);
+    }
+}
