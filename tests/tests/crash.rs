@@ -1,0 +1,175 @@
+//! Crash matrix and I/O-error sweep through the simulated storage.
+
+use std::sync::Arc;
+
+use skewdb::storage::{SimStorage, Storage};
+use skewdb::{Db, Durability, Error};
+use skewdb_tests::{Model, apply, commit, normalized, open_db, prefix_states, read_all, small_options, workload};
+
+const CRASH_SEEDS: u64 = 4;
+
+/// Opens a crash image and returns what it holds; recovery must never fail on a crash image.
+fn recover(image: &SimStorage, durability: Durability) -> Model {
+    let storage: Arc<dyn Storage> = Arc::new(image.clone());
+    let db = Db::open_with_storage(storage, small_options(durability))
+        .unwrap_or_else(|e| panic!("recovery failed on a crash image: {e}"));
+    let state = read_all(&db).unwrap();
+    db.verify().unwrap();
+    state
+}
+
+/// Recovers `image`, and also every image a crash during that recovery could leave; all
+/// must show the same state.
+fn recover_twice(image: &SimStorage, durability: Durability) -> Model {
+    let scratch = image.crash_image(0);
+    scratch.capture_syncs(true);
+    let first = {
+        let storage: Arc<dyn Storage> = Arc::new(scratch.clone());
+        let db = Db::open_with_storage(storage, small_options(durability)).unwrap();
+        read_all(&db).unwrap()
+    };
+    for snapshot in scratch.take_captured() {
+        for seed in 0..2 {
+            assert_eq!(recover(&snapshot.crash_image(seed), durability), first, "crash during recovery changed the state");
+        }
+    }
+    first
+}
+
+fn crash_matrix(durability: Durability, batches: usize, seed: u64) -> usize {
+    let steps = workload(seed, batches);
+    let states = prefix_states(&steps);
+    let sim = SimStorage::new();
+    let storage: Arc<dyn Storage> = Arc::new(sim.clone());
+    let db = open_db(storage, small_options(durability)).unwrap();
+    sim.capture_syncs(true);
+    // captured_at[i]: snapshots taken before batch i's commit returned.
+    let mut captured_at = Vec::new();
+    let mut durable_at = Vec::new();
+    for (index, batch) in steps.iter().enumerate() {
+        commit(&db, batch).unwrap();
+        if index % 40 == 39 {
+            db.checkpoint().unwrap();
+        }
+        captured_at.push(sim.captured_count());
+        durable_at.push(if durability == Durability::Immediate || index % 40 == 39 { index + 1 } else { 0 });
+    }
+    drop(db);
+    let snapshots = sim.take_captured();
+    let mut images = 0;
+    for (snapshot_index, snapshot) in snapshots.iter().enumerate() {
+        // Batches acknowledged before this snapshot, and batches issued by then.
+        let acked = captured_at.iter().take_while(|c| **c <= snapshot_index).count();
+        let durable = durable_at[..acked].iter().copied().max().unwrap_or(0);
+        let issued = (acked + 1).min(steps.len());
+        for seed in 0..CRASH_SEEDS {
+            let image = snapshot.crash_image(seed * 7919 + snapshot_index as u64);
+            let state = recover_twice(&image, durability);
+            let found = (durable..=issued).find(|n| states[*n] == state);
+            assert!(
+                found.is_some(),
+                "snapshot {snapshot_index} seed {seed}: state is not one of batches {durable}..={issued}"
+            );
+            images += 1;
+        }
+    }
+    images
+}
+
+#[test]
+fn crash_matrix_immediate() {
+    let images = crash_matrix(Durability::Immediate, 200, 1);
+    assert!(images >= 200 * CRASH_SEEDS as usize, "{images} images");
+}
+
+#[test]
+fn crash_matrix_buffered() {
+    let images = crash_matrix(Durability::Buffered, 120, 2);
+    assert!(images > 0);
+}
+
+/// The states a database may hold after a run with failures: every acknowledged batch, and
+/// any failed batch that reached the log before its error.
+fn possible_states(candidates: &mut Vec<Model>, batch: &[skewdb_tests::Step], result: &Result<(), Error>) {
+    match result {
+        Ok(()) => candidates.iter_mut().for_each(|m| apply(m, batch)),
+        // Refused before anything was written.
+        Err(Error::WriteFailed { .. } | Error::UnknownCollection { .. }) => {}
+        Err(_) => {
+            let with: Vec<Model> = candidates
+                .iter()
+                .map(|m| {
+                    let mut m = m.clone();
+                    apply(&mut m, batch);
+                    m
+                })
+                .collect();
+            candidates.extend(with);
+            candidates.sort();
+            candidates.dedup();
+        }
+    }
+}
+
+fn sweep(persistent: bool) -> (u64, u64) {
+    let steps = workload(3, 40);
+    let durability = Durability::Immediate;
+    // Count the operations of a clean run.
+    let total = {
+        let sim = SimStorage::new();
+        let storage: Arc<dyn Storage> = Arc::new(sim.clone());
+        let db = open_db(storage, small_options(durability)).unwrap();
+        for (index, batch) in steps.iter().enumerate() {
+            commit(&db, batch).unwrap();
+            if index % 10 == 9 {
+                db.checkpoint().unwrap();
+            }
+        }
+        drop(db);
+        sim.operations()
+    };
+    let mut errors = 0;
+    for n in 1..=total {
+        let sim = SimStorage::new();
+        let storage: Arc<dyn Storage> = Arc::new(sim.clone());
+        sim.fail_at(n, persistent);
+        let mut candidates = vec![Model::new()];
+        if let Ok(db) = open_db(storage.clone(), small_options(durability)) {
+            for (index, batch) in steps.iter().enumerate() {
+                let result = commit(&db, batch);
+                errors += u64::from(result.is_err());
+                possible_states(&mut candidates, batch, &result);
+                if index % 10 == 9 {
+                    errors += u64::from(db.checkpoint().is_err());
+                }
+                // Reads never panic, whatever failed.
+                let _ = db.collection("users").and_then(|c| c.get("key0001"));
+            }
+        } else {
+            errors += 1;
+        }
+        let candidates: Vec<Model> = candidates.iter().map(normalized).collect();
+        sim.clear_faults();
+        // After a process crash (every write the OS took survives) and after power losses.
+        for seed in [0, n, n + 1] {
+            let state = recover(&sim.crash_image(seed), durability);
+            assert!(
+                candidates.contains(&state),
+                "fault at operation {n} (persistent {persistent}), image {seed}: unexpected state"
+            );
+        }
+    }
+    (total, errors)
+}
+
+#[test]
+fn io_error_sweep_once() {
+    let (total, errors) = sweep(false);
+    assert!(total > 100 && errors > 0, "{total} operations, {errors} errors");
+}
+
+#[test]
+fn io_error_sweep_persistent() {
+    let (total, errors) = sweep(true);
+    assert!(errors >= total / 2, "{total} operations, {errors} errors");
+}
