@@ -2,7 +2,10 @@
 
 use std::sync::Arc;
 
-use skewdb::{CollectionSpec, Db, Durability, Error, MAX_KEY_BYTES, MAX_RECORD_BYTES, Options, RECORD_OVERHEAD_BYTES};
+use skewdb::{
+    CollectionSpec, Db, Durability, Error, MAX_KEY_BYTES, MAX_RECORD_BYTES, Options,
+    RECORD_OVERHEAD_BYTES,
+};
 use skewdb_tests::{open_db, read_all, sim, small_options};
 
 fn keys_of(db: &Db, collection: &str) -> Vec<Vec<u8>> {
@@ -21,7 +24,10 @@ fn put_get_delete_round_trip_on_real_files() {
         let db = Db::open(dir.path(), Options::new()).unwrap();
         let users = db.create_collection(CollectionSpec::new("users")).unwrap();
         let mut batch = db.batch();
-        batch.put("users", "alice", "A").put("users", "bob", "B").put("users", "carol", "C");
+        batch
+            .put("users", "alice", "A")
+            .put("users", "bob", "B")
+            .put("users", "carol", "C");
         batch.commit().unwrap();
         assert_eq!(users.get("alice").unwrap().unwrap().body(), b"A");
         assert!(users.get("dave").unwrap().is_none());
@@ -34,7 +40,10 @@ fn put_get_delete_round_trip_on_real_files() {
     let users = db.collection("users").unwrap();
     assert_eq!(users.get("alice").unwrap().unwrap().body(), b"A2");
     assert!(users.get("bob").unwrap().is_none());
-    assert_eq!(keys_of(&db, "users"), vec![b"alice".to_vec(), b"carol".to_vec()]);
+    assert_eq!(
+        keys_of(&db, "users"),
+        vec![b"alice".to_vec(), b"carol".to_vec()]
+    );
     db.verify().unwrap();
 }
 
@@ -58,7 +67,11 @@ fn scan_is_in_key_order_within_its_collection_and_range() {
     assert_eq!(all.len(), 3000);
     assert!(all.windows(2).all(|w| w[0] < w[1]));
     assert!(all.iter().all(|k| k.starts_with(b"u")));
-    let range: Vec<_> = users.scan("u00100".."u00200").unwrap().map(|d| d.unwrap()).collect();
+    let range: Vec<_> = users
+        .scan("u00100".."u00200")
+        .unwrap()
+        .map(|d| d.unwrap())
+        .collect();
     assert_eq!(range.len(), 100);
     assert_eq!(range[0].key(), b"u00100");
     assert_eq!(range[99].body(), b"body of 199");
@@ -101,7 +114,11 @@ fn scan_sees_one_state_despite_later_commits() {
     batch.commit().unwrap();
     let rest: Vec<_> = scan.map(|d| d.unwrap()).collect();
     assert_eq!(rest.len(), 499);
-    assert!(std::iter::once(&first).chain(&rest).all(|d| d.body() == b"old"));
+    assert!(
+        std::iter::once(&first)
+            .chain(&rest)
+            .all(|d| d.body() == b"old")
+    );
 }
 
 #[test]
@@ -112,11 +129,18 @@ fn failed_batch_applies_nothing() {
     batch.put("users", "a", "1");
     batch.commit().unwrap();
     let mut batch = db.batch();
-    batch.put("users", "b", "2").delete("users", "a").put("nosuch", "c", "3");
+    batch
+        .put("users", "b", "2")
+        .delete("users", "a")
+        .put("nosuch", "c", "3");
     assert!(matches!(batch.commit(), Err(Error::UnknownCollection { name }) if name == "nosuch"));
     let mut batch = db.batch();
-    batch.put("users", "b", "2").put("users", vec![b'k'; MAX_KEY_BYTES + 1], "x");
-    assert!(matches!(batch.commit(), Err(Error::KeyTooLarge { size, limit }) if size == 1025 && limit == 1024));
+    batch
+        .put("users", "b", "2")
+        .put("users", vec![b'k'; MAX_KEY_BYTES + 1], "x");
+    assert!(
+        matches!(batch.commit(), Err(Error::KeyTooLarge { size, limit }) if size == 1025 && limit == 1024)
+    );
     let users = db.collection("users").unwrap();
     assert_eq!(users.get("a").unwrap().unwrap().body(), b"1");
     assert!(users.get("b").unwrap().is_none());
@@ -135,9 +159,19 @@ fn key_at_the_limit_is_accepted() {
     let mut batch = db.batch();
     batch.put("users", &key, "at the limit");
     batch.commit().unwrap();
-    assert_eq!(db.collection("users").unwrap().get(&key).unwrap().unwrap().body(), b"at the limit");
+    assert_eq!(
+        db.collection("users")
+            .unwrap()
+            .get(&key)
+            .unwrap()
+            .unwrap()
+            .body(),
+        b"at the limit"
+    );
     assert!(matches!(
-        db.collection("users").unwrap().get(vec![0u8; MAX_KEY_BYTES + 1]),
+        db.collection("users")
+            .unwrap()
+            .get(vec![0u8; MAX_KEY_BYTES + 1]),
         Err(Error::KeyTooLarge { .. })
     ));
 }
@@ -176,7 +210,12 @@ fn record_limit_both_sides() {
     let users = db.collection("users").unwrap();
     let big = users.get(format!("big{largest_body}")).unwrap().unwrap();
     assert_eq!(big.body().len(), largest_body);
-    assert!(users.get(format!("big{}", largest_body + 1)).unwrap().is_none());
+    assert!(
+        users
+            .get(format!("big{}", largest_body + 1))
+            .unwrap()
+            .is_none()
+    );
     assert_eq!(users.get("small").unwrap().unwrap().body(), b"kept");
     let mut batch = db.batch();
     batch.put("users", "after", "still writable");
@@ -185,8 +224,19 @@ fn record_limit_both_sides() {
     drop((db, users));
     let db = Db::open_with_storage(storage, small_options(Durability::Immediate)).unwrap();
     let users = db.collection("users").unwrap();
-    assert_eq!(users.get(format!("big{largest_body}")).unwrap().unwrap().body().len(), largest_body);
-    assert_eq!(users.get("after").unwrap().unwrap().body(), b"still writable");
+    assert_eq!(
+        users
+            .get(format!("big{largest_body}"))
+            .unwrap()
+            .unwrap()
+            .body()
+            .len(),
+        largest_body
+    );
+    assert_eq!(
+        users.get("after").unwrap().unwrap().body(),
+        b"still writable"
+    );
     let report = db.verify().unwrap();
     assert_eq!(report.largest_record_bytes, MAX_RECORD_BYTES as u64);
 }
@@ -199,20 +249,30 @@ fn schema_and_name_errors() {
     // Creating again with the same schema is a no-op.
     db.create_collection(CollectionSpec::new("users")).unwrap();
     assert_eq!(db.collection_names(), vec!["users".to_string()]);
-    assert!(matches!(db.create_collection(CollectionSpec::new("")), Err(Error::InvalidName { .. })));
+    assert!(matches!(
+        db.create_collection(CollectionSpec::new("")),
+        Err(Error::InvalidName { .. })
+    ));
     assert!(matches!(
         db.create_collection(CollectionSpec::new("x".repeat(256))),
         Err(Error::InvalidName { .. })
     ));
-    db.create_collection(CollectionSpec::new("x".repeat(255))).unwrap();
-    assert!(matches!(db.collection("nosuch"), Err(Error::UnknownCollection { .. })));
+    db.create_collection(CollectionSpec::new("x".repeat(255)))
+        .unwrap();
+    assert!(matches!(
+        db.collection("nosuch"),
+        Err(Error::UnknownCollection { .. })
+    ));
 }
 
 #[test]
 fn second_open_is_locked() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options::new()).unwrap();
-    assert!(matches!(Db::open(dir.path(), Options::new()), Err(Error::Locked { .. })));
+    assert!(matches!(
+        Db::open(dir.path(), Options::new()),
+        Err(Error::Locked { .. })
+    ));
     drop(db);
     Db::open(dir.path(), Options::new()).unwrap();
 }
@@ -265,7 +325,10 @@ fn concurrent_readers_see_whole_batches() {
                         .unwrap()
                         .map(|d| d.unwrap().body().to_vec())
                         .collect();
-                    assert!(bodies.is_empty() || (bodies.len() == 50 && bodies.iter().all(|b| *b == bodies[0])));
+                    assert!(
+                        bodies.is_empty()
+                            || (bodies.len() == 50 && bodies.iter().all(|b| *b == bodies[0]))
+                    );
                     checks += 1;
                 }
                 checks

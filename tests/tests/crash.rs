@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use skewdb::storage::{SimStorage, Storage};
 use skewdb::{Db, Durability, Error};
-use skewdb_tests::{Model, apply, commit, normalized, open_db, prefix_states, read_all, small_options, workload};
+use skewdb_tests::{
+    Model, apply, commit, normalized, open_db, prefix_states, read_all, small_options, workload,
+};
 
 const CRASH_SEEDS: u64 = 4;
 
@@ -30,7 +32,11 @@ fn recover_twice(image: &SimStorage, durability: Durability) -> Model {
     };
     for snapshot in scratch.take_captured() {
         for seed in 0..2 {
-            assert_eq!(recover(&snapshot.crash_image(seed), durability), first, "crash during recovery changed the state");
+            assert_eq!(
+                recover(&snapshot.crash_image(seed), durability),
+                first,
+                "crash during recovery changed the state"
+            );
         }
     }
     first
@@ -52,14 +58,21 @@ fn crash_matrix(durability: Durability, batches: usize, seed: u64) -> usize {
             db.checkpoint().unwrap();
         }
         captured_at.push(sim.captured_count());
-        durable_at.push(if durability == Durability::Immediate || index % 40 == 39 { index + 1 } else { 0 });
+        durable_at.push(if durability == Durability::Immediate || index % 40 == 39 {
+            index + 1
+        } else {
+            0
+        });
     }
     drop(db);
     let snapshots = sim.take_captured();
     let mut images = 0;
     for (snapshot_index, snapshot) in snapshots.iter().enumerate() {
         // Batches acknowledged before this snapshot, and batches issued by then.
-        let acked = captured_at.iter().take_while(|c| **c <= snapshot_index).count();
+        let acked = captured_at
+            .iter()
+            .take_while(|c| **c <= snapshot_index)
+            .count();
         let durable = durable_at[..acked].iter().copied().max().unwrap_or(0);
         let issued = (acked + 1).min(steps.len());
         for seed in 0..CRASH_SEEDS {
@@ -90,7 +103,11 @@ fn crash_matrix_buffered() {
 
 /// The states a database may hold after a run with failures: every acknowledged batch, and
 /// any failed batch that reached the log before its error.
-fn possible_states(candidates: &mut Vec<Model>, batch: &[skewdb_tests::Step], result: &Result<(), Error>) {
+fn possible_states(
+    candidates: &mut Vec<Model>,
+    batch: &[skewdb_tests::Step],
+    result: &Result<(), Error>,
+) {
     match result {
         Ok(()) => candidates.iter_mut().for_each(|m| apply(m, batch)),
         // Refused before anything was written.
@@ -165,7 +182,10 @@ fn sweep(persistent: bool) -> (u64, u64) {
 #[test]
 fn io_error_sweep_once() {
     let (total, errors) = sweep(false);
-    assert!(total > 100 && errors > 0, "{total} operations, {errors} errors");
+    assert!(
+        total > 100 && errors > 0,
+        "{total} operations, {errors} errors"
+    );
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use skewdb::storage::{SimStorage, Storage};
 use skewdb::{Db, Durability};
-use skewdb_tests::{Model, apply, normalized, open_db, read_all, small_options, Step};
+use skewdb_tests::{Model, Step, apply, normalized, open_db, read_all, small_options};
 
 #[derive(Clone, Debug)]
 enum Action {
@@ -80,7 +80,11 @@ fn run(actions: Vec<Action>) -> Result<(), TestCaseError> {
                 let expected: Vec<(Vec<u8>, Vec<u8>)> = if low <= high {
                     model
                         .get(collection)
-                        .map(|m| m.range(low..high).map(|(k, v)| (k.clone(), v.clone())).collect())
+                        .map(|m| {
+                            m.range(low..high)
+                                .map(|(k, v)| (k.clone(), v.clone()))
+                                .collect()
+                        })
                         .unwrap_or_default()
                 } else {
                     Vec::new()

@@ -126,7 +126,12 @@ impl PageStore {
     fn read_large_uncached(&self, large: LargeRef) -> Result<Bytes> {
         let name = segment_name(large.segment_id);
         let bad = |reason: String| Error::corruption(&name, large.frame_offset, reason);
-        let file_len = self.storage.len(&name)?;
+        let file_len = self.storage.len(&name).map_err(|error| match error {
+            Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                bad("the segment holding this large record is missing".to_string())
+            }
+            error => error,
+        })?;
         let header_bytes =
             self.read_bounded(&name, large.frame_offset, FRAME_HEADER_BYTES, file_len)?;
         let available = file_len - large.frame_offset;

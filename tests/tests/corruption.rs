@@ -1,0 +1,207 @@
+//! Damaged files: a flipped byte in any frame before the log's end is found by `verify`,
+//! and every read that touches it returns `Error::Corruption`; nothing panics and no read
+//! returns a wrong value.
+
+use std::sync::Arc;
+
+use skewdb::log::{FrameLoc, parse_segment_name, scan_segment, segment_name};
+use skewdb::storage::{SimStorage, Storage};
+use skewdb::{Db, Durability, Error};
+use skewdb_tests::{Model, apply, commit, normalized, open_db, small_options, workload};
+
+fn frames(sim: &SimStorage) -> Vec<FrameLoc> {
+    let mut segments: Vec<u32> = sim
+        .list()
+        .unwrap()
+        .iter()
+        .filter_map(|n| parse_segment_name(n))
+        .collect();
+    segments.sort();
+    let mut frames = Vec::new();
+    for segment in segments {
+        let stop = scan_segment(sim, segment, 32, |_, loc, _| {
+            frames.push(loc);
+            Ok(())
+        })
+        .unwrap();
+        assert!(stop.bad.is_none());
+    }
+    frames
+}
+
+/// Every read of the damaged database either agrees with the model or is `Corruption`.
+fn check_reads(db: &Db, model: &Model) -> (u64, u64) {
+    let (mut good, mut corrupt) = (0, 0);
+    let mut tally = |result: Result<bool, Error>| match result {
+        Ok(true) => good += 1,
+        Ok(false) => panic!("a read returned a wrong value"),
+        Err(error) if error.is_corruption() => corrupt += 1,
+        Err(error) => panic!("unexpected error {error}"),
+    };
+    for (name, entries) in model {
+        let collection = db.collection(name).unwrap();
+        for (key, body) in entries {
+            tally(
+                collection
+                    .get(key)
+                    .map(|d| d.is_some_and(|d| d.body() == body.as_slice())),
+            );
+        }
+        let scanned: Result<Vec<(Vec<u8>, Vec<u8>)>, Error> =
+            collection.scan::<&[u8]>(..).and_then(|scan| {
+                scan.map(|d| d.map(|d| (d.key().to_vec(), d.body().to_vec())))
+                    .collect()
+            });
+        tally(scanned.map(|s| {
+            s == entries
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect::<Vec<_>>()
+        }));
+    }
+    (good, corrupt)
+}
+
+fn damaged_database(close_cleanly: bool) -> (SimStorage, Model) {
+    let sim = SimStorage::new();
+    let storage: Arc<dyn Storage> = Arc::new(sim.clone());
+    let db = open_db(storage, small_options(Durability::Immediate)).unwrap();
+    let mut model = Model::new();
+    for (index, batch) in workload(11, 60).iter().enumerate() {
+        commit(&db, batch).unwrap();
+        apply(&mut model, batch);
+        if index == 30 {
+            db.checkpoint().unwrap();
+        }
+    }
+    let image = if close_cleanly {
+        drop(db);
+        sim.crash_image(0)
+    } else {
+        let image = sim.crash_image(0);
+        drop(db);
+        image
+    };
+    (image, normalized(&model))
+}
+
+fn flip_every_frame(close_cleanly: bool) -> (usize, u64) {
+    let (image, model) = damaged_database(close_cleanly);
+    let all = frames(&image);
+    // Without a clean close the last frame is the log's end: damage there is a torn tail.
+    let damaged = if close_cleanly {
+        &all[..]
+    } else {
+        &all[..all.len() - 1]
+    };
+    let mut corrupt_reads = 0;
+    for (index, frame) in damaged.iter().enumerate() {
+        for position in [
+            index as u64 % 25,
+            25 + (index as u64 * 31) % (frame.len as u64 - 25).max(1),
+        ] {
+            let position = position.min(frame.len as u64 - 1);
+            let copy = image.crash_image(0);
+            let name = segment_name(frame.segment_id);
+            let mut bytes = copy.file_bytes(&name).unwrap();
+            bytes[(frame.offset + position) as usize] ^= 0x5a;
+            copy.set_file_bytes(&name, bytes);
+            let storage: Arc<dyn Storage> = Arc::new(copy);
+            match Db::open_with_storage(storage, small_options(Durability::Immediate)) {
+                Err(error) => assert!(error.is_corruption(), "open: {error}"),
+                Ok(db) => {
+                    let verified = db.verify();
+                    assert!(
+                        matches!(&verified, Err(e) if e.is_corruption()),
+                        "frame {index} byte {position}: verify said {verified:?}"
+                    );
+                    corrupt_reads += check_reads(&db, &model).1;
+                }
+            }
+        }
+    }
+    (damaged.len(), corrupt_reads)
+}
+
+#[test]
+fn flipped_byte_in_any_frame_of_a_closed_database() {
+    let (frames, corrupt_reads) = flip_every_frame(true);
+    assert!(frames > 50, "{frames} frames");
+    assert!(corrupt_reads > 0);
+}
+
+#[test]
+fn flipped_byte_before_the_end_of_a_crashed_log() {
+    let (frames, _) = flip_every_frame(false);
+    assert!(frames > 50, "{frames} frames");
+}
+
+#[test]
+fn damaged_checkpoint_or_segment_header_is_corruption() {
+    let (image, _) = damaged_database(true);
+    let mut names = vec!["checkpoint".to_string(), segment_name(1)];
+    names.retain(|n| image.file_bytes(n).is_some());
+    for name in names {
+        let len = image.file_bytes(&name).unwrap().len().min(64);
+        for position in 0..len {
+            let copy = image.crash_image(0);
+            let mut bytes = copy.file_bytes(&name).unwrap();
+            bytes[position] ^= 0x01;
+            copy.set_file_bytes(&name, bytes);
+            let storage: Arc<dyn Storage> = Arc::new(copy);
+            let result = Db::open_with_storage(storage, small_options(Durability::Immediate))
+                .and_then(|db| db.verify());
+            match result {
+                Err(Error::Corruption { file, .. }) => {
+                    assert!(file.contains(&name) || name.starts_with("hot"))
+                }
+                Err(Error::UnsupportedVersion { .. }) => {}
+                other => panic!("{name} byte {position}: {other:?}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn missing_segment_is_reported_unless_nothing_needs_it() {
+    let (image, model) = damaged_database(true);
+    let mut segments: Vec<u32> = image
+        .list()
+        .unwrap()
+        .iter()
+        .filter_map(|n| parse_segment_name(n))
+        .collect();
+    segments.sort();
+    assert!(segments.len() >= 2, "{segments:?}");
+    let mut detected = 0;
+    for segment in &segments {
+        let copy = image.crash_image(0);
+        copy.remove(&segment_name(*segment)).unwrap();
+        let storage: Arc<dyn Storage> = Arc::new(copy);
+        match Db::open_with_storage(storage, small_options(Durability::Immediate)) {
+            Err(error) => {
+                assert!(error.is_corruption(), "{error}");
+                detected += 1;
+            }
+            // Either nothing references the segment any more and every read is right, or
+            // verify and the reads that need it report corruption.
+            Ok(db) => {
+                let corrupt_reads = check_reads(&db, &model).1;
+                match db.verify() {
+                    Ok(_) => assert_eq!(corrupt_reads, 0),
+                    Err(error) => {
+                        assert!(error.is_corruption(), "{error}");
+                        assert!(corrupt_reads > 0);
+                        detected += 1;
+                    }
+                }
+            }
+        }
+    }
+    // The segment where replay starts and those holding live pages are always needed.
+    assert!(
+        detected >= 2,
+        "{detected} of {} removals detected",
+        segments.len()
+    );
+}
