@@ -1,1 +1,244 @@
-fn main() {}
+//! `skewdb`: the command-line tool. `skewdb COMMAND DB_DIR ...`; `--json` for scripts.
+
+mod demo;
+mod exec;
+mod text;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use serde_json::{Value, json};
+use skewdb::{CollectionSpec, Db, Options};
+
+#[derive(Parser)]
+#[command(
+    name = "skewdb",
+    version,
+    about = "An embedded storage engine for heavy-tailed data"
+)]
+struct Cli {
+    /// Print one JSON value per line instead of text for people.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Build the seed scenarios in a temporary database and print what each costs.
+    Demo {
+        #[arg(long, value_enum, default_value_t = demo::Scale::Small)]
+        scale: demo::Scale,
+    },
+    /// Create a database (and its directory) or add a collection to one.
+    Create {
+        db: PathBuf,
+        #[arg(long)]
+        collection: String,
+    },
+    /// Set the body of a parent document.
+    Put {
+        db: PathBuf,
+        collection: String,
+        key: String,
+        body: String,
+    },
+    /// Delete a parent document.
+    Del {
+        db: PathBuf,
+        collection: String,
+        key: String,
+    },
+    /// Print a parent document.
+    Get {
+        db: PathBuf,
+        collection: String,
+        key: String,
+    },
+    /// Print the parents whose keys lie in [--from, --to], in key order.
+    Scan {
+        db: PathBuf,
+        collection: String,
+        #[arg(long)]
+        from: Option<String>,
+        #[arg(long)]
+        to: Option<String>,
+    },
+    /// Apply JSON-line operations from standard input, one batch per commit.
+    Exec { db: PathBuf },
+    /// Print cache and log statistics.
+    Stats { db: PathBuf },
+    /// Check every checksum and invariant; exit 0 only when all hold.
+    Verify { db: PathBuf },
+    /// Describe files, segments, pages and records.
+    Inspect { db: PathBuf },
+}
+
+/// A failure to report: one line on stderr, exit status 1.
+pub struct Failure(pub String);
+
+impl<E: std::fmt::Display> From<E> for Failure {
+    fn from(error: E) -> Self {
+        Failure(error.to_string())
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let code = if error.use_stderr() { 1 } else { 0 };
+            let _ = error.print();
+            return ExitCode::from(code);
+        }
+    };
+    match run(cli) {
+        Ok(code) => code,
+        Err(Failure(message)) => {
+            eprintln!("skewdb: error: {message}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Opens an existing database; only `create` makes new ones.
+fn open_existing(path: &Path) -> Result<Db, Failure> {
+    if !path.join("checkpoint").is_file() {
+        return Err(Failure(format!("no skewdb database at {}", path.display())));
+    }
+    Ok(Db::open(path, Options::new())?)
+}
+
+fn print_value(value: &Value) {
+    println!("{value}");
+}
+
+fn run(cli: Cli) -> Result<ExitCode, Failure> {
+    let json = cli.json;
+    match cli.command {
+        Command::Demo { scale } => demo::run(scale, json)?,
+        Command::Create { db, collection } => {
+            let handle = Db::open(&db, Options::new())?;
+            handle.create_collection(CollectionSpec::new(&collection))?;
+            if json {
+                print_value(&json!({"created": collection}));
+            } else {
+                println!("collection {collection} ready in {}", db.display());
+            }
+        }
+        Command::Put {
+            db,
+            collection,
+            key,
+            body,
+        } => {
+            let handle = open_existing(&db)?;
+            let mut batch = handle.batch();
+            batch.put(&collection, &key, &body);
+            batch.commit()?;
+            if json {
+                print_value(&json!({"committed": 1}));
+            }
+        }
+        Command::Del {
+            db,
+            collection,
+            key,
+        } => {
+            let handle = open_existing(&db)?;
+            let mut batch = handle.batch();
+            batch.delete(&collection, &key);
+            batch.commit()?;
+            if json {
+                print_value(&json!({"committed": 1}));
+            }
+        }
+        Command::Get {
+            db,
+            collection,
+            key,
+        } => {
+            let handle = open_existing(&db)?;
+            let document = handle
+                .collection(&collection)?
+                .get(&key)?
+                .ok_or_else(|| Failure(format!("not found: {key}")))?;
+            if json {
+                print_value(&text::document_json(&document));
+            } else {
+                print!("{}", text::document_text(&document));
+            }
+        }
+        Command::Scan {
+            db,
+            collection,
+            from,
+            to,
+        } => {
+            let handle = open_existing(&db)?;
+            let collection = handle.collection(&collection)?;
+            let from = from.map(String::into_bytes).unwrap_or_default();
+            let scan = match to {
+                Some(to) => collection.scan(from..=to.into_bytes())?,
+                None => collection.scan(from..)?,
+            };
+            for document in scan {
+                let document = document?;
+                if json {
+                    print_value(&text::document_json(&document));
+                } else {
+                    println!(
+                        "{}\t{}",
+                        text::display(document.key()),
+                        text::display(document.body())
+                    );
+                }
+            }
+        }
+        Command::Exec { db } => {
+            let handle = open_existing(&db)?;
+            return Ok(exec::run(
+                &handle,
+                std::io::stdin().lock(),
+                &mut std::io::stdout().lock(),
+            ));
+        }
+        Command::Stats { db } => {
+            let handle = open_existing(&db)?;
+            let stats = handle.stats()?;
+            if json {
+                print_value(&text::stats_json(&stats));
+            } else {
+                print!("{}", text::stats_text(&stats));
+            }
+        }
+        Command::Verify { db } => {
+            let handle = open_existing(&db)?;
+            let report = handle.verify()?;
+            if json {
+                print_value(
+                    &json!({"ok": true, "segments": report.segments.len(), "pages": report.leaf_pages + report.internal_pages, "records": report.records}),
+                );
+            } else {
+                println!(
+                    "ok: {} segments, {} pages, {} records; every checksum and invariant holds",
+                    report.segments.len(),
+                    report.leaf_pages + report.internal_pages,
+                    report.records
+                );
+            }
+        }
+        Command::Inspect { db } => {
+            let handle = open_existing(&db)?;
+            let inspection = handle.inspect()?;
+            if json {
+                print_value(&text::inspection_json(&inspection));
+            } else {
+                print!("{}", text::inspection_text(&inspection));
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

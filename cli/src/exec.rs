@@ -1,0 +1,114 @@
+//! `skewdb exec`: JSON-line operations from standard input; the ops between two commits
+//! form one atomic batch.
+
+use std::io::{BufRead, Write};
+use std::process::ExitCode;
+
+use serde_json::{Value, json};
+use skewdb::{Batch, Db};
+
+use crate::text::bytes_from_json;
+
+/// The longest input line accepted: a record at the limit, base64-encoded, plus room.
+const MAX_LINE_BYTES: usize = skewdb::MAX_RECORD_BYTES / 3 * 4 + 64 * 1024;
+
+fn field<'a>(op: &'a Value, name: &str) -> Result<&'a Value, String> {
+    op.get(name)
+        .ok_or_else(|| format!("missing field {name:?}"))
+}
+
+fn string_field<'a>(op: &'a Value, name: &str) -> Result<&'a str, String> {
+    field(op, name)?
+        .as_str()
+        .ok_or_else(|| format!("field {name:?} must be a string"))
+}
+
+/// Adds one op to the batch; `Ok(true)` for a commit.
+fn parse_line(line: &str, batch: &mut Batch) -> Result<bool, String> {
+    let op: Value = serde_json::from_str(line).map_err(|e| format!("invalid JSON: {e}"))?;
+    match string_field(&op, "op")? {
+        "put" => {
+            let key = bytes_from_json(field(&op, "key")?)?;
+            let body = bytes_from_json(field(&op, "body")?)?;
+            batch.put(string_field(&op, "coll")?, key, body);
+        }
+        "del" => {
+            let key = bytes_from_json(field(&op, "key")?)?;
+            batch.delete(string_field(&op, "coll")?, key);
+        }
+        "commit" => return Ok(true),
+        other => return Err(format!("unknown op {other:?}")),
+    }
+    Ok(false)
+}
+
+/// Runs the loop; exit status 1 when any line or batch failed.
+pub fn run(db: &Db, input: impl BufRead, output: &mut impl Write) -> ExitCode {
+    let mut committed = 0u64;
+    let mut failed = false;
+    let mut batch = db.batch();
+    // Set by a bad line: the rest of its batch is read but not applied.
+    let mut batch_failed = false;
+    let report = |output: &mut dyn Write, line: usize, message: &str| {
+        eprintln!("skewdb: error: line {line}: {message}");
+        let _ = writeln!(output, "{}", json!({"error": message, "line": line}));
+        let _ = output.flush();
+    };
+    for (index, line) in input.lines().enumerate() {
+        let number = index + 1;
+        let line = match line {
+            Ok(line) => line,
+            Err(error) => {
+                report(output, number, &format!("cannot read input: {error}"));
+                failed = true;
+                break;
+            }
+        };
+        if line.trim().is_empty() {
+            continue;
+        }
+        if line.len() > MAX_LINE_BYTES {
+            report(
+                output,
+                number,
+                &format!(
+                    "line of {} bytes over the limit of {MAX_LINE_BYTES}",
+                    line.len()
+                ),
+            );
+            failed = true;
+            batch_failed = true;
+            continue;
+        }
+        match parse_line(&line, &mut batch) {
+            Ok(false) => {}
+            Ok(true) => {
+                let ready = std::mem::replace(&mut batch, db.batch());
+                if std::mem::take(&mut batch_failed) {
+                    continue;
+                }
+                match ready.commit() {
+                    Ok(()) => {
+                        committed += 1;
+                        let _ = writeln!(output, "{}", json!({"committed": committed}));
+                        let _ = output.flush();
+                    }
+                    Err(error) => {
+                        report(output, number, &error.to_string());
+                        failed = true;
+                    }
+                }
+            }
+            Err(message) => {
+                report(output, number, &message);
+                failed = true;
+                batch_failed = true;
+            }
+        }
+    }
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

@@ -1,0 +1,157 @@
+//! How values print: for people, and as JSON.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use serde_json::{Value, json};
+use skewdb::{Document, Inspection, Stats, TierStats};
+
+/// Bytes as a JSON value: a string when valid UTF-8, else `{"base64": "..."}`.
+pub fn bytes_json(bytes: &[u8]) -> Value {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Value::String(text.to_string()),
+        Err(_) => json!({"base64": STANDARD.encode(bytes)}),
+    }
+}
+
+/// Bytes from a JSON value of the shape `bytes_json` prints.
+pub fn bytes_from_json(value: &Value) -> Result<Vec<u8>, String> {
+    match value {
+        Value::String(text) => Ok(text.clone().into_bytes()),
+        Value::Object(map) if map.len() == 1 && map.contains_key("base64") => {
+            match &map["base64"] {
+                Value::String(encoded) => STANDARD
+                    .decode(encoded)
+                    .map_err(|e| format!("bad base64: {e}")),
+                _ => Err("base64 must be a string".to_string()),
+            }
+        }
+        _ => Err("expected a string or {\"base64\": \"...\"}".to_string()),
+    }
+}
+
+/// Bytes for people: the text when valid UTF-8, else `base64:...`.
+pub fn display(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => text.to_string(),
+        Err(_) => format!("base64:{}", STANDARD.encode(bytes)),
+    }
+}
+
+pub fn document_json(document: &Document) -> Value {
+    json!({"key": bytes_json(document.key()), "body": bytes_json(document.body()), "arrays": {}})
+}
+
+pub fn document_text(document: &Document) -> String {
+    format!(
+        "key:  {}\nbody: {}\n",
+        display(document.key()),
+        display(document.body())
+    )
+}
+
+fn tier_json(tier: &TierStats) -> Value {
+    json!({
+        "requests": tier.requests,
+        "hits": tier.hits,
+        "misses": tier.misses,
+        "hit_ratio": tier.hit_ratio(),
+        "bytes_read": tier.bytes_read,
+        "evictions": tier.evictions,
+        "resident_bytes": tier.resident_bytes,
+    })
+}
+
+pub fn stats_json(stats: &Stats) -> Value {
+    json!({
+        "cache": {"budget_bytes": stats.cache_budget_bytes, "hot": tier_json(&stats.hot), "cold": tier_json(&stats.cold)},
+        "commits": stats.commits,
+        "checkpoints": stats.checkpoints,
+        "dirty_pages": stats.dirty_pages,
+        "next_lsn": stats.next_lsn,
+        "durable_lsn": stats.durable_lsn,
+        "log_segments": stats.log_segments,
+        "log_bytes": stats.log_bytes,
+    })
+}
+
+pub fn stats_text(stats: &Stats) -> String {
+    let tier = |name: &str, t: &TierStats| {
+        format!(
+            "{name:<10} requests {:>10}  hits {:>10}  misses {:>10}  hit ratio {:.3}  read {:>12} B  evictions {:>8}  resident {:>10} B\n",
+            t.requests,
+            t.hits,
+            t.misses,
+            t.hit_ratio(),
+            t.bytes_read,
+            t.evictions,
+            t.resident_bytes
+        )
+    };
+    format!(
+        "cache budget {} B\n{}{}log: {} segments, {} bytes, next lsn {}, durable lsn {}\ncommits {} (this process), checkpoints {}, dirty pages {}\n",
+        stats.cache_budget_bytes,
+        tier("hot pages", &stats.hot),
+        tier("cold", &stats.cold),
+        stats.log_segments,
+        stats.log_bytes,
+        stats.next_lsn,
+        stats.durable_lsn,
+        stats.commits,
+        stats.checkpoints,
+        stats.dirty_pages
+    )
+}
+
+pub fn inspection_json(inspection: &Inspection) -> Value {
+    json!({
+        "files": inspection.files.iter().map(|(name, bytes)| json!({"name": name, "bytes": bytes})).collect::<Vec<_>>(),
+        "segments": inspection.segments.iter().map(|s| json!({
+            "segment_id": s.segment_id, "file": s.file, "bytes": s.bytes, "first_lsn": s.first_lsn,
+            "batch_frames": s.batch_frames, "page_frames": s.page_frames,
+        })).collect::<Vec<_>>(),
+        "page_bytes": inspection.page_bytes,
+        "tree_depth": inspection.tree_depth,
+        "leaf_pages": inspection.leaf_pages,
+        "internal_pages": inspection.internal_pages,
+        "dirty_pages": inspection.dirty_pages,
+        "records": inspection.records,
+        "large_records": inspection.large_records,
+        "record_bytes": inspection.record_bytes,
+        "largest_record_bytes": inspection.largest_record_bytes,
+        "collections": inspection.collections.iter().map(|(name, records)| json!({"name": name, "records": records})).collect::<Vec<_>>(),
+    })
+}
+
+pub fn inspection_text(inspection: &Inspection) -> String {
+    let mut out = String::from("files:\n");
+    for (name, bytes) in &inspection.files {
+        out += &format!("  {name:<24} {bytes:>12} bytes\n");
+    }
+    out += "hot log segments:\n";
+    for s in &inspection.segments {
+        out += &format!(
+            "  {:<24} {:>12} bytes  first lsn {:>8}  {:>6} batch frames  {:>6} page frames\n",
+            s.file, s.bytes, s.first_lsn, s.batch_frames, s.page_frames
+        );
+    }
+    out += &format!(
+        "pages: {} bytes each, tree depth {}, {} leaves, {} internal, {} changed since the last checkpoint\n",
+        inspection.page_bytes,
+        inspection.tree_depth,
+        inspection.leaf_pages,
+        inspection.internal_pages,
+        inspection.dirty_pages
+    );
+    out += &format!(
+        "records: {} ({} large), {} bytes, largest {} bytes\n",
+        inspection.records,
+        inspection.large_records,
+        inspection.record_bytes,
+        inspection.largest_record_bytes
+    );
+    out += "collections:\n";
+    for (name, records) in &inspection.collections {
+        out += &format!("  {name:<24} {records:>12} parents\n");
+    }
+    out
+}

@@ -1,0 +1,211 @@
+//! The command-line contract: round trips, `--json` shapes, `exec`, errors and exit codes.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+fn skewdb(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_skewdb"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn exec(db: &Path, input: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_skewdb"))
+        .args(["exec", db.to_str().unwrap()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn json_lines(output: &Output) -> Vec<Value> {
+    stdout(output)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn assert_user_error(output: &Output, needle: &str) {
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let stderr = String::from_utf8(output.stderr.clone()).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "one line on stderr: {stderr}");
+    assert!(stderr.contains(needle), "{stderr}");
+    assert!(!stderr.contains("panicked"));
+}
+
+fn created() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db").to_str().unwrap().to_string();
+    let output = skewdb(&["create", &db, "--collection", "users"]);
+    assert!(output.status.success(), "{output:?}");
+    (dir, db)
+}
+
+#[test]
+fn put_get_scan_del_round_trip() {
+    let (_dir, db) = created();
+    assert!(
+        skewdb(&["put", &db, "users", "bob", "{\"n\":2}"])
+            .status
+            .success()
+    );
+    assert!(
+        skewdb(&["put", &db, "users", "alice", "hello"])
+            .status
+            .success()
+    );
+    let get = skewdb(&["--json", "get", &db, "users", "alice"]);
+    assert!(get.status.success());
+    assert_eq!(
+        json_lines(&get),
+        vec![json!({"key": "alice", "body": "hello", "arrays": {}})]
+    );
+    let text = skewdb(&["get", &db, "users", "bob"]);
+    assert!(stdout(&text).contains("{\"n\":2}"));
+    let scan = skewdb(&["scan", &db, "users", "--json"]);
+    let keys: Vec<Value> = json_lines(&scan).iter().map(|l| l["key"].clone()).collect();
+    assert_eq!(keys, vec![json!("alice"), json!("bob")]);
+    let ranged = skewdb(&["scan", &db, "users", "--from", "b", "--to", "bob"]);
+    assert_eq!(stdout(&ranged), "bob\t{\"n\":2}\n");
+    assert!(skewdb(&["del", &db, "users", "alice"]).status.success());
+    assert_user_error(&skewdb(&["get", &db, "users", "alice"]), "not found");
+    let verify = skewdb(&["verify", &db]);
+    assert!(verify.status.success() && stdout(&verify).starts_with("ok"));
+    let inspect = skewdb(&["inspect", &db, "--json"]);
+    assert_eq!(json_lines(&inspect)[0]["records"], json!(1));
+    let stats = skewdb(&["stats", &db, "--json"]);
+    assert!(json_lines(&stats)[0]["cache"]["hot"]["requests"].is_u64());
+}
+
+#[test]
+fn exec_batches_errors_and_unfinished_input() {
+    let (_dir, db) = created();
+    let input = [
+        r#"{"op":"put","coll":"users","key":"a","body":"1"}"#,
+        r#"{"op":"put","coll":"users","key":"b","body":{"base64":"/wA="}}"#,
+        r#"{"op":"commit"}"#,
+        r#"{"op":"put","coll":"users","key":"c","body":"3"}"#,
+        r#"this is not json"#,
+        r#"{"op":"commit"}"#,
+        r#"{"op":"put","coll":"nosuch","key":"d","body":"4"}"#,
+        r#"{"op":"commit"}"#,
+        r#"{"op":"del","coll":"users","key":"a"}"#,
+        r#"{"op":"commit"}"#,
+        r#"{"op":"put","coll":"users","key":"never","body":"no commit follows"}"#,
+    ]
+    .join("\n");
+    let output = exec(Path::new(&db), &input);
+    assert_eq!(output.status.code(), Some(1));
+    let lines = json_lines(&output);
+    assert_eq!(lines[0], json!({"committed": 1}));
+    assert_eq!(lines[1]["line"], json!(5));
+    assert!(lines[1]["error"].as_str().unwrap().contains("invalid JSON"));
+    assert_eq!(lines[2]["line"], json!(8));
+    assert!(lines[2]["error"].as_str().unwrap().contains("nosuch"));
+    assert_eq!(lines[3], json!({"committed": 2}));
+    assert_eq!(lines.len(), 4);
+    let scan = json_lines(&skewdb(&["scan", &db, "users", "--json"]));
+    let keys: Vec<&Value> = scan.iter().map(|l| &l["key"]).collect();
+    assert_eq!(keys, vec![&json!("b")]);
+    assert_eq!(scan[0]["body"], json!({"base64": "/wA="}));
+}
+
+#[test]
+fn exec_success_exits_zero() {
+    let (_dir, db) = created();
+    let output = exec(
+        Path::new(&db),
+        "{\"op\":\"put\",\"coll\":\"users\",\"key\":\"a\",\"body\":\"1\"}\n{\"op\":\"commit\"}\n",
+    );
+    assert!(output.status.success());
+    assert_eq!(json_lines(&output), vec![json!({"committed": 1})]);
+}
+
+#[test]
+fn user_errors_are_one_line_and_exit_one() {
+    let (dir, db) = created();
+    let missing = dir.path().join("nothing-here");
+    assert_user_error(
+        &skewdb(&["get", missing.to_str().unwrap(), "users", "a"]),
+        "no skewdb database",
+    );
+    assert_user_error(&skewdb(&["get", &db, "nosuch", "a"]), "unknown collection");
+    let long_key = "k".repeat(1025);
+    assert_user_error(
+        &skewdb(&["put", &db, "users", &long_key, "x"]),
+        "key of 1025 bytes",
+    );
+    assert_user_error(
+        &skewdb(&["create", &db, "--collection", ""]),
+        "invalid collection name",
+    );
+    let usage = skewdb(&["frobnicate"]);
+    assert_eq!(usage.status.code(), Some(1));
+    assert!(skewdb(&["--help"]).status.success());
+}
+
+#[test]
+fn second_process_gets_a_lock_error() {
+    let (_dir, db) = created();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_skewdb"))
+        .args(["exec", &db])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the first process holds the database.
+    let stdin = child.stdin.as_mut().unwrap();
+    stdin.write_all(b"{\"op\":\"commit\"}\n").unwrap();
+    stdin.flush().unwrap();
+    let mut acknowledgement = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+        &mut acknowledgement,
+    )
+    .unwrap();
+    assert_eq!(acknowledgement.trim(), "{\"committed\":1}");
+    let mut held = false;
+    for _ in 0..200 {
+        let output = skewdb(&["get", &db, "users", "a"]);
+        if String::from_utf8_lossy(&output.stderr).contains("locked") {
+            assert_user_error(&output, "locked by another process");
+            held = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    drop(child.stdin.take());
+    child.wait().unwrap();
+    assert!(held, "the second open never saw the lock");
+}
+
+#[test]
+fn demo_runs_and_reports_every_scenario() {
+    let output = skewdb(&["demo", "--json"]);
+    assert!(output.status.success(), "{output:?}");
+    let lines = json_lines(&output);
+    let scenarios: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| l["scenario"].as_str())
+        .collect();
+    assert_eq!(scenarios, vec!["followers", "reviews", "sensors"]);
+    // Embedding by hand, the celebrity hits the record limit.
+    assert!(lines[0]["refused_writes"].as_u64().unwrap() > 0);
+    assert!(lines[0]["largest_record_bytes"].as_u64().unwrap() <= 16 * 1024 * 1024);
+}
