@@ -80,7 +80,7 @@ impl Options {
     pub(crate) fn validate(&self) -> Result<()> {
         let invalid = |option, reason: String| Err(Error::InvalidOption { option, reason });
         if !(MIN_PAGE_BYTES..=MAX_PAGE_BYTES).contains(&self.page_bytes)
-            || self.page_bytes % 1024 != 0
+            || !self.page_bytes.is_multiple_of(1024)
         {
             return invalid(
                 "page_bytes",

@@ -9,6 +9,8 @@ use skewdb::storage::{SimStorage, Storage};
 use skewdb::{Db, Durability, Error};
 use skewdb_tests::{Model, apply, commit, normalized, open_db, small_options, workload};
 
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
 fn frames(sim: &SimStorage) -> Vec<FrameLoc> {
     let mut segments: Vec<u32> = sim
         .list()
@@ -47,11 +49,10 @@ fn check_reads(db: &Db, model: &Model) -> (u64, u64) {
                     .map(|d| d.is_some_and(|d| d.body() == body.as_slice())),
             );
         }
-        let scanned: Result<Vec<(Vec<u8>, Vec<u8>)>, Error> =
-            collection.scan::<&[u8]>(..).and_then(|scan| {
-                scan.map(|d| d.map(|d| (d.key().to_vec(), d.body().to_vec())))
-                    .collect()
-            });
+        let scanned: Result<Entries, Error> = collection.scan::<&[u8]>(..).and_then(|scan| {
+            scan.map(|d| d.map(|d| (d.key().to_vec(), d.body().to_vec())))
+                .collect()
+        });
         tally(scanned.map(|s| {
             s == entries
                 .iter()

@@ -368,11 +368,11 @@ pub fn scan_segment(
         if let Err(bad) = check_payload(rest, payload) {
             return Ok(stop_at(&bytes, at, offset, bad, last_lsn));
         }
-        if let Some(last) = last_lsn {
-            if header.lsn != last + 1 {
-                let reason = format!("lsn {} follows lsn {last}", header.lsn);
-                return Err(Error::corruption(&name, offset + at as u64, reason));
-            }
+        if let Some(last) = last_lsn
+            && header.lsn != last + 1
+        {
+            let reason = format!("lsn {} follows lsn {last}", header.lsn);
+            return Err(Error::corruption(&name, offset + at as u64, reason));
         }
         last_lsn = Some(header.lsn);
         let loc = FrameLoc {

@@ -198,10 +198,10 @@ impl Node {
                         }
                         tag => return Err(format!("unknown value tag {tag}")),
                     };
-                    if let Some((last, _)) = entries.last() {
-                        if *last >= key {
-                            return Err("leaf keys out of order".to_string());
-                        }
+                    if let Some((last, _)) = entries.last()
+                        && *last >= key
+                    {
+                        return Err("leaf keys out of order".to_string());
                     }
                     entries.push((key, value));
                 }

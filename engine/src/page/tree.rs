@@ -371,11 +371,11 @@ impl Cursor {
     /// The next entry, moving to the next leaf when this one is done.
     pub fn next(&mut self, tree: &Tree, store: &PageStore) -> Result<Option<(Bytes, Value)>> {
         loop {
-            if let Node::Leaf { entries } = self.leaf.as_ref() {
-                if let Some((key, value)) = entries.get(self.position) {
-                    self.position += 1;
-                    return Ok(Some((key.clone(), value.clone())));
-                }
+            if let Node::Leaf { entries } = self.leaf.as_ref()
+                && let Some((key, value)) = entries.get(self.position)
+            {
+                self.position += 1;
+                return Ok(Some((key.clone(), value.clone())));
             }
             // Up to the nearest ancestor with a child to the right, then down its left edge.
             loop {

@@ -90,10 +90,10 @@ impl Storage for FsStorage {
         let mut names = Vec::new();
         for entry in entries {
             let entry = entry.map_err(|e| Error::io("list", self.describe(), e))?;
-            if let Some(name) = entry.file_name().to_str() {
-                if name != LOCK_FILE {
-                    names.push(name.to_string());
-                }
+            if let Some(name) = entry.file_name().to_str()
+                && name != LOCK_FILE
+            {
+                names.push(name.to_string());
             }
         }
         Ok(names)

@@ -276,10 +276,10 @@ impl SimStorage {
     /// Counts an operation and decides whether it fails.
     fn begin(&self, state: &mut State, op: &'static str, name: &str) -> Result<()> {
         state.operations += 1;
-        if let Some(at) = state.fail_at {
-            if state.operations == at || (state.fail_persistent && state.operations > at) {
-                return Err(injected(op, name));
-            }
+        if let Some(at) = state.fail_at
+            && (state.operations == at || (state.fail_persistent && state.operations > at))
+        {
+            return Err(injected(op, name));
         }
         Ok(())
     }

@@ -261,11 +261,11 @@ impl Shared {
             };
             let large =
                 matches!(&redo, Op::PutRecord { record, .. } if record.len() > self.max_inline());
-            if let Some(start) = open_frame {
-                if large || group.payload_len(start) + redo.encoded_len() > FRAME_TARGET_BYTES {
-                    group.finish(start, FrameKind::BatchPart);
-                    open_frame = None;
-                }
+            if let Some(start) = open_frame
+                && (large || group.payload_len(start) + redo.encoded_len() > FRAME_TARGET_BYTES)
+            {
+                group.finish(start, FrameKind::BatchPart);
+                open_frame = None;
             }
             let start = *open_frame.get_or_insert_with(|| group.begin());
             let record_at = redo.encode(group.buf());
