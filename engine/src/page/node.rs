@@ -1,6 +1,9 @@
 //! B+tree nodes and their page encoding: the one place that reads and writes page bytes.
 //! See `format-spec/pages.md`.
 
+use std::cmp::Ordering;
+use std::sync::OnceLock;
+
 use bytes::{Buf, BufMut, Bytes};
 
 use crate::log::FrameLoc;
@@ -67,13 +70,78 @@ impl Value {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Node {
     /// Sorted, distinct keys with their values.
-    Leaf { entries: Vec<(Bytes, Value)> },
+    Leaf {
+        entries: Vec<(Bytes, Value)>,
+        aid: SearchAid,
+    },
     /// `children.len() == keys.len() + 1`; child `i` holds keys `k` with
     /// `keys[i-1] <= k < keys[i]`.
     Internal {
         keys: Vec<Bytes>,
         children: Vec<PageId>,
+        aid: SearchAid,
     },
+}
+
+/// A search index over a node's keys, built on first use by a reader: the length of the
+/// prefix all keys share, and for each key the 8 bytes after it as a big-endian number.
+/// Binary search then runs over one dense array instead of chasing a pointer per probe,
+/// which is what a lookup in a cached page costs. Never stored; not part of equality.
+#[derive(Clone, Debug, Default)]
+pub struct SearchAid(OnceLock<Fingerprints>);
+
+#[derive(Clone, Debug)]
+struct Fingerprints {
+    prefix_len: usize,
+    values: Vec<u64>,
+}
+
+impl PartialEq for SearchAid {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+fn fingerprint(key: &[u8], prefix_len: usize) -> u64 {
+    let mut bytes = [0u8; 8];
+    let rest = key.get(prefix_len..).unwrap_or(&[]);
+    let n = rest.len().min(8);
+    bytes[..n].copy_from_slice(&rest[..n]);
+    u64::from_be_bytes(bytes)
+}
+
+/// The number of keys below `key` (the keys are sorted and distinct).
+fn lower_bound<'a>(
+    keys: impl Fn(usize) -> &'a [u8],
+    count: usize,
+    aid: &SearchAid,
+    key: &[u8],
+) -> usize {
+    if count == 0 {
+        return 0;
+    }
+    let prints = aid.0.get_or_init(|| {
+        let (first, last) = (keys(0), keys(count - 1));
+        let prefix_len = first.iter().zip(last).take_while(|(a, b)| a == b).count();
+        Fingerprints {
+            prefix_len,
+            values: (0..count)
+                .map(|i| fingerprint(keys(i), prefix_len))
+                .collect(),
+        }
+    });
+    let prefix = &keys(0)[..prints.prefix_len];
+    let key_prefix = &key[..prints.prefix_len.min(key.len())];
+    match key_prefix.cmp(prefix) {
+        Ordering::Less => return 0,
+        Ordering::Greater => return count,
+        Ordering::Equal if key.len() < prints.prefix_len => return 0,
+        Ordering::Equal => {}
+    }
+    let wanted = fingerprint(key, prints.prefix_len);
+    let low = prints.values.partition_point(|f| *f < wanted);
+    let high = low + prints.values[low..].partition_point(|f| *f == wanted);
+    low + (low..high).take_while(|i| keys(*i) < key).count()
 }
 
 /// Bytes one leaf entry takes in its page.
@@ -88,15 +156,48 @@ pub fn internal_entry_len(key: &[u8]) -> usize {
 
 impl Node {
     pub fn empty_leaf() -> Self {
+        Self::leaf(Vec::new())
+    }
+
+    pub fn leaf(entries: Vec<(Bytes, Value)>) -> Self {
         Node::Leaf {
-            entries: Vec::new(),
+            entries,
+            aid: SearchAid::default(),
+        }
+    }
+
+    pub fn internal(keys: Vec<Bytes>, children: Vec<PageId>) -> Self {
+        Node::Internal {
+            keys,
+            children,
+            aid: SearchAid::default(),
+        }
+    }
+
+    /// Forgets the search index; called before the node is changed.
+    pub fn changing(&mut self) -> &mut Self {
+        match self {
+            Node::Leaf { aid, .. } | Node::Internal { aid, .. } => *aid = SearchAid::default(),
+        }
+        self
+    }
+
+    /// In a leaf: the index of the first key not below `key`. In an internal node: the
+    /// index of the child that holds `key`.
+    pub fn search(&self, key: &[u8]) -> usize {
+        match self {
+            Node::Leaf { entries, aid } => lower_bound(|i| &entries[i].0, entries.len(), aid, key),
+            Node::Internal { keys, aid, .. } => {
+                let low = lower_bound(|i| &keys[i], keys.len(), aid, key);
+                low + usize::from(keys.get(low).is_some_and(|k| k.as_ref() == key))
+            }
         }
     }
 
     /// The bytes this node takes when encoded.
     pub fn encoded_len(&self) -> usize {
         match self {
-            Node::Leaf { entries } => {
+            Node::Leaf { entries, .. } => {
                 NODE_HEADER_BYTES
                     + entries
                         .iter()
@@ -112,7 +213,7 @@ impl Node {
     pub fn encode(&self, out: &mut Vec<u8>) {
         let start = out.len();
         match self {
-            Node::Leaf { entries } => {
+            Node::Leaf { entries, .. } => {
                 out.put_u8(KIND_LEAF);
                 out.put_u32_le(entries.len() as u32);
                 for (key, value) in entries {
@@ -134,7 +235,7 @@ impl Node {
                     }
                 }
             }
-            Node::Internal { keys, children } => {
+            Node::Internal { keys, children, .. } => {
                 out.put_u8(KIND_INTERNAL);
                 out.put_u32_le(keys.len() as u32);
                 out.put_u64_le(children[0]);
@@ -205,7 +306,7 @@ impl Node {
                     }
                     entries.push((key, value));
                 }
-                Node::Leaf { entries }
+                Node::leaf(entries)
             }
             KIND_INTERNAL => {
                 need(&bytes, 8, "first child")?;
@@ -221,7 +322,7 @@ impl Node {
                     keys.push(key);
                     children.push(bytes.get_u64_le());
                 }
-                Node::Internal { keys, children }
+                Node::internal(keys, children)
             }
             kind => return Err(format!("unknown page kind {kind}")),
         };
@@ -240,31 +341,29 @@ mod tests {
     use super::*;
 
     fn sample_leaf() -> Node {
-        Node::Leaf {
-            entries: vec![
-                (
-                    Bytes::from_static(b"a"),
-                    Value::Inline(Bytes::from_static(b"one")),
-                ),
-                (
-                    Bytes::from_static(b"b"),
-                    Value::Large(LargeRef {
-                        segment_id: 3,
-                        frame_offset: 4096,
-                        value_offset: 17,
-                        value_len: 1 << 20,
-                    }),
-                ),
-            ],
-        }
+        Node::leaf(vec![
+            (
+                Bytes::from_static(b"a"),
+                Value::Inline(Bytes::from_static(b"one")),
+            ),
+            (
+                Bytes::from_static(b"b"),
+                Value::Large(LargeRef {
+                    segment_id: 3,
+                    frame_offset: 4096,
+                    value_offset: 17,
+                    value_len: 1 << 20,
+                }),
+            ),
+        ])
     }
 
     #[test]
     fn nodes_round_trip_with_exact_length() {
-        let internal = Node::Internal {
-            keys: vec![Bytes::from_static(b"m"), Bytes::from_static(b"t")],
-            children: vec![1, 2, 3],
-        };
+        let internal = Node::internal(
+            vec![Bytes::from_static(b"m"), Bytes::from_static(b"t")],
+            vec![1, 2, 3],
+        );
         for node in [sample_leaf(), internal, Node::empty_leaf()] {
             let mut bytes = Vec::new();
             node.encode(&mut bytes);
@@ -283,6 +382,61 @@ mod tests {
     }
 
     #[test]
+    fn search_agrees_with_plain_binary_search() {
+        let sets: Vec<Vec<&[u8]>> = vec![
+            vec![b"a", b"ab", b"ab\0", b"ab\0\0", b"abc", b"b"],
+            vec![b"user:000100", b"user:000101", b"user:000199", b"user:0002"],
+            vec![
+                b"same-prefix-aaaaaaaaaa1",
+                b"same-prefix-aaaaaaaaaa2",
+                b"same-prefix-aaaaaaaaab",
+            ],
+            vec![b"only"],
+            vec![],
+        ];
+        let probes: Vec<&[u8]> = vec![
+            b"",
+            b"a",
+            b"ab",
+            b"ab\0",
+            b"ab\0\0\0",
+            b"abb",
+            b"c",
+            b"user:",
+            b"user:000100",
+            b"user:0001001",
+            b"user:000150",
+            b"user:1",
+            b"same-prefix-aaaaaaaaaa",
+            b"same-prefix-aaaaaaaaaa15",
+            b"only",
+            b"onlz",
+            b"\xff",
+        ];
+        for keys in sets {
+            let entries = keys
+                .iter()
+                .map(|k| (Bytes::copy_from_slice(k), Value::Inline(Bytes::new())))
+                .collect();
+            let leaf = Node::leaf(entries);
+            let separators: Vec<Bytes> = keys.iter().map(|k| Bytes::copy_from_slice(k)).collect();
+            let internal = Node::internal(separators, (0..=keys.len() as u64).collect());
+            for probe in &probes {
+                assert_eq!(
+                    leaf.search(probe),
+                    keys.partition_point(|k| *k < *probe),
+                    "{keys:?} {probe:?}"
+                );
+                assert_eq!(
+                    internal.search(probe),
+                    keys.partition_point(|k| *k <= *probe),
+                    "{keys:?} {probe:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn huge_count_is_refused_before_allocation() {
         let bytes = vec![KIND_LEAF, 0xff, 0xff, 0xff, 0xff, 0, 0];
         assert!(Node::decode(Bytes::from(bytes), 1024).is_err());
@@ -290,12 +444,10 @@ mod tests {
 
     #[test]
     fn unsorted_keys_are_refused() {
-        let node = Node::Leaf {
-            entries: vec![
-                (Bytes::from_static(b"b"), Value::Inline(Bytes::new())),
-                (Bytes::from_static(b"a"), Value::Inline(Bytes::new())),
-            ],
-        };
+        let node = Node::leaf(vec![
+            (Bytes::from_static(b"b"), Value::Inline(Bytes::new())),
+            (Bytes::from_static(b"a"), Value::Inline(Bytes::new())),
+        ]);
         let mut bytes = Vec::new();
         node.encode(&mut bytes);
         assert!(Node::decode(Bytes::from(bytes), 1024).is_err());

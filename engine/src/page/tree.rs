@@ -48,7 +48,7 @@ impl Tree {
             self.table.set(id, Slot::Dirty(node));
         }
         match self.table.dirty_mut(id) {
-            Some(node) => Ok(Arc::make_mut(node)),
+            Some(node) => Ok(Arc::make_mut(node).changing()),
             // The slot was made dirty just above.
             None => unreachable!("page {id} is dirty"),
         }
@@ -69,7 +69,7 @@ impl Tree {
         loop {
             let node = self.node(store, id)?;
             match node.as_ref() {
-                Node::Internal { keys, children } => {
+                Node::Internal { keys, children, .. } => {
                     let index = child_index(keys, key);
                     path.push((id, index));
                     id = children[index];
@@ -82,16 +82,23 @@ impl Tree {
         }
     }
 
+    /// The value of `key`: one walk from the root, searching each page's index.
     pub fn get(&self, store: &PageStore, key: &[u8]) -> Result<Option<Value>> {
-        let (_, leaf) = self.descend(store, key)?;
-        let node = self.node(store, leaf)?;
-        let Node::Leaf { entries } = node.as_ref() else {
-            return Err(store.tree_corruption(leaf, "expected a leaf"));
-        };
-        Ok(entries
-            .binary_search_by(|(k, _)| k.as_ref().cmp(key))
-            .ok()
-            .map(|index| entries[index].1.clone()))
+        let mut id = self.root;
+        for _ in 0..=MAX_DEPTH {
+            let node = self.node(store, id)?;
+            let index = node.search(key);
+            match node.as_ref() {
+                Node::Internal { children, .. } => id = children[index],
+                Node::Leaf { entries, .. } => {
+                    return Ok(entries
+                        .get(index)
+                        .filter(|(k, _)| k.as_ref() == key)
+                        .map(|(_, value)| value.clone()));
+                }
+            }
+        }
+        Err(store.tree_corruption(id, "tree deeper than any valid tree"))
     }
 
     /// Inserts or replaces `key`'s value.
@@ -99,7 +106,7 @@ impl Tree {
         let page_room = store.page_bytes - NODE_HEADER_BYTES;
         let (path, leaf_id) = self.descend(store, &key)?;
         let leaf = self.node_mut(store, leaf_id)?;
-        let Node::Leaf { entries } = leaf else {
+        let Node::Leaf { entries, .. } = leaf else {
             return Err(store.tree_corruption(leaf_id, "expected a leaf"));
         };
         match entries.binary_search_by(|(k, _)| k.as_ref().cmp(&key)) {
@@ -113,7 +120,7 @@ impl Tree {
         let split = balanced_split(&sizes, page_room);
         let right = entries.split_off(split);
         let separator = right[0].0.clone();
-        let right_id = self.allocate(Node::Leaf { entries: right });
+        let right_id = self.allocate(Node::leaf(right));
         self.insert_separator(store, path, separator, right_id)
     }
 
@@ -127,15 +134,12 @@ impl Tree {
         let page_room = store.page_bytes - NODE_HEADER_BYTES - 8;
         loop {
             let Some((parent_id, index)) = path.pop() else {
-                let root = Node::Internal {
-                    keys: vec![separator],
-                    children: vec![self.root, right_id],
-                };
+                let root = Node::internal(vec![separator], vec![self.root, right_id]);
                 self.root = self.allocate(root);
                 return Ok(());
             };
             let parent = self.node_mut(store, parent_id)?;
-            let Node::Internal { keys, children } = parent else {
+            let Node::Internal { keys, children, .. } = parent else {
                 return Err(store.tree_corruption(parent_id, "expected an internal page"));
             };
             keys.insert(index, separator);
@@ -149,10 +153,7 @@ impl Tree {
             let right_keys = keys.split_off(mid + 1);
             let right_children = children.split_off(mid + 1);
             separator = keys.pop().expect("mid is a valid key index");
-            right_id = self.allocate(Node::Internal {
-                keys: right_keys,
-                children: right_children,
-            });
+            right_id = self.allocate(Node::internal(right_keys, right_children));
         }
     }
 
@@ -160,7 +161,7 @@ impl Tree {
     pub fn remove(&mut self, store: &PageStore, key: &[u8]) -> Result<bool> {
         let (mut path, leaf_id) = self.descend(store, key)?;
         let leaf = self.node_mut(store, leaf_id)?;
-        let Node::Leaf { entries } = leaf else {
+        let Node::Leaf { entries, .. } = leaf else {
             return Err(store.tree_corruption(leaf_id, "expected a leaf"));
         };
         let Ok(index) = entries.binary_search_by(|(k, _)| k.as_ref().cmp(key)) else {
@@ -168,7 +169,7 @@ impl Tree {
         };
         entries.remove(index);
         let leaf_len = leaf.encoded_len();
-        let empty = matches!(leaf, Node::Leaf { entries } if entries.is_empty());
+        let empty = matches!(leaf, Node::Leaf { entries, .. } if entries.is_empty());
         let Some(&(parent_id, child)) = path.last() else {
             return Ok(true);
         };
@@ -187,7 +188,7 @@ impl Tree {
     fn remove_child(&mut self, store: &PageStore, path: &mut Vec<(PageId, usize)>) -> Result<()> {
         while let Some((parent_id, index)) = path.pop() {
             let parent = self.node_mut(store, parent_id)?;
-            let Node::Internal { keys, children } = parent else {
+            let Node::Internal { keys, children, .. } = parent else {
                 return Err(store.tree_corruption(parent_id, "expected an internal page"));
             };
             children.remove(index);
@@ -228,6 +229,7 @@ impl Tree {
         let (
             Node::Leaf {
                 entries: right_entries,
+                ..
             },
             Node::Leaf { .. },
         ) = (right.as_ref(), left.as_ref())
@@ -239,11 +241,11 @@ impl Tree {
             return Ok(());
         }
         let moved = right_entries.clone();
-        if let Node::Leaf { entries } = self.node_mut(store, left_id)? {
+        if let Node::Leaf { entries, .. } = self.node_mut(store, left_id)? {
             entries.extend(moved);
         }
         self.table.set(right_id, Slot::Free);
-        if let Node::Internal { keys, children } = self.node_mut(store, parent_id)? {
+        if let Node::Internal { keys, children, .. } = self.node_mut(store, parent_id)? {
             keys.remove(left_index);
             children.remove(left_index + 1);
         }
@@ -272,10 +274,10 @@ impl Tree {
         loop {
             let node = self.node(store, id)?;
             match node.as_ref() {
-                Node::Internal { keys, children } => {
+                Node::Internal { children, .. } => {
                     let index = match start {
                         Bound::Unbounded => 0,
-                        Bound::Included(key) | Bound::Excluded(key) => child_index(keys, key),
+                        Bound::Included(key) | Bound::Excluded(key) => node.search(key),
                     };
                     id = children[index];
                     stack.push((node.clone(), index));
@@ -283,11 +285,17 @@ impl Tree {
                         return Err(store.tree_corruption(id, "tree deeper than any valid tree"));
                     }
                 }
-                Node::Leaf { entries } => {
+                Node::Leaf { entries, .. } => {
                     let position = match start {
                         Bound::Unbounded => 0,
-                        Bound::Included(key) => entries.partition_point(|(k, _)| k.as_ref() < key),
-                        Bound::Excluded(key) => entries.partition_point(|(k, _)| k.as_ref() <= key),
+                        Bound::Included(key) => node.search(key),
+                        Bound::Excluded(key) => {
+                            let index = node.search(key);
+                            index
+                                + usize::from(
+                                    entries.get(index).is_some_and(|(k, _)| k.as_ref() == key),
+                                )
+                        }
                     };
                     return Ok(Cursor {
                         stack,
@@ -371,7 +379,7 @@ impl Cursor {
     /// The next entry, moving to the next leaf when this one is done.
     pub fn next(&mut self, tree: &Tree, store: &PageStore) -> Result<Option<(Bytes, Value)>> {
         loop {
-            if let Node::Leaf { entries } = self.leaf.as_ref()
+            if let Node::Leaf { entries, .. } = self.leaf.as_ref()
                 && let Some((key, value)) = entries.get(self.position)
             {
                 self.position += 1;

@@ -147,7 +147,7 @@ impl Shared {
                 low.as_ref().is_none_or(|l| key >= l) && high.as_ref().is_none_or(|h| key < h)
             };
             match node.as_ref() {
-                Node::Internal { keys, children } => {
+                Node::Internal { keys, children, .. } => {
                     inspection.internal_pages += 1;
                     if children.len() != keys.len() + 1 || !keys.iter().all(in_bounds) {
                         return Err(self
@@ -164,7 +164,7 @@ impl Shared {
                         pending.push((*child, depth + 1, child_low, child_high));
                     }
                 }
-                Node::Leaf { entries } => {
+                Node::Leaf { entries, .. } => {
                     inspection.leaf_pages += 1;
                     if *leaf_depth.get_or_insert(depth) != depth {
                         return Err(self.pages.tree_corruption(id, "leaves at different depths"));
