@@ -2,12 +2,13 @@
 //! Every page read goes through [`PageCache::get_or_load`]. Objects are keyed by their
 //! location in the log, which never changes once written, so nothing is ever invalidated.
 
-use std::collections::HashMap;
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use parking_lot::Mutex;
+use rustc_hash::FxHashMap;
 
 use crate::Result;
 use crate::page::node::Node;
@@ -67,19 +68,17 @@ struct Counters {
 }
 
 struct Entry {
-    key: CacheKey,
     value: CacheValue,
     weight: usize,
     tier: Tier,
     referenced: bool,
 }
 
+/// CLOCK: entries live in the map (one probe per lookup); the ring orders them for the hand.
 #[derive(Default)]
 struct Clock {
-    slots: Vec<Option<Entry>>,
-    index: HashMap<CacheKey, usize>,
-    free: Vec<usize>,
-    hand: usize,
+    entries: FxHashMap<CacheKey, Entry>,
+    ring: VecDeque<CacheKey>,
     resident: [usize; 2],
 }
 
@@ -133,8 +132,7 @@ impl PageCache {
 
     fn lookup(&self, key: &CacheKey) -> Option<CacheValue> {
         let mut clock = self.clock.lock();
-        let slot = *clock.index.get(key)?;
-        let entry = clock.slots[slot].as_mut()?;
+        let entry = clock.entries.get_mut(key)?;
         entry.referenced = true;
         Some(entry.value.clone())
     }
@@ -145,7 +143,7 @@ impl PageCache {
             return;
         }
         let mut clock = self.clock.lock();
-        if clock.index.contains_key(&key) {
+        if clock.entries.contains_key(&key) {
             return;
         }
         while clock.resident.iter().sum::<usize>() + weight > self.budget_bytes {
@@ -157,50 +155,34 @@ impl PageCache {
                 .fetch_add(1, Ordering::Relaxed);
         }
         let entry = Entry {
-            key,
             value,
             weight,
             tier,
             referenced: false,
         };
-        let slot = match clock.free.pop() {
-            Some(slot) => {
-                clock.slots[slot] = Some(entry);
-                slot
-            }
-            None => {
-                clock.slots.push(Some(entry));
-                clock.slots.len() - 1
-            }
-        };
-        clock.index.insert(key, slot);
+        clock.entries.insert(key, entry);
+        clock.ring.push_back(key);
         clock.resident[tier_index(tier)] += weight;
         debug_assert!(clock.resident.iter().sum::<usize>() <= self.budget_bytes);
     }
 
+    /// Moves the hand: a referenced entry gets a second chance, the first one that is not
+    /// is evicted.
     fn evict_one(clock: &mut Clock) -> Option<Tier> {
-        if clock.index.is_empty() {
-            return None;
-        }
-        loop {
-            if clock.hand >= clock.slots.len() {
-                clock.hand = 0;
-            }
-            let hand = clock.hand;
-            clock.hand += 1;
-            let Some(entry) = clock.slots[hand].as_mut() else {
+        while let Some(key) = clock.ring.pop_front() {
+            let Some(entry) = clock.entries.get_mut(&key) else {
                 continue;
             };
             if entry.referenced {
                 entry.referenced = false;
+                clock.ring.push_back(key);
                 continue;
             }
-            let entry = clock.slots[hand].take()?;
-            clock.index.remove(&entry.key);
-            clock.free.push(hand);
+            let entry = clock.entries.remove(&key)?;
             clock.resident[tier_index(entry.tier)] -= entry.weight;
             return Some(entry.tier);
         }
+        None
     }
 
     pub fn stats(&self, tier: Tier) -> TierStats {

@@ -90,9 +90,14 @@ pub enum Node {
 #[derive(Clone, Debug, Default)]
 pub struct SearchAid(OnceLock<Fingerprints>);
 
+/// Keys' common prefix is kept inline up to this length (longer shared prefixes are cut
+/// here, which keeps the search correct: any common prefix will do).
+const MAX_INDEXED_PREFIX: usize = 32;
+
 #[derive(Clone, Debug)]
 struct Fingerprints {
     prefix_len: usize,
+    prefix: [u8; MAX_INDEXED_PREFIX],
     values: Vec<u64>,
 }
 
@@ -122,15 +127,23 @@ fn lower_bound<'a>(
     }
     let prints = aid.0.get_or_init(|| {
         let (first, last) = (keys(0), keys(count - 1));
-        let prefix_len = first.iter().zip(last).take_while(|(a, b)| a == b).count();
+        let prefix_len = first
+            .iter()
+            .zip(last)
+            .take(MAX_INDEXED_PREFIX)
+            .take_while(|(a, b)| a == b)
+            .count();
+        let mut prefix = [0u8; MAX_INDEXED_PREFIX];
+        prefix[..prefix_len].copy_from_slice(&first[..prefix_len]);
         Fingerprints {
             prefix_len,
+            prefix,
             values: (0..count)
                 .map(|i| fingerprint(keys(i), prefix_len))
                 .collect(),
         }
     });
-    let prefix = &keys(0)[..prints.prefix_len];
+    let prefix = &prints.prefix[..prints.prefix_len];
     let key_prefix = &key[..prints.prefix_len.min(key.len())];
     match key_prefix.cmp(prefix) {
         Ordering::Less => return 0,
@@ -392,6 +405,10 @@ mod tests {
                 b"same-prefix-aaaaaaaaab",
             ],
             vec![b"only"],
+            vec![
+                b"a-shared-prefix-longer-than-thirty-two-bytes-1",
+                b"a-shared-prefix-longer-than-thirty-two-bytes-2",
+            ],
             vec![],
         ];
         let probes: Vec<&[u8]> = vec![
