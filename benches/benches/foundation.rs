@@ -16,8 +16,15 @@ use skewdb_benches::{key, temp_db};
 const PARENTS: u64 = 100_000;
 
 fn get_cached(c: &mut Criterion) {
+    get_cached_among(c, 1_000);
+    get_cached_among(c, PARENTS);
+}
+
+/// `get` of random parents among `parents`, all resident in the page cache: with 1,000
+/// the pages also fit the CPU caches; with 100,000 each lookup misses them.
+fn get_cached_among(c: &mut Criterion, parents: u64) {
     let (_dir, db) = temp_db(Options::new().durability(Durability::Buffered));
-    for chunk in (0..PARENTS).collect::<Vec<_>>().chunks(10_000) {
+    for chunk in (0..parents).collect::<Vec<_>>().chunks(10_000) {
         let mut batch = db.batch();
         for i in chunk {
             batch.put("docs", key(*i), [b'b'; 100]);
@@ -26,13 +33,13 @@ fn get_cached(c: &mut Criterion) {
     }
     db.checkpoint().unwrap();
     let docs = db.collection("docs").unwrap();
-    let keys: Vec<String> = (0..PARENTS).map(|i| key((i * 7919) % PARENTS)).collect();
+    let keys: Vec<String> = (0..parents).map(|i| key((i * 7919) % parents)).collect();
     // Warm the cache: every page of the tree is resident.
     for k in &keys {
         docs.get(k).unwrap().unwrap();
     }
     let mut next = 0;
-    c.bench_function("get/cached_100B_body", |b| {
+    c.bench_function(&format!("get/cached_100B_body_among_{parents}"), |b| {
         b.iter(|| {
             next = (next + 1) % keys.len();
             docs.get(&keys[next]).unwrap()
@@ -55,6 +62,18 @@ fn put_batches(c: &mut Criterion) {
                     key(next.wrapping_mul(0x9E37_79B9) % 10_000_000),
                     [b'v'; 100],
                 );
+                next += 1;
+            }
+            batch.commit().unwrap();
+        })
+    });
+    group.bench_function("batch_of_1000_buffered_100B_sequential", |b| {
+        let (_dir, db) = temp_db(Options::new().durability(Durability::Buffered));
+        let mut next = 0u64;
+        b.iter(|| {
+            let mut batch = db.batch();
+            for _ in 0..1000 {
+                batch.put("docs", key(next), [b'v'; 100]);
                 next += 1;
             }
             batch.commit().unwrap();

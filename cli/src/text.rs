@@ -65,7 +65,10 @@ pub fn stats_json(stats: &Stats) -> Value {
     json!({
         "cache": {"budget_bytes": stats.cache_budget_bytes, "hot": tier_json(&stats.hot), "cold": tier_json(&stats.cold)},
         "commits": stats.commits,
+        "commit_groups": stats.commit_groups,
+        "log_syncs": stats.log_syncs,
         "checkpoints": stats.checkpoints,
+        "replayed_bytes": stats.replayed_bytes,
         "dirty_pages": stats.dirty_pages,
         "next_lsn": stats.next_lsn,
         "durable_lsn": stats.durable_lsn,
@@ -88,7 +91,7 @@ pub fn stats_text(stats: &Stats) -> String {
         )
     };
     format!(
-        "cache budget {} B\n{}{}log: {} segments, {} bytes, next lsn {}, durable lsn {}\ncommits {} (this process), checkpoints {}, dirty pages {}\n",
+        "cache budget {} B\n{}{}log: {} segments, {} bytes, next lsn {}, durable lsn {}, {} syncs\ncommits {} in {} groups (this process), checkpoints {}, dirty pages {}, replayed at open {} B\n",
         stats.cache_budget_bytes,
         tier("hot pages", &stats.hot),
         tier("cold", &stats.cold),
@@ -96,9 +99,12 @@ pub fn stats_text(stats: &Stats) -> String {
         stats.log_bytes,
         stats.next_lsn,
         stats.durable_lsn,
+        stats.log_syncs,
         stats.commits,
+        stats.commit_groups,
         stats.checkpoints,
-        stats.dirty_pages
+        stats.dirty_pages,
+        stats.replayed_bytes
     )
 }
 

@@ -132,6 +132,7 @@ pub struct HotLog {
     segment_bytes: u64,
     /// Set by the first failed write or sync; from then on every write is refused.
     failed: Option<String>,
+    syncs: u64,
 }
 
 /// Where the next frame will be written and the lsn it will carry.
@@ -159,6 +160,7 @@ impl HotLog {
             durable_lsn: next_lsn - 1,
             segment_bytes,
             failed: None,
+            syncs: 0,
         })
     }
 
@@ -172,6 +174,7 @@ impl HotLog {
             durable_lsn: tail.next_lsn - 1,
             segment_bytes,
             failed: None,
+            syncs: 0,
         }
     }
 
@@ -181,6 +184,11 @@ impl HotLog {
             offset: self.tail,
             next_lsn: self.next_lsn,
         }
+    }
+
+    /// Syncs of the log performed since open.
+    pub fn syncs(&self) -> u64 {
+        self.syncs
     }
 
     pub fn durable_lsn(&self) -> u64 {
@@ -254,6 +262,7 @@ impl HotLog {
             return self.fail(error);
         }
         self.durable_lsn = self.next_lsn - 1;
+        self.syncs += 1;
         Ok(())
     }
 

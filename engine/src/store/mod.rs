@@ -65,7 +65,16 @@ struct Writer {
     checkpoint_tail: LogTail,
     bytes_since_checkpoint: u64,
     checkpoint_sequence: u64,
+    counters: WriterCounters,
+}
+
+/// What the writer counts for `Db::stats`.
+#[derive(Clone, Copy, Debug, Default)]
+struct WriterCounters {
     checkpoints: u64,
+    commit_groups: u64,
+    /// Log bytes replayed when the database was opened.
+    replayed_bytes: u64,
 }
 
 /// Counters shown by `Db::stats`.
@@ -75,8 +84,14 @@ pub struct Stats {
     pub hot: TierStats,
     pub cold: TierStats,
     pub cache_budget_bytes: u64,
+    /// Batches committed since open.
     pub commits: u64,
+    /// Groups the commits were written in (one write, and one sync under `Immediate`, each).
+    pub commit_groups: u64,
+    pub log_syncs: u64,
     pub checkpoints: u64,
+    /// Log bytes replayed at open; bounded by `Options::checkpoint_bytes` plus one group.
+    pub replayed_bytes: u64,
     pub dirty_pages: u64,
     pub next_lsn: u64,
     pub durable_lsn: u64,
@@ -186,7 +201,7 @@ impl Shared {
         }
         let requests = std::mem::take(&mut *self.queue.lock());
         self.commit_group(&mut writer, &requests);
-        if writer.bytes_since_checkpoint >= self.options.checkpoint_bytes {
+        if self.checkpoint_due(&writer) {
             // The batches are committed; a failed checkpoint makes the next write fail.
             let _ = self.checkpoint_locked(&mut writer);
         }
@@ -245,6 +260,7 @@ impl Shared {
             commits: base.commits + accepted.len() as u64,
         });
         writer.bytes_since_checkpoint += bytes;
+        writer.counters.commit_groups += 1;
         for request in accepted {
             *request.result.lock() = Some(Ok(()));
         }
@@ -342,6 +358,15 @@ impl Shared {
         }))
     }
 
+    /// A checkpoint is due once the redo since the last one, or the pages it changed,
+    /// reach `checkpoint_bytes`: the first bounds recovery, the second the memory that
+    /// changed pages hold.
+    fn checkpoint_due(&self, writer: &Writer) -> bool {
+        let dirty_bytes =
+            self.current().tree.table.dirty_count() as u64 * self.pages.page_bytes as u64;
+        writer.bytes_since_checkpoint.max(dirty_bytes) >= self.options.checkpoint_bytes
+    }
+
     /// Writes every changed page to the log and a new checkpoint file.
     pub fn checkpoint(&self) -> Result<()> {
         let mut writer = self.writer.lock();
@@ -419,19 +444,20 @@ impl Shared {
             commits: version.commits,
         });
         writer.checkpoint_sequence += 1;
-        writer.checkpoints += 1;
+        writer.counters.checkpoints += 1;
         writer.checkpoint_tail = tail;
         writer.bytes_since_checkpoint = 0;
         Ok(())
     }
 
     pub fn stats(&self) -> Result<Stats> {
-        let (next_lsn, durable_lsn, checkpoints) = {
+        let (next_lsn, durable_lsn, log_syncs, counters) = {
             let writer = self.writer.lock();
             (
                 writer.log.tail().next_lsn,
                 writer.log.durable_lsn(),
-                writer.checkpoints,
+                writer.log.syncs(),
+                writer.counters,
             )
         };
         let version = self.current();
@@ -445,7 +471,10 @@ impl Shared {
             cold: self.pages.cache.stats(Tier::ColdChunk),
             cache_budget_bytes: self.pages.cache.budget_bytes() as u64,
             commits: version.commits,
-            checkpoints,
+            commit_groups: counters.commit_groups,
+            log_syncs,
+            checkpoints: counters.checkpoints,
+            replayed_bytes: counters.replayed_bytes,
             dirty_pages: version.tree.table.dirty_count() as u64,
             next_lsn,
             durable_lsn,

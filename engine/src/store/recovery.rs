@@ -7,7 +7,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 
-use super::{Shared, Txn, Version, Writer, apply};
+use super::{Shared, Txn, Version, Writer, WriterCounters, apply};
 use crate::cache::PageCache;
 use crate::catalog::Catalog;
 use crate::log::frame::SEGMENT_HEADER_BYTES;
@@ -86,7 +86,10 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
         checkpoint_tail: checkpoint.replay_from,
         bytes_since_checkpoint: replayed.bytes,
         checkpoint_sequence: checkpoint.sequence,
-        checkpoints: 0,
+        counters: WriterCounters {
+            replayed_bytes: replayed.bytes,
+            ..WriterCounters::default()
+        },
     };
     Ok(Shared {
         pages,
@@ -153,7 +156,7 @@ fn create(
             checkpoint_tail: tail,
             bytes_since_checkpoint: 0,
             checkpoint_sequence: 0,
-            checkpoints: 0,
+            counters: WriterCounters::default(),
         }),
         queue: Mutex::new(Vec::new()),
         options,

@@ -1,0 +1,152 @@
+//! Group commit, bounded recovery and sticky write failures.
+
+use std::sync::Arc;
+
+use skewdb::storage::Storage;
+use skewdb::{CollectionSpec, Db, Durability, Error, Options};
+use skewdb_tests::{open_db, read_all, sim, small_options};
+
+#[test]
+fn concurrent_immediate_commits_share_syncs() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::new().durability(Durability::Immediate)).unwrap();
+    db.create_collection(CollectionSpec::new("c")).unwrap();
+    let before = db.stats().unwrap();
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                for i in 0..100 {
+                    let mut batch = db.batch();
+                    batch.put("c", format!("{t}-{i}"), "v");
+                    batch.commit().unwrap();
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    let stats = db.stats().unwrap();
+    let commits = stats.commits - before.commits;
+    let groups = stats.commit_groups - before.commit_groups;
+    let syncs = stats.log_syncs - before.log_syncs;
+    assert_eq!(commits, 400);
+    assert!(
+        groups < commits,
+        "{groups} groups for {commits} commits: nothing was grouped"
+    );
+    assert_eq!(syncs, groups, "one sync per group under Immediate");
+    assert_eq!(read_all(&db).unwrap()["c"].len(), 400);
+}
+
+#[test]
+fn buffered_commits_do_not_sync() {
+    let (_sim, storage) = sim();
+    let db = open_db(storage, Options::new().durability(Durability::Buffered)).unwrap();
+    let before = db.stats().unwrap().log_syncs;
+    for i in 0..50 {
+        let mut batch = db.batch();
+        batch.put("users", format!("{i}"), "v");
+        batch.commit().unwrap();
+    }
+    assert_eq!(db.stats().unwrap().log_syncs, before);
+    db.checkpoint().unwrap();
+    assert!(db.stats().unwrap().log_syncs > before);
+}
+
+#[test]
+fn recovery_replays_at_most_one_checkpoint_interval() {
+    let (sim, storage) = sim();
+    let options = small_options(Durability::Buffered);
+    let db = open_db(storage, options.clone()).unwrap();
+    // Ten times the checkpoint interval of redo, then a crash without a clean close.
+    for round in 0..100u32 {
+        let mut batch = db.batch();
+        for i in 0..20u32 {
+            batch.put(
+                "users",
+                format!("{:05}", (round * 7919 + i * 104_729) % 3000),
+                vec![b'x'; 300],
+            );
+        }
+        batch.commit().unwrap();
+    }
+    assert!(db.stats().unwrap().checkpoints >= 5);
+    let mut batch = db.batch();
+    batch.put("users", "last", "after the last checkpoint");
+    batch.commit().unwrap();
+    let image = sim.crash_image(0);
+    let expected = read_all(&db).unwrap();
+    drop(db);
+    let storage: Arc<dyn Storage> = Arc::new(image);
+    let reopened = Db::open_with_storage(storage, options).unwrap();
+    let replayed = reopened.stats().unwrap().replayed_bytes;
+    assert!(replayed > 0, "the crash left redo to replay");
+    assert!(
+        replayed <= 64 * 1024 + 20 * 400,
+        "replayed {replayed} bytes"
+    );
+    assert_eq!(read_all(&reopened).unwrap(), expected);
+}
+
+#[test]
+fn failed_sync_is_sticky_until_reopen() {
+    let (sim, storage) = sim();
+    let db = open_db(storage.clone(), small_options(Durability::Immediate)).unwrap();
+    let mut batch = db.batch();
+    batch.put("users", "a", "1");
+    batch.commit().unwrap();
+    // The write succeeds, the sync fails.
+    sim.fail_at(2, false);
+    let mut batch = db.batch();
+    batch.put("users", "b", "2");
+    assert!(matches!(batch.commit(), Err(Error::Io { .. })));
+    // The fault is gone, but the database must not pretend the data is safe.
+    let mut batch = db.batch();
+    batch.put("users", "c", "3");
+    assert!(matches!(batch.commit(), Err(Error::WriteFailed { .. })));
+    assert!(matches!(db.checkpoint(), Err(Error::WriteFailed { .. })));
+    // Reads still work.
+    assert_eq!(
+        db.collection("users")
+            .unwrap()
+            .get("a")
+            .unwrap()
+            .unwrap()
+            .body(),
+        b"1"
+    );
+    drop(db);
+    let db = Db::open_with_storage(storage, small_options(Durability::Immediate)).unwrap();
+    let users = db.collection("users").unwrap();
+    assert_eq!(users.get("a").unwrap().unwrap().body(), b"1");
+    assert!(users.get("c").unwrap().is_none());
+    let mut batch = db.batch();
+    batch.put("users", "d", "4");
+    batch.commit().unwrap();
+}
+
+#[test]
+fn dirty_pages_are_bounded_by_checkpoints() {
+    let (_sim, storage) = sim();
+    let options = small_options(Durability::Buffered);
+    let db = open_db(storage, options).unwrap();
+    for round in 0..40u64 {
+        let mut batch = db.batch();
+        for i in 0..200u64 {
+            batch.put(
+                "users",
+                format!("{:08}", (round * 200 + i) * 2_654_435_761 % 100_000_000),
+                "v",
+            );
+        }
+        batch.commit().unwrap();
+        let stats = db.stats().unwrap();
+        assert!(
+            stats.dirty_pages * 4096 < 64 * 1024 + 200 * 2 * 4096,
+            "{} dirty pages",
+            stats.dirty_pages
+        );
+    }
+}
