@@ -86,6 +86,32 @@ impl<E: std::fmt::Display> From<E> for Failure {
 }
 
 fn main() -> ExitCode {
+    // A bug must still end in one line and exit status 1, not a trace.
+    std::panic::set_hook(Box::new(|info| {
+        let location = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!(
+            "skewdb: internal error{location}: {}",
+            panic_message(info.payload())
+        );
+    }));
+    match std::panic::catch_unwind(main_inner) {
+        Ok(code) => code,
+        Err(_) => ExitCode::from(1),
+    }
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".to_string())
+}
+
+fn main_inner() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {

@@ -21,6 +21,8 @@ pub mod cache;
 mod catalog;
 mod db;
 mod error;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod log;
 mod options;
 pub mod page;
