@@ -16,20 +16,226 @@ pub const MAX_COLLECTIONS: usize = 65_536;
 /// A collection's identity inside the database; the prefix of its keys in the tree.
 pub type CollectionId = u32;
 
+/// The most array fields one collection declares.
+pub const MAX_ARRAYS: usize = 64;
+/// The largest `keep`, `inline_cap` and `max_items`: bounds the items one parent holds inline.
+pub const MAX_INLINE_ITEMS: u32 = 1_000_000;
+
+/// How an array field keeps its items: which stay inline in the parent record and which go
+/// to cold chunks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Every item inline; a push that would take the record over 16 MiB is refused.
+    Embed,
+    /// No item inline; every item in cold chunks.
+    Reference,
+    /// The `keep` items with the greatest keys inline, sorted; the rest in cold history.
+    Subset { keep: u32 },
+    /// The first `inline_cap` pushed items inline; every later one in overflow chunks.
+    Outlier { inline_cap: u32 },
+    /// Items grouped into buckets of at most `max_items` items covering at most `span` of
+    /// key (when given); the open bucket is inline, sealed ones are cold chunks.
+    Bucket { max_items: u32, span: Option<i64> },
+}
+
+const LAYOUT_EMBED: u8 = 1;
+const LAYOUT_REFERENCE: u8 = 2;
+const LAYOUT_SUBSET: u8 = 3;
+const LAYOUT_OUTLIER: u8 = 4;
+const LAYOUT_BUCKET: u8 = 5;
+
+impl Layout {
+    /// The name used by the command line and in JSON: `embed`, `subset:5`, `bucket:60:3600`.
+    pub fn describe(&self) -> String {
+        match self {
+            Layout::Embed => "embed".to_string(),
+            Layout::Reference => "reference".to_string(),
+            Layout::Subset { keep } => format!("subset:{keep}"),
+            Layout::Outlier { inline_cap } => format!("outlier:{inline_cap}"),
+            Layout::Bucket {
+                max_items,
+                span: None,
+            } => format!("bucket:{max_items}"),
+            Layout::Bucket {
+                max_items,
+                span: Some(span),
+            } => format!("bucket:{max_items}:{span}"),
+        }
+    }
+
+    /// Parses [`Layout::describe`]'s form.
+    pub fn parse(text: &str) -> Result<Layout, String> {
+        let mut parts = text.split(':');
+        let kind = parts.next().unwrap_or_default();
+        let number = |part: Option<&str>, what: &str| -> Result<u64, String> {
+            part.ok_or_else(|| format!("{kind} needs {what}"))?
+                .parse::<u64>()
+                .map_err(|_| format!("{what} of {kind} must be a whole number"))
+        };
+        let count = |part: Option<&str>, what: &str| -> Result<u32, String> {
+            u32::try_from(number(part, what)?).map_err(|_| format!("{what} of {kind} is too large"))
+        };
+        let layout = match kind {
+            "embed" => Layout::Embed,
+            "reference" => Layout::Reference,
+            "subset" => Layout::Subset {
+                keep: count(parts.next(), "N")?,
+            },
+            "outlier" => Layout::Outlier {
+                inline_cap: count(parts.next(), "N")?,
+            },
+            "bucket" => {
+                let max_items = count(parts.next(), "N")?;
+                let span = match parts.next() {
+                    Some(span) => Some(
+                        i64::try_from(number(Some(span), "SPAN")?)
+                            .map_err(|_| "SPAN is too large".to_string())?,
+                    ),
+                    None => None,
+                };
+                Layout::Bucket { max_items, span }
+            }
+            other => {
+                return Err(format!(
+                    "unknown layout {other:?} (embed, reference, subset:N, outlier:N, bucket:N[:SPAN])"
+                ));
+            }
+        };
+        if parts.next().is_some() {
+            return Err(format!("too many parts in layout {text:?}"));
+        }
+        layout.validate()?;
+        Ok(layout)
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        let bounded = |n: u32, what: &str, min: u32| {
+            if n < min || n > MAX_INLINE_ITEMS {
+                Err(format!(
+                    "{what} must be from {min} to {MAX_INLINE_ITEMS}, not {n}"
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        match *self {
+            Layout::Embed | Layout::Reference => Ok(()),
+            Layout::Subset { keep } => bounded(keep, "subset keep", 1),
+            Layout::Outlier { inline_cap } => bounded(inline_cap, "outlier inline_cap", 0),
+            Layout::Bucket { max_items, span } => {
+                bounded(max_items, "bucket max_items", 1)?;
+                match span {
+                    Some(span) if span <= 0 => {
+                        Err(format!("bucket span must be positive, not {span}"))
+                    }
+                    _ => Ok(()),
+                }
+            }
+        }
+    }
+
+    fn encode(&self, out: &mut Vec<u8>) {
+        match *self {
+            Layout::Embed => out.put_u8(LAYOUT_EMBED),
+            Layout::Reference => out.put_u8(LAYOUT_REFERENCE),
+            Layout::Subset { keep } => {
+                out.put_u8(LAYOUT_SUBSET);
+                out.put_u32_le(keep);
+            }
+            Layout::Outlier { inline_cap } => {
+                out.put_u8(LAYOUT_OUTLIER);
+                out.put_u32_le(inline_cap);
+            }
+            Layout::Bucket { max_items, span } => {
+                out.put_u8(LAYOUT_BUCKET);
+                out.put_u32_le(max_items);
+                // 0 stands for no span (a span is always positive).
+                out.put_i64_le(span.unwrap_or(0));
+            }
+        }
+    }
+
+    fn decode(bytes: &mut Bytes) -> Result<Layout, String> {
+        let truncated = || "layout truncated".to_string();
+        if !bytes.has_remaining() {
+            return Err(truncated());
+        }
+        let layout = match bytes.get_u8() {
+            LAYOUT_EMBED => Layout::Embed,
+            LAYOUT_REFERENCE => Layout::Reference,
+            tag @ (LAYOUT_SUBSET | LAYOUT_OUTLIER) => {
+                if bytes.remaining() < 4 {
+                    return Err(truncated());
+                }
+                let n = bytes.get_u32_le();
+                if tag == LAYOUT_SUBSET {
+                    Layout::Subset { keep: n }
+                } else {
+                    Layout::Outlier { inline_cap: n }
+                }
+            }
+            LAYOUT_BUCKET => {
+                if bytes.remaining() < 12 {
+                    return Err(truncated());
+                }
+                let max_items = bytes.get_u32_le();
+                let span = bytes.get_i64_le();
+                Layout::Bucket {
+                    max_items,
+                    span: (span != 0).then_some(span),
+                }
+            }
+            tag => return Err(format!("unknown layout tag {tag}")),
+        };
+        layout.validate()?;
+        Ok(layout)
+    }
+}
+
+/// One array field of a collection.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArraySpec {
+    pub field: String,
+    pub layout: Layout,
+}
+
 /// A collection's name and schema.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CollectionSpec {
     name: String,
+    arrays: Vec<ArraySpec>,
 }
 
 impl CollectionSpec {
-    /// A collection named `name`.
+    /// A collection named `name`, with no array fields yet.
     pub fn new(name: impl Into<String>) -> Self {
-        CollectionSpec { name: name.into() }
+        CollectionSpec {
+            name: name.into(),
+            arrays: Vec::new(),
+        }
+    }
+
+    /// Adds an array field with its layout.
+    pub fn array(mut self, field: impl Into<String>, layout: Layout) -> Self {
+        self.arrays.push(ArraySpec {
+            field: field.into(),
+            layout,
+        });
+        self
     }
 
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The array fields, in declaration order (the order of arrays in parent records).
+    pub fn arrays(&self) -> &[ArraySpec] {
+        &self.arrays
+    }
+
+    /// The index of array field `field`.
+    pub fn field_index(&self, field: &str) -> Option<usize> {
+        self.arrays.iter().position(|a| a.field == field)
     }
 
     pub(crate) fn validate(&self) -> Result<()> {
@@ -48,14 +254,38 @@ impl CollectionSpec {
         if self.name.chars().any(char::is_control) {
             return invalid("contains control characters");
         }
+        if self.arrays.len() > MAX_ARRAYS {
+            return invalid("declares more than 64 array fields");
+        }
+        for (index, array) in self.arrays.iter().enumerate() {
+            if array.field.is_empty() || array.field.len() > MAX_COLLECTION_NAME_BYTES {
+                return invalid("has an array field name that is empty or longer than 255 bytes");
+            }
+            if self.arrays[..index].iter().any(|a| a.field == array.field) {
+                return invalid(&format!("declares array field {:?} twice", array.field));
+            }
+            if let Err(reason) = array.layout.validate() {
+                return invalid(&format!("array field {:?}: {reason}", array.field));
+            }
+        }
         Ok(())
     }
 
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         out.put_u8(self.name.len() as u8);
         out.put_slice(self.name.as_bytes());
-        // The number of array fields; arrays come with the pattern layouts.
-        out.put_u16_le(0);
+        out.put_u16_le(self.arrays.len() as u16);
+        for array in &self.arrays {
+            out.put_u8(array.field.len() as u8);
+            out.put_slice(array.field.as_bytes());
+            array.layout.encode(out);
+        }
+    }
+
+    pub(crate) fn encoded_len(&self) -> usize {
+        let mut out = Vec::new();
+        self.encode(&mut out);
+        out.len()
     }
 
     pub(crate) fn decode(bytes: &mut Bytes) -> Result<Self, String> {
@@ -68,13 +298,25 @@ impl CollectionSpec {
         }
         let name = String::from_utf8(bytes.split_to(len).to_vec())
             .map_err(|_| "collection name is not UTF-8".to_string())?;
-        let arrays = bytes.get_u16_le();
-        if arrays != 0 {
-            return Err(format!(
-                "collection {name:?} declares {arrays} unknown array fields"
-            ));
+        let count = bytes.get_u16_le() as usize;
+        if count > MAX_ARRAYS {
+            return Err(format!("collection {name:?} declares {count} array fields"));
         }
-        let spec = CollectionSpec { name };
+        let mut arrays = Vec::with_capacity(count);
+        for _ in 0..count {
+            if !bytes.has_remaining() {
+                return Err("array spec truncated".to_string());
+            }
+            let len = bytes.get_u8() as usize;
+            if bytes.remaining() < len {
+                return Err("array spec truncated".to_string());
+            }
+            let field = String::from_utf8(bytes.split_to(len).to_vec())
+                .map_err(|_| "array field name is not UTF-8".to_string())?;
+            let layout = Layout::decode(bytes)?;
+            arrays.push(ArraySpec { field, layout });
+        }
+        let spec = CollectionSpec { name, arrays };
         spec.validate().map_err(|e| e.to_string())?;
         Ok(spec)
     }

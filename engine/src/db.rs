@@ -6,14 +6,20 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::catalog::{CollectionId, CollectionSpec};
-use crate::page::tree::Cursor;
+use crate::catalog::{CollectionId, CollectionInfo, CollectionSpec};
+use crate::item::Summary;
+use crate::page::keys;
+use crate::page::tree::Cursor as TreeCursor;
 use crate::storage::{FsStorage, Storage};
-use crate::store::{BatchOp, Shared, Version, check_key, tree_key};
-use crate::{Error, Inspection, Options, Result, Stats, VerifyReport, record};
+use crate::store::read::array_views;
+use crate::store::stage::decode_record;
+use crate::store::{
+    ArrayView, BatchOp, ItemPage, ItemQuery, NewItem, Outlier, Shared, Version, check_key,
+};
+use crate::{Error, Inspection, Options, Result, Stats, VerifyReport};
 
 /// An open database. Cheap to clone; `Send + Sync`. Closed (and checkpointed) when the
-/// last clone is dropped.
+/// last clone (including those inside `Collection` handles) is dropped.
 #[derive(Clone)]
 pub struct Db {
     shared: Arc<Shared>,
@@ -32,8 +38,8 @@ impl Db {
         })
     }
 
-    /// Creates a collection, durably. Creating one that exists with the same schema does
-    /// nothing; with a different schema it is `Error::SchemaConflict`.
+    /// Creates a collection with its schema, durably. Creating one that exists with the same
+    /// schema does nothing; with a different schema it is `Error::SchemaConflict`.
     pub fn create_collection(&self, spec: CollectionSpec) -> Result<Collection> {
         let name = spec.name().to_string();
         self.shared.commit(vec![BatchOp::CreateCollection(spec)])?;
@@ -46,8 +52,7 @@ impl Db {
         let info = version.catalog.get(name)?;
         Ok(Collection {
             db: self.clone(),
-            name: name.to_string(),
-            id: info.id,
+            info: info.clone(),
         })
     }
 
@@ -75,7 +80,7 @@ impl Db {
         self.shared.checkpoint()
     }
 
-    /// Reads every frame and page, checking every checksum and tree invariant.
+    /// Reads every frame, page, record and chunk, checking every checksum and invariant.
     pub fn verify(&self) -> Result<VerifyReport> {
         self.shared.verify()
     }
@@ -102,7 +107,8 @@ pub struct Batch {
 }
 
 impl Batch {
-    /// Sets the body of parent `key` in `collection`, creating the parent if need be.
+    /// Sets the body of parent `key` in `collection`, creating the parent if need be; its
+    /// arrays are left as they are.
     pub fn put(
         &mut self,
         collection: &str,
@@ -117,11 +123,29 @@ impl Batch {
         self
     }
 
-    /// Deletes parent `key` of `collection` (nothing if absent).
+    /// Deletes parent `key` of `collection` and every item of its arrays (nothing if absent).
     pub fn delete(&mut self, collection: &str, key: impl AsRef<[u8]>) -> &mut Self {
         self.ops.push(BatchOp::Delete {
             collection: collection.to_string(),
             key: Bytes::copy_from_slice(key.as_ref()),
+        });
+        self
+    }
+
+    /// Pushes an item to array `field` of parent `key` (created with an empty body if
+    /// absent). The array's layout decides where the item lives.
+    pub fn push(
+        &mut self,
+        collection: &str,
+        key: impl AsRef<[u8]>,
+        field: &str,
+        item: NewItem,
+    ) -> &mut Self {
+        self.ops.push(BatchOp::Push {
+            collection: collection.to_string(),
+            key: Bytes::copy_from_slice(key.as_ref()),
+            field: field.to_string(),
+            item,
         });
         self
     }
@@ -141,11 +165,12 @@ impl Batch {
     }
 }
 
-/// A parent document.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A parent document: its body and, per array field, its meta and inline items.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Document {
     key: Bytes,
     body: Bytes,
+    arrays: Vec<ArrayView>,
 }
 
 impl Document {
@@ -156,100 +181,159 @@ impl Document {
     pub fn body(&self) -> &[u8] {
         &self.body
     }
+
+    /// Every array field, in schema order.
+    pub fn arrays(&self) -> &[ArrayView] {
+        &self.arrays
+    }
+
+    /// The array field named `field`.
+    pub fn array(&self, field: &str) -> Option<&ArrayView> {
+        self.arrays.iter().find(|a| a.field == field)
+    }
 }
 
 /// A handle on one collection.
 #[derive(Clone)]
 pub struct Collection {
     db: Db,
-    name: String,
-    id: CollectionId,
+    info: Arc<CollectionInfo>,
 }
 
-fn decode_document(
-    shared: &Shared,
-    key: Bytes,
-    value: &crate::page::node::Value,
-) -> Result<Document> {
-    let bytes = shared.pages.value_bytes(value)?;
-    let body = record::decode_body(bytes).map_err(|reason| {
-        Error::corruption(
-            "page store",
-            0,
-            format!(
-                "record of key {:?}: {reason}",
-                String::from_utf8_lossy(&key)
-            ),
-        )
-    })?;
-    Ok(Document { key, body })
+fn document(info: &CollectionInfo, key: Bytes, bytes: Bytes) -> Result<Document> {
+    let record = decode_record(bytes, info, &key)?;
+    Ok(Document {
+        arrays: array_views(info, &record),
+        key,
+        body: record.body,
+    })
 }
 
 impl Collection {
     pub fn name(&self) -> &str {
-        &self.name
+        self.info.spec.name()
     }
 
-    /// The parent `key`, or `None`.
+    pub fn spec(&self) -> &CollectionSpec {
+        &self.info.spec
+    }
+
+    fn id(&self) -> CollectionId {
+        self.info.id
+    }
+
+    fn version(&self) -> Result<Arc<Version>> {
+        let version = self.db.shared.current();
+        match version.catalog.by_name.get(self.name()) {
+            Some(info) if info.id == self.id() => Ok(version),
+            _ => Err(Error::UnknownCollection {
+                name: self.name().to_string(),
+            }),
+        }
+    }
+
+    fn field(&self, field: &str) -> Result<usize> {
+        self.info
+            .spec
+            .field_index(field)
+            .ok_or_else(|| Error::UnknownField {
+                collection: self.name().to_string(),
+                field: field.to_string(),
+            })
+    }
+
+    /// The parent `key` with its inline arrays, or `None`. Never reads cold storage.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Document>> {
         let key = key.as_ref();
         check_key(key)?;
-        let version = self.db.shared.current();
-        self.check_exists(&version)?;
-        let pages = &self.db.shared.pages;
-        match version.tree.get(pages, &tree_key(self.id, key))? {
+        let version = self.version()?;
+        match self
+            .db
+            .shared
+            .read_tree(&version, &keys::parent(self.id(), key))?
+        {
             None => Ok(None),
-            Some(value) => {
-                decode_document(&self.db.shared, Bytes::copy_from_slice(key), &value).map(Some)
-            }
+            Some(bytes) => document(&self.info, Bytes::copy_from_slice(key), bytes).map(Some),
         }
+    }
+
+    /// Items of array `field` of parent `key`, merged from wherever they live, in key
+    /// order (ties in push order); `None` when the parent does not exist.
+    pub fn items(
+        &self,
+        key: impl AsRef<[u8]>,
+        field: &str,
+        query: &ItemQuery,
+    ) -> Result<Option<ItemPage>> {
+        let key = key.as_ref();
+        check_key(key)?;
+        let field = self.field(field)?;
+        let version = self.version()?;
+        self.db
+            .shared
+            .items(&version, &self.info, key, field, query)
+    }
+
+    /// Count, sum, min, max and key bounds of the items of `field` whose keys fall in
+    /// `range`; `None` when the parent does not exist.
+    pub fn summary(
+        &self,
+        key: impl AsRef<[u8]>,
+        field: &str,
+        range: impl RangeBounds<i64>,
+    ) -> Result<Option<Summary>> {
+        let key = key.as_ref();
+        check_key(key)?;
+        let field = self.field(field)?;
+        let version = self.version()?;
+        let range = (range.start_bound().cloned(), range.end_bound().cloned());
+        self.db
+            .shared
+            .summary(&version, &self.info, key, field, range)
+    }
+
+    /// The parents whose array `field` has items outside the parent record, in key order.
+    pub fn outliers(&self, field: &str) -> Result<Vec<Outlier>> {
+        let field = self.field(field)?;
+        let version = self.version()?;
+        self.db.shared.outliers(&version, &self.info, field)
     }
 
     /// The parents whose keys fall in `range`, in key order, as of this call (later
     /// commits are not seen).
     pub fn scan<K: AsRef<[u8]>>(&self, range: impl RangeBounds<K>) -> Result<Scan> {
-        let version = self.db.shared.current();
-        self.check_exists(&version)?;
+        let version = self.version()?;
+        let id = self.id();
         let start = match range.start_bound() {
-            Bound::Included(k) => Bound::Included(tree_key(self.id, k.as_ref())),
-            Bound::Excluded(k) => Bound::Excluded(tree_key(self.id, k.as_ref())),
-            Bound::Unbounded => Bound::Included(tree_key(self.id, &[])),
+            Bound::Included(k) => Bound::Included(keys::parent(id, k.as_ref())),
+            Bound::Excluded(k) => Bound::Excluded(keys::parent(id, k.as_ref())),
+            Bound::Unbounded => Bound::Included(keys::parent(id, &[])),
         };
         let end = match range.end_bound() {
-            Bound::Included(k) => Bound::Included(tree_key(self.id, k.as_ref())),
-            Bound::Excluded(k) => Bound::Excluded(tree_key(self.id, k.as_ref())),
-            Bound::Unbounded => match self.id.checked_add(1) {
-                Some(next) => Bound::Excluded(tree_key(next, &[])),
-                None => Bound::Unbounded,
-            },
+            Bound::Included(k) => Bound::Included(keys::parent(id, k.as_ref())),
+            Bound::Excluded(k) => Bound::Excluded(keys::parent(id, k.as_ref())),
+            Bound::Unbounded => Bound::Excluded(keys::parents_end(id)),
         };
         let cursor = version
             .tree
             .cursor(&self.db.shared.pages, start.as_ref().map(|k| k.as_ref()))?;
         Ok(Scan {
             shared: self.db.shared.clone(),
+            info: self.info.clone(),
             version,
             cursor,
             end,
             done: false,
         })
     }
-
-    fn check_exists(&self, version: &Version) -> Result<()> {
-        match version.catalog.by_name.get(&self.name) {
-            Some(info) if info.id == self.id => Ok(()),
-            _ => Err(Error::UnknownCollection {
-                name: self.name.clone(),
-            }),
-        }
-    }
 }
 
 /// Parents in key order; see [`Collection::scan`]. Sees one committed state throughout.
 pub struct Scan {
     shared: Arc<Shared>,
+    info: Arc<CollectionInfo>,
     version: Arc<Version>,
-    cursor: Cursor,
+    cursor: TreeCursor,
     end: Bound<Bytes>,
     done: bool,
 }
@@ -282,6 +366,11 @@ impl Iterator for Scan {
             self.done = true;
             return None;
         }
-        Some(decode_document(&self.shared, key.slice(4..), &value))
+        Some(
+            self.shared
+                .pages
+                .value_bytes(&value)
+                .and_then(|bytes| document(&self.info, key.slice(4..), bytes)),
+        )
     }
 }

@@ -36,6 +36,12 @@ pub enum Error {
     /// No collection of that name exists.
     #[error("unknown collection {name:?}")]
     UnknownCollection { name: String },
+    /// The collection has no array field of that name.
+    #[error("collection {collection:?} has no array field {field:?}")]
+    UnknownField { collection: String, field: String },
+    /// An item that cannot be stored (a NaN value).
+    #[error("invalid item: {reason}")]
+    InvalidItem { reason: String },
     /// `create_collection` with a name that exists under a different schema.
     #[error("collection {name:?} already exists with a different schema: {reason}")]
     SchemaConflict { name: String, reason: String },

@@ -19,23 +19,30 @@
 
 pub mod cache;
 mod catalog;
+pub mod cold;
 mod db;
 mod error;
 #[doc(hidden)]
 pub mod fuzz;
+mod item;
 pub mod log;
 mod options;
 pub mod page;
+mod pattern;
 mod record;
 pub mod storage;
 mod store;
 
 pub use cache::TierStats;
-pub use catalog::{CollectionSpec, MAX_COLLECTION_NAME_BYTES};
+pub use catalog::{
+    ArraySpec, CollectionSpec, Layout, MAX_ARRAYS, MAX_COLLECTION_NAME_BYTES, MAX_INLINE_ITEMS,
+};
 pub use db::{Batch, Collection, Db, Document, Scan};
 pub use error::{Error, Result};
+pub use item::{Item, Summary};
 pub use options::{Durability, Options};
 pub use record::RECORD_OVERHEAD_BYTES;
+pub use store::{ArrayView, Cursor, ItemPage, ItemQuery, NewItem, Order, Outlier};
 pub use store::{Inspection, SegmentInfo, Stats, VerifyReport};
 
 /// The hard limit on every record the engine writes, as BSON's: 16 MiB.

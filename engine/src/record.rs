@@ -1,70 +1,191 @@
-//! The parent record: what a leaf (or a large record) holds for one parent document.
-//! The one place that encodes and decodes it; see `format-spec/records.md`.
+//! The parent record: what the tree holds for one parent document, its body and one array
+//! state per array field of the schema. The one place that encodes and decodes it; see
+//! `format-spec/records.md`.
 
 use bytes::{Buf, BufMut, Bytes};
 
 use crate::MAX_RECORD_BYTES;
+use crate::item::{self, SUMMARY_BYTES, Stored, Summary};
 
 const RECORD_VERSION: u8 = 1;
-/// Bytes a parent record adds to its body: version, body length, array count.
+/// Bytes a parent record adds to its body when its collection has no array fields:
+/// version, body length, array count.
 pub const RECORD_OVERHEAD_BYTES: usize = 1 + 4 + 2;
+/// Bytes each array adds before its inline items: total, flags, next seq, next chunk,
+/// bucket start, summary, inline item count.
+pub const ARRAY_HEADER_BYTES: usize = 8 + 1 + 8 + 4 + 8 + SUMMARY_BYTES + 4;
 
-/// The bytes of the parent record holding `body`; the caller checks the limit.
-pub fn encode(body: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(RECORD_OVERHEAD_BYTES + body.len());
-    out.put_u8(RECORD_VERSION);
-    out.put_u32_le(body.len() as u32);
-    out.put_slice(body);
-    // Inline arrays come with the pattern layouts; none yet.
-    out.put_u16_le(0);
-    out
+const HAS_OVERFLOW: u8 = 1;
+const BUCKET_OPEN: u8 = 2;
+
+/// The state of one array field inside its parent record.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct ArrayState {
+    /// Items in the array, wherever they live.
+    pub total: u64,
+    /// Items exist outside the parent record.
+    pub has_overflow: bool,
+    /// Summary of all items.
+    pub summary: Summary,
+    /// The push sequence number the next item gets.
+    pub next_seq: u64,
+    /// The sequence number of the next cold chunk of this array (part of its index key).
+    pub next_chunk: u32,
+    /// `Bucket` layout: the start key of the open bucket, when one is open.
+    pub bucket_start: Option<i64>,
+    /// The items the layout keeps inline, in the layout's order.
+    pub inline: Vec<Stored>,
 }
 
-/// The size of the parent record holding a body of `body_len` bytes.
-pub fn encoded_len(body_len: usize) -> u64 {
-    (RECORD_OVERHEAD_BYTES + body_len) as u64
+/// A decoded parent record.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct ParentRecord {
+    pub body: Bytes,
+    pub arrays: Vec<ArrayState>,
 }
 
-/// The body of a parent record.
-pub fn decode_body(mut bytes: Bytes) -> Result<Bytes, String> {
-    if bytes.len() > MAX_RECORD_BYTES {
-        return Err(format!("record of {} bytes over the limit", bytes.len()));
+impl ParentRecord {
+    /// A record with `body` and `arrays` empty arrays.
+    pub fn new(body: Bytes, arrays: usize) -> Self {
+        ParentRecord {
+            body,
+            arrays: vec![ArrayState::default(); arrays],
+        }
     }
-    if bytes.remaining() < RECORD_OVERHEAD_BYTES {
-        return Err("record truncated".to_string());
+
+    /// The encoded size, to check against the limit before encoding.
+    pub fn encoded_len(&self) -> u64 {
+        (RECORD_OVERHEAD_BYTES
+            + self.body.len()
+            + self
+                .arrays
+                .iter()
+                .map(|a| ARRAY_HEADER_BYTES - 4 + item::items_len(&a.inline))
+                .sum::<usize>()) as u64
     }
-    let version = bytes.get_u8();
-    if version != RECORD_VERSION {
-        return Err(format!("unknown record version {version}"));
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.encoded_len() as usize);
+        out.put_u8(RECORD_VERSION);
+        out.put_u32_le(self.body.len() as u32);
+        out.put_slice(&self.body);
+        out.put_u16_le(self.arrays.len() as u16);
+        for array in &self.arrays {
+            out.put_u64_le(array.total);
+            let mut flags = 0;
+            if array.has_overflow {
+                flags |= HAS_OVERFLOW;
+            }
+            if array.bucket_start.is_some() {
+                flags |= BUCKET_OPEN;
+            }
+            out.put_u8(flags);
+            out.put_u64_le(array.next_seq);
+            out.put_u32_le(array.next_chunk);
+            out.put_i64_le(array.bucket_start.unwrap_or(0));
+            array.summary.encode(&mut out);
+            item::encode_items(&array.inline, &mut out);
+        }
+        debug_assert_eq!(out.len() as u64, self.encoded_len());
+        out
     }
-    let body_len = bytes.get_u32_le() as usize;
-    if bytes.remaining() < body_len + 2 {
-        return Err(format!(
-            "record body of {body_len} bytes past the record's end"
-        ));
+
+    /// Decodes a record of a collection with `arrays` array fields.
+    pub fn decode(mut bytes: Bytes, arrays: usize) -> Result<Self, String> {
+        if bytes.len() > MAX_RECORD_BYTES {
+            return Err(format!("record of {} bytes over the limit", bytes.len()));
+        }
+        if bytes.remaining() < RECORD_OVERHEAD_BYTES {
+            return Err("record truncated".to_string());
+        }
+        let version = bytes.get_u8();
+        if version != RECORD_VERSION {
+            return Err(format!("unknown record version {version}"));
+        }
+        let body_len = bytes.get_u32_le() as usize;
+        if bytes.remaining() < body_len + 2 {
+            return Err(format!(
+                "record body of {body_len} bytes past the record's end"
+            ));
+        }
+        let body = bytes.split_to(body_len);
+        let count = bytes.get_u16_le() as usize;
+        if count != arrays {
+            return Err(format!(
+                "record has {count} arrays where the schema has {arrays}"
+            ));
+        }
+        let mut states = Vec::with_capacity(count);
+        for _ in 0..count {
+            if bytes.remaining() < ARRAY_HEADER_BYTES {
+                return Err("array state truncated".to_string());
+            }
+            let total = bytes.get_u64_le();
+            let flags = bytes.get_u8();
+            if flags & !(HAS_OVERFLOW | BUCKET_OPEN) != 0 {
+                return Err(format!("unknown array flags {flags}"));
+            }
+            let next_seq = bytes.get_u64_le();
+            let next_chunk = bytes.get_u32_le();
+            let bucket_start = bytes.get_i64_le();
+            let summary = Summary::decode(&mut bytes)?;
+            let inline = item::decode_items(&mut bytes)?;
+            if inline.len() as u64 > total || summary.items != total {
+                return Err("array counts disagree".to_string());
+            }
+            states.push(ArrayState {
+                total,
+                has_overflow: flags & HAS_OVERFLOW != 0,
+                summary,
+                next_seq,
+                next_chunk,
+                bucket_start: (flags & BUCKET_OPEN != 0).then_some(bucket_start),
+                inline,
+            });
+        }
+        if bytes.has_remaining() {
+            return Err(format!(
+                "{} trailing bytes after the record",
+                bytes.remaining()
+            ));
+        }
+        Ok(ParentRecord {
+            body,
+            arrays: states,
+        })
     }
-    let body = bytes.split_to(body_len);
-    let arrays = bytes.get_u16_le();
-    if arrays != 0 || bytes.has_remaining() {
-        return Err("record has unknown trailing fields".to_string());
-    }
-    Ok(body)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::item::Item;
 
     #[test]
     fn round_trip_and_truncation() {
-        let record = encode(b"hello");
-        assert_eq!(record.len() as u64, encoded_len(5));
+        let mut record = ParentRecord::new(Bytes::from_static(b"hello"), 2);
+        let item = Item {
+            key: 4,
+            value: Some(1.5),
+            payload: Bytes::from_static(b"p"),
+        };
+        record.arrays[1].summary.add(&item);
+        record.arrays[1].total = 3;
+        record.arrays[1].summary.items = 3;
+        record.arrays[1].has_overflow = true;
+        record.arrays[1].bucket_start = Some(-60);
+        record.arrays[1].inline.push(Stored { item, seq: 2 });
+        let bytes = record.encode();
+        assert_eq!(bytes.len() as u64, record.encoded_len());
         assert_eq!(
-            decode_body(Bytes::from(record.clone())).unwrap(),
-            &b"hello"[..]
+            ParentRecord::decode(Bytes::from(bytes.clone()), 2).unwrap(),
+            record
         );
-        for len in 0..record.len() {
-            assert!(decode_body(Bytes::copy_from_slice(&record[..len])).is_err());
+        assert!(ParentRecord::decode(Bytes::from(bytes.clone()), 1).is_err());
+        for len in 0..bytes.len() {
+            assert!(ParentRecord::decode(Bytes::copy_from_slice(&bytes[..len]), 2).is_err());
         }
+        let plain = ParentRecord::new(Bytes::from_static(b"x"), 0);
+        assert_eq!(plain.encoded_len() as usize, 1 + RECORD_OVERHEAD_BYTES);
     }
 }

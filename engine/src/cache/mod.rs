@@ -11,6 +11,7 @@ use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 
 use crate::Result;
+use crate::item::Stored;
 use crate::page::node::Node;
 
 /// What a cached object is, for statistics.
@@ -27,6 +28,8 @@ pub enum CacheKey {
     Page { segment_id: u32, offset: u64 },
     /// A large record in the hot log.
     Large { segment_id: u32, offset: u64 },
+    /// A chunk in a cold segment.
+    Chunk { segment_id: u32, offset: u64 },
 }
 
 /// A cached object.
@@ -34,6 +37,7 @@ pub enum CacheKey {
 pub enum CacheValue {
     Node(Arc<Node>),
     Bytes(Bytes),
+    Items(Arc<Vec<Stored>>),
 }
 
 /// Counters of one tier.

@@ -219,6 +219,11 @@ impl HotLog {
         Err(error)
     }
 
+    /// True when the next group starts a new segment (which syncs this one).
+    pub fn will_roll(&self) -> bool {
+        self.tail >= self.segment_bytes
+    }
+
     /// Starts a group at the tail, first moving to a new segment if this one is full.
     pub fn group(&mut self) -> Result<Group> {
         self.check_writable()?;

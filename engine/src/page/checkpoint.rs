@@ -8,6 +8,7 @@ use bytes::{Buf, BufMut, Bytes};
 use super::node::PageId;
 use super::table::{PageTable, Slot};
 use crate::catalog::Catalog;
+use crate::cold::ColdTail;
 use crate::log::{FrameLoc, LogTail};
 use crate::storage::Storage;
 use crate::{Error, Result};
@@ -29,6 +30,8 @@ pub struct Checkpoint {
     pub page_bytes: u32,
     /// Replay starts here: the first frame after the checkpoint's page images.
     pub replay_from: LogTail,
+    /// Where the cold store appends next; every chunk before it is durable.
+    pub cold_tail: ColdTail,
     pub root: PageId,
     pub next_page_id: PageId,
     pub catalog: Catalog,
@@ -53,6 +56,8 @@ impl Checkpoint {
         payload.put_u32_le(self.replay_from.segment_id);
         payload.put_u64_le(self.replay_from.offset);
         payload.put_u64_le(self.replay_from.next_lsn);
+        payload.put_u32_le(self.cold_tail.segment_id);
+        payload.put_u64_le(self.cold_tail.offset);
         payload.put_u64_le(self.root);
         payload.put_u64_le(self.next_page_id);
         self.catalog.encode(&mut payload);
@@ -122,7 +127,7 @@ impl Checkpoint {
             )
         };
         let mut p = Bytes::copy_from_slice(payload);
-        if p.remaining() < 52 {
+        if p.remaining() < 64 {
             return Err(truncated());
         }
         let sequence = p.get_u64_le();
@@ -131,6 +136,10 @@ impl Checkpoint {
             segment_id: p.get_u32_le(),
             offset: p.get_u64_le(),
             next_lsn: p.get_u64_le(),
+        };
+        let cold_tail = ColdTail {
+            segment_id: p.get_u32_le(),
+            offset: p.get_u64_le(),
         };
         let root = p.get_u64_le();
         let next_page_id = p.get_u64_le();
@@ -168,6 +177,7 @@ impl Checkpoint {
             sequence,
             page_bytes,
             replay_from,
+            cold_tail,
             root,
             next_page_id,
             catalog,
@@ -218,6 +228,10 @@ mod tests {
                 segment_id: 1,
                 offset: 4096,
                 next_lsn: 10,
+            },
+            cold_tail: ColdTail {
+                segment_id: 2,
+                offset: 4000,
             },
             root: 4,
             next_page_id: 5,

@@ -2,6 +2,7 @@
 //! through a page table, made durable by checkpoints.
 
 pub mod checkpoint;
+pub mod keys;
 pub mod node;
 pub mod redo;
 pub mod table;
@@ -14,7 +15,7 @@ use bytes::Bytes;
 use crate::cache::{CacheKey, CacheValue, PageCache, Tier};
 use crate::log::{self, FrameKind, FrameLoc, frame::FRAME_HEADER_BYTES, segment_name};
 use crate::storage::Storage;
-use crate::{Error, MAX_KEY_BYTES, Result};
+use crate::{Error, Result};
 use node::{LargeRef, Node, PageId, Value};
 use table::{PageTable, Slot};
 
@@ -23,10 +24,7 @@ pub const MIN_PAGE_BYTES: usize = 4 * 1024;
 pub const MAX_PAGE_BYTES: usize = 64 * 1024;
 pub const DEFAULT_PAGE_BYTES: usize = 16 * 1024;
 
-/// The bytes a composite tree key adds to a parent key (the collection id).
-pub const TREE_KEY_PREFIX_BYTES: usize = 4;
-/// The longest key the tree holds.
-pub const MAX_TREE_KEY_BYTES: usize = TREE_KEY_PREFIX_BYTES + MAX_KEY_BYTES;
+pub use keys::MAX_TREE_KEY_BYTES;
 
 /// The largest record kept inside a leaf for a given page size: any two entries of at most
 /// this size, with keys at the limit, fit one page, so a split always succeeds.
@@ -65,7 +63,7 @@ impl PageStore {
         })?;
         match value {
             CacheValue::Node(node) => Ok(node),
-            CacheValue::Bytes(_) => Err(self.tree_corruption(id, "cache holds bytes for a page")),
+            _ => Err(self.tree_corruption(id, "cache holds another kind of object for a page")),
         }
     }
 
@@ -115,10 +113,10 @@ impl PageStore {
         })?;
         match value {
             CacheValue::Bytes(bytes) => Ok(bytes),
-            CacheValue::Node(_) => Err(Error::corruption(
+            _ => Err(Error::corruption(
                 segment_name(large.segment_id),
                 large.frame_offset,
-                "cache holds a page for a large record",
+                "cache holds another kind of object for a large record",
             )),
         }
     }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::{LockGuard, Storage};
+use super::{LockGuard, Mapped, Storage};
 use crate::{Error, Result};
 
 const LOCK_FILE: &str = "LOCK";
@@ -158,6 +158,16 @@ impl Storage for FsStorage {
             handles.insert(to.to_string(), file);
         }
         Ok(())
+    }
+
+    fn map(&self, name: &str) -> Result<Mapped> {
+        let file = self.handle(name)?;
+        // SAFETY: the engine maps only sealed cold segments, which it never writes, truncates
+        // or removes while a map exists, and the database lock keeps other skewdb processes
+        // out. A change by a foreign process is outside what any mmap user can guard against.
+        let map = unsafe { memmap2::Mmap::map(file.as_ref()) }
+            .map_err(|e| Error::io("map", self.name(name), e))?;
+        Ok(Mapped::Map(map))
     }
 
     fn remove(&self, name: &str) -> Result<()> {

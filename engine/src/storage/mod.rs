@@ -12,6 +12,21 @@ pub use sim::SimStorage;
 
 use crate::Result;
 
+/// An immutable view of a whole file: a memory map of a real file, or a copy.
+pub enum Mapped {
+    Map(memmap2::Mmap),
+    Copy(Vec<u8>),
+}
+
+impl AsRef<[u8]> for Mapped {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            Mapped::Map(map) => map,
+            Mapped::Copy(bytes) => bytes,
+        }
+    }
+}
+
 /// A guard that holds the database's exclusive lock until dropped.
 pub trait LockGuard: Send + Sync {}
 
@@ -45,6 +60,12 @@ pub trait Storage: Send + Sync + 'static {
     fn rename(&self, from: &str, to: &str) -> Result<()>;
     /// Removes the file.
     fn remove(&self, name: &str) -> Result<()>;
+
+    /// The whole file, for files that are no longer written (sealed cold segments).
+    fn map(&self, name: &str) -> Result<Mapped> {
+        let len = self.len(name)?;
+        Ok(Mapped::Copy(self.read_vec(name, 0, len as usize)?))
+    }
 
     /// Reads `len` bytes at `offset` into a new buffer.
     fn read_vec(&self, name: &str, offset: u64, len: usize) -> Result<Vec<u8>> {

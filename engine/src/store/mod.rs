@@ -1,7 +1,9 @@
 //! The write path and the published versions: group commit of batches into the hot log,
 //! checkpoints, and the state readers see.
 
+pub(crate) mod read;
 mod recovery;
+pub(crate) mod stage;
 mod verify;
 
 use std::sync::Arc;
@@ -9,10 +11,13 @@ use std::sync::Arc;
 use bytes::{BufMut, Bytes};
 use parking_lot::{Mutex, RwLock};
 
+pub use read::{ArrayView, Cursor, ItemPage, ItemQuery, Order, Outlier};
+pub use stage::NewItem;
 pub use verify::{Inspection, SegmentInfo, VerifyReport};
 
 use crate::cache::{CacheKey, CacheValue, Tier, TierStats};
-use crate::catalog::{Catalog, CollectionId, CollectionInfo, CollectionSpec};
+use crate::catalog::{Catalog, CollectionInfo, CollectionSpec};
+use crate::cold::{ColdGroup, ColdStore};
 use crate::log::{FrameKind, Group, HotLog, LogTail};
 use crate::page::checkpoint::Checkpoint;
 use crate::page::node::{LargeRef, Node, PageId, Value};
@@ -21,9 +26,7 @@ use crate::page::table::Slot;
 use crate::page::tree::Tree;
 use crate::page::{PageStore, max_inline_record};
 use crate::storage::{LockGuard, Storage};
-use crate::{
-    Durability, Error, MAX_BATCH_BYTES, MAX_KEY_BYTES, MAX_RECORD_BYTES, Options, Result, record,
-};
+use crate::{Durability, Error, MAX_BATCH_BYTES, MAX_KEY_BYTES, Options, Result};
 
 /// Redo frames are closed once their payload reaches this size.
 const FRAME_TARGET_BYTES: usize = 1024 * 1024;
@@ -51,6 +54,12 @@ pub(crate) enum BatchOp {
     Delete {
         collection: String,
         key: Bytes,
+    },
+    Push {
+        collection: String,
+        key: Bytes,
+        field: String,
+        item: NewItem,
     },
 }
 
@@ -102,6 +111,7 @@ pub struct Stats {
 /// The state shared by all clones of a `Db`.
 pub(crate) struct Shared {
     pub pages: PageStore,
+    pub cold: ColdStore,
     pub options: Options,
     current: RwLock<Arc<Version>>,
     writer: Mutex<Writer>,
@@ -116,7 +126,7 @@ pub(crate) struct Txn {
 }
 
 /// Applies one redo op to a transaction; shared by commit and replay so both build the
-/// same pages. `large` locates the record in the log when it is too big for a leaf.
+/// same pages. `large` locates a `Put`'s value in the log when it is too big for a leaf.
 pub(crate) fn apply(
     pages: &PageStore,
     txn: &mut Txn,
@@ -130,31 +140,38 @@ pub(crate) fn apply(
                 spec: spec.clone(),
             });
         }
-        Op::PutRecord {
-            collection,
-            key,
-            record,
-        } => {
+        Op::Put { key, value } => {
             let value = match large {
                 Some(large) => Value::Large(large),
-                None => Value::Inline(record.clone()),
+                None => Value::Inline(value.clone()),
             };
-            txn.tree.insert(pages, tree_key(*collection, key), value)?;
+            txn.tree.insert(pages, key.clone(), value)?;
         }
-        Op::DeleteRecord { collection, key } => {
-            txn.tree.remove(pages, &tree_key(*collection, key))?;
+        Op::Delete { key } => {
+            txn.tree.remove(pages, key)?;
         }
+        Op::DeleteRange { start, end } => {
+            let mut doomed = Vec::new();
+            let mut cursor = txn.tree.cursor(pages, std::ops::Bound::Included(start))?;
+            while let Some((key, _)) = cursor.next(&txn.tree, pages)? {
+                if key >= *end {
+                    break;
+                }
+                doomed.push(key);
+            }
+            for key in doomed {
+                txn.tree.remove(pages, &key)?;
+            }
+        }
+        // The chunk is in its cold segment already; replay checks that it survived.
+        Op::ColdChunk(_) => {}
     }
     Ok(())
 }
 
-/// The composite tree key of a parent: collection id (big-endian, so collections sort
-/// apart) then the parent key.
-pub(crate) fn tree_key(collection: CollectionId, key: &[u8]) -> Bytes {
-    let mut out = Vec::with_capacity(4 + key.len());
-    out.put_u32(collection);
-    out.put_slice(key);
-    Bytes::from(out)
+/// True when a `Put` value of this length stays in the log rather than in a leaf.
+pub(crate) fn is_large(op: &Op, max_inline: usize) -> bool {
+    matches!(op, Op::Put { value, .. } if value.len() > max_inline)
 }
 
 pub(crate) fn check_key(key: &[u8]) -> Result<()> {
@@ -219,20 +236,25 @@ impl Shared {
             tree: base.tree.clone(),
             catalog: base.catalog.clone(),
         };
-        let mut group = match writer.log.group() {
-            Ok(group) => group,
+        let groups = self.cold_synced_before_roll(writer).and_then(|()| {
+            let cold = self.cold.group()?;
+            Ok((writer.log.group()?, cold))
+        });
+        let (mut group, mut cold) = match groups {
+            Ok(groups) => groups,
             Err(error) => return fail_all(requests, error),
         };
         let mut accepted = Vec::with_capacity(requests.len());
         for request in requests {
-            let mark = group.mark();
+            let marks = (group.mark(), cold.mark());
             // A savepoint costs copies; only a group of several batches needs one.
             let savepoint = (requests.len() > 1).then(|| (txn.tree.clone(), txn.catalog.clone()));
-            match self.stage(&mut txn, &mut group, &request.ops) {
+            match self.stage(&mut txn, &mut group, &mut cold, &request.ops) {
                 Ok(()) => accepted.push(request.clone()),
                 Err(error) => {
                     *request.result.lock() = Some(Err(error));
-                    group.rollback(mark);
+                    group.rollback(marks.0);
+                    cold.rollback(marks.1);
                     match savepoint {
                         Some((tree, catalog)) => txn = Txn { tree, catalog },
                         None => return,
@@ -244,11 +266,13 @@ impl Shared {
             return;
         }
         let bytes = group.bytes() as u64;
-        let written = writer
-            .log
-            .append(group)
+        // Chunks first, then the redo that refers to them; synced in the same order.
+        let written = self
+            .cold
+            .append(cold)
+            .and_then(|()| writer.log.append(group))
             .and_then(|()| match self.options.durability {
-                Durability::Immediate => writer.log.sync(),
+                Durability::Immediate => self.cold.sync().and_then(|()| writer.log.sync()),
                 Durability::Buffered => Ok(()),
             });
         if let Err(error) = written {
@@ -266,25 +290,42 @@ impl Shared {
         }
     }
 
-    /// Resolves a batch's operations to redo, encodes them into the group's frames and
-    /// applies them to the transaction. Checks every limit before anything is encoded.
-    fn stage(&self, txn: &mut Txn, group: &mut Group, ops: &[BatchOp]) -> Result<()> {
+    /// Moving to a new log segment syncs the old one; the chunks its redo refers to must
+    /// be durable first.
+    fn cold_synced_before_roll(&self, writer: &Writer) -> Result<()> {
+        if writer.log.will_roll() {
+            self.cold.sync()
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Resolves a batch into redo, encodes it into the group's frames and applies it to the
+    /// transaction. Every limit is checked before anything is encoded.
+    fn stage(
+        &self,
+        txn: &mut Txn,
+        group: &mut Group,
+        cold: &mut ColdGroup,
+        ops: &[BatchOp],
+    ) -> Result<()> {
+        let mut stager = stage::Stager::new(self, txn);
+        for op in ops {
+            stager.apply(op, cold)?;
+        }
+        let redo = stager.finish()?;
         let mut open_frame: Option<usize> = None;
         let start_bytes = group.bytes();
-        for op in ops {
-            let Some(redo) = self.resolve(txn, op)? else {
-                continue;
-            };
-            let large =
-                matches!(&redo, Op::PutRecord { record, .. } if record.len() > self.max_inline());
+        for op in &redo {
+            let large = is_large(op, self.max_inline());
             if let Some(start) = open_frame
-                && (large || group.payload_len(start) + redo.encoded_len() > FRAME_TARGET_BYTES)
+                && (large || group.payload_len(start) + op.encoded_len() > FRAME_TARGET_BYTES)
             {
                 group.finish(start, FrameKind::BatchPart);
                 open_frame = None;
             }
             let start = *open_frame.get_or_insert_with(|| group.begin());
-            let record_at = redo.encode(group.buf());
+            let value_at = op.encode(group.buf());
             if group.bytes() - start_bytes > MAX_BATCH_BYTES {
                 return Err(Error::BatchTooLarge {
                     size: (group.bytes() - start_bytes) as u64,
@@ -294,10 +335,13 @@ impl Shared {
             let large_ref = large.then(|| LargeRef {
                 segment_id: group.segment_id(),
                 frame_offset: group.offset_of(start),
-                value_offset: (record_at - start - crate::log::frame::FRAME_HEADER_BYTES) as u32,
-                value_len: redo.record_len() as u32,
+                value_offset: (value_at - start - crate::log::frame::FRAME_HEADER_BYTES) as u32,
+                value_len: match op {
+                    Op::Put { value, .. } => value.len() as u32,
+                    _ => 0,
+                },
             });
-            self.apply(txn, &redo, large_ref)?;
+            self.apply(txn, op, large_ref)?;
             if large {
                 group.finish(start, FrameKind::BatchPart);
                 open_frame = None;
@@ -306,56 +350,6 @@ impl Shared {
         let start = open_frame.unwrap_or_else(|| group.begin());
         group.finish(start, FrameKind::BatchEnd);
         Ok(())
-    }
-
-    /// The redo for one API operation, or `None` when it changes nothing.
-    fn resolve(&self, txn: &Txn, op: &BatchOp) -> Result<Option<Op>> {
-        Ok(Some(match op {
-            BatchOp::CreateCollection(spec) => {
-                spec.validate()?;
-                match txn.catalog.by_name.get(spec.name()) {
-                    Some(info) if info.spec == *spec => return Ok(None),
-                    Some(info) => {
-                        return Err(Error::SchemaConflict {
-                            name: spec.name().to_string(),
-                            reason: format!("stored schema is {:?}", info.spec),
-                        });
-                    }
-                    None => Op::CreateCollection {
-                        id: txn.catalog.next_id,
-                        spec: spec.clone(),
-                    },
-                }
-            }
-            BatchOp::Put {
-                collection,
-                key,
-                body,
-            } => {
-                let info = txn.catalog.get(collection)?;
-                check_key(key)?;
-                let size = record::encoded_len(body.len());
-                if size > MAX_RECORD_BYTES as u64 {
-                    return Err(Error::RecordTooLarge {
-                        size,
-                        limit: MAX_RECORD_BYTES as u64,
-                    });
-                }
-                Op::PutRecord {
-                    collection: info.id,
-                    key: key.clone(),
-                    record: Bytes::from(record::encode(body)),
-                }
-            }
-            BatchOp::Delete { collection, key } => {
-                let info = txn.catalog.get(collection)?;
-                check_key(key)?;
-                Op::DeleteRecord {
-                    collection: info.id,
-                    key: key.clone(),
-                }
-            }
-        }))
     }
 
     /// A checkpoint is due once the redo since the last one, or the pages it changed,
@@ -384,6 +378,9 @@ impl Shared {
 
     fn write_checkpoint(&self, writer: &mut Writer) -> Result<()> {
         let version = self.current();
+        // Chunks before the redo and pages that refer to them.
+        self.cold.sync()?;
+        self.cold_synced_before_roll(writer)?;
         if version.tree.table.dirty_count() == 0 && writer.log.tail() == writer.checkpoint_tail {
             return writer.log.sync();
         }
@@ -425,6 +422,7 @@ impl Shared {
             sequence: writer.checkpoint_sequence + 1,
             page_bytes: self.pages.page_bytes as u32,
             replay_from: tail,
+            cold_tail: self.cold.tail(),
             root: tree.root,
             next_page_id: tree.next_page_id,
             catalog: version.catalog.as_ref().clone(),
@@ -481,15 +479,6 @@ impl Shared {
             log_segments: segments.len() as u64,
             log_bytes,
         })
-    }
-}
-
-impl Op {
-    fn record_len(&self) -> usize {
-        match self {
-            Op::PutRecord { record, .. } => record.len(),
-            _ => 0,
-        }
     }
 }
 

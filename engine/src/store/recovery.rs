@@ -7,9 +7,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 
-use super::{Shared, Txn, Version, Writer, WriterCounters, apply};
+use super::{Shared, Txn, Version, Writer, WriterCounters, apply, is_large};
 use crate::cache::PageCache;
 use crate::catalog::Catalog;
+use crate::cold::chunk::{self as cold_chunk, ChunkLoc};
+use crate::cold::{ColdStore, ColdTail};
 use crate::log::frame::SEGMENT_HEADER_BYTES;
 use crate::log::{
     FrameKind, HotLog, LogTail, parse_segment_name, read_segment_header, scan_segment, segment_name,
@@ -79,7 +81,14 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
         tree,
         catalog: Arc::new(checkpoint.catalog.clone()),
     };
-    let replayed = replay(&pages, &segments, checkpoint.replay_from, txn)?;
+    let cold_segments: Vec<u32> = names
+        .iter()
+        .filter_map(|n| cold_chunk::parse_segment_name(n))
+        .collect();
+    let cold = ColdStore::new(storage.clone(), options.segment_bytes, checkpoint.cold_tail);
+    let replayed = replay(&pages, &cold, &segments, &checkpoint, txn)?;
+    cut_cold_tail(storage.as_ref(), &cold_segments, replayed.cold_tail)?;
+    let cold = ColdStore::new(storage.clone(), options.segment_bytes, replayed.cold_tail);
     let log = HotLog::resume(storage.clone(), replayed.tail, options.segment_bytes);
     let writer = Writer {
         log,
@@ -93,6 +102,7 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
     };
     Ok(Shared {
         pages,
+        cold,
         options,
         current: RwLock::new(Arc::new(Version {
             tree: replayed.txn.tree,
@@ -127,18 +137,25 @@ fn create(
     for id in segments {
         storage.remove(&segment_name(*id))?;
     }
+    for name in storage.list()? {
+        if cold_chunk::parse_segment_name(&name).is_some() {
+            storage.remove(&name)?;
+        }
+    }
     let log = HotLog::create(storage.clone(), 1, 1, options.segment_bytes)?;
     let tail = log.tail();
     let checkpoint = Checkpoint {
         sequence: 0,
         page_bytes: options.page_bytes as u32,
         replay_from: tail,
+        cold_tail: ColdTail::default(),
         root: 0,
         next_page_id: 1,
         catalog: Catalog::default(),
         pages: Vec::new(),
     };
     checkpoint.write(storage.as_ref())?;
+    let cold = ColdStore::new(storage.clone(), options.segment_bytes, ColdTail::default());
     let pages = PageStore {
         storage,
         cache,
@@ -146,6 +163,7 @@ fn create(
     };
     Ok(Shared {
         pages,
+        cold,
         current: RwLock::new(Arc::new(Version {
             tree: Tree::new(),
             catalog: Arc::new(Catalog::default()),
@@ -168,12 +186,21 @@ struct Replayed {
     txn: Txn,
     tail: LogTail,
     bytes: u64,
+    cold_tail: ColdTail,
 }
 
 /// Replays every complete batch from `from` to the end of the log and cuts off what
 /// follows the last complete one. A bad frame is a torn tail only when it is in the last
 /// segment and no later frame claims it was durable; otherwise it is corruption.
-fn replay(pages: &PageStore, segments: &[u32], from: LogTail, mut txn: Txn) -> Result<Replayed> {
+fn replay(
+    pages: &PageStore,
+    cold: &ColdStore,
+    segments: &[u32],
+    checkpoint: &Checkpoint,
+    mut txn: Txn,
+) -> Result<Replayed> {
+    let from = checkpoint.replay_from;
+    let mut cold_end = checkpoint.cold_tail;
     let storage = pages.storage.as_ref();
     let later: Vec<u32> = segments
         .iter()
@@ -224,9 +251,13 @@ fn replay(pages: &PageStore, segments: &[u32], from: LogTail, mut txn: Txn) -> R
         } else {
             SEGMENT_HEADER_BYTES as u64
         };
-        // The batch being read (its frames so far) and the end of the last complete one.
-        let mut batch: Option<Txn> = None;
+        // The batch being read (its frames so far, where it began, the cold chunks it wrote)
+        // and the end of the last complete one.
+        let mut batch: Option<(Txn, (u64, u64), Vec<ChunkLoc>)> = None;
         let mut complete = (start, next_lsn);
+        // A batch whose chunk did not survive, and the durable lsns claimed after it.
+        let mut lost: Option<(u64, u64)> = None;
+        let mut claimed_after_lost = 0u64;
         let stop = scan_segment(storage, segment_id, start, |header, loc, payload| {
             if header.lsn != next_lsn {
                 return Err(Error::corruption(
@@ -236,6 +267,10 @@ fn replay(pages: &PageStore, segments: &[u32], from: LogTail, mut txn: Txn) -> R
                 ));
             }
             next_lsn += 1;
+            if lost.is_some() {
+                claimed_after_lost = claimed_after_lost.max(header.durable_lsn);
+                return Ok(());
+            }
             let end = loc.offset + loc.len as u64;
             match header.kind {
                 FrameKind::Page => {
@@ -249,41 +284,57 @@ fn replay(pages: &PageStore, segments: &[u32], from: LogTail, mut txn: Txn) -> R
                     complete = (end, next_lsn);
                 }
                 FrameKind::BatchPart | FrameKind::BatchEnd => {
-                    let staged = batch.get_or_insert_with(|| Txn {
-                        tree: txn.tree.clone(),
-                        catalog: txn.catalog.clone(),
+                    let (staged, began, chunks) = batch.get_or_insert_with(|| {
+                        let txn = Txn {
+                            tree: txn.tree.clone(),
+                            catalog: txn.catalog.clone(),
+                        };
+                        (txn, (loc.offset, header.lsn), Vec::new())
                     });
                     let ops = Op::decode_all(Bytes::copy_from_slice(payload))
                         .map_err(|reason| Error::corruption(&name, loc.offset, reason))?;
                     for decoded in ops {
-                        let large = match &decoded.op {
-                            Op::PutRecord { record, .. } if record.len() > max_inline => {
-                                Some(LargeRef {
-                                    segment_id,
-                                    frame_offset: loc.offset,
-                                    value_offset: decoded.record_offset as u32,
-                                    value_len: record.len() as u32,
-                                })
-                            }
-                            _ => None,
-                        };
-                        let op = match decoded.op {
-                            // Copy small records out so they do not pin the frame's buffer.
-                            Op::PutRecord {
-                                collection,
-                                key,
-                                record,
-                            } if large.is_none() => Op::PutRecord {
-                                collection,
-                                key: Bytes::copy_from_slice(&key),
-                                record: Bytes::copy_from_slice(&record),
+                        let large = is_large(&decoded.op, max_inline).then(|| LargeRef {
+                            segment_id,
+                            frame_offset: loc.offset,
+                            value_offset: decoded.value_offset as u32,
+                            value_len: match &decoded.op {
+                                Op::Put { value, .. } => value.len() as u32,
+                                _ => 0,
                             },
+                        });
+                        let op = match decoded.op {
+                            // Copy small values out so they do not pin the frame's buffer.
+                            Op::Put { key, value } if large.is_none() => Op::Put {
+                                key: Bytes::copy_from_slice(&key),
+                                value: Bytes::copy_from_slice(&value),
+                            },
+                            Op::ColdChunk(chunk) => {
+                                if !cold.survived(chunk) {
+                                    // Written after the last sync and lost with it: this batch
+                                    // and everything after it is the torn tail, unless a later
+                                    // frame says it was durable.
+                                    lost = Some(*began);
+                                    batch = None;
+                                    return Ok(());
+                                }
+                                chunks.push(chunk);
+                                Op::ColdChunk(chunk)
+                            }
                             op => op,
                         };
                         apply(pages, staged, &op, large)?;
                     }
                     if header.kind == FrameKind::BatchEnd {
-                        txn = batch.take().expect("inserted above");
+                        let (staged, _, chunks) = batch.take().expect("inserted above");
+                        txn = staged;
+                        for chunk in chunks {
+                            let chunk_end = ColdTail {
+                                segment_id: chunk.segment_id,
+                                offset: chunk.end(),
+                            };
+                            cold_end = cold_end.max(chunk_end);
+                        }
                         complete = (end, next_lsn);
                     }
                 }
@@ -291,7 +342,17 @@ fn replay(pages: &PageStore, segments: &[u32], from: LogTail, mut txn: Txn) -> R
             bytes += loc.len as u64;
             Ok(())
         })?;
-        if stop.bad.is_some() {
+        if let Some((offset, lsn)) = lost {
+            if !is_last || claimed_after_lost >= lsn {
+                return Err(Error::corruption(
+                    &name,
+                    offset,
+                    "a durable batch refers to a cold chunk that is missing or damaged",
+                ));
+            }
+            complete = (offset, lsn);
+            batch = None;
+        } else if stop.bad.is_some() {
             let bad_lsn = next_lsn;
             let claimed_durable = stop
                 .durable_after_bad
@@ -323,5 +384,47 @@ fn replay(pages: &PageStore, segments: &[u32], from: LogTail, mut txn: Txn) -> R
     // Whatever replay read may sit in the OS cache only; sync it so that every frame
     // written from now on can rightly claim it durable.
     storage.sync(&segment_name(tail.segment_id))?;
-    Ok(Replayed { txn, tail, bytes })
+    Ok(Replayed {
+        txn,
+        tail,
+        bytes,
+        cold_tail: cold_end,
+    })
+}
+
+/// Cuts the cold store back to what the recovered state refers to: chunks past the tail were
+/// written by batches that did not survive. Segments past the tail's are removed.
+fn cut_cold_tail(storage: &dyn Storage, segments: &[u32], tail: ColdTail) -> Result<()> {
+    let mut changed = false;
+    for id in segments {
+        let name = cold_chunk::segment_name(*id);
+        if *id > tail.segment_id {
+            storage.remove(&name)?;
+            changed = true;
+        } else if *id == tail.segment_id {
+            let len = storage.len(&name)?;
+            if len < tail.offset {
+                return Err(Error::corruption(
+                    &name,
+                    len,
+                    format!("cold segment ends before its durable tail {}", tail.offset),
+                ));
+            }
+            if len > tail.offset {
+                storage.set_len(&name, tail.offset)?;
+                storage.sync(&name)?;
+            }
+        }
+    }
+    if tail.segment_id != 0 && !segments.contains(&tail.segment_id) {
+        return Err(Error::corruption(
+            cold_chunk::segment_name(tail.segment_id),
+            0,
+            "cold segment is missing",
+        ));
+    }
+    if changed {
+        storage.sync_dir()?;
+    }
+    Ok(())
 }

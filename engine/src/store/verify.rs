@@ -1,16 +1,23 @@
 //! `verify` and `inspect`: read every frame of every segment and every page reachable from
 //! the root, checking checksums and the tree's invariants.
 
+use std::collections::BTreeMap;
+
 use bytes::Bytes;
 
-use super::Shared;
+use super::stage::{decode_items, decode_record};
+use super::{Shared, Version};
+use crate::cold::ChunkRef;
+use crate::cold::chunk as cold_chunk;
+use crate::item::Summary;
 use crate::log::frame::SEGMENT_HEADER_BYTES;
 use crate::log::{
     FrameKind, LogTail, parse_segment_name, read_segment_header, scan_segment, segment_name,
 };
+use crate::page::keys;
 use crate::page::node::{Node, Value};
 use crate::storage::Storage;
-use crate::{Error, Result, record};
+use crate::{Error, Result};
 
 /// One hot log segment as `inspect` shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,6 +46,9 @@ pub struct Inspection {
     pub large_records: u64,
     pub record_bytes: u64,
     pub largest_record_bytes: u64,
+    /// Cold chunks referenced by the chunk index.
+    pub chunks: u64,
+    pub cold_segments: Vec<(String, u64)>,
     /// Collection name and its number of parent records.
     pub collections: Vec<(String, u64)>,
 }
@@ -117,16 +127,56 @@ impl Shared {
             expected_lsn = last.map(|l| l + 1).or(Some(header.first_lsn));
             inspection.segments.push(info);
         }
+        self.check_cold_segments(&mut inspection)?;
         drop(writer);
         self.check_tree(&mut inspection)?;
         Ok(inspection)
+    }
+
+    /// Walks every chunk frame of every cold segment, referenced or not, checking each.
+    fn check_cold_segments(&self, inspection: &mut Inspection) -> Result<()> {
+        let storage = self.pages.storage.as_ref();
+        let mut ids: Vec<u32> = storage
+            .list()?
+            .iter()
+            .filter_map(|n| cold_chunk::parse_segment_name(n))
+            .collect();
+        ids.sort_unstable();
+        for id in ids {
+            let name = cold_chunk::segment_name(id);
+            let bytes = storage.map(&name)?;
+            let bytes = bytes.as_ref();
+            cold_chunk::check_segment_header(bytes, id)?;
+            let mut offset = cold_chunk::SEGMENT_HEADER_BYTES;
+            while offset < bytes.len() {
+                let rest = &bytes[offset..];
+                let len = rest.get(..4).map(|b| {
+                    u32::from_le_bytes(b.try_into().expect("4 bytes")) as usize
+                        + cold_chunk::CHUNK_HEADER_BYTES
+                });
+                match len {
+                    Some(len) if len <= rest.len() && cold_chunk::check_framing(&rest[..len]) => {
+                        offset += len
+                    }
+                    _ => {
+                        return Err(Error::corruption(
+                            &name,
+                            offset as u64,
+                            "damaged cold chunk",
+                        ));
+                    }
+                }
+            }
+            inspection.cold_segments.push((name, bytes.len() as u64));
+        }
+        Ok(())
     }
 
     fn check_tree(&self, inspection: &mut Inspection) -> Result<()> {
         let version = self.current();
         let tree = &version.tree;
         inspection.dirty_pages = tree.table.dirty_count() as u64;
-        let mut per_collection = std::collections::BTreeMap::<u32, u64>::new();
+        let mut checker = Checker::default();
         let mut leaf_depth = None;
         // Each page with the key bounds its parent puts on it.
         let mut pending: Vec<(u64, usize, Option<Bytes>, Option<Bytes>)> =
@@ -154,7 +204,8 @@ impl Shared {
                             .pages
                             .tree_corruption(id, "separator keys outside the parent's bounds"));
                     }
-                    for (index, child) in children.iter().enumerate() {
+                    // Children are visited in key order: push them in reverse.
+                    for (index, child) in children.iter().enumerate().rev() {
                         let child_low = if index == 0 {
                             low.clone()
                         } else {
@@ -175,28 +226,24 @@ impl Shared {
                                 .pages
                                 .tree_corruption(id, "leaf key outside its parent's bounds"));
                         }
-                        let collection = u32::from_be_bytes(key[..4].try_into().expect("4 bytes"));
-                        if version.catalog.by_id(collection).is_none() {
-                            return Err(self
-                                .pages
-                                .tree_corruption(id, "record of an unknown collection"));
-                        }
                         let bytes = self.pages.value_bytes(value)?;
-                        record::decode_body(bytes.clone())
-                            .map_err(|reason| self.pages.tree_corruption(id, &reason))?;
-                        *per_collection.entry(collection).or_default() += 1;
-                        inspection.records += 1;
-                        inspection.record_bytes += bytes.len() as u64;
-                        inspection.largest_record_bytes =
-                            inspection.largest_record_bytes.max(bytes.len() as u64);
                         if matches!(value, Value::Large(_)) {
                             inspection.large_records += 1;
                         }
+                        self.check_entry(&version, &mut checker, inspection, key, bytes)
+                            .map_err(|reason| match reason {
+                                Check::Error(error) => error,
+                                Check::Bad(reason) => self.pages.tree_corruption(id, &reason),
+                            })?;
                     }
                 }
             }
         }
+        checker
+            .finish()
+            .map_err(|reason| Error::corruption("page store", 0, reason))?;
         inspection.tree_depth = leaf_depth.unwrap_or(0) as u64 + 1;
+        inspection.chunks = checker.chunks;
         inspection.collections = version
             .catalog
             .by_name
@@ -204,10 +251,166 @@ impl Shared {
             .map(|info| {
                 (
                     info.spec.name().to_string(),
-                    per_collection.get(&info.id).copied().unwrap_or(0),
+                    checker.parents.get(&info.id).copied().unwrap_or(0),
                 )
             })
             .collect();
+        Ok(())
+    }
+
+    fn check_entry(
+        &self,
+        version: &Version,
+        checker: &mut Checker,
+        inspection: &mut Inspection,
+        key: &Bytes,
+        bytes: Bytes,
+    ) -> Result<(), Check> {
+        let space = u32::from_be_bytes(key[..4].try_into().expect("4 bytes"));
+        let collection = space & !(keys::ARRAY_SPACE | keys::OUTLIER_SPACE);
+        let info = version
+            .catalog
+            .by_id(collection)
+            .ok_or_else(|| Check::Bad("record of an unknown collection".to_string()))?
+            .clone();
+        let arrays = info.spec.arrays().len();
+        if space & keys::ARRAY_SPACE != 0 {
+            let (parent, field, kind, rest) = split_array_key(key)
+                .ok_or_else(|| Check::Bad("malformed array key".to_string()))?;
+            if field >= arrays {
+                return Err(Check::Bad("array record of an unknown field".to_string()));
+            }
+            let id = (collection, parent, field);
+            match kind {
+                keys::KIND_TAIL => {
+                    let items = decode_items(bytes, key).map_err(Check::Error)?;
+                    let summary = Summary::of(items.iter().map(|s| &s.item));
+                    checker.outside.entry(id).or_default().merge(&summary);
+                }
+                keys::KIND_CHUNK if rest.len() == 12 => {
+                    let entry = ChunkRef::decode(bytes).map_err(Check::Bad)?;
+                    let max_key = keys::from_sortable(rest[..8].try_into().expect("8 bytes"));
+                    if entry.summary.max_key != Some(max_key) {
+                        return Err(Check::Bad(
+                            "chunk key differs from its chunk's max key".to_string(),
+                        ));
+                    }
+                    // Reads the chunk: checksum, decompression, items against the summary.
+                    self.chunk_items(&entry).map_err(Check::Error)?;
+                    checker.chunks += 1;
+                    checker.outside.entry(id).or_default().merge(&entry.summary);
+                }
+                _ => return Err(Check::Bad("unknown array record kind".to_string())),
+            }
+        } else if space & keys::OUTLIER_SPACE != 0 {
+            if key.len() < 6 {
+                return Err(Check::Bad("malformed outlier marker".to_string()));
+            }
+            let field = u16::from_be_bytes([key[4], key[5]]) as usize;
+            checker.markers.insert((collection, key.slice(6..), field));
+        } else {
+            let parent = key.slice(4..);
+            let record = decode_record(bytes.clone(), &info, &parent).map_err(Check::Error)?;
+            *checker.parents.entry(collection).or_default() += 1;
+            inspection.records += 1;
+            inspection.record_bytes += bytes.len() as u64;
+            inspection.largest_record_bytes =
+                inspection.largest_record_bytes.max(bytes.len() as u64);
+            for (field, array) in record.arrays.iter().enumerate() {
+                let inline = Summary::of(array.inline.iter().map(|s| &s.item));
+                checker.expected.insert(
+                    (collection, parent.clone(), field),
+                    (array.summary, inline, array.has_overflow),
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The parts of an array record's key: parent, field, kind, and what follows.
+fn split_array_key(key: &Bytes) -> Option<(Bytes, usize, u8, Bytes)> {
+    let len = u16::from_be_bytes(key.get(4..6)?.try_into().ok()?) as usize;
+    let parent = key.get(6..6 + len)?;
+    let rest = key.get(6 + len..)?;
+    if rest.len() < 3 {
+        return None;
+    }
+    let field = u16::from_be_bytes([rest[0], rest[1]]) as usize;
+    Some((
+        Bytes::copy_from_slice(parent),
+        field,
+        rest[2],
+        key.slice(6 + len + 3..),
+    ))
+}
+
+enum Check {
+    Error(Error),
+    Bad(String),
+}
+
+/// What the tree walk gathers to check each array: the parent's claims, and what lies outside.
+#[derive(Default)]
+struct Checker {
+    parents: BTreeMap<u32, u64>,
+    expected: BTreeMap<(u32, Bytes, usize), (Summary, Summary, bool)>,
+    outside: BTreeMap<(u32, Bytes, usize), Summary>,
+    markers: std::collections::BTreeSet<(u32, Bytes, usize)>,
+    chunks: u64,
+}
+
+fn same_summary(a: &Summary, b: &Summary) -> bool {
+    let close = (a.sum - b.sum).abs() <= 1e-9 * a.sum.abs().max(b.sum.abs()).max(1.0);
+    a.items == b.items
+        && a.count == b.count
+        && a.min == b.min
+        && a.max == b.max
+        && a.min_key == b.min_key
+        && a.max_key == b.max_key
+        && close
+}
+
+impl Checker {
+    fn finish(&self) -> Result<(), String> {
+        for marker in &self.markers {
+            if !self.expected.contains_key(marker) {
+                return Err(format!("outlier marker of a missing parent {:?}", marker.1));
+            }
+        }
+        for (id, outside) in &self.outside {
+            if !self.expected.contains_key(id) {
+                return Err(format!("array records of a missing parent {:?}", id.1));
+            }
+            if outside.items == 0 {
+                return Err(format!("empty array record of {:?}", id.1));
+            }
+        }
+        for (id, (summary, inline, has_overflow)) in &self.expected {
+            let mut all = *inline;
+            if let Some(outside) = self.outside.get(id) {
+                all.merge(outside);
+            }
+            if !same_summary(&all, summary) {
+                return Err(format!(
+                    "array {} of {:?}: items found {all:?}, parent claims {summary:?}",
+                    id.2, id.1
+                ));
+            }
+            if *has_overflow != self.outside.contains_key(id) {
+                return Err(format!(
+                    "array {} of {:?}: overflow flag disagrees with the items outside",
+                    id.2, id.1
+                ));
+            }
+            let marked = self.markers.contains(id);
+            if marked != *has_overflow {
+                return Err(format!(
+                    "array {} of {:?}: outlier marker disagrees with the overflow flag",
+                    id.2, id.1
+                ));
+            }
+        }
         Ok(())
     }
 }

@@ -1,0 +1,266 @@
+//! Cold segment and chunk bytes: the one place that encodes and decodes them. See
+//! `format-spec/cold.md`.
+
+use bytes::{Buf, BufMut, Bytes};
+
+use crate::item::{self, SUMMARY_BYTES, Stored, Summary};
+use crate::{Error, MAX_RECORD_BYTES};
+
+pub const SEGMENT_HEADER_BYTES: usize = 32;
+const SEGMENT_MAGIC: &[u8; 8] = b"SKEWCOLD";
+pub const COLD_VERSION: u32 = 1;
+/// Bytes of a chunk header: compressed length, CRC32, kind, raw length, summary.
+pub const CHUNK_HEADER_BYTES: usize = 4 + 4 + 1 + 4 + SUMMARY_BYTES;
+/// zstd level for chunks: fast, and most of the gain.
+const ZSTD_LEVEL: i32 = 3;
+
+/// The file name of cold segment `segment_id`.
+pub fn segment_name(segment_id: u32) -> String {
+    format!("cold-{segment_id:08}.seg")
+}
+
+pub fn parse_segment_name(name: &str) -> Option<u32> {
+    let digits = name.strip_prefix("cold-")?.strip_suffix(".seg")?;
+    if digits.len() != 8 {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+pub fn encode_segment_header(segment_id: u32) -> [u8; SEGMENT_HEADER_BYTES] {
+    let mut bytes = [0u8; SEGMENT_HEADER_BYTES];
+    bytes[0..8].copy_from_slice(SEGMENT_MAGIC);
+    bytes[8..12].copy_from_slice(&COLD_VERSION.to_le_bytes());
+    bytes[12..16].copy_from_slice(&segment_id.to_le_bytes());
+    let crc = crc32fast::hash(&bytes[0..28]);
+    bytes[28..32].copy_from_slice(&crc.to_le_bytes());
+    bytes
+}
+
+pub fn check_segment_header(bytes: &[u8], segment_id: u32) -> Result<(), Error> {
+    let name = segment_name(segment_id);
+    let bad = |reason: &str| Error::corruption(&name, 0, reason);
+    if bytes.len() < SEGMENT_HEADER_BYTES {
+        return Err(bad("cold segment header truncated"));
+    }
+    let crc = u32::from_le_bytes(bytes[28..32].try_into().expect("4 bytes"));
+    if crc32fast::hash(&bytes[0..28]) != crc || &bytes[0..8] != SEGMENT_MAGIC {
+        return Err(bad("cold segment header damaged"));
+    }
+    let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
+    if version != COLD_VERSION {
+        return Err(Error::UnsupportedVersion {
+            file: name,
+            found: version,
+            supported: COLD_VERSION,
+        });
+    }
+    if u32::from_le_bytes(bytes[12..16].try_into().expect("4 bytes")) != segment_id {
+        return Err(bad("cold segment header names another segment"));
+    }
+    Ok(())
+}
+
+/// What a chunk holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum ChunkKind {
+    /// Items on their way out of a parent: Subset history, Outlier overflow, Reference items,
+    /// Bucket items older than the open bucket.
+    Items = 1,
+    /// A sealed bucket.
+    Bucket = 2,
+}
+
+impl ChunkKind {
+    fn from_byte(byte: u8) -> Option<Self> {
+        match byte {
+            1 => Some(ChunkKind::Items),
+            2 => Some(ChunkKind::Bucket),
+            _ => None,
+        }
+    }
+}
+
+/// Where a chunk is: segment, offset of its header, total length with header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ChunkLoc {
+    pub segment_id: u32,
+    pub offset: u64,
+    pub len: u32,
+}
+
+impl ChunkLoc {
+    pub const ENCODED_BYTES: usize = 4 + 8 + 4;
+
+    pub fn end(&self) -> u64 {
+        self.offset + self.len as u64
+    }
+
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.put_u32_le(self.segment_id);
+        out.put_u64_le(self.offset);
+        out.put_u32_le(self.len);
+    }
+
+    pub fn decode(bytes: &mut Bytes) -> Result<Self, String> {
+        if bytes.remaining() < Self::ENCODED_BYTES {
+            return Err("chunk location truncated".to_string());
+        }
+        Ok(ChunkLoc {
+            segment_id: bytes.get_u32_le(),
+            offset: bytes.get_u64_le(),
+            len: bytes.get_u32_le(),
+        })
+    }
+}
+
+/// A chunk's entry in the chunk index: where it is, what kind, and its summary (which holds
+/// the item count and key bounds), so reads skip chunks and summaries skip decoding.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ChunkRef {
+    pub loc: ChunkLoc,
+    pub kind: ChunkKind,
+    pub summary: Summary,
+}
+
+impl ChunkRef {
+    pub const ENCODED_BYTES: usize = ChunkLoc::ENCODED_BYTES + 1 + SUMMARY_BYTES;
+
+    pub fn encode(&self) -> Bytes {
+        let mut out = Vec::with_capacity(Self::ENCODED_BYTES);
+        self.loc.encode(&mut out);
+        out.put_u8(self.kind as u8);
+        self.summary.encode(&mut out);
+        Bytes::from(out)
+    }
+
+    pub fn decode(mut bytes: Bytes) -> Result<Self, String> {
+        let loc = ChunkLoc::decode(&mut bytes)?;
+        if !bytes.has_remaining() {
+            return Err("chunk entry truncated".to_string());
+        }
+        let kind = ChunkKind::from_byte(bytes.get_u8()).ok_or("unknown chunk kind")?;
+        let summary = Summary::decode(&mut bytes)?;
+        if bytes.has_remaining() || summary.items == 0 {
+            return Err("chunk entry malformed".to_string());
+        }
+        Ok(ChunkRef { loc, kind, summary })
+    }
+}
+
+fn chunk_crc(header: &[u8], payload: &[u8]) -> u32 {
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&header[0..4]);
+    hasher.update(&header[8..CHUNK_HEADER_BYTES]);
+    hasher.update(payload);
+    hasher.finalize()
+}
+
+/// Encodes a chunk of items (sorted by key, then push order) and returns its summary.
+pub fn encode_chunk(kind: ChunkKind, items: &[Stored], out: &mut Vec<u8>) -> Summary {
+    debug_assert!(items.windows(2).all(|w| w[0].order() <= w[1].order()));
+    let summary = Summary::of(items.iter().map(|s| &s.item));
+    let mut raw = Vec::with_capacity(item::items_len(items));
+    item::encode_items(items, &mut raw);
+    // zstd at this level only fails on allocation failure, which aborts anyway.
+    let compressed = zstd::bulk::compress(&raw, ZSTD_LEVEL).expect("zstd compression");
+    let start = out.len();
+    out.put_u32_le(compressed.len() as u32);
+    out.put_u32_le(0);
+    out.put_u8(kind as u8);
+    out.put_u32_le(raw.len() as u32);
+    summary.encode(out);
+    out.extend_from_slice(&compressed);
+    let crc = chunk_crc(&out[start..start + CHUNK_HEADER_BYTES], &compressed);
+    out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
+    summary
+}
+
+/// Decodes the chunk at the start of `bytes`, checking its checksum, its sizes against the
+/// limits before decompressing, and that its items agree with its summary.
+pub fn decode_chunk(bytes: &[u8], expected: &ChunkRef) -> Result<Vec<Stored>, String> {
+    if bytes.len() < CHUNK_HEADER_BYTES || bytes.len() != expected.loc.len as usize {
+        return Err("chunk length differs from its entry".to_string());
+    }
+    let (header, payload) = bytes.split_at(CHUNK_HEADER_BYTES);
+    let mut fields = header;
+    let compressed_len = fields.get_u32_le() as usize;
+    let crc = fields.get_u32_le();
+    if compressed_len != payload.len() {
+        return Err("chunk payload length differs from its header".to_string());
+    }
+    if chunk_crc(header, payload) != crc {
+        return Err("chunk checksum mismatch".to_string());
+    }
+    let kind = ChunkKind::from_byte(fields.get_u8()).ok_or("unknown chunk kind")?;
+    let raw_len = fields.get_u32_le() as usize;
+    let summary = Summary::decode(&mut Bytes::copy_from_slice(&fields[..SUMMARY_BYTES]))?;
+    if kind != expected.kind || summary != expected.summary {
+        return Err("chunk header differs from its index entry".to_string());
+    }
+    if raw_len > MAX_RECORD_BYTES {
+        return Err(format!("chunk of {raw_len} raw bytes over the limit"));
+    }
+    let raw = zstd::bulk::decompress(payload, raw_len)
+        .map_err(|e| format!("chunk does not decompress: {e}"))?;
+    if raw.len() != raw_len {
+        return Err("chunk decompresses to another length".to_string());
+    }
+    let mut raw = Bytes::from(raw);
+    let items = item::decode_items(&mut raw)?;
+    if raw.has_remaining() || Summary::of(items.iter().map(|s| &s.item)) != summary {
+        return Err("chunk items disagree with its summary".to_string());
+    }
+    Ok(items)
+}
+
+/// True when `bytes` is exactly one chunk whose checksum holds.
+pub fn check_framing(bytes: &[u8]) -> bool {
+    if bytes.len() < CHUNK_HEADER_BYTES {
+        return false;
+    }
+    let (header, payload) = bytes.split_at(CHUNK_HEADER_BYTES);
+    let compressed_len = u32::from_le_bytes(header[0..4].try_into().expect("4 bytes")) as usize;
+    let crc = u32::from_le_bytes(header[4..8].try_into().expect("4 bytes"));
+    compressed_len == payload.len() && chunk_crc(header, payload) == crc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::item::Item;
+
+    #[test]
+    fn chunk_round_trip_and_damage() {
+        let items: Vec<Stored> = (0..100)
+            .map(|i| Stored {
+                item: Item {
+                    key: i,
+                    value: (i % 3 != 0).then_some(i as f64 / 2.0),
+                    payload: Bytes::from(format!("payload {i}")),
+                },
+                seq: i as u64,
+            })
+            .collect();
+        let mut bytes = vec![9u8; 5];
+        let summary = encode_chunk(ChunkKind::Bucket, &items, &mut bytes);
+        let loc = ChunkLoc {
+            segment_id: 1,
+            offset: 5,
+            len: (bytes.len() - 5) as u32,
+        };
+        let entry = ChunkRef {
+            loc,
+            kind: ChunkKind::Bucket,
+            summary,
+        };
+        assert_eq!(ChunkRef::decode(entry.encode()).unwrap(), entry);
+        assert_eq!(decode_chunk(&bytes[5..], &entry).unwrap(), items);
+        for index in 5..bytes.len() {
+            let mut damaged = bytes.clone();
+            damaged[index] ^= 0x20;
+            assert!(decode_chunk(&damaged[5..], &entry).is_err(), "byte {index}");
+        }
+    }
+}

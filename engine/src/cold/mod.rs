@@ -1,0 +1,259 @@
+//! Cold segments: append-only files of zstd-compressed chunks (Outlier overflow, Subset
+//! history, Reference items, sealed buckets). Chunks are written in groups, one write per
+//! commit, through the storage seam; segments no longer written to are read through a
+//! memory map.
+
+pub mod chunk;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+pub use chunk::{ChunkKind, ChunkLoc, ChunkRef};
+use chunk::{SEGMENT_HEADER_BYTES, check_segment_header, encode_segment_header, segment_name};
+
+use crate::item::Stored;
+use crate::storage::{Mapped, Storage};
+use crate::{Error, Result};
+
+/// Where the next chunk goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub struct ColdTail {
+    pub segment_id: u32,
+    pub offset: u64,
+}
+
+/// Chunks built in memory for one commit group, written with one write.
+pub struct ColdGroup {
+    buf: Vec<u8>,
+    tail: ColdTail,
+}
+
+impl ColdGroup {
+    /// Adds a chunk; returns its index entry.
+    pub fn add(&mut self, kind: ChunkKind, items: &[Stored]) -> ChunkRef {
+        let start = self.buf.len();
+        let summary = chunk::encode_chunk(kind, items, &mut self.buf);
+        ChunkRef {
+            loc: ChunkLoc {
+                segment_id: self.tail.segment_id,
+                offset: self.tail.offset + start as u64,
+                len: (self.buf.len() - start) as u32,
+            },
+            kind,
+            summary,
+        }
+    }
+
+    pub fn mark(&self) -> usize {
+        self.buf.len()
+    }
+
+    pub fn rollback(&mut self, mark: usize) {
+        self.buf.truncate(mark);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+}
+
+/// The cold store: the writer's position and the maps of segments no longer written.
+pub struct ColdStore {
+    storage: Arc<dyn Storage>,
+    segment_bytes: u64,
+    tail: Mutex<ColdTail>,
+    /// Set when a write or sync failed: the writer's position is unknown from then on.
+    failed: Mutex<Option<String>>,
+    unsynced: Mutex<bool>,
+    maps: Mutex<HashMap<u32, Arc<Mapped>>>,
+}
+
+impl ColdStore {
+    /// A cold store appending at `tail`; segment 0 means none was ever created.
+    pub fn new(storage: Arc<dyn Storage>, segment_bytes: u64, tail: ColdTail) -> Self {
+        ColdStore {
+            storage,
+            segment_bytes,
+            tail: Mutex::new(tail),
+            failed: Mutex::new(None),
+            unsynced: Mutex::new(false),
+            maps: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn tail(&self) -> ColdTail {
+        *self.tail.lock()
+    }
+
+    fn check_writable(&self) -> Result<()> {
+        match self.failed.lock().as_ref() {
+            Some(reason) => Err(Error::WriteFailed {
+                reason: reason.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    fn fail<T>(&self, error: Error) -> Result<T> {
+        self.failed.lock().get_or_insert(error.to_string());
+        Err(error)
+    }
+
+    /// Starts a group at the tail, first moving to a new segment when the current one is
+    /// full (or none exists).
+    pub fn group(&self) -> Result<ColdGroup> {
+        self.check_writable()?;
+        let tail = self.tail();
+        if tail.segment_id == 0 || tail.offset >= self.segment_bytes {
+            self.roll(tail)?;
+        }
+        Ok(ColdGroup {
+            buf: Vec::new(),
+            tail: self.tail(),
+        })
+    }
+
+    fn roll(&self, tail: ColdTail) -> Result<()> {
+        if tail.segment_id != 0 {
+            self.sync()?;
+        }
+        let next = tail.segment_id + 1;
+        let name = segment_name(next);
+        let created = self
+            .storage
+            .create(&name)
+            .and_then(|()| {
+                self.storage
+                    .write_at(&name, 0, &encode_segment_header(next))
+            })
+            .and_then(|()| self.storage.sync(&name))
+            .and_then(|()| self.storage.sync_dir());
+        if let Err(error) = created {
+            return self.fail(error);
+        }
+        *self.tail.lock() = ColdTail {
+            segment_id: next,
+            offset: SEGMENT_HEADER_BYTES as u64,
+        };
+        Ok(())
+    }
+
+    /// Writes a group's chunks.
+    pub fn append(&self, group: ColdGroup) -> Result<()> {
+        self.check_writable()?;
+        if group.buf.is_empty() {
+            return Ok(());
+        }
+        let mut tail = self.tail.lock();
+        debug_assert_eq!(*tail, group.tail);
+        let name = segment_name(tail.segment_id);
+        if let Err(error) = self.storage.write_at(&name, tail.offset, &group.buf) {
+            drop(tail);
+            return self.fail(error);
+        }
+        tail.offset += group.buf.len() as u64;
+        *self.unsynced.lock() = true;
+        Ok(())
+    }
+
+    /// Makes every chunk written so far durable. Called before the hot log is synced, so a
+    /// durable batch never refers to a chunk that is not.
+    pub fn sync(&self) -> Result<()> {
+        self.check_writable()?;
+        let mut unsynced = self.unsynced.lock();
+        if !*unsynced {
+            return Ok(());
+        }
+        let tail = self.tail();
+        if let Err(error) = self.storage.sync(&segment_name(tail.segment_id)) {
+            drop(unsynced);
+            return self.fail(error);
+        }
+        *unsynced = false;
+        Ok(())
+    }
+
+    /// The bytes of a chunk: from the map of a segment no longer written, else by a read.
+    fn chunk_bytes(&self, loc: ChunkLoc) -> Result<(Vec<u8>, u64)> {
+        let name = segment_name(loc.segment_id);
+        let bad = |reason: &str| Error::corruption(&name, loc.offset, reason);
+        let active = self.tail().segment_id;
+        if loc.segment_id != active {
+            let map = {
+                let mut maps = self.maps.lock();
+                match maps.get(&loc.segment_id) {
+                    Some(map) => map.clone(),
+                    None => {
+                        let map = Arc::new(self.storage.map(&name).map_err(|e| missing(e, &name))?);
+                        check_segment_header(map.as_ref().as_ref(), loc.segment_id)?;
+                        maps.insert(loc.segment_id, map.clone());
+                        map
+                    }
+                }
+            };
+            let bytes: &[u8] = map.as_ref().as_ref();
+            let end = loc
+                .offset
+                .checked_add(loc.len as u64)
+                .filter(|end| *end <= bytes.len() as u64);
+            let Some(end) = end else {
+                return Err(bad("chunk extends past the end of its segment"));
+            };
+            return Ok((bytes[loc.offset as usize..end as usize].to_vec(), 0));
+        }
+        let file_len = self.storage.len(&name).map_err(|e| missing(e, &name))?;
+        if loc
+            .offset
+            .checked_add(loc.len as u64)
+            .is_none_or(|end| end > file_len)
+        {
+            return Err(bad("chunk extends past the end of its segment"));
+        }
+        let bytes = self.storage.read_vec(&name, loc.offset, loc.len as usize)?;
+        Ok((bytes, loc.len as u64))
+    }
+
+    /// Reads and decodes a chunk, checking it against its index entry.
+    pub fn read(&self, entry: &ChunkRef) -> Result<Vec<Stored>> {
+        let (bytes, _) = self.chunk_bytes(entry.loc)?;
+        chunk::decode_chunk(&bytes, entry).map_err(|reason| {
+            Error::corruption(segment_name(entry.loc.segment_id), entry.loc.offset, reason)
+        })
+    }
+
+    /// Checks that a chunk written by a replayed batch survived (its bytes and checksum),
+    /// without knowing its index entry.
+    pub fn survived(&self, loc: ChunkLoc) -> bool {
+        let name = segment_name(loc.segment_id);
+        let Ok(file_len) = self.storage.len(&name) else {
+            return false;
+        };
+        if loc
+            .offset
+            .checked_add(loc.len as u64)
+            .is_none_or(|end| end > file_len)
+        {
+            return false;
+        }
+        match self.storage.read_vec(&name, loc.offset, loc.len as usize) {
+            Ok(bytes) => chunk::check_framing(&bytes),
+            Err(_) => false,
+        }
+    }
+
+    /// Forgets maps (when segments are truncated or removed at open).
+    pub fn forget_maps(&self) {
+        self.maps.lock().clear();
+    }
+}
+
+fn missing(error: Error, name: &str) -> Error {
+    match error {
+        Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+            Error::corruption(name, 0, "cold segment is missing")
+        }
+        error => error,
+    }
+}

@@ -1,0 +1,290 @@
+//! Items of array fields, their summaries, and the bytes of an item list: the one place
+//! that encodes and decodes them (parent records, tail records and cold chunks all hold
+//! item lists). See `format-spec/arrays.md`.
+
+use bytes::{Buf, BufMut, Bytes};
+
+use crate::MAX_RECORD_BYTES;
+
+/// One item of an array field.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Item {
+    /// Orders the array: a time, a sequence, any order.
+    pub key: i64,
+    /// The measure summaries aggregate (a rating, a temperature), if any.
+    pub value: Option<f64>,
+    /// The user's bytes.
+    pub payload: Bytes,
+}
+
+/// An item as stored: with its push sequence number within its array, which orders items
+/// of equal key (push order) and identifies an item wherever it lives.
+#[derive(Clone, Debug, PartialEq)]
+#[doc(hidden)]
+pub struct Stored {
+    pub item: Item,
+    pub seq: u64,
+}
+
+impl Stored {
+    /// Sort order of reads: key, then push order.
+    pub(crate) fn order(&self) -> (i64, u64) {
+        (self.item.key, self.seq)
+    }
+}
+
+/// Count, sum, min and max of the values of a set of items, and its key bounds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Summary {
+    /// Items in the set, with or without a value.
+    pub items: u64,
+    /// Items that carry a value; `sum`, `min` and `max` are over these.
+    pub count: u64,
+    pub sum: f64,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub min_key: Option<i64>,
+    pub max_key: Option<i64>,
+}
+
+impl Default for Summary {
+    fn default() -> Self {
+        Summary {
+            items: 0,
+            count: 0,
+            sum: 0.0,
+            min: None,
+            max: None,
+            min_key: None,
+            max_key: None,
+        }
+    }
+}
+
+/// Bytes of an encoded summary.
+pub const SUMMARY_BYTES: usize = 8 * 7;
+
+fn merge_option<T: Copy>(a: Option<T>, b: Option<T>, pick: fn(T, T) -> T) -> Option<T> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(pick(a, b)),
+        (a, b) => a.or(b),
+    }
+}
+
+impl Summary {
+    /// The average value, if any item has one.
+    pub fn mean(&self) -> Option<f64> {
+        (self.count > 0).then(|| self.sum / self.count as f64)
+    }
+
+    pub fn add(&mut self, item: &Item) {
+        self.items += 1;
+        self.min_key = merge_option(self.min_key, Some(item.key), i64::min);
+        self.max_key = merge_option(self.max_key, Some(item.key), i64::max);
+        if let Some(value) = item.value {
+            self.count += 1;
+            self.sum += value;
+            self.min = merge_option(self.min, Some(value), f64::min);
+            self.max = merge_option(self.max, Some(value), f64::max);
+        }
+    }
+
+    pub fn merge(&mut self, other: &Summary) {
+        self.items += other.items;
+        self.count += other.count;
+        self.sum += other.sum;
+        self.min = merge_option(self.min, other.min, f64::min);
+        self.max = merge_option(self.max, other.max, f64::max);
+        self.min_key = merge_option(self.min_key, other.min_key, i64::min);
+        self.max_key = merge_option(self.max_key, other.max_key, i64::max);
+    }
+
+    pub fn of<'a>(items: impl IntoIterator<Item = &'a Item>) -> Summary {
+        let mut summary = Summary::default();
+        for item in items {
+            summary.add(item);
+        }
+        summary
+    }
+
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        out.put_u64_le(self.items);
+        out.put_u64_le(self.count);
+        out.put_f64_le(self.sum);
+        out.put_f64_le(self.min.unwrap_or(f64::INFINITY));
+        out.put_f64_le(self.max.unwrap_or(f64::NEG_INFINITY));
+        out.put_i64_le(self.min_key.unwrap_or(i64::MAX));
+        out.put_i64_le(self.max_key.unwrap_or(i64::MIN));
+    }
+
+    pub(crate) fn decode(bytes: &mut Bytes) -> Result<Summary, String> {
+        if bytes.remaining() < SUMMARY_BYTES {
+            return Err("summary truncated".to_string());
+        }
+        let items = bytes.get_u64_le();
+        let count = bytes.get_u64_le();
+        let sum = bytes.get_f64_le();
+        let (min, max) = (bytes.get_f64_le(), bytes.get_f64_le());
+        let (min_key, max_key) = (bytes.get_i64_le(), bytes.get_i64_le());
+        if count > items || (count == 0) != (min > max) || (items == 0) != (min_key > max_key) {
+            return Err("summary fields disagree".to_string());
+        }
+        Ok(Summary {
+            items,
+            count,
+            sum,
+            min: (count > 0).then_some(min),
+            max: (count > 0).then_some(max),
+            min_key: (items > 0).then_some(min_key),
+            max_key: (items > 0).then_some(max_key),
+        })
+    }
+}
+
+const HAS_VALUE: u8 = 1;
+/// Bytes an item adds to its payload when stored: key, seq, flags, payload length (and
+/// 8 more when it has a value).
+pub const ITEM_OVERHEAD_BYTES: usize = 8 + 8 + 1 + 4;
+
+pub(crate) fn stored_len(item: &Item) -> usize {
+    ITEM_OVERHEAD_BYTES + item.value.map_or(0, |_| 8) + item.payload.len()
+}
+
+pub(crate) fn encode_items(items: &[Stored], out: &mut Vec<u8>) {
+    out.put_u32_le(items.len() as u32);
+    for stored in items {
+        let item = &stored.item;
+        out.put_i64_le(item.key);
+        out.put_u64_le(stored.seq);
+        match item.value {
+            Some(value) => {
+                out.put_u8(HAS_VALUE);
+                out.put_f64_le(value);
+            }
+            None => out.put_u8(0),
+        }
+        out.put_u32_le(item.payload.len() as u32);
+        out.put_slice(&item.payload);
+    }
+}
+
+pub(crate) fn items_len(items: &[Stored]) -> usize {
+    4 + items.iter().map(|s| stored_len(&s.item)).sum::<usize>()
+}
+
+pub(crate) fn decode_items(bytes: &mut Bytes) -> Result<Vec<Stored>, String> {
+    if bytes.remaining() < 4 {
+        return Err("item list truncated".to_string());
+    }
+    let count = bytes.get_u32_le() as usize;
+    if count > bytes.remaining() / ITEM_OVERHEAD_BYTES {
+        return Err(format!("item count {count} larger than the bytes can hold"));
+    }
+    let mut items = Vec::with_capacity(count);
+    for _ in 0..count {
+        if bytes.remaining() < ITEM_OVERHEAD_BYTES {
+            return Err("item truncated".to_string());
+        }
+        let key = bytes.get_i64_le();
+        let seq = bytes.get_u64_le();
+        let value = match bytes.get_u8() {
+            0 => None,
+            HAS_VALUE => {
+                if bytes.remaining() < 8 {
+                    return Err("item truncated".to_string());
+                }
+                let value = bytes.get_f64_le();
+                if value.is_nan() {
+                    return Err("item value is NaN".to_string());
+                }
+                Some(value)
+            }
+            flags => return Err(format!("unknown item flags {flags}")),
+        };
+        if bytes.remaining() < 4 {
+            return Err("item truncated".to_string());
+        }
+        let len = bytes.get_u32_le() as usize;
+        if len > MAX_RECORD_BYTES || bytes.remaining() < len {
+            return Err(format!("item payload of {len} bytes past the end"));
+        }
+        let payload = bytes.split_to(len);
+        items.push(Stored {
+            item: Item {
+                key,
+                value,
+                payload,
+            },
+            seq,
+        });
+    }
+    Ok(items)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stored(key: i64, value: Option<f64>, payload: &'static [u8], seq: u64) -> Stored {
+        Stored {
+            item: Item {
+                key,
+                value,
+                payload: Bytes::from_static(payload),
+            },
+            seq,
+        }
+    }
+
+    #[test]
+    fn items_and_summaries_round_trip() {
+        let items = vec![
+            stored(-5, Some(2.5), b"a", 0),
+            stored(7, None, b"", 1),
+            stored(7, Some(-1.0), b"xyz", 2),
+        ];
+        let mut bytes = Vec::new();
+        encode_items(&items, &mut bytes);
+        assert_eq!(bytes.len(), items_len(&items));
+        let mut reader = Bytes::from(bytes.clone());
+        assert_eq!(decode_items(&mut reader).unwrap(), items);
+        assert!(!reader.has_remaining());
+        for len in 0..bytes.len() {
+            assert!(decode_items(&mut Bytes::copy_from_slice(&bytes[..len])).is_err());
+        }
+        let summary = Summary::of(items.iter().map(|s| &s.item));
+        assert_eq!((summary.items, summary.count, summary.sum), (3, 2, 1.5));
+        assert_eq!((summary.min, summary.max), (Some(-1.0), Some(2.5)));
+        assert_eq!((summary.min_key, summary.max_key), (Some(-5), Some(7)));
+        for summary in [summary, Summary::default()] {
+            let mut out = Vec::new();
+            summary.encode(&mut out);
+            assert_eq!(out.len(), SUMMARY_BYTES);
+            assert_eq!(Summary::decode(&mut Bytes::from(out)).unwrap(), summary);
+        }
+    }
+
+    #[test]
+    fn merge_equals_summary_of_union() {
+        let a = [Item {
+            key: 1,
+            value: Some(1.0),
+            payload: Bytes::new(),
+        }];
+        let b = [
+            Item {
+                key: 9,
+                value: None,
+                payload: Bytes::new(),
+            },
+            Item {
+                key: 3,
+                value: Some(5.0),
+                payload: Bytes::new(),
+            },
+        ];
+        let mut merged = Summary::of(&a);
+        merged.merge(&Summary::of(&b));
+        assert_eq!(merged, Summary::of(a.iter().chain(&b)));
+    }
+}

@@ -1,0 +1,149 @@
+//! Tree keys: every record in the B+tree is found under one of these keys. The one place
+//! that builds them; see `format-spec/pages.md`.
+//!
+//! - parent record: `collection id (u32 BE) || parent key`
+//! - array records: `collection id | ARRAY_SPACE (u32 BE) || parent key length (u16 BE) ||
+//!   parent key || field index (u16 BE) || kind (u8)`, then for a chunk entry
+//!   `max key (i64, sign bit flipped, BE) || chunk number (u32 BE)`
+//! - outlier markers: `collection id | OUTLIER_SPACE (u32 BE) || field index (u16 BE) ||
+//!   parent key`
+
+use bytes::{BufMut, Bytes};
+
+use crate::MAX_KEY_BYTES;
+use crate::catalog::CollectionId;
+
+/// High bits of the leading u32 that separate the key spaces; collection ids stay below.
+pub const ARRAY_SPACE: u32 = 0x8000_0000;
+pub const OUTLIER_SPACE: u32 = 0x4000_0000;
+
+/// Kind byte of an array record key.
+pub const KIND_TAIL: u8 = 0;
+pub const KIND_CHUNK: u8 = 1;
+
+/// The longest tree key: a chunk entry's.
+pub const MAX_TREE_KEY_BYTES: usize = 4 + 2 + MAX_KEY_BYTES + 2 + 1 + 8 + 4;
+
+/// An i64 as 8 bytes whose unsigned order is the signed order.
+pub fn sortable(key: i64) -> [u8; 8] {
+    ((key as u64) ^ (1 << 63)).to_be_bytes()
+}
+
+pub fn from_sortable(bytes: [u8; 8]) -> i64 {
+    (u64::from_be_bytes(bytes) ^ (1 << 63)) as i64
+}
+
+pub fn parent(collection: CollectionId, key: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(4 + key.len());
+    out.put_u32(collection);
+    out.put_slice(key);
+    Bytes::from(out)
+}
+
+/// The first key after every parent record of `collection`.
+pub fn parents_end(collection: CollectionId) -> Bytes {
+    parent(collection + 1, &[])
+}
+
+/// The prefix of every array record of one parent.
+pub fn parent_arrays(collection: CollectionId, key: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 + 2 + key.len() + 16);
+    out.put_u32(collection | ARRAY_SPACE);
+    out.put_u16(key.len() as u16);
+    out.put_slice(key);
+    out
+}
+
+/// The first key after every array record of one parent.
+pub fn parent_arrays_end(collection: CollectionId, key: &[u8]) -> Bytes {
+    let mut out = parent_arrays(collection, key);
+    out.put_u8(0xff);
+    Bytes::from(out)
+}
+
+fn array(collection: CollectionId, key: &[u8], field: usize, kind: u8) -> Vec<u8> {
+    let mut out = parent_arrays(collection, key);
+    out.put_u16(field as u16);
+    out.put_u8(kind);
+    out
+}
+
+/// The tail record of one array: items on their way to a cold chunk.
+pub fn tail(collection: CollectionId, key: &[u8], field: usize) -> Bytes {
+    Bytes::from(array(collection, key, field, KIND_TAIL))
+}
+
+/// The prefix of the chunk entries of one array, sorted by their max key.
+pub fn chunks(collection: CollectionId, key: &[u8], field: usize) -> Vec<u8> {
+    array(collection, key, field, KIND_CHUNK)
+}
+
+pub fn chunk(
+    collection: CollectionId,
+    key: &[u8],
+    field: usize,
+    max_key: i64,
+    number: u32,
+) -> Bytes {
+    let mut out = chunks(collection, key, field);
+    out.put_slice(&sortable(max_key));
+    out.put_u32(number);
+    Bytes::from(out)
+}
+
+/// The first key after every chunk entry of one array.
+pub fn chunks_end(collection: CollectionId, key: &[u8], field: usize) -> Bytes {
+    Bytes::from(array(collection, key, field, KIND_CHUNK + 1))
+}
+
+pub fn outlier(collection: CollectionId, field: usize, key: &[u8]) -> Bytes {
+    let mut out = outliers(collection, field);
+    out.put_slice(key);
+    Bytes::from(out)
+}
+
+pub fn outliers(collection: CollectionId, field: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(6 + MAX_KEY_BYTES);
+    out.put_u32(collection | OUTLIER_SPACE);
+    out.put_u16(field as u16);
+    out
+}
+
+pub fn outliers_end(collection: CollectionId, field: usize) -> Bytes {
+    Bytes::from(outliers(collection, field + 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sortable_keeps_signed_order() {
+        let keys = [i64::MIN, -5, -1, 0, 1, 7, i64::MAX];
+        for pair in keys.windows(2) {
+            assert!(sortable(pair[0]) < sortable(pair[1]));
+        }
+        for key in keys {
+            assert_eq!(from_sortable(sortable(key)), key);
+        }
+    }
+
+    #[test]
+    fn key_spaces_do_not_mix() {
+        let parent_key = parent(3, b"alice");
+        let chunk_key = chunk(3, b"alice", 0, 5, 0);
+        assert!(parent_key < parents_end(3));
+        assert!(chunk_key.as_ref() >= parent_arrays(3, b"alice").as_slice());
+        assert!(chunk_key < parent_arrays_end(3, b"alice"));
+        assert!(chunk_key > tail(3, b"alice", 0));
+        assert!(chunk_key < chunks_end(3, b"alice", 0));
+        // A longer parent key sharing a prefix never lands inside another parent's range.
+        assert!(chunk(3, b"alice2", 0, 5, 0) >= parent_arrays_end(3, b"alice"));
+        assert!(outlier(3, 1, b"x") < outliers_end(3, 1));
+        assert!(outlier(3, 1, b"x").as_ref() > outliers(3, 1).as_slice());
+        assert_eq!(
+            chunk(3, &[b'k'; MAX_KEY_BYTES], 63, 0, 0).len(),
+            MAX_TREE_KEY_BYTES
+        );
+    }
+}

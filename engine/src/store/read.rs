@@ -1,0 +1,434 @@
+//! Reads of array fields: `items` merges inline, tail and cold chunks in key order; `summary`
+//! answers from chunk summaries, decoding only chunks that straddle the range's ends;
+//! `outliers` lists the parents whose array overflowed.
+
+use std::ops::{Bound, RangeBounds};
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::stage::{decode_items, decode_record};
+use super::{Shared, Version};
+use crate::cache::{CacheKey, CacheValue, Tier};
+use crate::catalog::{CollectionInfo, Layout};
+use crate::cold::ChunkRef;
+use crate::item::{Item, Stored, Summary};
+use crate::page::keys;
+use crate::record::ParentRecord;
+use crate::{Error, Result};
+
+/// One array field of a document as `get` returns it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ArrayView {
+    pub field: String,
+    pub layout: Layout,
+    /// Items in the array, wherever they live.
+    pub total: u64,
+    /// Items exist outside the parent record (read them with `Collection::items`).
+    pub has_overflow: bool,
+    /// Summary of all items of the array.
+    pub summary: Summary,
+    /// The items the layout keeps inline, in key order (ties in push order).
+    pub inline: Vec<Item>,
+}
+
+/// Iteration order of `items`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Order {
+    #[default]
+    Ascending,
+    Descending,
+}
+
+/// A position in an array's iteration: the last item returned. Items with equal keys are
+/// told apart by their push order, so paging never skips or repeats one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cursor {
+    pub key: i64,
+    pub seq: u64,
+}
+
+/// What `items` reads: a key range, an order, a cursor and a limit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ItemQuery {
+    start: Bound<i64>,
+    end: Bound<i64>,
+    order: Order,
+    after: Option<Cursor>,
+    limit: Option<usize>,
+}
+
+impl Default for ItemQuery {
+    fn default() -> Self {
+        ItemQuery {
+            start: Bound::Unbounded,
+            end: Bound::Unbounded,
+            order: Order::Ascending,
+            after: None,
+            limit: None,
+        }
+    }
+}
+
+impl ItemQuery {
+    /// Every item, ascending.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Only items whose keys fall in `range`.
+    pub fn range(mut self, range: impl RangeBounds<i64>) -> Self {
+        self.start = range.start_bound().cloned();
+        self.end = range.end_bound().cloned();
+        self
+    }
+
+    pub fn order(mut self, order: Order) -> Self {
+        self.order = order;
+        self
+    }
+
+    /// Newest (greatest key) first.
+    pub fn descending(self) -> Self {
+        self.order(Order::Descending)
+    }
+
+    /// Continue after the item `cursor` names (from a previous page's `next`).
+    pub fn after(mut self, cursor: Cursor) -> Self {
+        self.after = Some(cursor);
+        self
+    }
+
+    /// Continue after every item with key `key` (in the query's order).
+    pub fn after_key(self, key: i64) -> Self {
+        let seq = match self.order {
+            Order::Ascending => u64::MAX,
+            Order::Descending => 0,
+        };
+        self.after(Cursor { key, seq })
+    }
+
+    pub fn limit(mut self, limit: usize) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+
+    fn in_range(&self, key: i64) -> bool {
+        (self.start, self.end).contains(&key)
+    }
+
+    fn wanted(&self, stored: &Stored) -> bool {
+        self.in_range(stored.item.key)
+            && match (self.after, self.order) {
+                (None, _) => true,
+                (Some(c), Order::Ascending) => stored.order() > (c.key, c.seq),
+                (Some(c), Order::Descending) => stored.order() < (c.key, c.seq),
+            }
+    }
+
+    fn overlaps(&self, summary: &Summary) -> bool {
+        let (Some(min), Some(max)) = (summary.min_key, summary.max_key) else {
+            return false;
+        };
+        let below_end = match self.end {
+            Bound::Included(end) => min <= end,
+            Bound::Excluded(end) => min < end,
+            Bound::Unbounded => true,
+        };
+        let above_start = match self.start {
+            Bound::Included(start) => max >= start,
+            Bound::Excluded(start) => max > start,
+            Bound::Unbounded => true,
+        };
+        below_end && above_start
+    }
+
+    fn covers(&self, summary: &Summary) -> bool {
+        match (summary.min_key, summary.max_key) {
+            (Some(min), Some(max)) => self.in_range(min) && self.in_range(max),
+            _ => true,
+        }
+    }
+}
+
+/// A page of items and the cursor to continue from, when the limit cut it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ItemPage {
+    pub items: Vec<Item>,
+    pub next: Option<Cursor>,
+}
+
+/// A parent whose array overflowed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outlier {
+    pub key: Bytes,
+    pub total: u64,
+}
+
+pub(crate) fn array_views(info: &CollectionInfo, record: &ParentRecord) -> Vec<ArrayView> {
+    info.spec
+        .arrays()
+        .iter()
+        .zip(&record.arrays)
+        .map(|(spec, array)| {
+            let mut inline: Vec<&Stored> = array.inline.iter().collect();
+            inline.sort_by_key(|s| s.order());
+            ArrayView {
+                field: spec.field.clone(),
+                layout: spec.layout,
+                total: array.total,
+                has_overflow: array.has_overflow,
+                summary: array.summary,
+                inline: inline.into_iter().map(|s| s.item.clone()).collect(),
+            }
+        })
+        .collect()
+}
+
+impl Shared {
+    pub(crate) fn read_tree(&self, version: &Version, key: &[u8]) -> Result<Option<Bytes>> {
+        match version.tree.get(&self.pages, key)? {
+            Some(value) => Ok(Some(self.pages.value_bytes(&value)?)),
+            None => Ok(None),
+        }
+    }
+
+    pub(crate) fn parent_record(
+        &self,
+        version: &Version,
+        info: &CollectionInfo,
+        key: &[u8],
+    ) -> Result<Option<ParentRecord>> {
+        match self.read_tree(version, &keys::parent(info.id, key))? {
+            Some(bytes) => decode_record(bytes, info, key).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn tail_items(
+        &self,
+        version: &Version,
+        info: &CollectionInfo,
+        key: &[u8],
+        field: usize,
+    ) -> Result<Vec<Stored>> {
+        let tail_key = keys::tail(info.id, key, field);
+        match self.read_tree(version, &tail_key)? {
+            Some(bytes) => decode_items(bytes, &tail_key),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The index entries of one array's chunks whose max key is at least `from`.
+    fn chunk_entries(
+        &self,
+        version: &Version,
+        info: &CollectionInfo,
+        key: &[u8],
+        field: usize,
+        from: Bound<i64>,
+    ) -> Result<Vec<ChunkRef>> {
+        let start = match from {
+            Bound::Included(k) | Bound::Excluded(k) => keys::chunk(info.id, key, field, k, 0),
+            Bound::Unbounded => Bytes::from(keys::chunks(info.id, key, field)),
+        };
+        let end = keys::chunks_end(info.id, key, field);
+        let mut cursor = version.tree.cursor(&self.pages, Bound::Included(&start))?;
+        let mut entries = Vec::new();
+        while let Some((tree_key, value)) = cursor.next(&version.tree, &self.pages)? {
+            if tree_key >= end {
+                break;
+            }
+            let bytes = self.pages.value_bytes(&value)?;
+            let entry = ChunkRef::decode(bytes).map_err(|reason| {
+                Error::corruption(
+                    "page store",
+                    0,
+                    format!("chunk entry {tree_key:x?}: {reason}"),
+                )
+            })?;
+            entries.push(entry);
+        }
+        Ok(entries)
+    }
+
+    /// A chunk's items, through the cache.
+    pub(crate) fn chunk_items(&self, entry: &ChunkRef) -> Result<Arc<Vec<Stored>>> {
+        let key = CacheKey::Chunk {
+            segment_id: entry.loc.segment_id,
+            offset: entry.loc.offset,
+        };
+        let value = self.pages.cache.get_or_load(key, Tier::ColdChunk, || {
+            let items = self.cold.read(entry)?;
+            let weight = items
+                .iter()
+                .map(|s| crate::item::stored_len(&s.item))
+                .sum::<usize>()
+                + 64;
+            Ok((
+                CacheValue::Items(Arc::new(items)),
+                weight,
+                entry.loc.len as u64,
+            ))
+        })?;
+        match value {
+            CacheValue::Items(items) => Ok(items),
+            _ => Err(Error::corruption(
+                "cache",
+                0,
+                "cache holds another kind of object for a chunk",
+            )),
+        }
+    }
+
+    pub fn items(
+        &self,
+        version: &Version,
+        info: &CollectionInfo,
+        key: &[u8],
+        field: usize,
+        query: &ItemQuery,
+    ) -> Result<Option<ItemPage>> {
+        let Some(record) = self.parent_record(version, info, key)? else {
+            return Ok(None);
+        };
+        let order = |a: &Stored, b: &Stored| match query.order {
+            Order::Ascending => a.order().cmp(&b.order()),
+            Order::Descending => b.order().cmp(&a.order()),
+        };
+        let array = &record.arrays[field];
+        let mut found: Vec<Stored> = array
+            .inline
+            .iter()
+            .filter(|s| query.wanted(s))
+            .cloned()
+            .collect();
+        let mut entries = Vec::new();
+        if array.has_overflow {
+            found.extend(
+                self.tail_items(version, info, key, field)?
+                    .into_iter()
+                    .filter(|s| query.wanted(s)),
+            );
+            entries = self.chunk_entries(version, info, key, field, query.start)?;
+            entries.retain(|e| query.overlaps(&e.summary));
+            match query.order {
+                Order::Ascending => entries.sort_by_key(|e| e.summary.min_key),
+                Order::Descending => entries.sort_by_key(|e| std::cmp::Reverse(e.summary.max_key)),
+            }
+        }
+        found.sort_by(order);
+        for entry in entries {
+            if let Some(limit) = query.limit
+                && found.len() >= limit
+            {
+                // Every item still unread comes after the limit-th found one: stop.
+                let boundary = found[limit - 1].item.key;
+                let beyond = match query.order {
+                    Order::Ascending => entry.summary.min_key.is_some_and(|min| min > boundary),
+                    Order::Descending => entry.summary.max_key.is_some_and(|max| max < boundary),
+                };
+                if beyond {
+                    break;
+                }
+            }
+            let items = self.chunk_items(&entry)?;
+            found.extend(items.iter().filter(|s| query.wanted(s)).cloned());
+            found.sort_by(order);
+            if let Some(limit) = query.limit {
+                found.truncate(limit);
+            }
+        }
+        let next = match query.limit {
+            Some(limit) if found.len() >= limit => {
+                found.truncate(limit);
+                found.last().map(|s| Cursor {
+                    key: s.item.key,
+                    seq: s.seq,
+                })
+            }
+            _ => None,
+        };
+        Ok(Some(ItemPage {
+            items: found.into_iter().map(|s| s.item).collect(),
+            next,
+        }))
+    }
+
+    pub fn summary(
+        &self,
+        version: &Version,
+        info: &CollectionInfo,
+        key: &[u8],
+        field: usize,
+        range: (Bound<i64>, Bound<i64>),
+    ) -> Result<Option<Summary>> {
+        let Some(record) = self.parent_record(version, info, key)? else {
+            return Ok(None);
+        };
+        let array = &record.arrays[field];
+        if range == (Bound::Unbounded, Bound::Unbounded) {
+            return Ok(Some(array.summary));
+        }
+        let query = ItemQuery::new().range(range);
+        let mut summary = Summary::of(
+            array
+                .inline
+                .iter()
+                .filter(|s| query.wanted(s))
+                .map(|s| &s.item),
+        );
+        if array.has_overflow {
+            for stored in self
+                .tail_items(version, info, key, field)?
+                .iter()
+                .filter(|s| query.wanted(s))
+            {
+                summary.add(&stored.item);
+            }
+            for entry in self.chunk_entries(version, info, key, field, range.0)? {
+                if query.covers(&entry.summary) {
+                    summary.merge(&entry.summary);
+                } else if query.overlaps(&entry.summary) {
+                    for stored in self.chunk_items(&entry)?.iter().filter(|s| query.wanted(s)) {
+                        summary.add(&stored.item);
+                    }
+                }
+            }
+        }
+        Ok(Some(summary))
+    }
+
+    pub fn outliers(
+        &self,
+        version: &Version,
+        info: &CollectionInfo,
+        field: usize,
+    ) -> Result<Vec<Outlier>> {
+        let start = Bytes::from(keys::outliers(info.id, field));
+        let end = keys::outliers_end(info.id, field);
+        let mut cursor = version.tree.cursor(&self.pages, Bound::Included(&start))?;
+        let mut parents = Vec::new();
+        while let Some((tree_key, _)) = cursor.next(&version.tree, &self.pages)? {
+            if tree_key >= end {
+                break;
+            }
+            parents.push(tree_key.slice(start.len()..));
+        }
+        let mut outliers = Vec::with_capacity(parents.len());
+        for key in parents {
+            let record = self.parent_record(version, info, &key)?.ok_or_else(|| {
+                Error::corruption(
+                    "page store",
+                    0,
+                    format!("outlier marker for missing parent {key:x?}"),
+                )
+            })?;
+            outliers.push(Outlier {
+                total: record.arrays[field].total,
+                key,
+            });
+        }
+        Ok(outliers)
+    }
+}

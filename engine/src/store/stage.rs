@@ -1,0 +1,377 @@
+//! Staging a batch: the API's operations resolved against the committed state into redo.
+//! Everything a batch does to one parent (its record, its tail records, new chunks, outlier
+//! markers) is worked out in memory first, every limit is checked, and only then is redo
+//! emitted, so a refused batch leaves nothing behind.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::{BatchOp, Shared, Txn, check_key};
+use crate::catalog::{Catalog, CollectionId, CollectionInfo};
+use crate::cold::{ChunkKind, ChunkRef, ColdGroup};
+use crate::item::{self, Item, Stored};
+use crate::page::keys;
+use crate::page::max_inline_record;
+use crate::page::redo::Op;
+use crate::pattern;
+use crate::record::ParentRecord;
+use crate::{Error, MAX_RECORD_BYTES, Result};
+
+/// A new item as the API receives it; the key is assigned at commit when not given.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewItem {
+    pub(crate) key: Option<i64>,
+    pub(crate) value: Option<f64>,
+    pub(crate) payload: Bytes,
+}
+
+impl NewItem {
+    /// An item carrying `payload`, with the next key of its array and no value.
+    pub fn new(payload: impl AsRef<[u8]>) -> Self {
+        NewItem {
+            key: None,
+            value: None,
+            payload: Bytes::copy_from_slice(payload.as_ref()),
+        }
+    }
+
+    /// Sets the item's key (a time, a sequence, any order).
+    pub fn key(mut self, key: i64) -> Self {
+        self.key = Some(key);
+        self
+    }
+
+    /// Sets the value that summaries aggregate.
+    pub fn value(mut self, value: f64) -> Self {
+        self.value = Some(value);
+        self
+    }
+}
+
+/// What the batch does to one parent.
+struct ParentWork {
+    info: Arc<CollectionInfo>,
+    key: Bytes,
+    /// The record as stored before the batch.
+    stored: Option<ParentRecord>,
+    /// The record as the batch leaves it.
+    record: Option<ParentRecord>,
+    /// The stored parent and all its array records go before the new state is written.
+    deleted: bool,
+    tails: BTreeMap<usize, Vec<Stored>>,
+    dirty_tails: BTreeSet<usize>,
+    chunks: Vec<(usize, u32, ChunkRef)>,
+    new_markers: BTreeSet<usize>,
+}
+
+pub(super) struct Stager<'a> {
+    shared: &'a Shared,
+    txn: &'a Txn,
+    catalog: Arc<Catalog>,
+    parents: BTreeMap<(CollectionId, Bytes), ParentWork>,
+    created: Vec<Op>,
+}
+
+impl<'a> Stager<'a> {
+    pub fn new(shared: &'a Shared, txn: &'a Txn) -> Self {
+        Stager {
+            shared,
+            txn,
+            catalog: txn.catalog.clone(),
+            parents: BTreeMap::new(),
+            created: Vec::new(),
+        }
+    }
+
+    fn read(&self, key: &[u8]) -> Result<Option<Bytes>> {
+        let pages = &self.shared.pages;
+        match self.txn.tree.get(pages, key)? {
+            Some(value) => Ok(Some(pages.value_bytes(&value)?)),
+            None => Ok(None),
+        }
+    }
+
+    fn work(&mut self, collection: &str, key: &Bytes) -> Result<&mut ParentWork> {
+        let info = self.catalog.get(collection)?.clone();
+        check_key(key)?;
+        let id = (info.id, key.clone());
+        if !self.parents.contains_key(&id) {
+            let stored = match self.read(&keys::parent(info.id, key))? {
+                Some(bytes) => Some(decode_record(bytes, &info, key)?),
+                None => None,
+            };
+            let work = ParentWork {
+                info,
+                key: key.clone(),
+                record: stored.clone(),
+                stored,
+                deleted: false,
+                tails: BTreeMap::new(),
+                dirty_tails: BTreeSet::new(),
+                chunks: Vec::new(),
+                new_markers: BTreeSet::new(),
+            };
+            self.parents.insert(id.clone(), work);
+        }
+        Ok(self.parents.get_mut(&id).expect("inserted above"))
+    }
+
+    pub fn apply(&mut self, op: &BatchOp, cold: &mut ColdGroup) -> Result<()> {
+        match op {
+            BatchOp::CreateCollection(spec) => {
+                spec.validate()?;
+                match self.catalog.by_name.get(spec.name()) {
+                    Some(info) if info.spec == *spec => {}
+                    Some(info) => {
+                        return Err(Error::SchemaConflict {
+                            name: spec.name().to_string(),
+                            reason: format!("stored schema is {:?}", info.spec),
+                        });
+                    }
+                    None => {
+                        let info = CollectionInfo {
+                            id: self.catalog.next_id,
+                            spec: spec.clone(),
+                        };
+                        self.created.push(Op::CreateCollection {
+                            id: info.id,
+                            spec: spec.clone(),
+                        });
+                        Arc::make_mut(&mut self.catalog).insert(info);
+                    }
+                }
+            }
+            BatchOp::Put {
+                collection,
+                key,
+                body,
+            } => {
+                let work = self.work(collection, key)?;
+                let arrays = work.info.spec.arrays().len();
+                work.record
+                    .get_or_insert_with(|| ParentRecord::new(Bytes::new(), arrays))
+                    .body = body.clone();
+            }
+            BatchOp::Delete { collection, key } => {
+                let work = self.work(collection, key)?;
+                work.record = None;
+                work.deleted = true;
+                work.tails.clear();
+                work.dirty_tails.clear();
+                work.chunks.clear();
+                work.new_markers.clear();
+            }
+            BatchOp::Push {
+                collection,
+                key,
+                field,
+                item,
+            } => self.push(collection, key, field, item, cold)?,
+        }
+        Ok(())
+    }
+
+    fn push(
+        &mut self,
+        collection: &str,
+        key: &Bytes,
+        field: &str,
+        new: &NewItem,
+        cold: &mut ColdGroup,
+    ) -> Result<()> {
+        if new.value.is_some_and(f64::is_nan) {
+            return Err(Error::InvalidItem {
+                reason: "value is NaN".to_string(),
+            });
+        }
+        let tail_limit = max_inline_record(self.shared.pages.page_bytes);
+        let info = self.catalog.get(collection)?.clone();
+        let index = info
+            .spec
+            .field_index(field)
+            .ok_or_else(|| Error::UnknownField {
+                collection: collection.to_string(),
+                field: field.to_string(),
+            })?;
+        let layout = info.spec.arrays()[index].layout;
+        self.work(collection, key)?;
+        let tail_key = keys::tail(info.id, key, index);
+        let needs_tail = {
+            let work = &self.parents[&(info.id, key.clone())];
+            !work.tails.contains_key(&index) && !work.deleted
+        };
+        let stored_tail = if needs_tail {
+            self.read(&tail_key)?
+        } else {
+            None
+        };
+        let work = self
+            .parents
+            .get_mut(&(info.id, key.clone()))
+            .expect("loaded above");
+        if !work.tails.contains_key(&index) {
+            let items = match stored_tail {
+                Some(bytes) => decode_items(bytes, &tail_key)?,
+                None => Vec::new(),
+            };
+            work.tails.insert(index, items);
+        }
+        let arrays = info.spec.arrays().len();
+        let record = work
+            .record
+            .get_or_insert_with(|| ParentRecord::new(Bytes::new(), arrays));
+        let array = &mut record.arrays[index];
+        let item_key = new
+            .key
+            .unwrap_or_else(|| array.summary.max_key.map_or(0, |max| max.saturating_add(1)));
+        let item = Item {
+            key: item_key,
+            value: new.value,
+            payload: new.payload.clone(),
+        };
+        let size = item::stored_len(&item) as u64 + 4;
+        if size > MAX_RECORD_BYTES as u64 {
+            return Err(Error::RecordTooLarge {
+                size,
+                limit: MAX_RECORD_BYTES as u64,
+            });
+        }
+        let stored = Stored {
+            item,
+            seq: array.next_seq,
+        };
+        array.next_seq += 1;
+        let outcome = pattern::push(layout, array, stored);
+        if outcome.overflowed {
+            work.new_markers.insert(index);
+        }
+        if let Some(bucket) = outcome.sealed_bucket {
+            let number = array.next_chunk;
+            array.next_chunk += 1;
+            work.chunks
+                .push((index, number, cold.add(ChunkKind::Bucket, &bucket)));
+        }
+        if let Some(stored) = outcome.to_tail {
+            let tail = work.tails.get_mut(&index).expect("loaded above");
+            if !tail.is_empty()
+                && item::items_len(tail) + item::stored_len(&stored.item) > tail_limit
+            {
+                tail.sort_by_key(Stored::order);
+                let number = array.next_chunk;
+                array.next_chunk += 1;
+                work.chunks
+                    .push((index, number, cold.add(ChunkKind::Items, tail)));
+                tail.clear();
+            }
+            tail.push(stored);
+            work.dirty_tails.insert(index);
+        }
+        Ok(())
+    }
+
+    /// The redo of the whole batch; fails when any record would exceed the limit.
+    pub fn finish(self) -> Result<Vec<Op>> {
+        let mut ops = self.created;
+        for ((id, _), work) in self.parents {
+            let parent_key = keys::parent(id, &work.key);
+            if work.deleted {
+                ops.push(Op::Delete {
+                    key: parent_key.clone(),
+                });
+                ops.push(Op::DeleteRange {
+                    start: Bytes::from(keys::parent_arrays(id, &work.key)),
+                    end: keys::parent_arrays_end(id, &work.key),
+                });
+                if let Some(stored) = &work.stored {
+                    for (index, array) in stored.arrays.iter().enumerate() {
+                        if array.has_overflow {
+                            ops.push(Op::Delete {
+                                key: keys::outlier(id, index, &work.key),
+                            });
+                        }
+                    }
+                }
+            }
+            let Some(record) = &work.record else {
+                continue;
+            };
+            let size = record.encoded_len();
+            if size > MAX_RECORD_BYTES as u64 {
+                return Err(Error::RecordTooLarge {
+                    size,
+                    limit: MAX_RECORD_BYTES as u64,
+                });
+            }
+            ops.push(Op::Put {
+                key: parent_key,
+                value: Bytes::from(record.encode()),
+            });
+            for index in &work.dirty_tails {
+                let key = keys::tail(id, &work.key, *index);
+                let tail = &work.tails[index];
+                if tail.is_empty() {
+                    ops.push(Op::Delete { key });
+                } else {
+                    let mut value = Vec::with_capacity(item::items_len(tail));
+                    item::encode_items(tail, &mut value);
+                    ops.push(Op::Put {
+                        key,
+                        value: Bytes::from(value),
+                    });
+                }
+            }
+            for (index, number, chunk) in &work.chunks {
+                ops.push(Op::ColdChunk(chunk.loc));
+                let max_key = chunk.summary.max_key.unwrap_or(i64::MIN);
+                ops.push(Op::Put {
+                    key: keys::chunk(id, &work.key, *index, max_key, *number),
+                    value: chunk.encode(),
+                });
+            }
+            for index in &work.new_markers {
+                ops.push(Op::Put {
+                    key: keys::outlier(id, *index, &work.key),
+                    value: Bytes::new(),
+                });
+            }
+        }
+        Ok(ops)
+    }
+}
+
+pub(crate) fn decode_record(
+    bytes: Bytes,
+    info: &CollectionInfo,
+    key: &[u8],
+) -> Result<ParentRecord> {
+    ParentRecord::decode(bytes, info.spec.arrays().len()).map_err(|reason| {
+        Error::corruption(
+            "page store",
+            0,
+            format!(
+                "record of {:?} in {}: {reason}",
+                String::from_utf8_lossy(key),
+                info.spec.name()
+            ),
+        )
+    })
+}
+
+pub(crate) fn decode_items(mut bytes: Bytes, tree_key: &[u8]) -> Result<Vec<Stored>> {
+    let items = item::decode_items(&mut bytes);
+    match items {
+        Ok(items) if bytes.is_empty() => Ok(items),
+        Ok(_) => Err(Error::corruption(
+            "page store",
+            0,
+            format!("tail record {tree_key:x?}: trailing bytes"),
+        )),
+        Err(reason) => Err(Error::corruption(
+            "page store",
+            0,
+            format!("tail record {tree_key:x?}: {reason}"),
+        )),
+    }
+}
