@@ -211,12 +211,12 @@ impl<'a> Stager<'a> {
             .parents
             .get_mut(&(info.id, key.clone()))
             .expect("loaded above");
-        if !work.tails.contains_key(&index) {
+        if let std::collections::btree_map::Entry::Vacant(entry) = work.tails.entry(index) {
             let items = match stored_tail {
                 Some(bytes) => decode_items(bytes, &tail_key)?,
                 None => Vec::new(),
             };
-            work.tails.insert(index, items);
+            entry.insert(items);
         }
         let arrays = info.spec.arrays().len();
         let record = work
