@@ -1,0 +1,348 @@
+//! Model test of the array layouts: random puts, pushes, deletes, checkpoints and reopens
+//! over all five layouts against a plain in-memory model; every read compared.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use skewdb::storage::{SimStorage, Storage};
+use skewdb::{CollectionSpec, Db, Durability, ItemQuery, Layout, NewItem, Order, Summary};
+use skewdb_tests::small_options;
+
+const FIELDS: [(&str, Layout); 5] = [
+    ("e", Layout::Embed),
+    ("r", Layout::Reference),
+    ("s", Layout::Subset { keep: 3 }),
+    ("o", Layout::Outlier { inline_cap: 4 }),
+    (
+        "b",
+        Layout::Bucket {
+            max_items: 5,
+            span: Some(20),
+        },
+    ),
+];
+
+/// An item as the model keeps it: key, push sequence, value, payload.
+type ModelItem = (i64, u64, Option<f64>, Vec<u8>);
+
+#[derive(Clone, Debug, Default)]
+struct ModelArray {
+    items: Vec<ModelItem>,
+    next_seq: u64,
+    /// Bucket layout: the open bucket's start and its items' seqs.
+    bucket: Option<(i64, Vec<u64>)>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct ModelParent {
+    body: Vec<u8>,
+    arrays: [ModelArray; 5],
+}
+
+#[derive(Clone, Debug)]
+enum Action {
+    Put(u8, Vec<u8>),
+    Push(u8, usize, Option<i64>, Option<i8>, u8),
+    Delete(u8),
+    Checkpoint,
+    Reopen,
+    Items(u8, usize, Option<i64>, Option<i64>, bool, Option<usize>),
+    Summary(u8, usize, i64, i64),
+}
+
+fn action() -> impl Strategy<Value = Action> {
+    let parent = 0u8..6;
+    let field = 0usize..5;
+    prop_oneof![
+        2 => (parent.clone(), proptest::collection::vec(any::<u8>(), 0..20)).prop_map(|(p, b)| Action::Put(p, b)),
+        12 => (parent.clone(), field.clone(), proptest::option::of(-50i64..100), proptest::option::of(-5i8..6), 0u8..40)
+            .prop_map(|(p, f, k, v, len)| Action::Push(p, f, k, v, len)),
+        1 => parent.clone().prop_map(Action::Delete),
+        1 => Just(Action::Checkpoint),
+        1 => Just(Action::Reopen),
+        3 => (parent.clone(), field.clone(), proptest::option::of(-60i64..110), proptest::option::of(-60i64..110), any::<bool>(), proptest::option::of(1usize..7))
+            .prop_map(|(p, f, a, b, d, l)| Action::Items(p, f, a, b, d, l)),
+        2 => (parent, field, -60i64..110, -60i64..110).prop_map(|(p, f, a, b)| Action::Summary(p, f, a, b)),
+    ]
+}
+
+fn parent_key(p: u8) -> Vec<u8> {
+    format!("parent{p}").into_bytes()
+}
+
+fn spec() -> CollectionSpec {
+    FIELDS
+        .iter()
+        .fold(CollectionSpec::new("docs"), |spec, (field, layout)| {
+            spec.array(*field, *layout)
+        })
+}
+
+fn open(storage: &Arc<dyn Storage>) -> Db {
+    let db = Db::open_with_storage(storage.clone(), small_options(Durability::Buffered)).unwrap();
+    db.create_collection(spec()).unwrap();
+    db
+}
+
+fn model_push(
+    array: &mut ModelArray,
+    layout: Layout,
+    key: Option<i64>,
+    value: Option<f64>,
+    payload: Vec<u8>,
+) {
+    let key = key.unwrap_or_else(|| array.items.iter().map(|i| i.0).max().map_or(0, |m| m + 1));
+    let seq = array.next_seq;
+    array.next_seq += 1;
+    array.items.push((key, seq, value, payload));
+    if let Layout::Bucket { max_items, span } = layout {
+        let span = span.unwrap();
+        let start_of = |k: i64| k.div_euclid(span) * span;
+        match &mut array.bucket {
+            None => array.bucket = Some((start_of(key), vec![seq])),
+            Some((start, _)) if key < *start => {}
+            Some((start, seqs)) => {
+                let outside = key >= *start + span;
+                if outside || seqs.len() >= max_items as usize {
+                    *start = if outside { start_of(key) } else { key };
+                    *seqs = vec![seq];
+                } else {
+                    seqs.push(seq);
+                }
+            }
+        }
+    }
+}
+
+/// The items a layout keeps inline, in key order.
+fn expected_inline(array: &ModelArray, layout: Layout) -> Vec<ModelItem> {
+    let mut sorted = array.items.clone();
+    sorted.sort_by_key(|i| (i.0, i.1));
+    let mut inline: Vec<ModelItem> = match layout {
+        Layout::Embed => sorted,
+        Layout::Reference => Vec::new(),
+        Layout::Subset { keep } => sorted[sorted.len().saturating_sub(keep as usize)..].to_vec(),
+        Layout::Outlier { inline_cap } => array
+            .items
+            .iter()
+            .take(inline_cap as usize)
+            .cloned()
+            .collect(),
+        Layout::Bucket { .. } => {
+            let seqs = array
+                .bucket
+                .as_ref()
+                .map(|b| b.1.clone())
+                .unwrap_or_default();
+            sorted.into_iter().filter(|i| seqs.contains(&i.1)).collect()
+        }
+    };
+    inline.sort_by_key(|i| (i.0, i.1));
+    inline
+}
+
+fn summary_of(items: &[&ModelItem]) -> Summary {
+    let mut summary = Summary::default();
+    for item in items {
+        summary.add(&skewdb::Item {
+            key: item.0,
+            value: item.2,
+            payload: item.3.clone().into(),
+        });
+    }
+    summary
+}
+
+fn same(a: &Summary, b: &Summary) -> bool {
+    a.items == b.items
+        && a.count == b.count
+        && a.min == b.min
+        && a.max == b.max
+        && a.min_key == b.min_key
+        && a.max_key == b.max_key
+        && (a.sum - b.sum).abs() < 1e-9
+}
+
+fn run(actions: Vec<Action>) -> Result<(), TestCaseError> {
+    let storage: Arc<dyn Storage> = Arc::new(SimStorage::new());
+    let mut db = open(&storage);
+    let mut model: BTreeMap<u8, ModelParent> = BTreeMap::new();
+    for action in actions {
+        let docs = db.collection("docs").unwrap();
+        match action {
+            Action::Put(p, body) => {
+                let mut batch = db.batch();
+                batch.put("docs", parent_key(p), &body);
+                batch.commit().unwrap();
+                model.entry(p).or_default().body = body;
+            }
+            Action::Push(p, f, key, value, len) => {
+                let value = value.map(f64::from);
+                let payload = vec![len; len as usize];
+                let mut item = NewItem::new(&payload);
+                if let Some(key) = key {
+                    item = item.key(key);
+                }
+                if let Some(value) = value {
+                    item = item.value(value);
+                }
+                let mut batch = db.batch();
+                batch.push("docs", parent_key(p), FIELDS[f].0, item);
+                batch.commit().unwrap();
+                model_push(
+                    &mut model.entry(p).or_default().arrays[f],
+                    FIELDS[f].1,
+                    key,
+                    value,
+                    payload,
+                );
+            }
+            Action::Delete(p) => {
+                let mut batch = db.batch();
+                batch.delete("docs", parent_key(p));
+                batch.commit().unwrap();
+                model.remove(&p);
+            }
+            Action::Checkpoint => db.checkpoint().unwrap(),
+            Action::Reopen => {
+                drop(docs);
+                drop(db);
+                db = open(&storage);
+                continue;
+            }
+            Action::Items(p, f, low, high, descending, limit) => {
+                let range = (
+                    low.map_or(Bound::Unbounded, Bound::Included),
+                    high.map_or(Bound::Unbounded, Bound::Excluded),
+                );
+                let mut query = ItemQuery::new().range(range);
+                if descending {
+                    query = query.order(Order::Descending);
+                }
+                let Some(parent) = model.get(&p) else {
+                    prop_assert!(
+                        docs.items(parent_key(p), FIELDS[f].0, &query)
+                            .unwrap()
+                            .is_none()
+                    );
+                    continue;
+                };
+                let mut expected: Vec<ModelItem> = parent.arrays[f]
+                    .items
+                    .iter()
+                    .filter(|i| low.is_none_or(|l| i.0 >= l) && high.is_none_or(|h| i.0 < h))
+                    .cloned()
+                    .collect();
+                expected.sort_by_key(|i| (i.0, i.1));
+                if descending {
+                    expected.reverse();
+                }
+                // Page through with the limit; the pages together must be the whole answer.
+                let mut got = Vec::new();
+                let mut page_query = query.clone();
+                if let Some(limit) = limit {
+                    page_query = page_query.limit(limit);
+                }
+                for _ in 0..200 {
+                    let page = docs
+                        .items(parent_key(p), FIELDS[f].0, &page_query)
+                        .unwrap()
+                        .unwrap();
+                    if let Some(limit) = limit {
+                        prop_assert!(page.items.len() <= limit);
+                    }
+                    got.extend(page.items);
+                    match page.next {
+                        Some(cursor) => page_query = page_query.clone().after(cursor),
+                        None => break,
+                    }
+                }
+                let got: Vec<(i64, Option<f64>, Vec<u8>)> = got
+                    .into_iter()
+                    .map(|i| (i.key, i.value, i.payload.to_vec()))
+                    .collect();
+                let expected: Vec<(i64, Option<f64>, Vec<u8>)> =
+                    expected.into_iter().map(|i| (i.0, i.2, i.3)).collect();
+                prop_assert_eq!(got, expected);
+            }
+            Action::Summary(p, f, low, high) => {
+                let got = docs.summary(parent_key(p), FIELDS[f].0, low..high).unwrap();
+                let Some(parent) = model.get(&p) else {
+                    prop_assert!(got.is_none());
+                    continue;
+                };
+                let items: Vec<&ModelItem> = parent.arrays[f]
+                    .items
+                    .iter()
+                    .filter(|i| i.0 >= low && i.0 < high)
+                    .collect();
+                let expected = summary_of(&items);
+                let got = got.unwrap();
+                prop_assert!(same(&got, &expected), "{:?} != {:?}", got, expected);
+            }
+        }
+        // After every action: every parent's document agrees with the model.
+        let docs = db.collection("docs").unwrap();
+        for (p, parent) in &model {
+            let document = docs.get(parent_key(*p)).unwrap().unwrap();
+            prop_assert_eq!(document.body(), parent.body.as_slice());
+            for (f, (field, layout)) in FIELDS.iter().enumerate() {
+                let array = document.array(field).unwrap();
+                let model_array = &parent.arrays[f];
+                let all: Vec<&ModelItem> = model_array.items.iter().collect();
+                prop_assert_eq!(array.total, all.len() as u64);
+                prop_assert!(same(&array.summary, &summary_of(&all)));
+                let inline: Vec<(i64, Vec<u8>)> = array
+                    .inline
+                    .iter()
+                    .map(|i| (i.key, i.payload.to_vec()))
+                    .collect();
+                let expected: Vec<(i64, Vec<u8>)> = expected_inline(model_array, *layout)
+                    .into_iter()
+                    .map(|i| (i.0, i.3))
+                    .collect();
+                prop_assert_eq!(&inline, &expected, "inline of {} ({:?})", field, layout);
+                prop_assert_eq!(array.has_overflow, all.len() > expected.len());
+            }
+        }
+        let stored: Vec<Vec<u8>> = docs
+            .scan::<&[u8]>(..)
+            .unwrap()
+            .map(|d| d.unwrap().key().to_vec())
+            .collect();
+        prop_assert_eq!(
+            stored,
+            model.keys().map(|p| parent_key(*p)).collect::<Vec<_>>()
+        );
+        for (f, (field, _)) in FIELDS.iter().enumerate() {
+            let outliers: Vec<Vec<u8>> = docs
+                .outliers(field)
+                .unwrap()
+                .iter()
+                .map(|o| o.key.to_vec())
+                .collect();
+            let expected: Vec<Vec<u8>> = model
+                .iter()
+                .filter(|(_, parent)| {
+                    parent.arrays[f].items.len()
+                        > expected_inline(&parent.arrays[f], FIELDS[f].1).len()
+                })
+                .map(|(p, _)| parent_key(*p))
+                .collect();
+            prop_assert_eq!(outliers, expected);
+        }
+    }
+    db.verify().unwrap();
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn arrays_match_model(actions in proptest::collection::vec(action(), 1..120)) {
+        run(actions)?;
+    }
+}
