@@ -1,5 +1,6 @@
 //! `skewdb demo`: the three seed scenarios (followers with one celebrity, product reviews,
-//! sensor readings) in a temporary database, and what each costs.
+//! sensor readings), each built under every layout that fits it, in temporary databases,
+//! and what each layout costs.
 
 use std::time::Instant;
 
@@ -8,12 +9,15 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Zipf};
 use serde_json::json;
-use skewdb::{CollectionSpec, Db, Durability, Error, MAX_RECORD_BYTES, Options};
+use skewdb::{CollectionSpec, Db, Durability, Error, Layout, NewItem, Options};
 
 use crate::Failure;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Scale {
+    /// For tests: a few seconds even in a debug build.
+    #[value(hide = true)]
+    Tiny,
     Small,
     Medium,
 }
@@ -21,230 +25,288 @@ pub enum Scale {
 impl std::fmt::Display for Scale {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
+            Scale::Tiny => "tiny",
             Scale::Small => "small",
             Scale::Medium => "medium",
         })
     }
 }
 
-/// What one scenario cost.
+struct Sizes {
+    users: u64,
+    celebrity_followers: u64,
+    products: u64,
+    reviews: u64,
+    sensors: u64,
+    days: u64,
+}
+
+/// What one scenario cost under one layout.
 struct Row {
     scenario: &'static str,
-    layout: &'static str,
-    parents: u64,
-    children: u64,
+    layout: Layout,
+    items: u64,
     refused: u64,
+    records: u64,
+    disk_bytes: u64,
+    largest_record: u64,
+    pages_per_get: f64,
+    seconds: f64,
 }
 
 const SEED: u64 = 42;
+const COLLECTION: &str = "demo";
+const FIELD: &str = "items";
 
-/// Followers: most users have a handful, one celebrity has millions. Stored the way
-/// applications embed by hand: the follower ids packed into the user's body, rewritten on
-/// every follow. The celebrity's record hits the 16 MiB limit and is refused.
-fn followers(db: &Db, users: u64, celebrity_followers: u64) -> Result<Row, Failure> {
-    db.create_collection(CollectionSpec::new("followers"))?;
-    let mut rng = StdRng::seed_from_u64(SEED);
-    let counts = Zipf::new(2000.0, 1.2).map_err(|e| Failure(e.to_string()))?;
-    let mut children = 0;
-    let mut batch = db.batch();
-    for user in 0..users {
-        let count = counts.sample(&mut rng) as u64;
-        let body: Vec<u8> = (0..count)
-            .flat_map(|_| rng.random::<u64>().to_le_bytes())
-            .collect();
-        children += count;
-        batch.put("followers", format!("user{user:07}"), body);
-        if batch.len() >= 1000 {
-            std::mem::replace(&mut batch, db.batch()).commit()?;
+/// Commits a batch; a batch refused for the record limit counts as refused, not an error.
+fn commit(batch: skewdb::Batch, refused: &mut u64) -> Result<(), Failure> {
+    match batch.commit() {
+        Ok(()) => Ok(()),
+        Err(Error::RecordTooLarge { .. }) => {
+            *refused += 1;
+            Ok(())
         }
+        Err(error) => Err(error.into()),
     }
-    batch.commit()?;
-    // The celebrity gains followers in waves; each wave rewrites the whole embedded list.
-    let mut refused = 0;
-    let mut body = Vec::new();
-    let wave = celebrity_followers / 8;
-    for _ in 0..8 {
-        let mut grown = body.clone();
-        grown.extend((0..wave).flat_map(|i| i.to_le_bytes()));
-        let mut batch = db.batch();
-        batch.put("followers", "celebrity", &grown);
-        match batch.commit() {
-            Ok(()) => {
-                body = grown;
-            }
-            Err(Error::RecordTooLarge { .. }) => refused += 1,
-            Err(error) => return Err(error.into()),
-        }
-    }
-    children += body.len() as u64 / 8;
-    Ok(Row {
-        scenario: "followers",
-        layout: "embed by hand",
-        parents: users + 1,
-        children,
-        refused,
-    })
 }
 
-/// Reviews: Zipf-popular products; the body embeds every review, as applications do before
-/// they adopt the Subset pattern.
-fn reviews(db: &Db, products: u64, reviews: u64) -> Result<Row, Failure> {
-    db.create_collection(CollectionSpec::new("reviews"))?;
-    let mut rng = StdRng::seed_from_u64(SEED + 1);
-    let popularity = Zipf::new(products as f64, 1.0).map_err(|e| Failure(e.to_string()))?;
-    let mut per_product = vec![0u64; products as usize];
-    for _ in 0..reviews {
-        per_product[popularity.sample(&mut rng) as usize - 1] += 1;
-    }
+/// Followers: Zipf-distributed counts, and one celebrity gaining followers in waves.
+fn followers(db: &Db, sizes: &Sizes) -> Result<(u64, u64, u64), Failure> {
+    let mut rng = StdRng::seed_from_u64(SEED);
+    let counts = Zipf::new(5000.0, 1.1).map_err(|e| Failure(e.to_string()))?;
+    let (mut items, mut refused) = (0, 0);
     let mut batch = db.batch();
-    for (product, count) in per_product.iter().enumerate() {
-        let mut body = Vec::new();
-        for review in 0..*count {
-            body.extend_from_slice(
-                format!(
-                    "{{\"stars\":{},\"text\":\"review {review} of a fine product\"}}",
-                    1 + review % 5
-                )
-                .as_bytes(),
+    for user in 0..sizes.users {
+        let key = format!("user{user:07}");
+        batch.put(COLLECTION, &key, format!("{{\"name\":\"user {user}\"}}"));
+        for _ in 0..counts.sample(&mut rng) as u64 {
+            batch.push(
+                COLLECTION,
+                &key,
+                FIELD,
+                NewItem::new(rng.random::<u64>().to_le_bytes()),
+            );
+            items += 1;
+        }
+        if batch.len() >= 5000 {
+            commit(std::mem::replace(&mut batch, db.batch()), &mut refused)?;
+        }
+    }
+    commit(batch, &mut refused)?;
+    for wave in (0..sizes.celebrity_followers).step_by(50_000) {
+        let mut batch = db.batch();
+        for follower in wave..(wave + 50_000).min(sizes.celebrity_followers) {
+            batch.push(
+                COLLECTION,
+                "celebrity",
+                FIELD,
+                NewItem::new(follower.to_le_bytes()),
             );
         }
-        batch.put("reviews", format!("product{product:06}"), body);
-        if batch.len() >= 500 {
-            std::mem::replace(&mut batch, db.batch()).commit()?;
+        let before = refused;
+        commit(batch, &mut refused)?;
+        if refused == before {
+            items += 50_000.min(sizes.celebrity_followers - wave);
         }
     }
-    batch.commit()?;
-    Ok(Row {
-        scenario: "reviews",
-        layout: "embed by hand",
-        parents: products,
-        children: reviews,
-        refused: 0,
-    })
+    Ok((sizes.users + 1, items, refused))
 }
 
-/// Sensor readings: one parent per sensor and day, readings packed as (minute, value).
-fn sensors(db: &Db, sensors: u64, days: u64) -> Result<Row, Failure> {
-    db.create_collection(CollectionSpec::new("sensors"))?;
-    let mut rng = StdRng::seed_from_u64(SEED + 2);
+/// Reviews: Zipf product popularity; each review a short text with a star rating.
+fn reviews(db: &Db, sizes: &Sizes) -> Result<(u64, u64, u64), Failure> {
+    let mut rng = StdRng::seed_from_u64(SEED + 1);
+    let popularity = Zipf::new(sizes.products as f64, 1.0).map_err(|e| Failure(e.to_string()))?;
+    let mut refused = 0;
     let mut batch = db.batch();
-    for sensor in 0..sensors {
-        for day in 0..days {
-            let body: Vec<u8> = (0..1440u64)
-                .flat_map(|minute| {
-                    let mut reading = minute.to_le_bytes().to_vec();
-                    reading.extend_from_slice(&(20.0 + rng.random::<f64>() * 5.0).to_le_bytes());
-                    reading
-                })
-                .collect();
-            batch.put("sensors", format!("sensor{sensor:04}/day{day:04}"), body);
+    for review in 0..sizes.reviews {
+        let product = popularity.sample(&mut rng) as u64 - 1;
+        let stars = rng.random_range(1..=5);
+        let text = format!("review {review}: {stars} stars, would buy again");
+        batch.push(
+            COLLECTION,
+            format!("product{product:06}"),
+            FIELD,
+            NewItem::new(text).value(stars as f64),
+        );
+        if batch.len() >= 5000 {
+            commit(std::mem::replace(&mut batch, db.batch()), &mut refused)?;
         }
-        std::mem::replace(&mut batch, db.batch()).commit()?;
     }
-    Ok(Row {
-        scenario: "sensors",
-        layout: "embed by hand",
-        parents: sensors * days,
-        children: sensors * days * 1440,
-        refused: 0,
-    })
+    commit(batch, &mut refused)?;
+    Ok((sizes.products.min(sizes.reviews), sizes.reviews, refused))
 }
 
-/// Reads every parent of `collection` once with no cache and returns storage reads per parent.
-fn pages_per_read(db: &Db, collection: &str) -> Result<f64, Failure> {
-    let keys: Vec<Vec<u8>> = db
-        .collection(collection)?
+/// Sensor readings: one reading a minute per sensor, keyed by the minute's start in seconds.
+fn sensors(db: &Db, sizes: &Sizes) -> Result<(u64, u64, u64), Failure> {
+    let mut rng = StdRng::seed_from_u64(SEED + 2);
+    let minutes = sizes.days * 1440;
+    let mut refused = 0;
+    for sensor in 0..sizes.sensors {
+        let key = format!("sensor{sensor:04}");
+        for start in (0..minutes).step_by(1440) {
+            let mut batch = db.batch();
+            for minute in start..start + 1440 {
+                let celsius = 20.0 + rng.random::<f64>() * 5.0;
+                batch.push(
+                    COLLECTION,
+                    &key,
+                    FIELD,
+                    NewItem::new([]).key(minute as i64 * 60).value(celsius),
+                );
+            }
+            commit(batch, &mut refused)?;
+        }
+    }
+    Ok((sizes.sensors, sizes.sensors * minutes, refused))
+}
+
+type Builder = fn(&Db, &Sizes) -> Result<(u64, u64, u64), Failure>;
+
+fn scenarios() -> Vec<(&'static str, Builder, Vec<Layout>)> {
+    let hourly = Layout::Bucket {
+        max_items: 1000,
+        span: Some(3600),
+    };
+    vec![
+        (
+            "followers",
+            followers as Builder,
+            vec![
+                Layout::Embed,
+                Layout::Reference,
+                Layout::Outlier { inline_cap: 1000 },
+            ],
+        ),
+        (
+            "reviews",
+            reviews,
+            vec![Layout::Embed, Layout::Reference, Layout::Subset { keep: 5 }],
+        ),
+        (
+            "sensors",
+            sensors,
+            vec![Layout::Embed, Layout::Reference, hourly],
+        ),
+    ]
+}
+
+fn build(
+    scenario: &'static str,
+    builder: Builder,
+    layout: Layout,
+    sizes: &Sizes,
+) -> Result<Row, Failure> {
+    let dir = tempfile::tempdir()?;
+    let options = Options::new().durability(Durability::Buffered);
+    let started = Instant::now();
+    let db = Db::open(dir.path(), options.clone())?;
+    db.create_collection(CollectionSpec::new(COLLECTION).array(FIELD, layout))?;
+    let (_, items, refused) = builder(&db, sizes)?;
+    drop(db);
+    let seconds = started.elapsed().as_secs_f64();
+    // Reopen with no cache: every page a read touches comes from storage.
+    let db = Db::open(dir.path(), options.cache_bytes(0))?;
+    let report = db.verify()?;
+    let collection = db.collection(COLLECTION)?;
+    let keys: Vec<Vec<u8>> = collection
         .scan::<&[u8]>(..)?
         .map(|d| d.map(|d| d.key().to_vec()))
         .collect::<Result<_, _>>()?;
     db.reset_stats();
-    let handle = db.collection(collection)?;
     for key in &keys {
-        handle.get(key)?;
+        collection.get(key)?;
     }
     let stats = db.stats()?;
-    Ok(stats.hot.misses as f64 / keys.len().max(1) as f64)
+    let disk_bytes = std::fs::read_dir(dir.path())?
+        .map(|entry| entry.and_then(|e| e.metadata()).map(|m| m.len()))
+        .sum::<Result<u64, _>>()?;
+    Ok(Row {
+        scenario,
+        layout,
+        items,
+        refused,
+        records: report.records,
+        disk_bytes,
+        largest_record: report.largest_record_bytes,
+        pages_per_get: stats.hot.misses as f64 / keys.len().max(1) as f64,
+        seconds,
+    })
 }
 
 pub fn run(scale: Scale, json: bool) -> Result<(), Failure> {
-    let dir = tempfile::tempdir()?;
-    let (users, celebrity, products, review_count, sensor_count, days) = match scale {
-        Scale::Small => (5_000, 2_400_000, 2_000, 50_000, 20, 7),
-        Scale::Medium => (50_000, 2_400_000, 20_000, 500_000, 200, 7),
+    let sizes = match scale {
+        Scale::Tiny => Sizes {
+            users: 200,
+            celebrity_followers: 700_000,
+            products: 200,
+            reviews: 2_000,
+            sensors: 2,
+            days: 2,
+        },
+        Scale::Small => Sizes {
+            users: 2_000,
+            celebrity_followers: 1_000_000,
+            products: 2_000,
+            reviews: 50_000,
+            sensors: 10,
+            days: 7,
+        },
+        Scale::Medium => Sizes {
+            users: 20_000,
+            celebrity_followers: 2_000_000,
+            products: 20_000,
+            reviews: 500_000,
+            sensors: 50,
+            days: 30,
+        },
     };
-    let started = Instant::now();
-    let options = Options::new().durability(Durability::Buffered);
-    let db = Db::open(dir.path(), options.clone())?;
-    let rows = vec![
-        followers(&db, users, celebrity)?,
-        reviews(&db, products, review_count)?,
-        sensors(&db, sensor_count, days)?,
-    ];
-    db.checkpoint()?;
-    let build = started.elapsed();
-    drop(db);
-    // Reopen with no cache, so every page a read touches comes from storage.
-    let reopen_started = Instant::now();
-    let db = Db::open(dir.path(), options.cache_bytes(0))?;
-    let reopen = reopen_started.elapsed();
-    let inspection = db.verify()?;
     if !json {
         println!(
-            "skewdb demo ({scale} scale): three seed scenarios in {}\n",
-            dir.path().display()
+            "skewdb demo ({scale} scale): each seed scenario built under each layout that fits it\n"
         );
         println!(
-            "{:<10} {:<14} {:>8} {:>10} {:>14} {:>10} {:>8}",
-            "scenario", "layout", "parents", "children", "largest rec B", "pages/get", "refused"
+            "{:<10} {:<18} {:>8} {:>10} {:>13} {:>14} {:>10} {:>8} {:>7}",
+            "scenario",
+            "layout",
+            "parents",
+            "items",
+            "disk bytes",
+            "largest rec B",
+            "pages/get",
+            "refused",
+            "secs"
         );
     }
-    for row in &rows {
-        let pages = pages_per_read(&db, row.scenario)?;
-        let largest = largest_record(&db, row.scenario)?;
-        if json {
-            println!(
-                "{}",
-                json!({"scenario": row.scenario, "layout": row.layout, "parents": row.parents, "children": row.children,
-                       "largest_record_bytes": largest, "pages_per_get": pages, "refused_writes": row.refused})
-            );
-        } else {
-            println!(
-                "{:<10} {:<14} {:>8} {:>10} {:>14} {:>10.2} {:>8}",
-                row.scenario, row.layout, row.parents, row.children, largest, pages, row.refused
-            );
+    for (scenario, builder, layouts) in scenarios() {
+        for layout in layouts {
+            let row = build(scenario, builder, layout, &sizes)?;
+            if json {
+                println!(
+                    "{}",
+                    json!({"scenario": row.scenario, "layout": row.layout.describe(), "parents": row.records, "items": row.items, "bytes_on_disk": row.disk_bytes, "largest_record_bytes": row.largest_record,
+                           "pages_per_get": row.pages_per_get, "refused_writes": row.refused, "seconds": row.seconds})
+                );
+            } else {
+                println!(
+                    "{:<10} {:<18} {:>8} {:>10} {:>13} {:>14} {:>10.2} {:>8} {:>7.2}",
+                    row.scenario,
+                    row.layout.describe(),
+                    row.records,
+                    row.items,
+                    row.disk_bytes,
+                    row.largest_record,
+                    row.pages_per_get,
+                    row.refused,
+                    row.seconds
+                );
+            }
         }
     }
-    let disk_bytes: u64 = inspection.files.iter().map(|(_, bytes)| bytes).sum();
-    if json {
+    if !json {
         println!(
-            "{}",
-            json!({"bytes_on_disk": disk_bytes, "records": inspection.records, "large_records": inspection.large_records,
-                   "pages": inspection.leaf_pages + inspection.internal_pages, "build_ms": build.as_millis() as u64,
-                   "reopen_ms": reopen.as_secs_f64() * 1000.0, "record_limit_bytes": MAX_RECORD_BYTES})
-        );
-    } else {
-        println!(
-            "\n{} bytes on disk, {} records ({} too large for a page), {} pages; built in {:.2} s, reopened in {:.1} ms, verified.",
-            disk_bytes,
-            inspection.records,
-            inspection.large_records,
-            inspection.leaf_pages + inspection.internal_pages,
-            build.as_secs_f64(),
-            reopen.as_secs_f64() * 1000.0
-        );
-        println!(
-            "Embedding by hand: the celebrity's follower list was refused at the {} byte record limit; \
-             the pattern layouts (Outlier, Subset, Bucket) are what keep such parents small.",
-            MAX_RECORD_BYTES
+            "\nparents: parent records; items: items stored (a refused batch stores none); pages/get: storage reads \
+             per parent read with no cache; refused: batches refused at the 16 MiB record limit."
         );
     }
     Ok(())
-}
-
-fn largest_record(db: &Db, collection: &str) -> Result<u64, Failure> {
-    let mut largest = 0;
-    for document in db.collection(collection)?.scan::<&[u8]>(..)? {
-        largest = largest.max(document?.body().len() as u64 + skewdb::RECORD_OVERHEAD_BYTES as u64);
-    }
-    Ok(largest)
 }

@@ -5,7 +5,7 @@ use std::io::{BufRead, Write};
 use std::process::ExitCode;
 
 use serde_json::{Value, json};
-use skewdb::{Batch, Db};
+use skewdb::{Batch, Db, NewItem};
 
 use crate::text::bytes_from_json;
 
@@ -35,6 +35,35 @@ fn parse_line(line: &str, batch: &mut Batch) -> Result<bool, String> {
         "del" => {
             let key = bytes_from_json(field(&op, "key")?)?;
             batch.delete(string_field(&op, "coll")?, key);
+        }
+        "push" => {
+            let key = bytes_from_json(field(&op, "key")?)?;
+            let payload = match op.get("payload") {
+                Some(payload) => bytes_from_json(payload)?,
+                None => Vec::new(),
+            };
+            let mut item = NewItem::new(payload);
+            match op.get("item_key") {
+                None | Some(Value::Null) => {}
+                Some(key) => {
+                    item = item.key(
+                        key.as_i64()
+                            .ok_or("field \"item_key\" must be a whole number")?,
+                    )
+                }
+            }
+            match op.get("value") {
+                None | Some(Value::Null) => {}
+                Some(value) => {
+                    item = item.value(value.as_f64().ok_or("field \"value\" must be a number")?)
+                }
+            }
+            batch.push(
+                string_field(&op, "coll")?,
+                key,
+                string_field(&op, "field")?,
+                item,
+            );
         }
         "commit" => return Ok(true),
         other => return Err(format!("unknown op {other:?}")),

@@ -9,7 +9,17 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use serde_json::{Value, json};
-use skewdb::{CollectionSpec, Db, Options};
+use std::ops::Bound;
+
+use skewdb::{CollectionSpec, Db, ItemQuery, Layout, NewItem, Options};
+
+/// An inclusive key range from optional ends.
+fn bounds(from: Option<i64>, to: Option<i64>) -> (Bound<i64>, Bound<i64>) {
+    (
+        from.map_or(Bound::Unbounded, Bound::Included),
+        to.map_or(Bound::Unbounded, Bound::Included),
+    )
+}
 
 #[derive(Parser)]
 #[command(
@@ -37,6 +47,9 @@ enum Command {
         db: PathBuf,
         #[arg(long)]
         collection: String,
+        /// An array field and its layout: FIELD=embed|reference|subset:N|outlier:N|bucket:N[:SPAN]
+        #[arg(long = "array", value_name = "FIELD=LAYOUT")]
+        arrays: Vec<String>,
     },
     /// Set the body of a parent document.
     Put {
@@ -44,6 +57,58 @@ enum Command {
         collection: String,
         key: String,
         body: String,
+    },
+    /// Push an item to an array field of a parent document.
+    Push {
+        db: PathBuf,
+        collection: String,
+        key: String,
+        field: String,
+        payload: String,
+        /// The item's key (default: the array's next sequence number).
+        #[arg(long = "key", allow_hyphen_values = true)]
+        item_key: Option<i64>,
+        /// The value summaries aggregate.
+        #[arg(long, allow_hyphen_values = true)]
+        value: Option<f64>,
+    },
+    /// Print items of an array field in key order, merged from wherever they live.
+    Items {
+        db: PathBuf,
+        collection: String,
+        key: String,
+        field: String,
+        /// Smallest item key (inclusive).
+        #[arg(long, allow_hyphen_values = true)]
+        from: Option<i64>,
+        /// Largest item key (inclusive).
+        #[arg(long, allow_hyphen_values = true)]
+        to: Option<i64>,
+        /// Greatest keys first.
+        #[arg(long)]
+        desc: bool,
+        /// Continue after this item key (exclusive, in the order printed).
+        #[arg(long, allow_hyphen_values = true)]
+        after: Option<i64>,
+        #[arg(long)]
+        limit: Option<usize>,
+    },
+    /// Print count, sum, min, max and key bounds of an array field's items in [--from, --to].
+    Summary {
+        db: PathBuf,
+        collection: String,
+        key: String,
+        field: String,
+        #[arg(long, allow_hyphen_values = true)]
+        from: Option<i64>,
+        #[arg(long, allow_hyphen_values = true)]
+        to: Option<i64>,
+    },
+    /// Print the parents whose array field has items outside the parent record.
+    Outliers {
+        db: PathBuf,
+        collection: String,
+        field: String,
     },
     /// Delete a parent document.
     Del {
@@ -145,9 +210,24 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
     let json = cli.json;
     match cli.command {
         Command::Demo { scale } => demo::run(scale, json)?,
-        Command::Create { db, collection } => {
+        Command::Create {
+            db,
+            collection,
+            arrays,
+        } => {
+            let mut spec = CollectionSpec::new(&collection);
+            for array in &arrays {
+                let (field, layout) = array
+                    .split_once('=')
+                    .ok_or_else(|| Failure(format!("--array {array:?} is not FIELD=LAYOUT")))?;
+                spec = spec.array(
+                    field,
+                    Layout::parse(layout)
+                        .map_err(|e| Failure(format!("--array {array:?}: {e}")))?,
+                );
+            }
             let handle = Db::open(&db, Options::new())?;
-            handle.create_collection(CollectionSpec::new(&collection))?;
+            handle.create_collection(spec)?;
             if json {
                 print_value(&json!({"created": collection}));
             } else {
@@ -166,6 +246,99 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             batch.commit()?;
             if json {
                 print_value(&json!({"committed": 1}));
+            }
+        }
+        Command::Push {
+            db,
+            collection,
+            key,
+            field,
+            payload,
+            item_key,
+            value,
+        } => {
+            let handle = open_existing(&db)?;
+            let mut item = NewItem::new(&payload);
+            if let Some(item_key) = item_key {
+                item = item.key(item_key);
+            }
+            if let Some(value) = value {
+                item = item.value(value);
+            }
+            let mut batch = handle.batch();
+            batch.push(&collection, &key, &field, item);
+            batch.commit()?;
+            if json {
+                print_value(&json!({"committed": 1}));
+            }
+        }
+        Command::Items {
+            db,
+            collection,
+            key,
+            field,
+            from,
+            to,
+            desc,
+            after,
+            limit,
+        } => {
+            let handle = open_existing(&db)?;
+            let mut query = ItemQuery::new().range(bounds(from, to));
+            if desc {
+                query = query.descending();
+            }
+            if let Some(after) = after {
+                query = query.after_key(after);
+            }
+            if let Some(limit) = limit {
+                query = query.limit(limit);
+            }
+            let page = handle
+                .collection(&collection)?
+                .items(&key, &field, &query)?
+                .ok_or_else(|| Failure(format!("not found: {key}")))?;
+            for item in &page.items {
+                if json {
+                    print_value(&text::item_json(item));
+                } else {
+                    println!("{}", text::item_text(item));
+                }
+            }
+        }
+        Command::Summary {
+            db,
+            collection,
+            key,
+            field,
+            from,
+            to,
+        } => {
+            let handle = open_existing(&db)?;
+            let summary = handle
+                .collection(&collection)?
+                .summary(&key, &field, bounds(from, to))?
+                .ok_or_else(|| Failure(format!("not found: {key}")))?;
+            if json {
+                print_value(&text::summary_json(&summary));
+            } else {
+                println!("{}", text::summary_text(&summary));
+            }
+        }
+        Command::Outliers {
+            db,
+            collection,
+            field,
+        } => {
+            let handle = open_existing(&db)?;
+            for outlier in handle.collection(&collection)?.outliers(&field)? {
+                if json {
+                    print_value(
+                        &json!({"key": text::bytes_json(&outlier.key), "total": outlier.total}),
+                    );
+                } else {
+                    println!("{}\t{}", text::display(&outlier.key), outlier.total);
+                }
             }
         }
         Command::Del {

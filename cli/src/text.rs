@@ -3,7 +3,7 @@
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
-use skewdb::{Document, Inspection, Stats, TierStats};
+use skewdb::{Document, Inspection, Item, Stats, Summary, TierStats};
 
 /// Bytes as a JSON value: a string when valid UTF-8, else `{"base64": "..."}`.
 pub fn bytes_json(bytes: &[u8]) -> Value {
@@ -37,16 +37,85 @@ pub fn display(bytes: &[u8]) -> String {
     }
 }
 
+pub fn item_json(item: &Item) -> Value {
+    json!({"key": item.key, "value": item.value, "payload": bytes_json(&item.payload)})
+}
+
+pub fn item_text(item: &Item) -> String {
+    let value = item.value.map_or("-".to_string(), |v| v.to_string());
+    format!("{}\t{}\t{}", item.key, value, display(&item.payload))
+}
+
+pub fn summary_json(summary: &Summary) -> Value {
+    json!({
+        "count": summary.count,
+        "sum": summary.sum,
+        "min": summary.min,
+        "max": summary.max,
+        "min_key": summary.min_key,
+        "max_key": summary.max_key,
+        "items": summary.items,
+    })
+}
+
+pub fn summary_text(summary: &Summary) -> String {
+    let show = |v: Option<f64>| v.map_or("-".to_string(), |v| v.to_string());
+    let key = |k: Option<i64>| k.map_or("-".to_string(), |k| k.to_string());
+    format!(
+        "items {}  count {}  sum {}  min {}  max {}  mean {}  keys {}..{}",
+        summary.items,
+        summary.count,
+        summary.sum,
+        show(summary.min),
+        show(summary.max),
+        show(summary.mean()),
+        key(summary.min_key),
+        key(summary.max_key)
+    )
+}
+
 pub fn document_json(document: &Document) -> Value {
-    json!({"key": bytes_json(document.key()), "body": bytes_json(document.body()), "arrays": {}})
+    let arrays: serde_json::Map<String, Value> = document
+        .arrays()
+        .iter()
+        .map(|array| {
+            let value = json!({
+                "layout": array.layout.describe(),
+                "total": array.total,
+                "has_overflow": array.has_overflow,
+                "summary": summary_json(&array.summary),
+                "inline": array.inline.iter().map(item_json).collect::<Vec<_>>(),
+            });
+            (array.field.clone(), value)
+        })
+        .collect();
+    json!({"key": bytes_json(document.key()), "body": bytes_json(document.body()), "arrays": arrays})
 }
 
 pub fn document_text(document: &Document) -> String {
-    format!(
+    let mut out = format!(
         "key:  {}\nbody: {}\n",
         display(document.key()),
         display(document.body())
-    )
+    );
+    for array in document.arrays() {
+        out += &format!(
+            "array {} ({}): {} items{}, {}\n",
+            array.field,
+            array.layout.describe(),
+            array.total,
+            if array.has_overflow {
+                ", overflowed"
+            } else {
+                ""
+            },
+            summary_text(&array.summary)
+        );
+        for item in &array.inline {
+            out += &format!("  {}\n", item_text(item));
+        }
+    }
+    out
 }
 
 fn tier_json(tier: &TierStats) -> Value {

@@ -196,16 +196,152 @@ fn second_process_gets_a_lock_error() {
 }
 
 #[test]
-fn demo_runs_and_reports_every_scenario() {
-    let output = skewdb(&["demo", "--json"]);
+fn demo_runs_and_reports_every_scenario_and_layout() {
+    let output = skewdb(&["demo", "--json", "--scale", "tiny"]);
     assert!(output.status.success(), "{output:?}");
     let lines = json_lines(&output);
-    let scenarios: Vec<&str> = lines
+    let rows: Vec<(&str, &str)> = lines
         .iter()
-        .filter_map(|l| l["scenario"].as_str())
+        .map(|l| {
+            (
+                l["scenario"].as_str().unwrap(),
+                l["layout"].as_str().unwrap(),
+            )
+        })
         .collect();
-    assert_eq!(scenarios, vec!["followers", "reviews", "sensors"]);
-    // Embedding by hand, the celebrity hits the record limit.
+    assert_eq!(
+        rows,
+        vec![
+            ("followers", "embed"),
+            ("followers", "reference"),
+            ("followers", "outlier:1000"),
+            ("reviews", "embed"),
+            ("reviews", "reference"),
+            ("reviews", "subset:5"),
+            ("sensors", "embed"),
+            ("sensors", "reference"),
+            ("sensors", "bucket:1000:3600"),
+        ]
+    );
+    // Under Embed the celebrity hits the record limit; under Outlier nothing is refused
+    // and the largest parent stays small.
     assert!(lines[0]["refused_writes"].as_u64().unwrap() > 0);
+    assert_eq!(lines[2]["refused_writes"], json!(0));
     assert!(lines[0]["largest_record_bytes"].as_u64().unwrap() <= 16 * 1024 * 1024);
+    assert!(lines[2]["largest_record_bytes"].as_u64().unwrap() < 64 * 1024);
+    assert!(lines[2]["items"].as_u64() > lines[0]["items"].as_u64());
+}
+
+#[test]
+fn arrays_through_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db").to_str().unwrap().to_string();
+    let created = skewdb(&[
+        "create",
+        &db,
+        "--collection",
+        "products",
+        "--array",
+        "reviews=subset:2",
+        "--array",
+        "readings=bucket:10:3600",
+    ]);
+    assert!(created.status.success(), "{created:?}");
+    for (stars, text) in [(5, "great"), (3, "fine"), (4, "good")] {
+        let stars = stars.to_string();
+        assert!(
+            skewdb(&[
+                "push", &db, "products", "p1", "reviews", text, "--value", &stars
+            ])
+            .status
+            .success()
+        );
+    }
+    let get = json_lines(&skewdb(&["--json", "get", &db, "products", "p1"]));
+    let reviews = &get[0]["arrays"]["reviews"];
+    assert_eq!(reviews["layout"], json!("subset:2"));
+    assert_eq!(reviews["total"], json!(3));
+    assert_eq!(reviews["has_overflow"], json!(true));
+    assert_eq!(reviews["summary"]["count"], json!(3));
+    assert_eq!(reviews["summary"]["sum"], json!(12.0));
+    assert_eq!(reviews["summary"]["min_key"], json!(0));
+    assert_eq!(
+        reviews["inline"],
+        json!([{"key": 1, "value": 3.0, "payload": "fine"}, {"key": 2, "value": 4.0, "payload": "good"}])
+    );
+    let items = json_lines(&skewdb(&[
+        "--json", "items", &db, "products", "p1", "reviews", "--desc", "--limit", "2",
+    ]));
+    assert_eq!(
+        items.iter().map(|i| i["key"].clone()).collect::<Vec<_>>(),
+        vec![json!(2), json!(1)]
+    );
+    let after = json_lines(&skewdb(&[
+        "--json", "items", &db, "products", "p1", "reviews", "--after", "0",
+    ]));
+    assert_eq!(after.len(), 2);
+    let ranged = stdout(&skewdb(&[
+        "items", &db, "products", "p1", "reviews", "--from", "0", "--to", "0",
+    ]));
+    assert_eq!(ranged, "0\t5\tgreat\n");
+    let summary = json_lines(&skewdb(&[
+        "--json", "summary", &db, "products", "p1", "reviews", "--from", "1",
+    ]));
+    assert_eq!(summary[0]["count"], json!(2));
+    assert_eq!(summary[0]["max"], json!(4.0));
+    let outliers = json_lines(&skewdb(&["--json", "outliers", &db, "products", "reviews"]));
+    assert_eq!(outliers, vec![json!({"key": "p1", "total": 3})]);
+    assert!(
+        json_lines(&skewdb(&[
+            "--json", "outliers", &db, "products", "readings"
+        ]))
+        .is_empty()
+    );
+    let exec_output = exec(
+        Path::new(&db),
+        "{\"op\":\"push\",\"coll\":\"products\",\"key\":\"p2\",\"field\":\"readings\",\"item_key\":-60,\"value\":21.5,\"payload\":\"\"}\n{\"op\":\"commit\"}\n",
+    );
+    assert!(exec_output.status.success(), "{exec_output:?}");
+    let readings = json_lines(&skewdb(&[
+        "--json", "items", &db, "products", "p2", "readings",
+    ]));
+    assert_eq!(
+        readings,
+        vec![json!({"key": -60, "value": 21.5, "payload": ""})]
+    );
+    assert_user_error(
+        &skewdb(&["items", &db, "products", "nobody", "reviews"]),
+        "not found",
+    );
+    assert_user_error(
+        &skewdb(&["push", &db, "products", "p1", "nosuch", "x"]),
+        "no array field",
+    );
+    assert_user_error(
+        &skewdb(&[
+            "create",
+            &db,
+            "--collection",
+            "bad",
+            "--array",
+            "f=subset:0",
+        ]),
+        "subset keep",
+    );
+    assert_user_error(
+        &skewdb(&["create", &db, "--collection", "bad", "--array", "f=heap"]),
+        "unknown layout",
+    );
+    assert_user_error(
+        &skewdb(&[
+            "create",
+            &db,
+            "--collection",
+            "products",
+            "--array",
+            "reviews=embed",
+        ]),
+        "different schema",
+    );
+    assert!(skewdb(&["verify", &db]).status.success());
 }
