@@ -7,19 +7,61 @@ use std::sync::Arc;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use skewdb::storage::{SimStorage, Storage};
-use skewdb::{CollectionSpec, Db, Durability, Options, Result};
+use skewdb::{CollectionSpec, Db, Durability, ItemQuery, Layout, NewItem, Options, Result};
 
-/// Committed state as plain maps: collection name, then key to body.
-pub type Model = BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>>;
+/// An item as the models keep it: key, value, payload.
+pub type ModelItem = (i64, Option<f64>, Vec<u8>);
 
-/// One batch of the workload.
+/// A parent document as the models keep it: body, and per array field its items in key
+/// order (ties in push order).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ModelDoc {
+    pub body: Vec<u8>,
+    pub arrays: BTreeMap<String, Vec<ModelItem>>,
+}
+
+/// Committed state as plain maps: collection name, then key to document.
+pub type Model = BTreeMap<String, BTreeMap<Vec<u8>, ModelDoc>>;
+
+/// One step of a batch of the workload.
 #[derive(Clone, Debug)]
 pub enum Step {
     Put(&'static str, Vec<u8>, Vec<u8>),
     Delete(&'static str, Vec<u8>),
+    Push(&'static str, Vec<u8>, &'static str, ModelItem),
 }
 
 pub const COLLECTIONS: [&str; 2] = ["users", "products"];
+
+/// The array fields of each collection: every layout, with small caps so that a short
+/// workload moves items cold, fills tails and seals buckets.
+pub fn arrays_of(collection: &str) -> Vec<(&'static str, Layout)> {
+    match collection {
+        "users" => vec![
+            ("followers", Layout::Outlier { inline_cap: 3 }),
+            ("log", Layout::Reference),
+        ],
+        _ => vec![
+            ("reviews", Layout::Subset { keep: 2 }),
+            (
+                "readings",
+                Layout::Bucket {
+                    max_items: 4,
+                    span: Some(100),
+                },
+            ),
+            ("tags", Layout::Embed),
+        ],
+    }
+}
+
+fn spec(collection: &str) -> CollectionSpec {
+    arrays_of(collection)
+        .into_iter()
+        .fold(CollectionSpec::new(collection), |spec, (field, layout)| {
+            spec.array(field, layout)
+        })
+}
 
 /// Small pages and segments so that a short workload splits pages, rolls segments and
 /// checkpoints several times.
@@ -42,7 +84,23 @@ pub fn workload(seed: u64, batches: usize) -> Vec<Vec<Step>> {
                 .map(|_| {
                     let collection = COLLECTIONS[rng.random_range(0..COLLECTIONS.len())];
                     let key = format!("key{:04}", rng.random_range(0..300)).into_bytes();
-                    if rng.random_bool(0.2) {
+                    let choice = rng.random_range(0..10);
+                    if choice < 4 {
+                        // Pushes go to a few parents, so that their arrays grow past the caps.
+                        let key = format!("key{:04}", rng.random_range(0..6)).into_bytes();
+                        let fields = arrays_of(collection);
+                        let field = fields[rng.random_range(0..fields.len())].0;
+                        let payload = vec![rng.random::<u8>(); rng.random_range(0..60)];
+                        let value = rng
+                            .random_bool(0.7)
+                            .then(|| rng.random_range(-100..100) as f64);
+                        Step::Push(
+                            collection,
+                            key,
+                            field,
+                            (rng.random_range(-200..2000), value, payload),
+                        )
+                    } else if choice == 4 {
                         Step::Delete(collection, key)
                     } else {
                         let len = match rng.random_range(0..20) {
@@ -63,7 +121,7 @@ pub fn workload(seed: u64, batches: usize) -> Vec<Vec<Step>> {
 pub fn open_db(storage: Arc<dyn Storage>, options: Options) -> Result<Db> {
     let db = Db::open_with_storage(storage, options)?;
     for name in COLLECTIONS {
-        db.create_collection(CollectionSpec::new(name))?;
+        db.create_collection(spec(name))?;
     }
     Ok(db)
 }
@@ -75,6 +133,13 @@ pub fn commit(db: &Db, steps: &[Step]) -> Result<()> {
         match step {
             Step::Put(collection, key, body) => batch.put(collection, key, body),
             Step::Delete(collection, key) => batch.delete(collection, key),
+            Step::Push(collection, key, field, (item_key, value, payload)) => {
+                let mut item = NewItem::new(payload).key(*item_key);
+                if let Some(value) = value {
+                    item = item.value(*value);
+                }
+                batch.push(collection, key, field, item)
+            }
         };
     }
     batch.commit()
@@ -88,10 +153,25 @@ pub fn apply(model: &mut Model, steps: &[Step]) {
                 model
                     .entry(collection.to_string())
                     .or_default()
-                    .insert(key.clone(), body.clone());
+                    .entry(key.clone())
+                    .or_default()
+                    .body = body.clone();
             }
             Step::Delete(collection, key) => {
                 model.entry(collection.to_string()).or_default().remove(key);
+            }
+            Step::Push(collection, key, field, item) => {
+                let items = model
+                    .entry(collection.to_string())
+                    .or_default()
+                    .entry(key.clone())
+                    .or_default()
+                    .arrays
+                    .entry(field.to_string())
+                    .or_default();
+                // Key order, ties in push order: after every item with a key not above it.
+                let at = items.partition_point(|i| i.0 <= item.0);
+                items.insert(at, item.clone());
             }
         }
     }
@@ -105,11 +185,34 @@ pub fn read_all(db: &Db) -> Result<Model> {
         let mut entries = BTreeMap::new();
         for document in collection.scan::<&[u8]>(..)? {
             let document = document?;
-            entries.insert(document.key().to_vec(), document.body().to_vec());
+            let mut doc = ModelDoc {
+                body: document.body().to_vec(),
+                arrays: BTreeMap::new(),
+            };
+            for array in document.arrays() {
+                if array.total == 0 {
+                    continue;
+                }
+                let page = collection
+                    .items(document.key(), &array.field, &ItemQuery::new())?
+                    .expect("parent exists");
+                let items: Vec<ModelItem> = page
+                    .items
+                    .into_iter()
+                    .map(|i| (i.key, i.value, i.payload.to_vec()))
+                    .collect();
+                assert_eq!(
+                    items.len() as u64,
+                    array.total,
+                    "items disagree with the total"
+                );
+                doc.arrays.insert(array.field.clone(), items);
+            }
+            entries.insert(document.key().to_vec(), doc);
         }
-        for (key, body) in &entries {
+        for (key, doc) in &entries {
             let got = collection.get(key)?.map(|d| d.body().to_vec());
-            assert_eq!(got.as_ref(), Some(body), "get disagrees with scan");
+            assert_eq!(got.as_ref(), Some(&doc.body), "get disagrees with scan");
         }
         if !entries.is_empty() {
             model.insert(name, entries);
@@ -118,12 +221,22 @@ pub fn read_all(db: &Db) -> Result<Model> {
     Ok(model)
 }
 
-/// The model without empty collections, as `read_all` reports it.
+/// The model without empty collections or arrays, as `read_all` reports it.
 pub fn normalized(model: &Model) -> Model {
     model
         .iter()
         .filter(|(_, entries)| !entries.is_empty())
-        .map(|(name, entries)| (name.clone(), entries.clone()))
+        .map(|(name, entries)| {
+            let entries = entries
+                .iter()
+                .map(|(key, doc)| {
+                    let mut doc = doc.clone();
+                    doc.arrays.retain(|_, items| !items.is_empty());
+                    (key.clone(), doc)
+                })
+                .collect();
+            (name.clone(), entries)
+        })
         .collect()
 }
 

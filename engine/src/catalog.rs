@@ -233,6 +233,12 @@ impl CollectionSpec {
         &self.arrays
     }
 
+    /// The bytes a parent record of this collection adds to its body while its arrays hold
+    /// no inline item: a body may be at most `MAX_RECORD_BYTES` minus this.
+    pub fn record_overhead_bytes(&self) -> usize {
+        crate::record::RECORD_OVERHEAD_BYTES + self.arrays.len() * crate::record::ARRAY_HEADER_BYTES
+    }
+
     /// The index of array field `field`.
     pub fn field_index(&self, field: &str) -> Option<usize> {
         self.arrays.iter().position(|a| a.field == field)

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use skewdb::log::{FrameLoc, parse_segment_name, scan_segment, segment_name};
 use skewdb::storage::{SimStorage, Storage};
-use skewdb::{Db, Durability, Error};
+use skewdb::{Db, Durability, Error, ItemQuery};
 use skewdb_tests::{Model, apply, commit, normalized, open_db, small_options, workload};
 
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
@@ -42,12 +42,24 @@ fn check_reads(db: &Db, model: &Model) -> (u64, u64) {
     };
     for (name, entries) in model {
         let collection = db.collection(name).unwrap();
-        for (key, body) in entries {
+        for (key, doc) in entries {
             tally(
                 collection
                     .get(key)
-                    .map(|d| d.is_some_and(|d| d.body() == body.as_slice())),
+                    .map(|d| d.is_some_and(|d| d.body() == doc.body.as_slice())),
             );
+            for (field, _) in skewdb_tests::arrays_of(name) {
+                let expected = doc.arrays.get(field).cloned().unwrap_or_default();
+                tally(collection.items(key, field, &ItemQuery::new()).map(|page| {
+                    page.is_some_and(|page| {
+                        page.items
+                            .into_iter()
+                            .map(|i| (i.key, i.value, i.payload.to_vec()))
+                            .collect::<Vec<_>>()
+                            == expected
+                    })
+                }));
+            }
         }
         let scanned: Result<Entries, Error> = collection.scan::<&[u8]>(..).and_then(|scan| {
             scan.map(|d| d.map(|d| (d.key().to_vec(), d.body().to_vec())))
@@ -56,7 +68,7 @@ fn check_reads(db: &Db, model: &Model) -> (u64, u64) {
         tally(scanned.map(|s| {
             s == entries
                 .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
+                .map(|(k, v)| (k.clone(), v.body.clone()))
                 .collect::<Vec<_>>()
         }));
     }
@@ -205,4 +217,38 @@ fn missing_segment_is_reported_unless_nothing_needs_it() {
         "{detected} of {} removals detected",
         segments.len()
     );
+}
+
+#[test]
+fn flipped_byte_in_any_cold_chunk() {
+    let (image, model) = damaged_database(true);
+    let mut segments: Vec<String> = image
+        .list()
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.starts_with("cold-"))
+        .collect();
+    segments.sort();
+    assert!(!segments.is_empty(), "the workload wrote no cold chunk");
+    let mut tried = 0;
+    for name in &segments {
+        let len = image.file_bytes(name).unwrap().len();
+        // Every 7th byte after the segment header: headers and payloads of every chunk.
+        for position in (32..len).step_by(7) {
+            let copy = image.crash_image(0);
+            let mut bytes = copy.file_bytes(name).unwrap();
+            bytes[position] ^= 0x5a;
+            copy.set_file_bytes(name, bytes);
+            let storage: Arc<dyn Storage> = Arc::new(copy);
+            let db = Db::open_with_storage(storage, small_options(Durability::Immediate)).unwrap();
+            let verified = db.verify();
+            assert!(
+                matches!(&verified, Err(e) if e.is_corruption()),
+                "{name} byte {position}: {verified:?}"
+            );
+            check_reads(&db, &model);
+            tried += 1;
+        }
+    }
+    assert!(tried > 10, "{tried} flips");
 }

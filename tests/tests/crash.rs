@@ -121,9 +121,11 @@ fn possible_states(
                     m
                 })
                 .collect();
-            candidates.extend(with);
-            candidates.sort();
-            candidates.dedup();
+            for model in with {
+                if !candidates.contains(&model) {
+                    candidates.push(model);
+                }
+            }
         }
     }
 }

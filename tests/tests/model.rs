@@ -64,7 +64,10 @@ fn run(actions: Vec<Action>) -> Result<(), TestCaseError> {
             }
             Action::Get(collection, key) => {
                 let got = db.collection(collection).unwrap().get(&key).unwrap();
-                let expected = model.get(collection).and_then(|m| m.get(&key));
+                let expected = model
+                    .get(collection)
+                    .and_then(|m| m.get(&key))
+                    .map(|d| &d.body);
                 let got = got.map(|d| d.body().to_vec());
                 prop_assert_eq!(got.as_ref(), expected);
             }
@@ -82,7 +85,7 @@ fn run(actions: Vec<Action>) -> Result<(), TestCaseError> {
                         .get(collection)
                         .map(|m| {
                             m.range(low..high)
-                                .map(|(k, v)| (k.clone(), v.clone()))
+                                .map(|(k, v)| (k.clone(), v.body.clone()))
                                 .collect()
                         })
                         .unwrap_or_default()
