@@ -15,3 +15,35 @@ pub fn temp_db(options: Options) -> (tempfile::TempDir, Db) {
 pub fn key(i: u64) -> String {
     format!("parent{i:010}")
 }
+
+/// A database holding one sensor's year of minute readings (525,600) under
+/// `Bucket { max_items: 1000, span: one hour }`, keyed by seconds. Values follow a daily
+/// cycle at 0.1 degree resolution, as real sensors report. Returns the minutes.
+pub fn readings_db(options: Options) -> (tempfile::TempDir, Db, i64) {
+    use skewdb::{Layout, NewItem};
+    let (dir, db) = temp_db(options);
+    let layout = Layout::Bucket {
+        max_items: 1000,
+        span: Some(3600),
+    };
+    db.create_collection(CollectionSpec::new("sensors").array("readings", layout))
+        .expect("create");
+    const MINUTES: i64 = 525_600;
+    for start in (0..MINUTES).step_by(10_000) {
+        let mut batch = db.batch();
+        for minute in start..(start + 10_000).min(MINUTES) {
+            let phase = (minute % 1440) as f64 / 1440.0 * std::f64::consts::TAU;
+            let celsius =
+                ((20.0 + 5.0 * phase.sin() + ((minute * 7919) % 11) as f64 / 10.0) * 10.0).round()
+                    / 10.0;
+            batch.push(
+                "sensors",
+                "s1",
+                "readings",
+                NewItem::new([]).key(minute * 60).value(celsius),
+            );
+        }
+        batch.commit().expect("commit");
+    }
+    (dir, db, MINUTES)
+}

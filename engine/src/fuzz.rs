@@ -17,7 +17,7 @@ pub fn decoders(data: &[u8]) {
     let Some((&selector, rest)) = data.split_first() else {
         return;
     };
-    match selector % 6 {
+    match selector % 7 {
         0 => {
             if let Ok(header) = decode_header(rest, rest.len() as u64) {
                 let end = FRAME_HEADER_BYTES + header.payload_len as usize;
@@ -55,6 +55,12 @@ pub fn decoders(data: &[u8]) {
                 }
                 assert_eq!(again, rest, "redo decode/encode is not a round trip");
             }
+        }
+        6 => {
+            let _ = crate::cold::chunk::check_framing(rest);
+            let _ = crate::cold::chunk::decode_standalone(rest);
+            let _ = crate::cold::ChunkRef::decode(Bytes::copy_from_slice(rest));
+            let _ = crate::cold::chunk::check_segment_header(rest, 1);
         }
         _ => {
             for arrays in 0..3 {

@@ -215,6 +215,26 @@ pub fn decode_chunk(bytes: &[u8], expected: &ChunkRef) -> Result<Vec<Stored>, St
     Ok(items)
 }
 
+/// Decodes a chunk against the kind and summary its own header claims (for the fuzz target;
+/// reads check against the index entry instead).
+pub fn decode_standalone(bytes: &[u8]) -> Result<Vec<Stored>, String> {
+    if bytes.len() < CHUNK_HEADER_BYTES {
+        return Err("chunk truncated".to_string());
+    }
+    let kind = ChunkKind::from_byte(bytes[8]).ok_or("unknown chunk kind")?;
+    let summary = Summary::decode(&mut Bytes::copy_from_slice(&bytes[13..CHUNK_HEADER_BYTES]))?;
+    let entry = ChunkRef {
+        loc: ChunkLoc {
+            segment_id: 0,
+            offset: 0,
+            len: bytes.len() as u32,
+        },
+        kind,
+        summary,
+    };
+    decode_chunk(bytes, &entry)
+}
+
 /// True when `bytes` is exactly one chunk whose checksum holds.
 pub fn check_framing(bytes: &[u8]) -> bool {
     if bytes.len() < CHUNK_HEADER_BYTES {

@@ -426,3 +426,173 @@ impl Cursor {
         }
     }
 }
+
+impl Tree {
+    /// A cursor that walks backwards from the last key inside `end`.
+    pub fn cursor_back(&self, store: &PageStore, end: Bound<&[u8]>) -> Result<BackCursor> {
+        let mut stack = Vec::new();
+        let mut id = self.root;
+        loop {
+            let node = self.node(store, id)?;
+            match node.as_ref() {
+                Node::Internal { children, .. } => {
+                    let index = match end {
+                        Bound::Unbounded => children.len() - 1,
+                        Bound::Included(key) | Bound::Excluded(key) => node.search(key),
+                    };
+                    id = children[index];
+                    stack.push((node.clone(), index));
+                    if stack.len() > MAX_DEPTH {
+                        return Err(store.tree_corruption(id, "tree deeper than any valid tree"));
+                    }
+                }
+                Node::Leaf { entries, .. } => {
+                    // The number of entries inside the bound: the next one back is before it.
+                    let position = match end {
+                        Bound::Unbounded => entries.len(),
+                        Bound::Excluded(key) => node.search(key),
+                        Bound::Included(key) => {
+                            let index = node.search(key);
+                            index
+                                + usize::from(
+                                    entries.get(index).is_some_and(|(k, _)| k.as_ref() == key),
+                                )
+                        }
+                    };
+                    return Ok(BackCursor {
+                        stack,
+                        leaf: node.clone(),
+                        position,
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// A position in the leaves that yields entries in descending key order.
+pub struct BackCursor {
+    stack: Vec<(Arc<Node>, usize)>,
+    leaf: Arc<Node>,
+    /// Entries before this index are still to be yielded.
+    position: usize,
+}
+
+impl BackCursor {
+    /// The previous entry, moving to the previous leaf when this one is done.
+    pub fn prev(&mut self, tree: &Tree, store: &PageStore) -> Result<Option<(Bytes, Value)>> {
+        loop {
+            if self.position > 0
+                && let Node::Leaf { entries, .. } = self.leaf.as_ref()
+            {
+                self.position -= 1;
+                let (key, value) = &entries[self.position];
+                return Ok(Some((key.clone(), value.clone())));
+            }
+            // Up to the nearest ancestor with a child to the left, then down its right edge.
+            loop {
+                let Some((_, index)) = self.stack.last_mut() else {
+                    return Ok(None);
+                };
+                if *index > 0 {
+                    *index -= 1;
+                    break;
+                }
+                self.stack.pop();
+            }
+            let (node, index) = self.stack.last().expect("checked above");
+            let Node::Internal { children, .. } = node.as_ref() else {
+                return Ok(None);
+            };
+            let mut id = children[*index];
+            loop {
+                let node = tree.node(store, id)?;
+                match node.as_ref() {
+                    Node::Internal { children, .. } => {
+                        id = children[children.len() - 1];
+                        self.stack.push((node.clone(), children.len() - 1));
+                        if self.stack.len() > MAX_DEPTH {
+                            return Err(
+                                store.tree_corruption(id, "tree deeper than any valid tree")
+                            );
+                        }
+                    }
+                    Node::Leaf { entries, .. } => {
+                        self.position = entries.len();
+                        self.leaf = node;
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::ops::Bound;
+    use std::sync::Arc;
+
+    use bytes::Bytes;
+
+    use super::*;
+    use crate::cache::PageCache;
+    use crate::storage::SimStorage;
+
+    fn store() -> PageStore {
+        PageStore {
+            storage: Arc::new(SimStorage::new()),
+            cache: Arc::new(PageCache::new(1 << 20)),
+            page_bytes: 4096,
+        }
+    }
+
+    #[test]
+    fn cursors_agree_with_a_btreemap_both_ways() {
+        let store = store();
+        let mut tree = Tree::new();
+        let mut model = BTreeMap::new();
+        for i in 0..3000u64 {
+            let key = Bytes::from(format!("{:06}", (i * 7919) % 10_000));
+            let value = Value::Inline(Bytes::from(vec![b'v'; (i % 50) as usize]));
+            tree.insert(&store, key.clone(), value.clone()).unwrap();
+            model.insert(key, value);
+        }
+        for i in (0..10_000u64).step_by(997) {
+            tree.remove(&store, format!("{i:06}").as_bytes()).unwrap();
+            model.remove(format!("{i:06}").as_bytes());
+        }
+        let probes = ["000000", "004321", "004322", "009999", "5", ""];
+        for probe in probes {
+            let probe = probe.as_bytes();
+            for bound in [
+                Bound::Included(probe),
+                Bound::Excluded(probe),
+                Bound::Unbounded,
+            ] {
+                let mut back = tree.cursor_back(&store, bound).unwrap();
+                let mut got = Vec::new();
+                while let Some((key, _)) = back.prev(&tree, &store).unwrap() {
+                    got.push(key);
+                }
+                let expected: Vec<Bytes> = model
+                    .range::<[u8], _>((Bound::Unbounded, bound))
+                    .rev()
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                assert_eq!(got, expected, "backwards from {bound:?}");
+                let mut forward = tree.cursor(&store, bound).unwrap();
+                let mut got = Vec::new();
+                while let Some((key, _)) = forward.next(&tree, &store).unwrap() {
+                    got.push(key);
+                }
+                let expected: Vec<Bytes> = model
+                    .range::<[u8], _>((bound, Bound::Unbounded))
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                assert_eq!(got, expected, "forwards from {bound:?}");
+            }
+        }
+    }
+}

@@ -14,6 +14,7 @@ use crate::catalog::{CollectionInfo, Layout};
 use crate::cold::ChunkRef;
 use crate::item::{Item, Stored, Summary};
 use crate::page::keys;
+use crate::page::node::Value;
 use crate::record::ParentRecord;
 use crate::{Error, Result};
 
@@ -165,6 +166,13 @@ pub struct Outlier {
     pub total: u64,
 }
 
+fn sort_items(items: &mut [Stored], order: Order) {
+    match order {
+        Order::Ascending => items.sort_by_key(|s| s.order()),
+        Order::Descending => items.sort_by_key(|s| std::cmp::Reverse(s.order())),
+    }
+}
+
 pub(crate) fn array_views(info: &CollectionInfo, record: &ParentRecord) -> Vec<ArrayView> {
     info.spec
         .arrays()
@@ -239,17 +247,20 @@ impl Shared {
             if tree_key >= end {
                 break;
             }
-            let bytes = self.pages.value_bytes(&value)?;
-            let entry = ChunkRef::decode(bytes).map_err(|reason| {
-                Error::corruption(
-                    "page store",
-                    0,
-                    format!("chunk entry {tree_key:x?}: {reason}"),
-                )
-            })?;
-            entries.push(entry);
+            entries.push(self.chunk_entry(&tree_key, value)?);
         }
         Ok(entries)
+    }
+
+    fn chunk_entry(&self, tree_key: &[u8], value: Value) -> Result<ChunkRef> {
+        let bytes = self.pages.value_bytes(&value)?;
+        ChunkRef::decode(bytes).map_err(|reason| {
+            Error::corruption(
+                "page store",
+                0,
+                format!("chunk entry {tree_key:x?}: {reason}"),
+            )
+        })
     }
 
     /// A chunk's items, through the cache.
@@ -292,10 +303,6 @@ impl Shared {
         let Some(record) = self.parent_record(version, info, key)? else {
             return Ok(None);
         };
-        let order = |a: &Stored, b: &Stored| match query.order {
-            Order::Ascending => a.order().cmp(&b.order()),
-            Order::Descending => b.order().cmp(&a.order()),
-        };
         let array = &record.arrays[field];
         let mut found: Vec<Stored> = array
             .inline
@@ -303,42 +310,39 @@ impl Shared {
             .filter(|s| query.wanted(s))
             .cloned()
             .collect();
-        let mut entries = Vec::new();
         if array.has_overflow {
             found.extend(
                 self.tail_items(version, info, key, field)?
                     .into_iter()
                     .filter(|s| query.wanted(s)),
             );
-            entries = self.chunk_entries(version, info, key, field, query.start)?;
-            entries.retain(|e| query.overlaps(&e.summary));
-            match query.order {
-                Order::Ascending => entries.sort_by_key(|e| e.summary.min_key),
-                Order::Descending => entries.sort_by_key(|e| std::cmp::Reverse(e.summary.max_key)),
-            }
-        }
-        found.sort_by(order);
-        for entry in entries {
-            if let Some(limit) = query.limit
-                && found.len() >= limit
-            {
-                // Every item still unread comes after the limit-th found one: stop.
-                let boundary = found[limit - 1].item.key;
-                let beyond = match query.order {
-                    Order::Ascending => entry.summary.min_key.is_some_and(|min| min > boundary),
-                    Order::Descending => entry.summary.max_key.is_some_and(|max| max < boundary),
-                };
-                if beyond {
-                    break;
+            match (query.order, query.limit) {
+                (Order::Descending, Some(limit)) => {
+                    self.newest_from_chunks(version, info, key, field, query, limit, &mut found)?
+                }
+                _ => {
+                    let mut entries = self.chunk_entries(version, info, key, field, query.start)?;
+                    entries.retain(|e| query.overlaps(&e.summary));
+                    entries.sort_by_key(|e| e.summary.min_key);
+                    for entry in entries {
+                        if let Some(limit) = query.limit
+                            && found.len() >= limit
+                        {
+                            // Every unread chunk starts after the limit-th item found: stop.
+                            sort_items(&mut found, query.order);
+                            found.truncate(limit);
+                            let boundary = found[limit - 1].item.key;
+                            if entry.summary.min_key.is_some_and(|min| min > boundary) {
+                                break;
+                            }
+                        }
+                        let items = self.chunk_items(&entry)?;
+                        found.extend(items.iter().filter(|s| query.wanted(s)).cloned());
+                    }
                 }
             }
-            let items = self.chunk_items(&entry)?;
-            found.extend(items.iter().filter(|s| query.wanted(s)).cloned());
-            found.sort_by(order);
-            if let Some(limit) = query.limit {
-                found.truncate(limit);
-            }
         }
+        sort_items(&mut found, query.order);
         let next = match query.limit {
             Some(limit) if found.len() >= limit => {
                 found.truncate(limit);
@@ -353,6 +357,48 @@ impl Shared {
             items: found.into_iter().map(|s| s.item).collect(),
             next,
         }))
+    }
+
+    /// Adds the greatest items from the chunks to `found`, walking the chunk index backwards
+    /// (by max key) and stopping once no unread chunk can hold an item among the first
+    /// `limit`: the first page of a long history reads only its newest chunks.
+    #[allow(clippy::too_many_arguments)]
+    fn newest_from_chunks(
+        &self,
+        version: &Version,
+        info: &CollectionInfo,
+        key: &[u8],
+        field: usize,
+        query: &ItemQuery,
+        limit: usize,
+        found: &mut Vec<Stored>,
+    ) -> Result<()> {
+        let prefix = keys::chunks(info.id, key, field);
+        let end = keys::chunks_end(info.id, key, field);
+        let mut cursor = version
+            .tree
+            .cursor_back(&self.pages, Bound::Excluded(&end))?;
+        while let Some((tree_key, value)) = cursor.prev(&version.tree, &self.pages)? {
+            if !tree_key.starts_with(&prefix) {
+                break;
+            }
+            let entry = self.chunk_entry(&tree_key, value)?;
+            if found.len() >= limit {
+                sort_items(found, Order::Descending);
+                found.truncate(limit);
+                let boundary = found[limit - 1].item.key;
+                // This chunk and every one before it end below the limit-th item.
+                if entry.summary.max_key.is_some_and(|max| max < boundary) {
+                    break;
+                }
+            }
+            if !query.overlaps(&entry.summary) {
+                continue;
+            }
+            let items = self.chunk_items(&entry)?;
+            found.extend(items.iter().filter(|s| query.wanted(s)).cloned());
+        }
+        Ok(())
     }
 
     pub fn summary(

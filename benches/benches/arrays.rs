@@ -1,0 +1,144 @@
+//! Criterion benchmarks of the array layouts:
+//! - push throughput per layout, batches of 1,000 under `Buffered`;
+//! - `summary` over a year of minute readings beside decoding every item, same run;
+//! - the first page (20 newest) of a 1,000,000-item `Subset` history, warm.
+//!
+//! Run: `cargo bench -p skewdb-benches --bench arrays`
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use skewdb::{CollectionSpec, Db, Durability, ItemQuery, Layout, NewItem, Options};
+use skewdb_benches::readings_db;
+
+fn layouts() -> Vec<(&'static str, Layout)> {
+    vec![
+        ("embed", Layout::Embed),
+        ("reference", Layout::Reference),
+        ("subset_5", Layout::Subset { keep: 5 }),
+        (
+            "outlier_1000_overflow",
+            Layout::Outlier { inline_cap: 1000 },
+        ),
+        (
+            "bucket_1000_hour",
+            Layout::Bucket {
+                max_items: 1000,
+                span: Some(3600),
+            },
+        ),
+    ]
+}
+
+fn push_throughput(c: &mut Criterion) {
+    let mut group = c.benchmark_group("push_batch_of_1000_buffered");
+    group.throughput(Throughput::Elements(1000));
+    for (name, layout) in layouts() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), Options::new().durability(Durability::Buffered)).unwrap();
+        db.create_collection(CollectionSpec::new("c").array("items", layout))
+            .unwrap();
+        // Past the inline cap first, so that Outlier measures its overflow path.
+        let mut warm = db.batch();
+        for i in 0..1000i64 {
+            warm.push(
+                "c",
+                "p0",
+                "items",
+                NewItem::new(i.to_le_bytes()).key(i).value(1.0),
+            );
+        }
+        warm.commit().unwrap();
+        let mut next = 1000i64;
+        let mut round = 0u64;
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                // Embed parents grow with every push: spread them so none reaches the limit.
+                let parent = if matches!(layout, Layout::Embed) {
+                    format!("p{}", round % 500)
+                } else {
+                    "p0".to_string()
+                };
+                round += 1;
+                let mut batch = db.batch();
+                for _ in 0..1000 {
+                    batch.push(
+                        "c",
+                        &parent,
+                        "items",
+                        NewItem::new(next.to_le_bytes()).key(next * 60).value(21.5),
+                    );
+                    next += 1;
+                }
+                batch.commit().unwrap();
+            })
+        });
+    }
+    group.finish();
+}
+
+fn summary_of_a_year(c: &mut Criterion) {
+    let (_dir, db, minutes) = readings_db(Options::new().durability(Durability::Buffered));
+    let sensors = db.collection("sensors").unwrap();
+    let year = 1..minutes * 60;
+    let mut group = c.benchmark_group("summary_year_of_minute_readings");
+    group.bench_function("summary", |b| {
+        b.iter(|| {
+            sensors
+                .summary("s1", "readings", year.clone())
+                .unwrap()
+                .unwrap()
+        })
+    });
+    group.bench_function("decode_every_item", |b| {
+        b.iter(|| {
+            let page = sensors
+                .items("s1", "readings", &ItemQuery::new().range(year.clone()))
+                .unwrap()
+                .unwrap();
+            page.items.iter().filter_map(|i| i.value).sum::<f64>()
+        })
+    });
+    group.finish();
+}
+
+fn subset_first_page(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::new().durability(Durability::Buffered)).unwrap();
+    db.create_collection(
+        CollectionSpec::new("products").array("reviews", Layout::Subset { keep: 5 }),
+    )
+    .unwrap();
+    for start in (0..1_000_000u64).step_by(10_000) {
+        let mut batch = db.batch();
+        for i in start..start + 10_000 {
+            batch.push(
+                "products",
+                "p1",
+                "reviews",
+                NewItem::new(format!("review {i}: five stars")).value(5.0),
+            );
+        }
+        batch.commit().unwrap();
+    }
+    let products = db.collection("products").unwrap();
+    let query = ItemQuery::new().descending().limit(20);
+    assert_eq!(
+        products
+            .items("p1", "reviews", &query)
+            .unwrap()
+            .unwrap()
+            .items
+            .len(),
+        20
+    );
+    c.bench_function("subset_history_1m/first_page_20_newest_warm", |b| {
+        b.iter(|| products.items("p1", "reviews", &query).unwrap().unwrap())
+    });
+}
+
+criterion_group!(
+    benches,
+    push_throughput,
+    summary_of_a_year,
+    subset_first_page
+);
+criterion_main!(benches);
