@@ -117,7 +117,7 @@ impl Summary {
         out.put_i64_le(self.max_key.unwrap_or(i64::MIN));
     }
 
-    pub(crate) fn decode(bytes: &mut Bytes) -> Result<Summary, String> {
+    pub(crate) fn decode(bytes: &mut impl Buf) -> Result<Summary, String> {
         if bytes.remaining() < SUMMARY_BYTES {
             return Err("summary truncated".to_string());
         }

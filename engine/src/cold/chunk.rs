@@ -103,7 +103,7 @@ impl ChunkLoc {
         out.put_u32_le(self.len);
     }
 
-    pub fn decode(bytes: &mut Bytes) -> Result<Self, String> {
+    pub fn decode(bytes: &mut impl Buf) -> Result<Self, String> {
         if bytes.remaining() < Self::ENCODED_BYTES {
             return Err("chunk location truncated".to_string());
         }
@@ -135,7 +135,11 @@ impl ChunkRef {
         Bytes::from(out)
     }
 
-    pub fn decode(mut bytes: Bytes) -> Result<Self, String> {
+    pub fn decode(bytes: Bytes) -> Result<Self, String> {
+        Self::decode_slice(&bytes)
+    }
+
+    pub fn decode_slice(mut bytes: &[u8]) -> Result<Self, String> {
         let loc = ChunkLoc::decode(&mut bytes)?;
         if !bytes.has_remaining() {
             return Err("chunk entry truncated".to_string());

@@ -385,42 +385,70 @@ impl Cursor {
                 self.position += 1;
                 return Ok(Some((key.clone(), value.clone())));
             }
-            // Up to the nearest ancestor with a child to the right, then down its left edge.
-            loop {
-                let Some((node, index)) = self.stack.last_mut() else {
-                    return Ok(None);
-                };
-                let Node::Internal { children, .. } = node.as_ref() else {
-                    return Ok(None);
-                };
-                if *index + 1 < children.len() {
-                    *index += 1;
-                    break;
-                }
-                self.stack.pop();
-            }
-            let (node, index) = self.stack.last().expect("checked above");
-            let Node::Internal { children, .. } = node.as_ref() else {
+            if !self.next_leaf(tree, store)? {
                 return Ok(None);
+            }
+        }
+    }
+
+    /// Calls `visit` with every entry from here on, in key order, without copying them,
+    /// until it returns `false`.
+    pub fn for_each(
+        &mut self,
+        tree: &Tree,
+        store: &PageStore,
+        mut visit: impl FnMut(&Bytes, &Value) -> Result<bool>,
+    ) -> Result<()> {
+        loop {
+            if let Node::Leaf { entries, .. } = self.leaf.as_ref() {
+                for (key, value) in &entries[self.position.min(entries.len())..] {
+                    self.position += 1;
+                    if !visit(key, value)? {
+                        return Ok(());
+                    }
+                }
+            }
+            if !self.next_leaf(tree, store)? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Moves to the first entry of the next leaf; `false` at the end of the tree.
+    fn next_leaf(&mut self, tree: &Tree, store: &PageStore) -> Result<bool> {
+        // Up to the nearest ancestor with a child to the right, then down its left edge.
+        loop {
+            let Some((node, index)) = self.stack.last_mut() else {
+                return Ok(false);
             };
-            let mut id = children[*index];
-            loop {
-                let node = tree.node(store, id)?;
-                match node.as_ref() {
-                    Node::Internal { children, .. } => {
-                        id = children[0];
-                        self.stack.push((node.clone(), 0));
-                        if self.stack.len() > MAX_DEPTH {
-                            return Err(
-                                store.tree_corruption(id, "tree deeper than any valid tree")
-                            );
-                        }
+            let Node::Internal { children, .. } = node.as_ref() else {
+                return Ok(false);
+            };
+            if *index + 1 < children.len() {
+                *index += 1;
+                break;
+            }
+            self.stack.pop();
+        }
+        let (node, index) = self.stack.last().expect("checked above");
+        let Node::Internal { children, .. } = node.as_ref() else {
+            return Ok(false);
+        };
+        let mut id = children[*index];
+        loop {
+            let node = tree.node(store, id)?;
+            match node.as_ref() {
+                Node::Internal { children, .. } => {
+                    id = children[0];
+                    self.stack.push((node.clone(), 0));
+                    if self.stack.len() > MAX_DEPTH {
+                        return Err(store.tree_corruption(id, "tree deeper than any valid tree"));
                     }
-                    Node::Leaf { .. } => {
-                        self.leaf = node;
-                        self.position = 0;
-                        break;
-                    }
+                }
+                Node::Leaf { .. } => {
+                    self.leaf = node;
+                    self.position = 0;
+                    return Ok(true);
                 }
             }
         }

@@ -236,20 +236,47 @@ impl Shared {
         field: usize,
         from: Bound<i64>,
     ) -> Result<Vec<ChunkRef>> {
+        let mut entries = Vec::new();
+        self.for_each_chunk_entry(version, info, key, field, from, |entry| {
+            entries.push(*entry);
+            Ok(true)
+        })?;
+        Ok(entries)
+    }
+
+    /// Visits the index entries of one array's chunks whose max key is at least `from`, in
+    /// max key order, until `visit` returns `false`.
+    fn for_each_chunk_entry(
+        &self,
+        version: &Version,
+        info: &CollectionInfo,
+        key: &[u8],
+        field: usize,
+        from: Bound<i64>,
+        mut visit: impl FnMut(&ChunkRef) -> Result<bool>,
+    ) -> Result<()> {
         let start = match from {
             Bound::Included(k) | Bound::Excluded(k) => keys::chunk(info.id, key, field, k, 0),
             Bound::Unbounded => Bytes::from(keys::chunks(info.id, key, field)),
         };
         let end = keys::chunks_end(info.id, key, field);
         let mut cursor = version.tree.cursor(&self.pages, Bound::Included(&start))?;
-        let mut entries = Vec::new();
-        while let Some((tree_key, value)) = cursor.next(&version.tree, &self.pages)? {
-            if tree_key >= end {
-                break;
+        cursor.for_each(&version.tree, &self.pages, |tree_key, value| {
+            if *tree_key >= end {
+                return Ok(false);
             }
-            entries.push(self.chunk_entry(&tree_key, value)?);
-        }
-        Ok(entries)
+            let entry = match value {
+                Value::Inline(bytes) => ChunkRef::decode_slice(bytes).map_err(|reason| {
+                    Error::corruption(
+                        "page store",
+                        0,
+                        format!("chunk entry {tree_key:x?}: {reason}"),
+                    )
+                })?,
+                large => self.chunk_entry(tree_key, large.clone())?,
+            };
+            visit(&entry)
+        })
     }
 
     fn chunk_entry(&self, tree_key: &[u8], value: Value) -> Result<ChunkRef> {
@@ -432,13 +459,20 @@ impl Shared {
             {
                 summary.add(&stored.item);
             }
-            for entry in self.chunk_entries(version, info, key, field, range.0)? {
+            // Whole chunks add their stored summaries, read in place from the index leaves;
+            // only chunks that straddle an end of the range are decoded.
+            let mut straddling = Vec::new();
+            self.for_each_chunk_entry(version, info, key, field, range.0, |entry| {
                 if query.covers(&entry.summary) {
                     summary.merge(&entry.summary);
                 } else if query.overlaps(&entry.summary) {
-                    for stored in self.chunk_items(&entry)?.iter().filter(|s| query.wanted(s)) {
-                        summary.add(&stored.item);
-                    }
+                    straddling.push(*entry);
+                }
+                Ok(true)
+            })?;
+            for entry in straddling {
+                for stored in self.chunk_items(&entry)?.iter().filter(|s| query.wanted(s)) {
+                    summary.add(&stored.item);
                 }
             }
         }
