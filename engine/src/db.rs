@@ -72,6 +72,7 @@ impl Db {
         Batch {
             db: self.clone(),
             ops: Vec::new(),
+            names: Vec::new(),
         }
     }
 
@@ -104,9 +105,22 @@ impl Db {
 pub struct Batch {
     db: Db,
     ops: Vec<BatchOp>,
+    /// Collection and field names already used by this batch, shared by its operations.
+    names: Vec<Arc<str>>,
 }
 
 impl Batch {
+    fn name(&mut self, name: &str) -> Arc<str> {
+        if let Some(known) = self.names.iter().find(|n| n.as_ref() == name) {
+            return known.clone();
+        }
+        let name: Arc<str> = Arc::from(name);
+        if self.names.len() < 16 {
+            self.names.push(name.clone());
+        }
+        name
+    }
+
     /// Sets the body of parent `key` in `collection`, creating the parent if need be; its
     /// arrays are left as they are.
     pub fn put(
@@ -115,8 +129,9 @@ impl Batch {
         key: impl AsRef<[u8]>,
         body: impl AsRef<[u8]>,
     ) -> &mut Self {
+        let collection = self.name(collection);
         self.ops.push(BatchOp::Put {
-            collection: collection.to_string(),
+            collection,
             key: Bytes::copy_from_slice(key.as_ref()),
             body: Bytes::copy_from_slice(body.as_ref()),
         });
@@ -125,8 +140,9 @@ impl Batch {
 
     /// Deletes parent `key` of `collection` and every item of its arrays (nothing if absent).
     pub fn delete(&mut self, collection: &str, key: impl AsRef<[u8]>) -> &mut Self {
+        let collection = self.name(collection);
         self.ops.push(BatchOp::Delete {
-            collection: collection.to_string(),
+            collection,
             key: Bytes::copy_from_slice(key.as_ref()),
         });
         self
@@ -141,10 +157,11 @@ impl Batch {
         field: &str,
         item: NewItem,
     ) -> &mut Self {
+        let (collection, field) = (self.name(collection), self.name(field));
         self.ops.push(BatchOp::Push {
-            collection: collection.to_string(),
+            collection,
             key: Bytes::copy_from_slice(key.as_ref()),
-            field: field.to_string(),
+            field,
             item,
         });
         self

@@ -35,6 +35,8 @@ pub(crate) struct ArrayState {
     pub bucket_start: Option<i64>,
     /// The items the layout keeps inline, in the layout's order.
     pub inline: Vec<Stored>,
+    /// The stored size of the inline items (not encoded; kept current by the write rules).
+    pub inline_bytes: usize,
 }
 
 /// A decoded parent record.
@@ -133,7 +135,9 @@ impl ParentRecord {
             if inline.len() as u64 > total || summary.items != total {
                 return Err("array counts disagree".to_string());
             }
+            let inline_bytes = inline.iter().map(|s| item::stored_len(&s.item)).sum();
             states.push(ArrayState {
+                inline_bytes,
                 total,
                 has_overflow: flags & HAS_OVERFLOW != 0,
                 summary,
@@ -174,6 +178,7 @@ mod tests {
         record.arrays[1].summary.items = 3;
         record.arrays[1].has_overflow = true;
         record.arrays[1].bucket_start = Some(-60);
+        record.arrays[1].inline_bytes = crate::item::stored_len(&item);
         record.arrays[1].inline.push(Stored { item, seq: 2 });
         let bytes = record.encode();
         assert_eq!(bytes.len() as u64, record.encoded_len());

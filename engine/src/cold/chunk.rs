@@ -161,14 +161,26 @@ fn chunk_crc(header: &[u8], payload: &[u8]) -> u32 {
     hasher.finalize()
 }
 
+/// A zstd compressor at the chunk level, to be reused: making one costs more than
+/// compressing a small chunk.
+pub fn compressor() -> zstd::bulk::Compressor<'static> {
+    // Creating a context only fails on allocation failure, which aborts anyway.
+    zstd::bulk::Compressor::new(ZSTD_LEVEL).expect("zstd context")
+}
+
 /// Encodes a chunk of items (sorted by key, then push order) and returns its summary.
-pub fn encode_chunk(kind: ChunkKind, items: &[Stored], out: &mut Vec<u8>) -> Summary {
+pub fn encode_chunk(
+    kind: ChunkKind,
+    items: &[Stored],
+    compressor: &mut zstd::bulk::Compressor<'static>,
+    out: &mut Vec<u8>,
+) -> Summary {
     debug_assert!(items.windows(2).all(|w| w[0].order() <= w[1].order()));
     let summary = Summary::of(items.iter().map(|s| &s.item));
     let mut raw = Vec::with_capacity(item::items_len(items));
     item::encode_items(items, &mut raw);
-    // zstd at this level only fails on allocation failure, which aborts anyway.
-    let compressed = zstd::bulk::compress(&raw, ZSTD_LEVEL).expect("zstd compression");
+    // Compressing into a growing buffer only fails on allocation failure, which aborts.
+    let compressed = compressor.compress(&raw).expect("zstd compression");
     let start = out.len();
     out.put_u32_le(compressed.len() as u32);
     out.put_u32_le(0);
@@ -268,7 +280,7 @@ mod tests {
             })
             .collect();
         let mut bytes = vec![9u8; 5];
-        let summary = encode_chunk(ChunkKind::Bucket, &items, &mut bytes);
+        let summary = encode_chunk(ChunkKind::Bucket, &items, &mut compressor(), &mut bytes);
         let loc = ChunkLoc {
             segment_id: 1,
             offset: 5,

@@ -28,13 +28,14 @@ pub struct ColdTail {
 pub struct ColdGroup {
     buf: Vec<u8>,
     tail: ColdTail,
+    compressor: zstd::bulk::Compressor<'static>,
 }
 
 impl ColdGroup {
     /// Adds a chunk; returns its index entry.
     pub fn add(&mut self, kind: ChunkKind, items: &[Stored]) -> ChunkRef {
         let start = self.buf.len();
-        let summary = chunk::encode_chunk(kind, items, &mut self.buf);
+        let summary = chunk::encode_chunk(kind, items, &mut self.compressor, &mut self.buf);
         ChunkRef {
             loc: ChunkLoc {
                 segment_id: self.tail.segment_id,
@@ -59,6 +60,12 @@ impl ColdGroup {
     }
 }
 
+/// A group's bytes, once its compressor is handed back.
+struct ColdGroupBytes {
+    buf: Vec<u8>,
+    tail: ColdTail,
+}
+
 /// The cold store: the writer's position and the maps of segments no longer written.
 pub struct ColdStore {
     storage: Arc<dyn Storage>,
@@ -68,6 +75,8 @@ pub struct ColdStore {
     failed: Mutex<Option<String>>,
     unsynced: Mutex<bool>,
     maps: Mutex<HashMap<u32, Arc<Mapped>>>,
+    /// The compressor of the last group, handed to the next.
+    compressor: Mutex<Option<zstd::bulk::Compressor<'static>>>,
 }
 
 impl ColdStore {
@@ -80,6 +89,7 @@ impl ColdStore {
             failed: Mutex::new(None),
             unsynced: Mutex::new(false),
             maps: Mutex::new(HashMap::new()),
+            compressor: Mutex::new(None),
         }
     }
 
@@ -112,6 +122,11 @@ impl ColdStore {
         Ok(ColdGroup {
             buf: Vec::new(),
             tail: self.tail(),
+            compressor: self
+                .compressor
+                .lock()
+                .take()
+                .unwrap_or_else(chunk::compressor),
         })
     }
 
@@ -143,6 +158,16 @@ impl ColdStore {
     /// Writes a group's chunks.
     pub fn append(&self, group: ColdGroup) -> Result<()> {
         self.check_writable()?;
+        let ColdGroup {
+            buf,
+            tail: group_tail,
+            compressor,
+        } = group;
+        *self.compressor.lock() = Some(compressor);
+        let group = ColdGroupBytes {
+            buf,
+            tail: group_tail,
+        };
         if group.buf.is_empty() {
             return Ok(());
         }

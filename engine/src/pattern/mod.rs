@@ -34,6 +34,8 @@ fn bucket_start(key: i64, span: Option<i64>) -> i64 {
 pub(crate) fn push(layout: Layout, array: &mut ArrayState, stored: Stored) -> Outcome {
     array.total += 1;
     array.summary.add(&stored.item);
+    let bytes_before = array.inline_bytes;
+    let len = item::stored_len(&stored.item);
     let mut outcome = Outcome::default();
     match layout {
         Layout::Embed => insert_sorted(&mut array.inline, stored),
@@ -83,6 +85,25 @@ pub(crate) fn push(layout: Layout, array: &mut ArrayState, stored: Stored) -> Ou
             }
         }
     }
+    // The inline bytes follow what moved: in, out to the tail, or out with a sealed bucket.
+    array.inline_bytes = bytes_before + len;
+    if let Some(left) = &outcome.to_tail {
+        array.inline_bytes -= item::stored_len(&left.item);
+    }
+    if let Some(bucket) = &outcome.sealed_bucket {
+        array.inline_bytes -= bucket
+            .iter()
+            .map(|s| item::stored_len(&s.item))
+            .sum::<usize>();
+    }
+    debug_assert_eq!(
+        array.inline_bytes,
+        array
+            .inline
+            .iter()
+            .map(|s| item::stored_len(&s.item))
+            .sum::<usize>()
+    );
     if (outcome.to_tail.is_some() || outcome.sealed_bucket.is_some()) && !array.has_overflow {
         array.has_overflow = true;
         outcome.overflowed = true;

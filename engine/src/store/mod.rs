@@ -47,18 +47,18 @@ pub(crate) struct Version {
 pub(crate) enum BatchOp {
     CreateCollection(CollectionSpec),
     Put {
-        collection: String,
+        collection: Arc<str>,
         key: Bytes,
         body: Bytes,
     },
     Delete {
-        collection: String,
+        collection: Arc<str>,
         key: Bytes,
     },
     Push {
-        collection: String,
+        collection: Arc<str>,
         key: Bytes,
-        field: String,
+        field: Arc<str>,
         item: NewItem,
     },
 }

@@ -50,6 +50,21 @@ impl NewItem {
     }
 }
 
+/// An array's tail record as the batch changes it, with its encoded size kept current.
+struct Tail {
+    items: Vec<Stored>,
+    bytes: usize,
+}
+
+impl Tail {
+    fn new(items: Vec<Stored>) -> Self {
+        Tail {
+            bytes: item::items_len(&items),
+            items,
+        }
+    }
+}
+
 /// What the batch does to one parent.
 struct ParentWork {
     info: Arc<CollectionInfo>,
@@ -60,7 +75,7 @@ struct ParentWork {
     record: Option<ParentRecord>,
     /// The stored parent and all its array records go before the new state is written.
     deleted: bool,
-    tails: BTreeMap<usize, Vec<Stored>>,
+    tails: BTreeMap<usize, Tail>,
     dirty_tails: BTreeSet<usize>,
     chunks: Vec<(usize, u32, ChunkRef)>,
     new_markers: BTreeSet<usize>,
@@ -196,28 +211,28 @@ impl<'a> Stager<'a> {
                 field: field.to_string(),
             })?;
         let layout = info.spec.arrays()[index].layout;
-        self.work(collection, key)?;
-        let tail_key = keys::tail(info.id, key, index);
         let needs_tail = {
-            let work = &self.parents[&(info.id, key.clone())];
-            !work.tails.contains_key(&index) && !work.deleted
+            let work = self.work(collection, key)?;
+            !work.tails.contains_key(&index)
         };
-        let stored_tail = if needs_tail {
-            self.read(&tail_key)?
-        } else {
-            None
-        };
+        if needs_tail {
+            // Loaded once per batch and array; a deleted parent starts with an empty tail.
+            let deleted = self.parents[&(info.id, key.clone())].deleted;
+            let tail_key = keys::tail(info.id, key, index);
+            let items = match self.read(&tail_key)? {
+                Some(bytes) if !deleted => decode_items(bytes, &tail_key)?,
+                _ => Vec::new(),
+            };
+            let work = self
+                .parents
+                .get_mut(&(info.id, key.clone()))
+                .expect("loaded above");
+            work.tails.insert(index, Tail::new(items));
+        }
         let work = self
             .parents
             .get_mut(&(info.id, key.clone()))
             .expect("loaded above");
-        if let std::collections::btree_map::Entry::Vacant(entry) = work.tails.entry(index) {
-            let items = match stored_tail {
-                Some(bytes) => decode_items(bytes, &tail_key)?,
-                None => Vec::new(),
-            };
-            entry.insert(items);
-        }
         let arrays = info.spec.arrays().len();
         let record = work
             .record
@@ -255,17 +270,17 @@ impl<'a> Stager<'a> {
         }
         if let Some(stored) = outcome.to_tail {
             let tail = work.tails.get_mut(&index).expect("loaded above");
-            if !tail.is_empty()
-                && item::items_len(tail) + item::stored_len(&stored.item) > tail_limit
-            {
-                tail.sort_by_key(Stored::order);
+            let len = item::stored_len(&stored.item);
+            if !tail.items.is_empty() && tail.bytes + len > tail_limit {
+                tail.items.sort_by_key(Stored::order);
                 let number = array.next_chunk;
                 array.next_chunk += 1;
                 work.chunks
-                    .push((index, number, cold.add(ChunkKind::Items, tail)));
-                tail.clear();
+                    .push((index, number, cold.add(ChunkKind::Items, &tail.items)));
+                *tail = Tail::new(Vec::new());
             }
-            tail.push(stored);
+            tail.items.push(stored);
+            tail.bytes += len;
             work.dirty_tails.insert(index);
         }
         Ok(())
@@ -310,7 +325,7 @@ impl<'a> Stager<'a> {
             });
             for index in &work.dirty_tails {
                 let key = keys::tail(id, &work.key, *index);
-                let tail = &work.tails[index];
+                let tail = &work.tails[index].items;
                 if tail.is_empty() {
                     ops.push(Op::Delete { key });
                 } else {
