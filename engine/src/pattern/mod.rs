@@ -96,14 +96,6 @@ pub(crate) fn push(layout: Layout, array: &mut ArrayState, stored: Stored) -> Ou
             .map(|s| item::stored_len(&s.item))
             .sum::<usize>();
     }
-    debug_assert_eq!(
-        array.inline_bytes,
-        array
-            .inline
-            .iter()
-            .map(|s| item::stored_len(&s.item))
-            .sum::<usize>()
-    );
     if (outcome.to_tail.is_some() || outcome.sealed_bucket.is_some()) && !array.has_overflow {
         array.has_overflow = true;
         outcome.overflowed = true;
