@@ -45,6 +45,11 @@ pub use record::RECORD_OVERHEAD_BYTES;
 pub use store::{ArrayView, Cursor, ItemPage, ItemQuery, NewItem, Order, Outlier};
 pub use store::{Inspection, SegmentInfo, Stats, VerifyReport};
 
+/// The README's example, compiled as a doctest so that it stays true.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
 /// The hard limit on every record the engine writes, as BSON's: 16 MiB.
 pub const MAX_RECORD_BYTES: usize = 16 * 1024 * 1024;
 /// The longest parent key: 1 KiB.
