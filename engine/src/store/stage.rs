@@ -4,6 +4,8 @@
 //! emitted, so a refused batch leaves nothing behind.
 
 use std::collections::{BTreeMap, BTreeSet};
+
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -85,7 +87,9 @@ pub(super) struct Stager<'a> {
     shared: &'a Shared,
     txn: &'a Txn,
     catalog: Arc<Catalog>,
-    parents: BTreeMap<(CollectionId, Bytes), ParentWork>,
+    parents: FxHashMap<(CollectionId, Bytes), ParentWork>,
+    /// The last collection looked up by name: batches mostly write to one.
+    last_collection: Option<Arc<CollectionInfo>>,
     created: Vec<Op>,
 }
 
@@ -95,7 +99,8 @@ impl<'a> Stager<'a> {
             shared,
             txn,
             catalog: txn.catalog.clone(),
-            parents: BTreeMap::new(),
+            parents: FxHashMap::default(),
+            last_collection: None,
             created: Vec::new(),
         }
     }
@@ -108,14 +113,31 @@ impl<'a> Stager<'a> {
         }
     }
 
+    fn collection(&mut self, name: &str) -> Result<Arc<CollectionInfo>> {
+        if let Some(info) = &self.last_collection
+            && info.spec.name() == name
+        {
+            return Ok(info.clone());
+        }
+        let info = self.catalog.get(name)?.clone();
+        self.last_collection = Some(info.clone());
+        Ok(info)
+    }
+
     fn work(&mut self, collection: &str, key: &Bytes) -> Result<&mut ParentWork> {
-        let info = self.catalog.get(collection)?.clone();
+        let info = self.collection(collection)?;
         check_key(key)?;
         let id = (info.id, key.clone());
         if !self.parents.contains_key(&id) {
-            let stored = match self.read(&keys::parent(info.id, key))? {
-                Some(bytes) => Some(decode_record(bytes, &info, key)?),
-                None => None,
+            // A collection without arrays has nothing in a stored record worth keeping: a put
+            // replaces it whole and a delete leaves no array records behind. Skip the read.
+            let stored = if info.spec.arrays().is_empty() {
+                None
+            } else {
+                match self.read(&keys::parent(info.id, key))? {
+                    Some(bytes) => Some(decode_record(bytes, &info, key)?),
+                    None => None,
+                }
             };
             let work = ParentWork {
                 info,
@@ -128,9 +150,9 @@ impl<'a> Stager<'a> {
                 chunks: Vec::new(),
                 new_markers: BTreeSet::new(),
             };
-            self.parents.insert(id.clone(), work);
+            return Ok(self.parents.entry(id).or_insert(work));
         }
-        Ok(self.parents.get_mut(&id).expect("inserted above"))
+        Ok(self.parents.get_mut(&id).expect("present"))
     }
 
     pub fn apply(&mut self, op: &BatchOp, cold: &mut ColdGroup) -> Result<()> {
@@ -289,9 +311,17 @@ impl<'a> Stager<'a> {
     /// The redo of the whole batch; fails when any record would exceed the limit.
     pub fn finish(self) -> Result<Vec<Op>> {
         let mut ops = self.created;
-        for ((id, _), work) in self.parents {
+        // In key order: the same redo for the same batch, and tree inserts that walk forward.
+        let mut parents: Vec<_> = self.parents.into_iter().collect();
+        parents.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        for ((id, _), work) in parents {
             let parent_key = keys::parent(id, &work.key);
-            if work.deleted {
+            let has_arrays = !work.info.spec.arrays().is_empty();
+            if work.deleted && !has_arrays && work.record.is_none() {
+                ops.push(Op::Delete {
+                    key: parent_key.clone(),
+                });
+            } else if work.deleted && has_arrays {
                 ops.push(Op::Delete {
                     key: parent_key.clone(),
                 });
