@@ -285,3 +285,48 @@ fn a_year_of_minute_readings_under_hourly_buckets() {
     );
     db.verify().unwrap();
 }
+
+#[test]
+fn sealed_cold_segments_are_read_through_maps() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options::new()
+        .durability(Durability::Buffered)
+        .segment_bytes(64 * 1024);
+    let db = Db::open(dir.path(), options.clone()).unwrap();
+    db.create_collection(CollectionSpec::new("users").array("followers", Layout::Reference))
+        .unwrap();
+    for start in (0..200_000u64).step_by(20_000) {
+        let mut batch = db.batch();
+        for i in start..start + 20_000 {
+            // Incompressible payloads, so that chunks fill several cold segments.
+            batch.push(
+                "users",
+                "celebrity",
+                "followers",
+                NewItem::new(i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_le_bytes()).key(i as i64),
+            );
+        }
+        batch.commit().unwrap();
+    }
+    drop(db);
+    let db = Db::open(dir.path(), options).unwrap();
+    let report = db.verify().unwrap();
+    assert!(
+        report.cold_segments.len() >= 3,
+        "{:?}",
+        report.cold_segments
+    );
+    let users = db.collection("users").unwrap();
+    let all = users
+        .items("celebrity", "followers", &ItemQuery::new())
+        .unwrap()
+        .unwrap();
+    assert_eq!(all.items.len(), 200_000);
+    assert!(
+        all.items
+            .iter()
+            .enumerate()
+            .all(|(i, item)| item.payload.as_ref()
+                == (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15).to_le_bytes())
+    );
+}
