@@ -11,7 +11,7 @@ use clap::{Parser, Subcommand};
 use serde_json::{Value, json};
 use std::ops::Bound;
 
-use skewdb::{CollectionSpec, Db, ItemQuery, Layout, NewItem, Options};
+use skewdb::{Batch, CollectionSpec, Db, ItemQuery, Layout, NewItem, Options};
 
 /// An inclusive key range from optional ends.
 fn bounds(from: Option<i64>, to: Option<i64>) -> (Bound<i64>, Bound<i64>) {
@@ -202,6 +202,18 @@ fn open_existing(path: &Path) -> Result<Db, Failure> {
     Ok(Db::open(path, Options::new())?)
 }
 
+/// Commits one operation, durably; `--json` prints the acknowledgement.
+fn commit_one(db: &Path, json: bool, add: impl FnOnce(&mut Batch)) -> Result<(), Failure> {
+    let handle = open_existing(db)?;
+    let mut batch = handle.batch();
+    add(&mut batch);
+    batch.commit()?;
+    if json {
+        print_value(&json!({"committed": 1}));
+    }
+    Ok(())
+}
+
 fn print_value(value: &Value) {
     println!("{value}");
 }
@@ -240,13 +252,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             key,
             body,
         } => {
-            let handle = open_existing(&db)?;
-            let mut batch = handle.batch();
-            batch.put(&collection, &key, &body);
-            batch.commit()?;
-            if json {
-                print_value(&json!({"committed": 1}));
-            }
+            commit_one(&db, json, |batch| {
+                batch.put(&collection, &key, &body);
+            })?;
         }
         Command::Push {
             db,
@@ -257,7 +265,6 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             item_key,
             value,
         } => {
-            let handle = open_existing(&db)?;
             let mut item = NewItem::new(&payload);
             if let Some(item_key) = item_key {
                 item = item.key(item_key);
@@ -265,12 +272,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             if let Some(value) = value {
                 item = item.value(value);
             }
-            let mut batch = handle.batch();
-            batch.push(&collection, &key, &field, item);
-            batch.commit()?;
-            if json {
-                print_value(&json!({"committed": 1}));
-            }
+            commit_one(&db, json, |batch| {
+                batch.push(&collection, &key, &field, item);
+            })?;
         }
         Command::Items {
             db,
@@ -346,13 +350,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             collection,
             key,
         } => {
-            let handle = open_existing(&db)?;
-            let mut batch = handle.batch();
-            batch.delete(&collection, &key);
-            batch.commit()?;
-            if json {
-                print_value(&json!({"committed": 1}));
-            }
+            commit_one(&db, json, |batch| {
+                batch.delete(&collection, &key);
+            })?;
         }
         Command::Get {
             db,

@@ -368,6 +368,39 @@ fn middle_key(sizes: &[usize]) -> usize {
     sizes.len() / 2
 }
 
+/// Which edge of a subtree to walk down.
+#[derive(Clone, Copy)]
+enum Edge {
+    Left,
+    Right,
+}
+
+/// Walks from page `id` down its leftmost or rightmost edge to a leaf, pushing each internal
+/// page with the index of the child taken.
+fn descend_edge(
+    tree: &Tree,
+    store: &PageStore,
+    stack: &mut Vec<(Arc<Node>, usize)>,
+    mut id: PageId,
+    edge: Edge,
+) -> Result<Arc<Node>> {
+    loop {
+        let node = tree.node(store, id)?;
+        let Node::Internal { children, .. } = node.as_ref() else {
+            return Ok(node);
+        };
+        let index = match edge {
+            Edge::Left => 0,
+            Edge::Right => children.len() - 1,
+        };
+        id = children[index];
+        stack.push((node.clone(), index));
+        if stack.len() > MAX_DEPTH {
+            return Err(store.tree_corruption(id, "tree deeper than any valid tree"));
+        }
+    }
+}
+
 /// A position in the leaves; yields entries in key order.
 pub struct Cursor {
     stack: Vec<(Arc<Node>, usize)>,
@@ -434,24 +467,10 @@ impl Cursor {
         let Node::Internal { children, .. } = node.as_ref() else {
             return Ok(false);
         };
-        let mut id = children[*index];
-        loop {
-            let node = tree.node(store, id)?;
-            match node.as_ref() {
-                Node::Internal { children, .. } => {
-                    id = children[0];
-                    self.stack.push((node.clone(), 0));
-                    if self.stack.len() > MAX_DEPTH {
-                        return Err(store.tree_corruption(id, "tree deeper than any valid tree"));
-                    }
-                }
-                Node::Leaf { .. } => {
-                    self.leaf = node;
-                    self.position = 0;
-                    return Ok(true);
-                }
-            }
-        }
+        let id = children[*index];
+        self.leaf = descend_edge(tree, store, &mut self.stack, id, Edge::Left)?;
+        self.position = 0;
+        Ok(true)
     }
 }
 
@@ -532,26 +551,12 @@ impl BackCursor {
             let Node::Internal { children, .. } = node.as_ref() else {
                 return Ok(None);
             };
-            let mut id = children[*index];
-            loop {
-                let node = tree.node(store, id)?;
-                match node.as_ref() {
-                    Node::Internal { children, .. } => {
-                        id = children[children.len() - 1];
-                        self.stack.push((node.clone(), children.len() - 1));
-                        if self.stack.len() > MAX_DEPTH {
-                            return Err(
-                                store.tree_corruption(id, "tree deeper than any valid tree")
-                            );
-                        }
-                    }
-                    Node::Leaf { entries, .. } => {
-                        self.position = entries.len();
-                        self.leaf = node;
-                        break;
-                    }
-                }
-            }
+            let id = children[*index];
+            self.leaf = descend_edge(tree, store, &mut self.stack, id, Edge::Right)?;
+            self.position = match self.leaf.as_ref() {
+                Node::Leaf { entries, .. } => entries.len(),
+                Node::Internal { .. } => 0,
+            };
         }
     }
 }
