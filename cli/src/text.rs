@@ -193,6 +193,8 @@ pub fn inspection_json(inspection: &Inspection) -> Value {
         "large_records": inspection.large_records,
         "record_bytes": inspection.record_bytes,
         "largest_record_bytes": inspection.largest_record_bytes,
+        "chunks": inspection.chunks,
+        "cold_segments": inspection.cold_segments.iter().map(|(name, bytes)| json!({"file": name, "bytes": bytes})).collect::<Vec<_>>(),
         "collections": inspection.collections.iter().map(|(name, records)| json!({"name": name, "records": records})).collect::<Vec<_>>(),
     })
 }
@@ -224,6 +226,11 @@ pub fn inspection_text(inspection: &Inspection) -> String {
         inspection.record_bytes,
         inspection.largest_record_bytes
     );
+    out += "cold segments:\n";
+    for (name, bytes) in &inspection.cold_segments {
+        out += &format!("  {name:<24} {bytes:>12} bytes\n");
+    }
+    out += &format!("chunks: {} referenced by the chunk index\n", inspection.chunks);
     out += "collections:\n";
     for (name, records) in &inspection.collections {
         out += &format!("  {name:<24} {records:>12} parents\n");
