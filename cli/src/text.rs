@@ -230,7 +230,10 @@ pub fn inspection_text(inspection: &Inspection) -> String {
     for (name, bytes) in &inspection.cold_segments {
         out += &format!("  {name:<24} {bytes:>12} bytes\n");
     }
-    out += &format!("chunks: {} referenced by the chunk index\n", inspection.chunks);
+    out += &format!(
+        "chunks: {} referenced by the chunk index\n",
+        inspection.chunks
+    );
     out += "collections:\n";
     for (name, records) in &inspection.collections {
         out += &format!("  {name:<24} {records:>12} parents\n");
