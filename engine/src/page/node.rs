@@ -187,6 +187,17 @@ impl Node {
         }
     }
 
+    /// In a leaf: the index of the first key above `key`.
+    pub fn search_past(&self, key: &[u8]) -> usize {
+        let index = self.search(key);
+        match self {
+            Node::Leaf { entries, .. } => {
+                index + usize::from(entries.get(index).is_some_and(|(k, _)| k.as_ref() == key))
+            }
+            Node::Internal { .. } => index,
+        }
+    }
+
     /// Forgets the search index; called before the node is changed.
     pub fn changing(&mut self) -> &mut Self {
         match self {

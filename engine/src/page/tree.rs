@@ -269,62 +269,45 @@ impl Tree {
 
     /// A cursor at the first key inside `start`.
     pub fn cursor(&self, store: &PageStore, start: Bound<&[u8]>) -> Result<Cursor> {
+        let (stack, leaf) = self.seek(store, start, Edge::Left)?;
+        let position = match start {
+            Bound::Unbounded => 0,
+            Bound::Included(key) => leaf.search(key),
+            Bound::Excluded(key) => leaf.search_past(key),
+        };
+        Ok(Cursor {
+            stack,
+            leaf,
+            position,
+        })
+    }
+
+    /// The path from the root to the leaf that holds `bound`'s key (or the leftmost or
+    /// rightmost leaf for an unbounded side), each internal page with the child taken.
+    fn seek(
+        &self,
+        store: &PageStore,
+        bound: Bound<&[u8]>,
+        unbounded: Edge,
+    ) -> Result<(Vec<(Arc<Node>, usize)>, Arc<Node>)> {
         let mut stack = Vec::new();
         let mut id = self.root;
         loop {
             let node = self.node(store, id)?;
-            match node.as_ref() {
-                Node::Internal { children, .. } => {
-                    let index = match start {
-                        Bound::Unbounded => 0,
-                        Bound::Included(key) | Bound::Excluded(key) => node.search(key),
-                    };
-                    id = children[index];
-                    stack.push((node.clone(), index));
-                    if stack.len() > MAX_DEPTH {
-                        return Err(store.tree_corruption(id, "tree deeper than any valid tree"));
-                    }
-                }
-                Node::Leaf { entries, .. } => {
-                    let position = match start {
-                        Bound::Unbounded => 0,
-                        Bound::Included(key) => node.search(key),
-                        Bound::Excluded(key) => {
-                            let index = node.search(key);
-                            index
-                                + usize::from(
-                                    entries.get(index).is_some_and(|(k, _)| k.as_ref() == key),
-                                )
-                        }
-                    };
-                    return Ok(Cursor {
-                        stack,
-                        leaf: node.clone(),
-                        position,
-                    });
-                }
-            }
-        }
-    }
-
-    /// Visits every page id reachable from the root, with its node, parents before children.
-    pub fn walk(
-        &self,
-        store: &PageStore,
-        mut visit: impl FnMut(PageId, &Node, usize) -> Result<()>,
-    ) -> Result<()> {
-        let mut pending = vec![(self.root, 0usize)];
-        while let Some((id, depth)) = pending.pop() {
-            if depth > MAX_DEPTH {
+            let Node::Internal { children, .. } = node.as_ref() else {
+                return Ok((stack, node));
+            };
+            let index = match (bound, unbounded) {
+                (Bound::Included(key) | Bound::Excluded(key), _) => node.search(key),
+                (Bound::Unbounded, Edge::Left) => 0,
+                (Bound::Unbounded, Edge::Right) => children.len() - 1,
+            };
+            id = children[index];
+            stack.push((node.clone(), index));
+            if stack.len() > MAX_DEPTH {
                 return Err(store.tree_corruption(id, "tree deeper than any valid tree"));
             }
-            let node = self.node(store, id)?;
-            visit(id, &node, depth)?;
-            if let Node::Internal { children, .. } = node.as_ref() {
-                pending.extend(children.iter().rev().map(|child| (*child, depth + 1)));
-            }
         }
-        Ok(())
     }
 }
 
@@ -477,43 +460,19 @@ impl Cursor {
 impl Tree {
     /// A cursor that walks backwards from the last key inside `end`.
     pub fn cursor_back(&self, store: &PageStore, end: Bound<&[u8]>) -> Result<BackCursor> {
-        let mut stack = Vec::new();
-        let mut id = self.root;
-        loop {
-            let node = self.node(store, id)?;
-            match node.as_ref() {
-                Node::Internal { children, .. } => {
-                    let index = match end {
-                        Bound::Unbounded => children.len() - 1,
-                        Bound::Included(key) | Bound::Excluded(key) => node.search(key),
-                    };
-                    id = children[index];
-                    stack.push((node.clone(), index));
-                    if stack.len() > MAX_DEPTH {
-                        return Err(store.tree_corruption(id, "tree deeper than any valid tree"));
-                    }
-                }
-                Node::Leaf { entries, .. } => {
-                    // The number of entries inside the bound: the next one back is before it.
-                    let position = match end {
-                        Bound::Unbounded => entries.len(),
-                        Bound::Excluded(key) => node.search(key),
-                        Bound::Included(key) => {
-                            let index = node.search(key);
-                            index
-                                + usize::from(
-                                    entries.get(index).is_some_and(|(k, _)| k.as_ref() == key),
-                                )
-                        }
-                    };
-                    return Ok(BackCursor {
-                        stack,
-                        leaf: node.clone(),
-                        position,
-                    });
-                }
-            }
-        }
+        let (stack, leaf) = self.seek(store, end, Edge::Right)?;
+        // The number of entries inside the bound: the next one back is before it.
+        let position = match (end, leaf.as_ref()) {
+            (Bound::Unbounded, Node::Leaf { entries, .. }) => entries.len(),
+            (Bound::Unbounded, Node::Internal { .. }) => 0,
+            (Bound::Excluded(key), _) => leaf.search(key),
+            (Bound::Included(key), _) => leaf.search_past(key),
+        };
+        Ok(BackCursor {
+            stack,
+            leaf,
+            position,
+        })
     }
 }
 
