@@ -289,7 +289,7 @@ impl Tree {
         store: &PageStore,
         bound: Bound<&[u8]>,
         unbounded: Edge,
-    ) -> Result<(Vec<(Arc<Node>, usize)>, Arc<Node>)> {
+    ) -> Result<(PathStack, Arc<Node>)> {
         let mut stack = Vec::new();
         let mut id = self.root;
         loop {
@@ -351,6 +351,9 @@ fn middle_key(sizes: &[usize]) -> usize {
     sizes.len() / 2
 }
 
+/// The internal pages from the root down to a leaf, each with the index of the child taken.
+type PathStack = Vec<(Arc<Node>, usize)>;
+
 /// Which edge of a subtree to walk down.
 #[derive(Clone, Copy)]
 enum Edge {
@@ -363,7 +366,7 @@ enum Edge {
 fn descend_edge(
     tree: &Tree,
     store: &PageStore,
-    stack: &mut Vec<(Arc<Node>, usize)>,
+    stack: &mut PathStack,
     mut id: PageId,
     edge: Edge,
 ) -> Result<Arc<Node>> {
@@ -386,7 +389,7 @@ fn descend_edge(
 
 /// A position in the leaves; yields entries in key order.
 pub struct Cursor {
-    stack: Vec<(Arc<Node>, usize)>,
+    stack: PathStack,
     leaf: Arc<Node>,
     position: usize,
 }
@@ -478,7 +481,7 @@ impl Tree {
 
 /// A position in the leaves that yields entries in descending key order.
 pub struct BackCursor {
-    stack: Vec<(Arc<Node>, usize)>,
+    stack: PathStack,
     leaf: Arc<Node>,
     /// Entries before this index are still to be yielded.
     position: usize,
