@@ -252,3 +252,29 @@ fn flipped_byte_in_any_cold_chunk() {
     }
     assert!(tried > 10, "{tried} flips");
 }
+
+#[test]
+fn cold_segment_shorter_than_its_durable_tail_is_corruption() {
+    let (image, _) = damaged_database(true);
+    let mut segments: Vec<String> = image
+        .list()
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.starts_with("cold-"))
+        .collect();
+    segments.sort();
+    let last = segments
+        .last()
+        .expect("the workload wrote cold chunks")
+        .clone();
+    let copy = image.crash_image(0);
+    let mut bytes = copy.file_bytes(&last).unwrap();
+    bytes.truncate(bytes.len() - 1);
+    copy.set_file_bytes(&last, bytes);
+    let storage: Arc<dyn Storage> = Arc::new(copy);
+    match Db::open_with_storage(storage, small_options(Durability::Immediate)) {
+        Err(Error::Corruption { file, .. }) => assert_eq!(file, last),
+        Err(other) => panic!("{other}"),
+        Ok(_) => panic!("a cold segment cut below its durable tail opened"),
+    }
+}
