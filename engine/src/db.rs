@@ -73,6 +73,7 @@ impl Db {
             db: self.clone(),
             ops: Vec::new(),
             names: Vec::new(),
+            last_key: None,
         }
     }
 
@@ -107,9 +108,22 @@ pub struct Batch {
     ops: Vec<BatchOp>,
     /// Collection and field names already used by this batch, shared by its operations.
     names: Vec<Arc<str>>,
+    /// The last parent key, shared by consecutive operations on one parent.
+    last_key: Option<Bytes>,
 }
 
 impl Batch {
+    fn key(&mut self, key: &[u8]) -> Bytes {
+        if let Some(last) = &self.last_key
+            && last.as_ref() == key
+        {
+            return last.clone();
+        }
+        let key = Bytes::copy_from_slice(key);
+        self.last_key = Some(key.clone());
+        key
+    }
+
     fn name(&mut self, name: &str) -> Arc<str> {
         if let Some(known) = self.names.iter().find(|n| n.as_ref() == name) {
             return known.clone();
@@ -129,10 +143,10 @@ impl Batch {
         key: impl AsRef<[u8]>,
         body: impl AsRef<[u8]>,
     ) -> &mut Self {
-        let collection = self.name(collection);
+        let (collection, key) = (self.name(collection), self.key(key.as_ref()));
         self.ops.push(BatchOp::Put {
             collection,
-            key: Bytes::copy_from_slice(key.as_ref()),
+            key,
             body: Bytes::copy_from_slice(body.as_ref()),
         });
         self
@@ -140,11 +154,8 @@ impl Batch {
 
     /// Deletes parent `key` of `collection` and every item of its arrays (nothing if absent).
     pub fn delete(&mut self, collection: &str, key: impl AsRef<[u8]>) -> &mut Self {
-        let collection = self.name(collection);
-        self.ops.push(BatchOp::Delete {
-            collection,
-            key: Bytes::copy_from_slice(key.as_ref()),
-        });
+        let (collection, key) = (self.name(collection), self.key(key.as_ref()));
+        self.ops.push(BatchOp::Delete { collection, key });
         self
     }
 
@@ -157,10 +168,14 @@ impl Batch {
         field: &str,
         item: NewItem,
     ) -> &mut Self {
-        let (collection, field) = (self.name(collection), self.name(field));
+        let (collection, field, key) = (
+            self.name(collection),
+            self.name(field),
+            self.key(key.as_ref()),
+        );
         self.ops.push(BatchOp::Push {
             collection,
-            key: Bytes::copy_from_slice(key.as_ref()),
+            key,
             field,
             item,
         });

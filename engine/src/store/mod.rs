@@ -64,7 +64,8 @@ pub(crate) enum BatchOp {
 }
 
 struct Request {
-    ops: Vec<BatchOp>,
+    /// Taken by the group that stages them.
+    ops: Mutex<Vec<BatchOp>>,
     result: Mutex<Option<Result<()>>>,
 }
 
@@ -208,7 +209,7 @@ impl Shared {
             return Ok(());
         }
         let request = Arc::new(Request {
-            ops,
+            ops: Mutex::new(ops),
             result: Mutex::new(None),
         });
         self.queue.lock().push(request.clone());
@@ -249,7 +250,8 @@ impl Shared {
             let marks = (group.mark(), cold.mark());
             // A savepoint costs copies; only a group of several batches needs one.
             let savepoint = (requests.len() > 1).then(|| (txn.tree.clone(), txn.catalog.clone()));
-            match self.stage(&mut txn, &mut group, &mut cold, &request.ops) {
+            let ops = std::mem::take(&mut *request.ops.lock());
+            match self.stage(&mut txn, &mut group, &mut cold, ops) {
                 Ok(()) => accepted.push(request.clone()),
                 Err(error) => {
                     *request.result.lock() = Some(Err(error));
@@ -307,7 +309,7 @@ impl Shared {
         txn: &mut Txn,
         group: &mut Group,
         cold: &mut ColdGroup,
-        ops: &[BatchOp],
+        ops: Vec<BatchOp>,
     ) -> Result<()> {
         let mut stager = stage::Stager::new(self, txn);
         for op in ops {

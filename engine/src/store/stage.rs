@@ -155,12 +155,12 @@ impl<'a> Stager<'a> {
         Ok(self.parents.get_mut(&id).expect("present"))
     }
 
-    pub fn apply(&mut self, op: &BatchOp, cold: &mut ColdGroup) -> Result<()> {
+    pub fn apply(&mut self, op: BatchOp, cold: &mut ColdGroup) -> Result<()> {
         match op {
             BatchOp::CreateCollection(spec) => {
                 spec.validate()?;
                 match self.catalog.by_name.get(spec.name()) {
-                    Some(info) if info.spec == *spec => {}
+                    Some(info) if info.spec == spec => {}
                     Some(info) => {
                         return Err(Error::SchemaConflict {
                             name: spec.name().to_string(),
@@ -185,14 +185,14 @@ impl<'a> Stager<'a> {
                 key,
                 body,
             } => {
-                let work = self.work(collection, key)?;
+                let work = self.work(&collection, &key)?;
                 let arrays = work.info.spec.arrays().len();
                 work.record
                     .get_or_insert_with(|| ParentRecord::new(Bytes::new(), arrays))
-                    .body = body.clone();
+                    .body = body;
             }
             BatchOp::Delete { collection, key } => {
-                let work = self.work(collection, key)?;
+                let work = self.work(&collection, &key)?;
                 work.record = None;
                 work.deleted = true;
                 work.tails.clear();
@@ -205,7 +205,7 @@ impl<'a> Stager<'a> {
                 key,
                 field,
                 item,
-            } => self.push(collection, key, field, item, cold)?,
+            } => self.push(&collection, &key, &field, item, cold)?,
         }
         Ok(())
     }
@@ -215,7 +215,7 @@ impl<'a> Stager<'a> {
         collection: &str,
         key: &Bytes,
         field: &str,
-        new: &NewItem,
+        new: NewItem,
         cold: &mut ColdGroup,
     ) -> Result<()> {
         if new.value.is_some_and(f64::is_nan) {
@@ -266,7 +266,7 @@ impl<'a> Stager<'a> {
         let item = Item {
             key: item_key,
             value: new.value,
-            payload: new.payload.clone(),
+            payload: new.payload,
         };
         let size = item::stored_len(&item) as u64 + 4;
         if size > MAX_RECORD_BYTES as u64 {
