@@ -366,3 +366,65 @@ fn concurrent_readers_see_whole_batches() {
         assert!(reader.join().unwrap() > 0);
     }
 }
+
+#[test]
+fn readers_see_whole_pushes_while_items_move_cold() {
+    use skewdb::{ItemQuery, Layout, NewItem};
+    let (_sim, storage) = sim();
+    let db = Db::open_with_storage(storage, small_options(Durability::Buffered)).unwrap();
+    db.create_collection(
+        CollectionSpec::new("products").array("reviews", Layout::Subset { keep: 3 }),
+    )
+    .unwrap();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let db = db.clone();
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let products = db.collection("products").unwrap();
+                let (mut last, mut reads) = (0, 0u64);
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    reads += 1;
+                    let Some(page) = products.items("p", "reviews", &ItemQuery::new()).unwrap()
+                    else {
+                        continue;
+                    };
+                    // Every batch pushes 10 items with consecutive keys: a reader sees a
+                    // multiple of 10, in order, never fewer than before.
+                    let keys: Vec<i64> = page.items.iter().map(|i| i.key).collect();
+                    assert_eq!(keys.len() % 10, 0, "a partial batch was visible");
+                    assert!(keys.iter().enumerate().all(|(i, k)| *k == i as i64));
+                    assert!(keys.len() >= last);
+                    last = keys.len();
+                }
+                reads
+            })
+        })
+        .collect();
+    for batch_number in 0..300i64 {
+        let mut batch = db.batch();
+        for i in 0..10 {
+            batch.push(
+                "products",
+                "p",
+                "reviews",
+                NewItem::new(b"r").key(batch_number * 10 + i),
+            );
+        }
+        batch.commit().unwrap();
+        if batch_number % 60 == 0 {
+            db.checkpoint().unwrap();
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let reads: u64 = readers.into_iter().map(|r| r.join().unwrap()).sum();
+    assert!(reads > 0);
+    let page = db
+        .collection("products")
+        .unwrap()
+        .items("p", "reviews", &ItemQuery::new())
+        .unwrap()
+        .unwrap();
+    assert_eq!(page.items.len(), 3000);
+}
