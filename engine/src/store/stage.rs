@@ -71,8 +71,8 @@ impl Tail {
 struct ParentWork {
     info: Arc<CollectionInfo>,
     key: Bytes,
-    /// The record as stored before the batch.
-    stored: Option<ParentRecord>,
+    /// The array fields whose outlier markers exist in the tree (overflowed before the batch).
+    stored_markers: Vec<usize>,
     /// The record as the batch leaves it.
     record: Option<ParentRecord>,
     /// The stored parent and all its array records go before the new state is written.
@@ -139,11 +139,24 @@ impl<'a> Stager<'a> {
                     None => None,
                 }
             };
+            // Only the markers are needed of the stored state: copying the record (up to
+            // 16 MiB under Embed) to keep it beside the working one would be wasted.
+            let stored_markers = stored
+                .as_ref()
+                .map_or_else(Vec::new, |record: &ParentRecord| {
+                    record
+                        .arrays
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, a)| a.has_overflow)
+                        .map(|(i, _)| i)
+                        .collect()
+                });
             let work = ParentWork {
                 info,
                 key: key.clone(),
-                record: stored.clone(),
-                stored,
+                record: stored,
+                stored_markers,
                 deleted: false,
                 tails: BTreeMap::new(),
                 dirty_tails: BTreeSet::new(),
@@ -329,14 +342,10 @@ impl<'a> Stager<'a> {
                     start: Bytes::from(keys::parent_arrays(id, &work.key)),
                     end: keys::parent_arrays_end(id, &work.key),
                 });
-                if let Some(stored) = &work.stored {
-                    for (index, array) in stored.arrays.iter().enumerate() {
-                        if array.has_overflow {
-                            ops.push(Op::Delete {
-                                key: keys::outlier(id, index, &work.key),
-                            });
-                        }
-                    }
+                for index in &work.stored_markers {
+                    ops.push(Op::Delete {
+                        key: keys::outlier(id, *index, &work.key),
+                    });
                 }
             }
             let Some(record) = &work.record else {
