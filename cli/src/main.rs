@@ -202,6 +202,11 @@ fn open_existing(path: &Path) -> Result<Db, Failure> {
     Ok(Db::open(path, Options::new())?)
 }
 
+/// The error of a read whose parent does not exist.
+fn not_found(key: &str) -> Failure {
+    Failure(format!("not found: {key}"))
+}
+
 /// Commits one operation, durably; `--json` prints the acknowledgement.
 fn commit_one(db: &Path, json: bool, add: impl FnOnce(&mut Batch)) -> Result<(), Failure> {
     let handle = open_existing(db)?;
@@ -301,7 +306,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             let page = handle
                 .collection(&collection)?
                 .items(&key, &field, &query)?
-                .ok_or_else(|| Failure(format!("not found: {key}")))?;
+                .ok_or_else(|| not_found(&key))?;
             for item in &page.items {
                 if json {
                     print_value(&text::item_json(item));
@@ -322,7 +327,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             let summary = handle
                 .collection(&collection)?
                 .summary(&key, &field, bounds(from, to))?
-                .ok_or_else(|| Failure(format!("not found: {key}")))?;
+                .ok_or_else(|| not_found(&key))?;
             if json {
                 print_value(&text::summary_json(&summary));
             } else {
@@ -363,7 +368,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             let document = handle
                 .collection(&collection)?
                 .get(&key)?
-                .ok_or_else(|| Failure(format!("not found: {key}")))?;
+                .ok_or_else(|| not_found(&key))?;
             if json {
                 print_value(&text::document_json(&document));
             } else {

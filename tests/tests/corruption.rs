@@ -31,6 +31,31 @@ fn frames(sim: &SimStorage) -> Vec<FrameLoc> {
     frames
 }
 
+/// A copy of `image` with file `name` changed by `damage`, ready to open.
+fn damaged_copy(
+    image: &SimStorage,
+    name: &str,
+    damage: impl FnOnce(&mut Vec<u8>),
+) -> Arc<dyn Storage> {
+    let copy = image.crash_image(0);
+    let mut bytes = copy.file_bytes(name).unwrap();
+    damage(&mut bytes);
+    copy.set_file_bytes(name, bytes);
+    Arc::new(copy)
+}
+
+/// The cold segment files of `image`, in order.
+fn cold_segments(image: &SimStorage) -> Vec<String> {
+    let mut segments: Vec<String> = image
+        .list()
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.starts_with("cold-"))
+        .collect();
+    segments.sort();
+    segments
+}
+
 /// Every read of the damaged database either agrees with the model or is `Corruption`.
 fn check_reads(db: &Db, model: &Model) -> (u64, u64) {
     let (mut good, mut corrupt) = (0, 0);
@@ -114,12 +139,10 @@ fn flip_every_frame(close_cleanly: bool) -> (usize, u64) {
             25 + (index as u64 * 31) % (frame.len as u64 - 25).max(1),
         ] {
             let position = position.min(frame.len as u64 - 1);
-            let copy = image.crash_image(0);
             let name = segment_name(frame.segment_id);
-            let mut bytes = copy.file_bytes(&name).unwrap();
-            bytes[(frame.offset + position) as usize] ^= 0x5a;
-            copy.set_file_bytes(&name, bytes);
-            let storage: Arc<dyn Storage> = Arc::new(copy);
+            let storage = damaged_copy(&image, &name, |bytes| {
+                bytes[(frame.offset + position) as usize] ^= 0x5a
+            });
             match Db::open_with_storage(storage, small_options(Durability::Immediate)) {
                 Err(error) => assert!(error.is_corruption(), "open: {error}"),
                 Ok(db) => {
@@ -157,11 +180,7 @@ fn damaged_checkpoint_or_segment_header_is_corruption() {
     for name in names {
         let len = image.file_bytes(&name).unwrap().len().min(64);
         for position in 0..len {
-            let copy = image.crash_image(0);
-            let mut bytes = copy.file_bytes(&name).unwrap();
-            bytes[position] ^= 0x01;
-            copy.set_file_bytes(&name, bytes);
-            let storage: Arc<dyn Storage> = Arc::new(copy);
+            let storage = damaged_copy(&image, &name, |bytes| bytes[position] ^= 0x01);
             let result = Db::open_with_storage(storage, small_options(Durability::Immediate))
                 .and_then(|db| db.verify());
             match result {
@@ -222,24 +241,14 @@ fn missing_segment_is_reported_unless_nothing_needs_it() {
 #[test]
 fn flipped_byte_in_any_cold_chunk() {
     let (image, model) = damaged_database(true);
-    let mut segments: Vec<String> = image
-        .list()
-        .unwrap()
-        .into_iter()
-        .filter(|n| n.starts_with("cold-"))
-        .collect();
-    segments.sort();
+    let segments = cold_segments(&image);
     assert!(!segments.is_empty(), "the workload wrote no cold chunk");
     let mut tried = 0;
     for name in &segments {
         let len = image.file_bytes(name).unwrap().len();
         // Every 7th byte after the segment header: headers and payloads of every chunk.
         for position in (32..len).step_by(7) {
-            let copy = image.crash_image(0);
-            let mut bytes = copy.file_bytes(name).unwrap();
-            bytes[position] ^= 0x5a;
-            copy.set_file_bytes(name, bytes);
-            let storage: Arc<dyn Storage> = Arc::new(copy);
+            let storage = damaged_copy(&image, name, |bytes| bytes[position] ^= 0x5a);
             let db = Db::open_with_storage(storage, small_options(Durability::Immediate)).unwrap();
             let verified = db.verify();
             assert!(
@@ -258,22 +267,12 @@ fn flipped_byte_in_any_cold_chunk() {
 #[test]
 fn cold_segment_shorter_than_its_durable_tail_is_corruption() {
     let (image, _) = damaged_database(true);
-    let mut segments: Vec<String> = image
-        .list()
-        .unwrap()
-        .into_iter()
-        .filter(|n| n.starts_with("cold-"))
-        .collect();
-    segments.sort();
+    let segments = cold_segments(&image);
     let last = segments
         .last()
         .expect("the workload wrote cold chunks")
         .clone();
-    let copy = image.crash_image(0);
-    let mut bytes = copy.file_bytes(&last).unwrap();
-    bytes.truncate(bytes.len() - 1);
-    copy.set_file_bytes(&last, bytes);
-    let storage: Arc<dyn Storage> = Arc::new(copy);
+    let storage = damaged_copy(&image, &last, |bytes| bytes.truncate(bytes.len() - 1));
     match Db::open_with_storage(storage, small_options(Durability::Immediate)) {
         Err(Error::Corruption { file, .. }) => assert_eq!(file, last),
         Err(other) => panic!("{other}"),

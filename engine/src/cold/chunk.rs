@@ -16,15 +16,11 @@ const ZSTD_LEVEL: i32 = 3;
 
 /// The file name of cold segment `segment_id`.
 pub fn segment_name(segment_id: u32) -> String {
-    format!("cold-{segment_id:08}.seg")
+    crate::storage::segment_file_name("cold-", segment_id, ".seg")
 }
 
 pub fn parse_segment_name(name: &str) -> Option<u32> {
-    let digits = name.strip_prefix("cold-")?.strip_suffix(".seg")?;
-    if digits.len() != 8 {
-        return None;
-    }
-    digits.parse().ok()
+    crate::storage::parse_segment_file_name(name, "cold-", ".seg")
 }
 
 pub fn encode_segment_header(segment_id: u32) -> [u8; SEGMENT_HEADER_BYTES] {

@@ -16,16 +16,12 @@ use crate::{Error, Result};
 
 /// The file name of hot log segment `segment_id`.
 pub fn segment_name(segment_id: u32) -> String {
-    format!("hot-{segment_id:08}.log")
+    crate::storage::segment_file_name("hot-", segment_id, ".log")
 }
 
 /// The segment id of a hot log segment's file name.
 pub fn parse_segment_name(name: &str) -> Option<u32> {
-    let digits = name.strip_prefix("hot-")?.strip_suffix(".log")?;
-    if digits.len() != 8 {
-        return None;
-    }
-    digits.parse().ok()
+    crate::storage::parse_segment_file_name(name, "hot-", ".log")
 }
 
 /// Where a frame lives: segment, byte offset of its header, and total length with header.
@@ -511,5 +507,10 @@ mod tests {
         assert_eq!(parse_segment_name(&segment_name(42)), Some(42));
         assert_eq!(parse_segment_name("hot-1.log"), None);
         assert_eq!(parse_segment_name("cold-00000001.seg"), None);
+        assert_eq!(parse_segment_name("hot-+0000001.log"), None);
+        assert_eq!(
+            crate::cold::chunk::parse_segment_name(&crate::cold::chunk::segment_name(7)),
+            Some(7)
+        );
     }
 }

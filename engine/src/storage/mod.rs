@@ -12,6 +12,20 @@ pub use sim::SimStorage;
 
 use crate::Result;
 
+/// The file name of segment `id` of a kind: `PREFIX` + 8 decimal digits + `SUFFIX`.
+pub fn segment_file_name(prefix: &str, id: u32, suffix: &str) -> String {
+    format!("{prefix}{id:08}{suffix}")
+}
+
+/// The id in a name made by [`segment_file_name`] with the same prefix and suffix.
+pub fn parse_segment_file_name(name: &str, prefix: &str, suffix: &str) -> Option<u32> {
+    let digits = name.strip_prefix(prefix)?.strip_suffix(suffix)?;
+    if digits.len() != 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
 /// An immutable view of a whole file: a memory map of a real file, or a copy.
 pub enum Mapped {
     Map(memmap2::Mmap),
