@@ -318,10 +318,20 @@ impl Shared {
                 inspection.largest_record_bytes.max(bytes.len() as u64);
             for (field, array) in record.arrays.iter().enumerate() {
                 let inline = Summary::of(array.inline.iter().map(|s| &s.item));
-                checker.expected.insert(
-                    (collection, parent.clone(), field),
-                    (array.summary, inline, array.has_overflow),
-                );
+                if !array.has_overflow {
+                    // Everything is inline: check now rather than hold it until the end.
+                    if !same_summary(&inline, &array.summary) {
+                        return Err(Check::Bad(format!(
+                            "array {field}: inline items {inline:?}, parent claims {:?}",
+                            array.summary
+                        )));
+                    }
+                    continue;
+                }
+                // Only overflowed arrays wait for their tail and chunks, met later in key order.
+                checker
+                    .expected
+                    .insert((collection, parent.clone(), field), (array.summary, inline));
             }
         }
         Ok(())
@@ -354,7 +364,8 @@ enum Check {
 #[derive(Default)]
 struct Checker {
     parents: BTreeMap<u32, u64>,
-    expected: BTreeMap<(u32, Bytes, usize), (Summary, Summary, bool)>,
+    /// Overflowed arrays: the parent's summary and the summary of its inline items.
+    expected: BTreeMap<(u32, Bytes, usize), (Summary, Summary)>,
     outside: BTreeMap<(u32, Bytes, usize), Summary>,
     markers: std::collections::BTreeSet<(u32, Bytes, usize)>,
     chunks: u64,
@@ -375,38 +386,41 @@ impl Checker {
     fn finish(&self) -> Result<(), String> {
         for marker in &self.markers {
             if !self.expected.contains_key(marker) {
-                return Err(format!("outlier marker of a missing parent {:?}", marker.1));
+                return Err(format!(
+                    "array {} of {:?}: outlier marker without an overflowed array",
+                    marker.2, marker.1
+                ));
             }
         }
         for (id, outside) in &self.outside {
             if !self.expected.contains_key(id) {
-                return Err(format!("array records of a missing parent {:?}", id.1));
+                return Err(format!(
+                    "array {} of {:?}: items outside a parent that claims none",
+                    id.2, id.1
+                ));
             }
             if outside.items == 0 {
                 return Err(format!("empty array record of {:?}", id.1));
             }
         }
-        for (id, (summary, inline, has_overflow)) in &self.expected {
+        for (id, (summary, inline)) in &self.expected {
+            let Some(outside) = self.outside.get(id) else {
+                return Err(format!(
+                    "array {} of {:?}: overflow flag set but no items outside",
+                    id.2, id.1
+                ));
+            };
             let mut all = *inline;
-            if let Some(outside) = self.outside.get(id) {
-                all.merge(outside);
-            }
+            all.merge(outside);
             if !same_summary(&all, summary) {
                 return Err(format!(
                     "array {} of {:?}: items found {all:?}, parent claims {summary:?}",
                     id.2, id.1
                 ));
             }
-            if *has_overflow != self.outside.contains_key(id) {
+            if !self.markers.contains(id) {
                 return Err(format!(
-                    "array {} of {:?}: overflow flag disagrees with the items outside",
-                    id.2, id.1
-                ));
-            }
-            let marked = self.markers.contains(id);
-            if marked != *has_overflow {
-                return Err(format!(
-                    "array {} of {:?}: outlier marker disagrees with the overflow flag",
+                    "array {} of {:?}: overflowed but has no outlier marker",
                     id.2, id.1
                 ));
             }
