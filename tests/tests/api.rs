@@ -316,12 +316,14 @@ fn concurrent_readers_see_whole_batches() {
     let (_sim, storage) = sim();
     let db = open_db(storage, small_options(Durability::Buffered)).unwrap();
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Scans done by all readers: the writers go on until the readers have overlapped them.
+    let reads = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let readers: Vec<_> = (0..2)
         .map(|_| {
             let db = db.clone();
             let stop = stop.clone();
+            let reads = reads.clone();
             std::thread::spawn(move || {
-                let mut checks = 0u64;
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                     // Every batch writes the same generation to all 50 keys.
                     let bodies: Vec<Vec<u8>> = db
@@ -335,17 +337,20 @@ fn concurrent_readers_see_whole_batches() {
                         bodies.is_empty()
                             || (bodies.len() == 50 && bodies.iter().all(|b| *b == bodies[0]))
                     );
-                    checks += 1;
+                    reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }
-                checks
             })
         })
         .collect();
     let writers: Vec<_> = (0..2)
         .map(|w| {
             let db = db.clone();
+            let reads = reads.clone();
             std::thread::spawn(move || {
-                for generation in 0..200 {
+                let overlapped = || reads.load(std::sync::atomic::Ordering::Relaxed) >= 100;
+                let mut generation = 0;
+                while generation < 200 || (!overlapped() && generation < 100_000) {
+                    generation += 1;
                     let mut batch = db.batch();
                     for k in 0..50 {
                         batch.put("users", format!("{k:02}"), format!("{w}-{generation}"));
@@ -363,8 +368,12 @@ fn concurrent_readers_see_whole_batches() {
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     for reader in readers {
-        assert!(reader.join().unwrap() > 0);
+        reader.join().unwrap();
     }
+    assert!(
+        reads.load(std::sync::atomic::Ordering::Relaxed) >= 100,
+        "the readers never overlapped the writers"
+    );
 }
 
 #[test]
@@ -377,15 +386,18 @@ fn readers_see_whole_pushes_while_items_move_cold() {
     )
     .unwrap();
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Reads done by all readers: the writer goes on until they have overlapped it.
+    let reads = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let readers: Vec<_> = (0..2)
         .map(|_| {
             let db = db.clone();
             let stop = stop.clone();
+            let reads = reads.clone();
             std::thread::spawn(move || {
                 let products = db.collection("products").unwrap();
-                let (mut last, mut reads) = (0, 0u64);
+                let mut last = 0;
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    reads += 1;
+                    reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(page) = products.items("p", "reviews", &ItemQuery::new()).unwrap()
                     else {
                         continue;
@@ -398,11 +410,16 @@ fn readers_see_whole_pushes_while_items_move_cold() {
                     assert!(keys.len() >= last);
                     last = keys.len();
                 }
-                reads
             })
         })
         .collect();
-    for batch_number in 0..300i64 {
+    let mut batches = 0i64;
+    // At least 300 batches, and on until the readers have read 200 times while writes went on.
+    while batches < 300
+        || (reads.load(std::sync::atomic::Ordering::Relaxed) < 200 && batches < 100_000)
+    {
+        let batch_number = batches;
+        batches += 1;
         let mut batch = db.batch();
         for i in 0..10 {
             batch.push(
@@ -418,13 +435,18 @@ fn readers_see_whole_pushes_while_items_move_cold() {
         }
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let reads: u64 = readers.into_iter().map(|r| r.join().unwrap()).sum();
-    assert!(reads > 0);
+    for reader in readers {
+        reader.join().unwrap();
+    }
+    assert!(
+        reads.load(std::sync::atomic::Ordering::Relaxed) >= 200,
+        "the readers never overlapped the writer"
+    );
     let page = db
         .collection("products")
         .unwrap()
         .items("p", "reviews", &ItemQuery::new())
         .unwrap()
         .unwrap();
-    assert_eq!(page.items.len(), 3000);
+    assert_eq!(page.items.len() as i64, batches * 10);
 }
