@@ -228,7 +228,7 @@ fn build(
         records: report.records,
         disk_bytes,
         largest_record: report.largest_record_bytes,
-        pages_per_get: stats.hot.misses as f64 / keys.len().max(1) as f64,
+        pages_per_get: stats.cache.hot.misses as f64 / keys.len().max(1) as f64,
         seconds,
     })
 }

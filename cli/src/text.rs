@@ -3,7 +3,7 @@
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
-use skewdb::{Document, Inspection, Item, Stats, Summary, TierStats};
+use skewdb::{CacheStats, Document, Inspection, Item, Stats, Summary, TierStats};
 
 /// Bytes as a JSON value: a string when valid UTF-8, else `{"base64": "..."}`.
 pub fn bytes_json(bytes: &[u8]) -> Value {
@@ -130,9 +130,27 @@ fn tier_json(tier: &TierStats) -> Value {
     })
 }
 
+fn cache_json(cache: &CacheStats) -> Value {
+    json!({
+        "policy": cache.policy.name(),
+        "budget_bytes": cache.budget_bytes,
+        "hot": tier_json(&cache.hot),
+        "cold": tier_json(&cache.cold),
+        "collections": cache.collections.iter().map(|c| json!({
+            "collection": c.collection, "hot": tier_json(&c.hot), "cold": tier_json(&c.cold),
+        })).collect::<Vec<_>>(),
+        "sample_rate": cache.sample_rate,
+        "what_if": cache.what_if.iter().map(|w| json!({
+            "factor": w.factor, "budget_bytes": w.budget_bytes,
+            "sampled_requests": w.sampled_requests, "hit_ratio": w.hit_ratio,
+        })).collect::<Vec<_>>(),
+        "trace_error": cache.trace_error,
+    })
+}
+
 pub fn stats_json(stats: &Stats) -> Value {
     json!({
-        "cache": {"budget_bytes": stats.cache_budget_bytes, "hot": tier_json(&stats.hot), "cold": tier_json(&stats.cold)},
+        "cache": cache_json(&stats.cache),
         "commits": stats.commits,
         "commit_groups": stats.commit_groups,
         "log_syncs": stats.log_syncs,
@@ -146,24 +164,49 @@ pub fn stats_json(stats: &Stats) -> Value {
     })
 }
 
-pub fn stats_text(stats: &Stats) -> String {
-    let tier = |name: &str, t: &TierStats| {
-        format!(
-            "{name:<10} requests {:>10}  hits {:>10}  misses {:>10}  hit ratio {:.3}  read {:>12} B  evictions {:>8}  resident {:>10} B\n",
-            t.requests,
-            t.hits,
-            t.misses,
-            t.hit_ratio(),
-            t.bytes_read,
-            t.evictions,
-            t.resident_bytes
-        )
-    };
+fn tier_text(name: &str, t: &TierStats) -> String {
     format!(
-        "cache budget {} B\n{}{}log: {} segments, {} bytes, next lsn {}, durable lsn {}, {} syncs\ncommits {} in {} groups (this process), checkpoints {}, dirty pages {}, replayed at open {} B\n",
-        stats.cache_budget_bytes,
-        tier("hot pages", &stats.hot),
-        tier("cold", &stats.cold),
+        "  {name:<18} requests {:>10}  hits {:>10}  misses {:>10}  hit ratio {:.3}  read {:>12} B  evictions {:>8}  resident {:>10} B\n",
+        t.requests,
+        t.hits,
+        t.misses,
+        t.hit_ratio(),
+        t.bytes_read,
+        t.evictions,
+        t.resident_bytes
+    )
+}
+
+pub fn cache_text(cache: &CacheStats) -> String {
+    let mut out = format!(
+        "cache: {} budget {} B\n{}{}",
+        cache.policy.name(),
+        cache.budget_bytes,
+        tier_text("hot pages", &cache.hot),
+        tier_text("cold chunks", &cache.cold)
+    );
+    for row in &cache.collections {
+        let name = row.collection.as_deref().unwrap_or("(no collection)");
+        out += &tier_text(&format!("{name} hot"), &row.hot);
+        out += &tier_text(&format!("{name} cold"), &row.cold);
+    }
+    if !cache.what_if.is_empty() {
+        out += &format!("  what-if (sample rate {:.4}):", cache.sample_rate);
+        for w in &cache.what_if {
+            out += &format!("  {}x {:.3}", w.factor, w.hit_ratio);
+        }
+        out += "\n";
+    }
+    if let Some(error) = &cache.trace_error {
+        out += &format!("  trace stopped: {error}\n");
+    }
+    out
+}
+
+pub fn stats_text(stats: &Stats) -> String {
+    format!(
+        "{}log: {} segments, {} bytes, next lsn {}, durable lsn {}, {} syncs\ncommits {} in {} groups (this process), checkpoints {}, dirty pages {}, replayed at open {} B\n",
+        cache_text(&stats.cache),
         stats.log_segments,
         stats.log_bytes,
         stats.next_lsn,

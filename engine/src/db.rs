@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use crate::cache;
 use crate::catalog::{CollectionId, CollectionInfo, CollectionSpec};
 use crate::item::Summary;
 use crate::page::keys;
@@ -276,6 +277,7 @@ impl Collection {
 
     /// The parent `key` with its inline arrays, or `None`. Never reads cold storage.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Document>> {
+        let _owner = cache::attribute(self.id());
         let key = key.as_ref();
         check_key(key)?;
         let version = self.version()?;
@@ -297,6 +299,7 @@ impl Collection {
         field: &str,
         query: &ItemQuery,
     ) -> Result<Option<ItemPage>> {
+        let _owner = cache::attribute(self.id());
         let key = key.as_ref();
         check_key(key)?;
         let field = self.field(field)?;
@@ -314,6 +317,7 @@ impl Collection {
         field: &str,
         range: impl RangeBounds<i64>,
     ) -> Result<Option<Summary>> {
+        let _owner = cache::attribute(self.id());
         let key = key.as_ref();
         check_key(key)?;
         let field = self.field(field)?;
@@ -326,6 +330,7 @@ impl Collection {
 
     /// The parents whose array `field` has items outside the parent record, in key order.
     pub fn outliers(&self, field: &str) -> Result<Vec<Outlier>> {
+        let _owner = cache::attribute(self.id());
         let field = self.field(field)?;
         let version = self.version()?;
         self.db.shared.outliers(&version, &self.info, field)
@@ -334,6 +339,7 @@ impl Collection {
     /// The parents whose keys fall in `range`, in key order, as of this call (later
     /// commits are not seen).
     pub fn scan<K: AsRef<[u8]>>(&self, range: impl RangeBounds<K>) -> Result<Scan> {
+        let _owner = cache::attribute(self.id());
         let version = self.version()?;
         let id = self.id();
         let start = match range.start_bound() {
@@ -377,6 +383,7 @@ impl Iterator for Scan {
         if self.done {
             return None;
         }
+        let _owner = cache::attribute(self.info.id);
         let entry = self.cursor.next(&self.version.tree, &self.shared.pages);
         let (key, value) = match entry {
             Ok(Some(entry)) => entry,

@@ -33,7 +33,7 @@ mod record;
 pub mod storage;
 mod store;
 
-pub use cache::TierStats;
+pub use cache::{CachePolicy, CacheStats, CollectionCacheStats, TierStats, WhatIf};
 pub use catalog::{
     ArraySpec, CollectionSpec, Layout, MAX_ARRAYS, MAX_COLLECTION_NAME_BYTES, MAX_INLINE_ITEMS,
 };

@@ -1,5 +1,8 @@
 //! Options for opening a database.
 
+use std::path::PathBuf;
+
+use crate::cache::CachePolicy;
 use crate::page::{DEFAULT_PAGE_BYTES, MAX_PAGE_BYTES, MIN_PAGE_BYTES};
 use crate::{Error, Result};
 
@@ -27,6 +30,9 @@ pub struct Options {
     pub(crate) durability: Durability,
     pub(crate) checkpoint_bytes: u64,
     pub(crate) segment_bytes: u64,
+    pub(crate) cache_policy: CachePolicy,
+    pub(crate) cache_what_if: bool,
+    pub(crate) cache_trace: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -37,6 +43,9 @@ impl Default for Options {
             durability: Durability::Immediate,
             checkpoint_bytes: 64 * 1024 * 1024,
             segment_bytes: 64 * 1024 * 1024,
+            cache_policy: CachePolicy::default(),
+            cache_what_if: true,
+            cache_trace: None,
         }
     }
 }
@@ -49,6 +58,26 @@ impl Options {
     /// The page cache's byte budget (default 64 MiB).
     pub fn cache_bytes(mut self, bytes: usize) -> Self {
         self.cache_bytes = bytes;
+        self
+    }
+
+    /// Which objects the cache evicts first (default S3-FIFO; LRU and SIEVE for comparison).
+    pub fn cache_policy(mut self, policy: CachePolicy) -> Self {
+        self.cache_policy = policy;
+        self
+    }
+
+    /// Whether the statistics estimate the hit ratio at other budgets (default on). The
+    /// estimate runs miniature caches on a hash-sampled share of the requests.
+    pub fn cache_what_if(mut self, on: bool) -> Self {
+        self.cache_what_if = on;
+        self
+    }
+
+    /// Records every cache request to this file as CSV lines `seq,object_id,object_bytes,
+    /// tier` (see `format-spec/trace.md`); the file is replaced at open.
+    pub fn cache_trace(mut self, path: impl Into<PathBuf>) -> Self {
+        self.cache_trace = Some(path.into());
         self
     }
 

@@ -253,7 +253,7 @@ fn a_year_of_minute_readings_under_hourly_buckets() {
     let cold_requests = |f: &dyn Fn()| {
         db.reset_stats();
         f();
-        db.stats().unwrap().cold.requests
+        db.stats().unwrap().cache.cold.requests
     };
     let (low, high) = (10 * HOUR + 600, 13 * HOUR + 1200);
     let overlapping = (low / HOUR..=(high - 1) / HOUR).count() as u64;

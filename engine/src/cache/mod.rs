@@ -1,24 +1,58 @@
-//! The page cache: one byte budget over decoded hot pages (and, later, cold chunks).
-//! Every page read goes through [`PageCache::get_or_load`]. Objects are keyed by their
-//! location in the log, which never changes once written, so nothing is ever invalidated.
+//! The page cache: one byte budget over decoded hot pages, large records and decompressed
+//! cold chunks. Every such read goes through [`PageCache::get_or_load`]. Objects are keyed
+//! by their location in a file, which never changes once written, so nothing is ever
+//! invalidated.
+//!
+//! Values live in 16 shards, each a hash map behind its own lock, so hits from many threads
+//! meet only when they hash to one shard. The eviction policy lives behind a second lock that
+//! hits do not take: a hit records itself in its shard's event buffer, and buffers are handed
+//! to the policy in batches, and all of them before any eviction, so the policy decides on
+//! every hit that happened. Statistics are kept per shard under the shard lock, per tier and
+//! per collection, and summed when asked for.
 
-use std::collections::VecDeque;
+pub mod policy;
+mod trace;
+
+use std::cell::Cell;
+use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use parking_lot::Mutex;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxBuildHasher, FxHashMap};
+use std::hash::BuildHasher;
 
 use crate::Result;
+use crate::catalog::CollectionId;
 use crate::item::Stored;
 use crate::page::node::Node;
+pub use policy::{CachePolicy, Simulator, belady_hits};
+use policy::{Policy, ratio};
+use trace::TraceWriter;
 
 /// What a cached object is, for statistics.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Tier {
+    /// B+tree pages and large records from the hot log.
     HotPage,
+    /// Decompressed chunks from cold segments.
     ColdChunk,
+}
+
+impl Tier {
+    fn index(self) -> usize {
+        match self {
+            Tier::HotPage => 0,
+            Tier::ColdChunk => 1,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Tier::HotPage => "hot",
+            Tier::ColdChunk => "cold",
+        }
+    }
 }
 
 /// A cached object's identity: where its bytes live.
@@ -32,6 +66,19 @@ pub enum CacheKey {
     Chunk { segment_id: u32, offset: u64 },
 }
 
+impl CacheKey {
+    /// The object's number in an access trace: kind in the top 2 bits (0 page, 1 large
+    /// record, 2 chunk), then the segment id's low 22 bits, then the offset's low 40 bits.
+    pub fn object_id(&self) -> u64 {
+        let (kind, segment_id, offset) = match *self {
+            CacheKey::Page { segment_id, offset } => (0, segment_id, offset),
+            CacheKey::Large { segment_id, offset } => (1, segment_id, offset),
+            CacheKey::Chunk { segment_id, offset } => (2, segment_id, offset),
+        };
+        (kind << 62) | ((segment_id as u64 & 0x3f_ffff) << 40) | (offset & ((1 << 40) - 1))
+    }
+}
+
 /// A cached object.
 #[derive(Clone, Debug)]
 pub enum CacheValue {
@@ -40,223 +87,528 @@ pub enum CacheValue {
     Items(Arc<Vec<Stored>>),
 }
 
-/// Counters of one tier.
+/// Counters of one tier (or of one collection's use of one tier).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TierStats {
     pub requests: u64,
     pub hits: u64,
     pub misses: u64,
+    /// Bytes read from storage by misses.
     pub bytes_read: u64,
     pub evictions: u64,
+    /// Bytes of the objects this tier (or collection) has in the cache now.
     pub resident_bytes: u64,
 }
 
 impl TierStats {
     /// hits / requests, or 0 with no requests.
     pub fn hit_ratio(&self) -> f64 {
-        if self.requests == 0 {
-            0.0
-        } else {
-            self.hits as f64 / self.requests as f64
-        }
+        ratio(self.hits, self.requests)
+    }
+
+    fn add(&mut self, other: &TierStats) {
+        self.requests += other.requests;
+        self.hits += other.hits;
+        self.misses += other.misses;
+        self.bytes_read += other.bytes_read;
+        self.evictions += other.evictions;
+        self.resident_bytes += other.resident_bytes;
     }
 }
 
-#[derive(Default)]
-struct Counters {
-    requests: AtomicU64,
-    hits: AtomicU64,
-    misses: AtomicU64,
-    bytes_read: AtomicU64,
-    evictions: AtomicU64,
+/// One collection's share of the cache. Pages shared by collections (the tree's inner
+/// pages, and leaves where two collections meet) count for the collection whose read asked
+/// for them; evictions and resident bytes for the one whose read loaded them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CollectionCacheStats {
+    /// `None` for reads on behalf of no collection (checkpoints, recovery, verify).
+    pub collection: Option<String>,
+    pub hot: TierStats,
+    pub cold: TierStats,
+}
+
+/// The estimated hit ratio at another budget.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WhatIf {
+    /// The budget as a multiple of the live one.
+    pub factor: f64,
+    pub budget_bytes: u64,
+    /// Requests that fell in the sample since the last reset.
+    pub sampled_requests: u64,
+    pub hit_ratio: f64,
+}
+
+/// Everything the cache counts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CacheStats {
+    pub policy: CachePolicy,
+    pub budget_bytes: u64,
+    pub hot: TierStats,
+    pub cold: TierStats,
+    pub collections: Vec<CollectionCacheStats>,
+    /// The fraction of objects (by hash of their identity) the what-if caches see; 0 when
+    /// the estimate is off.
+    pub sample_rate: f64,
+    /// Hit ratios the same requests would get at other budgets, from miniature caches run
+    /// on the sample (SHARDS, Waldspurger et al., FAST 2015), budgets scaled by the rate.
+    pub what_if: Vec<WhatIf>,
+    /// Why the access trace stopped, if it did.
+    pub trace_error: Option<String>,
+}
+
+impl CacheStats {
+    /// Both tiers together.
+    pub fn total(&self) -> TierStats {
+        let mut total = self.hot;
+        total.add(&self.cold);
+        total
+    }
+}
+
+/// Budgets of the what-if caches, as multiples of the live budget.
+pub const WHAT_IF_FACTORS: [f64; 5] = [0.25, 0.5, 1.0, 2.0, 4.0];
+
+/// The sampled share of the live budget the what-if caches aim for at 1x; the rate is this
+/// over the budget (never above 1), so a small budget is simulated whole and a large one is
+/// sampled down to about this much.
+const WHAT_IF_SAMPLED_BYTES: u64 = 4 << 20;
+const MIN_SAMPLE_RATE: f64 = 1.0 / 4096.0;
+
+/// How the cache is set up.
+#[derive(Clone, Debug)]
+pub struct CacheConfig {
+    pub budget_bytes: u64,
+    pub policy: CachePolicy,
+    pub what_if: bool,
+    pub trace: Option<std::path::PathBuf>,
+}
+
+const SHARDS: usize = 16;
+/// Hits buffered in a shard before they are handed to the policy.
+const EVENT_BATCH: usize = 64;
+
+/// Per-collection counters live in vectors indexed by collection id + 1; 0 is no collection.
+type Owner = usize;
+
+thread_local! {
+    static OWNER: Cell<Owner> = const { Cell::new(0) };
+}
+
+/// Counts this thread's cache requests for `collection` until the guard drops.
+pub(crate) fn attribute(collection: CollectionId) -> Attribution {
+    let previous = OWNER.with(|owner| owner.replace(collection as usize + 1));
+    Attribution { previous }
+}
+
+pub(crate) struct Attribution {
+    previous: Owner,
+}
+
+impl Drop for Attribution {
+    fn drop(&mut self) {
+        OWNER.with(|owner| owner.set(self.previous));
+    }
+}
+
+#[derive(Clone, Copy, Default)]
+struct RequestCounts {
+    requests: u64,
+    hits: u64,
+    misses: u64,
+    bytes_read: u64,
+}
+
+#[derive(Clone, Copy, Default)]
+struct ResidentCounts {
+    evictions: u64,
+    resident_bytes: u64,
+}
+
+fn slot<T: Default>(vec: &mut Vec<[T; 2]>, owner: Owner, tier: Tier) -> &mut T {
+    if vec.len() <= owner {
+        vec.resize_with(owner + 1, Default::default);
+    }
+    &mut vec[owner][tier.index()]
 }
 
 struct Entry {
     value: CacheValue,
-    weight: usize,
+    weight: u64,
     tier: Tier,
-    referenced: bool,
+    owner: Owner,
 }
 
-/// CLOCK: entries live in the map (one probe per lookup); the ring orders them for the hand.
+enum Event {
+    Hit(CacheKey),
+    /// A request in the what-if sample.
+    Sample(u64, u64),
+}
+
 #[derive(Default)]
-struct Clock {
+struct Shard {
     entries: FxHashMap<CacheKey, Entry>,
-    ring: VecDeque<CacheKey>,
-    resident: [usize; 2],
+    counts: Vec<[RequestCounts; 2]>,
+    events: Vec<Event>,
 }
 
-fn tier_index(tier: Tier) -> usize {
-    match tier {
-        Tier::HotPage => 0,
-        Tier::ColdChunk => 1,
-    }
+/// The policy's side: which keys are resident, how many bytes, and who owns them.
+struct Core {
+    policy: Policy<CacheKey>,
+    resident_bytes: u64,
+    counts: Vec<[ResidentCounts; 2]>,
 }
 
-/// A CLOCK cache with a byte budget. Resident bytes never exceed the budget.
+struct Estimator {
+    rate: f64,
+    /// Hashes below this are in the sample.
+    threshold: u64,
+    caches: Mutex<Vec<Simulator<u64>>>,
+}
+
+/// A sharded cache with a byte budget. Resident bytes never exceed the budget.
 pub struct PageCache {
-    budget_bytes: usize,
-    clock: Mutex<Clock>,
-    counters: [Counters; 2],
+    config: CacheConfig,
+    hasher: FxBuildHasher,
+    shards: Box<[Mutex<Shard>]>,
+    core: Mutex<Core>,
+    estimator: Option<Estimator>,
+    trace: Option<Mutex<TraceWriter>>,
+}
+
+/// A well-mixed 64-bit hash of an object id (splitmix64's finalizer), for sampling.
+fn mix(mut x: u64) -> u64 {
+    x ^= x >> 30;
+    x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x ^= x >> 27;
+    x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
 }
 
 impl PageCache {
+    /// A cache with the default policy, no estimate and no trace.
     pub fn new(budget_bytes: usize) -> Self {
-        PageCache {
-            budget_bytes,
-            clock: Mutex::new(Clock::default()),
-            counters: Default::default(),
-        }
+        Self::with_config(CacheConfig {
+            budget_bytes: budget_bytes as u64,
+            policy: CachePolicy::default(),
+            what_if: false,
+            trace: None,
+        })
+        .expect("no trace file to open")
+    }
+
+    /// Fails only when the trace file cannot be created.
+    pub fn with_config(config: CacheConfig) -> Result<Self> {
+        let estimator = config.what_if.then(|| {
+            let rate = (WHAT_IF_SAMPLED_BYTES as f64 / config.budget_bytes.max(1) as f64)
+                .clamp(MIN_SAMPLE_RATE, 1.0);
+            let caches = WHAT_IF_FACTORS
+                .iter()
+                .map(|factor| {
+                    let budget = (config.budget_bytes as f64 * factor * rate).round() as u64;
+                    Simulator::new(config.policy, budget)
+                })
+                .collect();
+            Estimator {
+                rate,
+                threshold: if rate >= 1.0 {
+                    u64::MAX
+                } else {
+                    (rate * u64::MAX as f64) as u64
+                },
+                caches: Mutex::new(caches),
+            }
+        });
+        let trace = match &config.trace {
+            Some(path) => Some(Mutex::new(TraceWriter::create(Path::new(path))?)),
+            None => None,
+        };
+        Ok(PageCache {
+            core: Mutex::new(Core {
+                policy: Policy::new(config.policy, config.budget_bytes),
+                resident_bytes: 0,
+                counts: Vec::new(),
+            }),
+            config,
+            hasher: FxBuildHasher,
+            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            estimator,
+            trace,
+        })
     }
 
     pub fn budget_bytes(&self) -> usize {
-        self.budget_bytes
+        self.config.budget_bytes as usize
+    }
+
+    fn shard(&self, key: &CacheKey) -> &Mutex<Shard> {
+        let hash = self.hasher.hash_one(key);
+        &self.shards[(hash >> 60) as usize % SHARDS]
+    }
+
+    fn sampled(&self, key: &CacheKey) -> bool {
+        self.estimator
+            .as_ref()
+            .is_some_and(|e| mix(key.object_id()) <= e.threshold)
     }
 
     /// The cached object for `key`, or `load`'s, which returns the object, its weight in
-    /// bytes and the bytes it read from storage.
+    /// bytes of memory and the bytes it read from storage.
     pub fn get_or_load(
         &self,
         key: CacheKey,
         tier: Tier,
         load: impl FnOnce() -> Result<(CacheValue, usize, u64)>,
     ) -> Result<CacheValue> {
-        let counters = &self.counters[tier_index(tier)];
-        counters.requests.fetch_add(1, Ordering::Relaxed);
-        if let Some(value) = self.lookup(&key) {
-            counters.hits.fetch_add(1, Ordering::Relaxed);
+        let owner = OWNER.with(Cell::get);
+        let sampled = self.sampled(&key);
+        let full = {
+            let mut shard = self.shard(&key).lock();
+            let shard = &mut *shard;
+            let counts = slot(&mut shard.counts, owner, tier);
+            counts.requests += 1;
+            match shard.entries.get(&key) {
+                Some(entry) => {
+                    counts.hits += 1;
+                    let (value, weight) = (entry.value.clone(), entry.weight);
+                    shard.events.push(Event::Hit(key));
+                    if sampled {
+                        shard.events.push(Event::Sample(key.object_id(), weight));
+                    }
+                    let full = (shard.events.len() >= EVENT_BATCH)
+                        .then(|| std::mem::take(&mut shard.events));
+                    Some((value, weight, full))
+                }
+                None => {
+                    counts.misses += 1;
+                    None
+                }
+            }
+        };
+        if let Some((value, weight, full)) = full {
+            if let Some(events) = full {
+                self.apply_events(events);
+            }
+            self.record(&key, weight, tier);
             return Ok(value);
         }
-        counters.misses.fetch_add(1, Ordering::Relaxed);
         let (value, weight, bytes_read) = load()?;
-        counters.bytes_read.fetch_add(bytes_read, Ordering::Relaxed);
-        self.insert(key, tier, value.clone(), weight);
+        let weight = weight as u64;
+        {
+            let mut shard = self.shard(&key).lock();
+            slot(&mut shard.counts, owner, tier).bytes_read += bytes_read;
+            if sampled {
+                shard.events.push(Event::Sample(key.object_id(), weight));
+            }
+        }
+        self.record(&key, weight, tier);
+        self.insert_owned(key, tier, value.clone(), weight, owner);
         Ok(value)
     }
 
-    fn lookup(&self, key: &CacheKey) -> Option<CacheValue> {
-        let mut clock = self.clock.lock();
-        let entry = clock.entries.get_mut(key)?;
-        entry.referenced = true;
-        Some(entry.value.clone())
+    fn record(&self, key: &CacheKey, weight: u64, tier: Tier) {
+        if let Some(trace) = &self.trace {
+            trace.lock().record(key.object_id(), weight, tier);
+        }
     }
 
     /// Adds an object (a page a checkpoint just wrote, say) without counting a request.
     pub fn insert(&self, key: CacheKey, tier: Tier, value: CacheValue, weight: usize) {
-        if weight > self.budget_bytes {
+        self.insert_owned(key, tier, value, weight as u64, OWNER.with(Cell::get));
+    }
+
+    fn insert_owned(
+        &self,
+        key: CacheKey,
+        tier: Tier,
+        value: CacheValue,
+        weight: u64,
+        owner: Owner,
+    ) {
+        let budget = self.config.budget_bytes;
+        if weight > budget {
             return;
         }
-        let mut clock = self.clock.lock();
-        if clock.entries.contains_key(&key) {
+        let mut core = self.core.lock();
+        if core.policy.contains(&key) {
             return;
         }
-        while clock.resident.iter().sum::<usize>() + weight > self.budget_bytes {
-            let Some(evicted_tier) = Self::evict_one(&mut clock) else {
-                return;
+        if core.resident_bytes + weight > budget {
+            // The policy must know of every hit before it picks a victim.
+            let mut samples = Vec::new();
+            for shard in self.shards.iter() {
+                let events = std::mem::take(&mut shard.lock().events);
+                Self::apply_hits(&mut core, &events, &mut samples);
+            }
+            self.apply_samples(&samples);
+        }
+        while core.resident_bytes + weight > budget {
+            let Some((victim, victim_weight)) = core.policy.evict() else {
+                break;
             };
-            self.counters[tier_index(evicted_tier)]
-                .evictions
-                .fetch_add(1, Ordering::Relaxed);
+            core.resident_bytes -= victim_weight;
+            let removed = self.shard(&victim).lock().entries.remove(&victim);
+            if let Some(entry) = removed {
+                let counts = slot(&mut core.counts, entry.owner, entry.tier);
+                counts.evictions += 1;
+                counts.resident_bytes -= entry.weight;
+            }
         }
+        core.policy.insert(key, weight);
+        core.resident_bytes += weight;
+        slot(&mut core.counts, owner, tier).resident_bytes += weight;
         let entry = Entry {
             value,
             weight,
             tier,
-            referenced: false,
+            owner,
         };
-        clock.entries.insert(key, entry);
-        clock.ring.push_back(key);
-        clock.resident[tier_index(tier)] += weight;
-        debug_assert!(clock.resident.iter().sum::<usize>() <= self.budget_bytes);
+        self.shard(&key).lock().entries.insert(key, entry);
     }
 
-    /// Moves the hand: a referenced entry gets a second chance, the first one that is not
-    /// is evicted.
-    fn evict_one(clock: &mut Clock) -> Option<Tier> {
-        while let Some(key) = clock.ring.pop_front() {
-            let Some(entry) = clock.entries.get_mut(&key) else {
-                continue;
-            };
-            if entry.referenced {
-                entry.referenced = false;
-                clock.ring.push_back(key);
-                continue;
+    fn apply_events(&self, events: Vec<Event>) {
+        let mut samples = Vec::new();
+        Self::apply_hits(&mut self.core.lock(), &events, &mut samples);
+        self.apply_samples(&samples);
+    }
+
+    fn apply_hits(core: &mut Core, events: &[Event], samples: &mut Vec<(u64, u64)>) {
+        for event in events {
+            match event {
+                Event::Hit(key) => core.policy.touch(key),
+                Event::Sample(id, weight) => samples.push((*id, *weight)),
             }
-            let entry = clock.entries.remove(&key)?;
-            clock.resident[tier_index(entry.tier)] -= entry.weight;
-            return Some(entry.tier);
-        }
-        None
-    }
-
-    pub fn stats(&self, tier: Tier) -> TierStats {
-        let counters = &self.counters[tier_index(tier)];
-        TierStats {
-            requests: counters.requests.load(Ordering::Relaxed),
-            hits: counters.hits.load(Ordering::Relaxed),
-            misses: counters.misses.load(Ordering::Relaxed),
-            bytes_read: counters.bytes_read.load(Ordering::Relaxed),
-            evictions: counters.evictions.load(Ordering::Relaxed),
-            resident_bytes: self.clock.lock().resident[tier_index(tier)] as u64,
         }
     }
 
-    /// Zeroes the counters (resident bytes stay what they are).
+    fn apply_samples(&self, samples: &[(u64, u64)]) {
+        let Some(estimator) = &self.estimator else {
+            return;
+        };
+        if samples.is_empty() {
+            return;
+        }
+        let mut caches = estimator.caches.lock();
+        for &(id, weight) in samples {
+            for cache in caches.iter_mut() {
+                cache.access(id, weight);
+            }
+        }
+    }
+
+    /// Hands every buffered event over, so that statistics include them.
+    fn drain(&self) {
+        for shard in self.shards.iter() {
+            let events = std::mem::take(&mut shard.lock().events);
+            if !events.is_empty() {
+                self.apply_events(events);
+            }
+        }
+    }
+
+    /// Every counter, with per-collection rows named by `name_of`.
+    pub fn stats(&self, name_of: impl Fn(CollectionId) -> Option<String>) -> CacheStats {
+        self.drain();
+        let mut rows: Vec<[TierStats; 2]> = Vec::new();
+        for shard in self.shards.iter() {
+            let shard = shard.lock();
+            for (owner, counts) in shard.counts.iter().enumerate() {
+                for tier in [Tier::HotPage, Tier::ColdChunk] {
+                    let c = counts[tier.index()];
+                    let row = slot(&mut rows, owner, tier);
+                    row.requests += c.requests;
+                    row.hits += c.hits;
+                    row.misses += c.misses;
+                    row.bytes_read += c.bytes_read;
+                }
+            }
+        }
+        {
+            let core = self.core.lock();
+            for (owner, counts) in core.counts.iter().enumerate() {
+                for tier in [Tier::HotPage, Tier::ColdChunk] {
+                    let c = counts[tier.index()];
+                    let row = slot(&mut rows, owner, tier);
+                    row.evictions += c.evictions;
+                    row.resident_bytes += c.resident_bytes;
+                }
+            }
+        }
+        let (mut hot, mut cold) = (TierStats::default(), TierStats::default());
+        let mut collections = Vec::new();
+        for (owner, [h, c]) in rows.iter().enumerate() {
+            hot.add(h);
+            cold.add(c);
+            if *h != TierStats::default() || *c != TierStats::default() {
+                collections.push(CollectionCacheStats {
+                    collection: owner
+                        .checked_sub(1)
+                        .map(|id| name_of(id as CollectionId).unwrap_or_else(|| format!("#{id}"))),
+                    hot: *h,
+                    cold: *c,
+                });
+            }
+        }
+        let (sample_rate, what_if) = match &self.estimator {
+            None => (0.0, Vec::new()),
+            Some(estimator) => {
+                let caches = estimator.caches.lock();
+                let what_if = WHAT_IF_FACTORS
+                    .iter()
+                    .zip(caches.iter())
+                    .map(|(&factor, cache)| WhatIf {
+                        factor,
+                        budget_bytes: (self.config.budget_bytes as f64 * factor) as u64,
+                        sampled_requests: cache.requests,
+                        hit_ratio: cache.hit_ratio(),
+                    })
+                    .collect();
+                (estimator.rate, what_if)
+            }
+        };
+        let trace_error = self.trace.as_ref().and_then(|t| t.lock().error());
+        CacheStats {
+            policy: self.config.policy,
+            budget_bytes: self.config.budget_bytes,
+            hot,
+            cold,
+            collections,
+            sample_rate,
+            what_if,
+            trace_error,
+        }
+    }
+
+    /// Zeroes the counters and the what-if ratios; resident objects and every policy's
+    /// state stay as they are.
     pub fn reset_stats(&self) {
-        for counters in &self.counters {
-            for counter in [
-                &counters.requests,
-                &counters.hits,
-                &counters.misses,
-                &counters.bytes_read,
-                &counters.evictions,
-            ] {
-                counter.store(0, Ordering::Relaxed);
+        self.drain();
+        for shard in self.shards.iter() {
+            shard.lock().counts.clear();
+        }
+        for counts in self.core.lock().counts.iter_mut().flatten() {
+            counts.evictions = 0;
+        }
+        if let Some(estimator) = &self.estimator {
+            for cache in estimator.caches.lock().iter_mut() {
+                cache.requests = 0;
+                cache.hits = 0;
             }
         }
+    }
+
+    /// Writes out the buffered lines of the access trace.
+    pub fn flush_trace(&self) {
+        if let Some(trace) = &self.trace {
+            trace.lock().flush();
+        }
+    }
+}
+
+impl Drop for PageCache {
+    fn drop(&mut self) {
+        self.flush_trace();
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn key(offset: u64) -> CacheKey {
-        CacheKey::Page {
-            segment_id: 1,
-            offset,
-        }
-    }
-
-    fn load(weight: usize) -> Result<(CacheValue, usize, u64)> {
-        Ok((CacheValue::Bytes(Bytes::new()), weight, weight as u64))
-    }
-
-    #[test]
-    fn never_above_budget_and_counts() {
-        let cache = PageCache::new(1000);
-        for i in 0..100 {
-            cache
-                .get_or_load(key(i), Tier::HotPage, || load(300))
-                .unwrap();
-            assert!(cache.stats(Tier::HotPage).resident_bytes <= 1000);
-        }
-        cache
-            .get_or_load(key(99), Tier::HotPage, || load(300))
-            .unwrap();
-        let stats = cache.stats(Tier::HotPage);
-        assert_eq!((stats.requests, stats.hits, stats.misses), (101, 1, 100));
-        assert_eq!(stats.bytes_read, 30_000);
-        assert_eq!(stats.evictions, 97);
-        assert_eq!(stats.resident_bytes, 900);
-    }
-
-    #[test]
-    fn object_larger_than_budget_is_not_kept() {
-        let cache = PageCache::new(100);
-        cache
-            .get_or_load(key(1), Tier::HotPage, || load(101))
-            .unwrap();
-        assert_eq!(cache.stats(Tier::HotPage).resident_bytes, 0);
-    }
-}
+mod tests;

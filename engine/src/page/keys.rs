@@ -33,6 +33,12 @@ pub fn from_sortable(bytes: [u8; 8]) -> i64 {
     (u64::from_be_bytes(bytes) ^ (1 << 63)) as i64
 }
 
+/// The collection a tree key belongs to, whatever its key space.
+pub fn collection_of(key: &[u8]) -> Option<CollectionId> {
+    let lead = u32::from_be_bytes(key.get(..4)?.try_into().ok()?);
+    Some(lead & !(ARRAY_SPACE | OUTLIER_SPACE))
+}
+
 pub fn parent(collection: CollectionId, key: &[u8]) -> Bytes {
     let mut out = Vec::with_capacity(4 + key.len());
     out.put_u32(collection);

@@ -59,7 +59,8 @@ impl PageStore {
         };
         let value = self.cache.get_or_load(key, Tier::HotPage, || {
             let node = self.read_page(id, loc)?;
-            Ok((CacheValue::Node(node), loc.len as usize, loc.len as u64))
+            let weight = loc.len as usize + node.decoded_overhead();
+            Ok((CacheValue::Node(node), weight, loc.len as u64))
         })?;
         match value {
             CacheValue::Node(node) => Ok(node),

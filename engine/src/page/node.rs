@@ -275,6 +275,23 @@ impl Node {
 
     /// Decodes a page; every length is checked against the bytes present and the limits
     /// before anything is allocated, and keys must be strictly ascending.
+    /// Memory a decoded page holds beside its image: the entry vectors, and the search
+    /// aid a reader builds on first use. A page's cache weight is its image plus this.
+    pub fn decoded_overhead(&self) -> usize {
+        let aid = |count: usize| MAX_INDEXED_PREFIX + count * size_of::<u64>();
+        size_of::<Node>()
+            + match self {
+                Node::Leaf { entries, .. } => {
+                    entries.capacity() * size_of::<(Bytes, Value)>() + aid(entries.len())
+                }
+                Node::Internal { keys, children, .. } => {
+                    keys.capacity() * size_of::<Bytes>()
+                        + children.capacity() * size_of::<PageId>()
+                        + aid(keys.len())
+                }
+            }
+    }
+
     pub fn decode(mut bytes: Bytes, max_key_bytes: usize) -> Result<Node, String> {
         fn need(bytes: &Bytes, n: usize, what: &str) -> Result<(), String> {
             if bytes.remaining() < n {

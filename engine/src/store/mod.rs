@@ -15,7 +15,7 @@ pub use read::{ArrayView, Cursor, ItemPage, ItemQuery, Order, Outlier};
 pub use stage::NewItem;
 pub use verify::{Inspection, SegmentInfo, VerifyReport};
 
-use crate::cache::{CacheKey, CacheValue, Tier, TierStats};
+use crate::cache::{CacheKey, CacheStats, CacheValue, Tier};
 use crate::catalog::{Catalog, CollectionInfo, CollectionSpec};
 use crate::cold::{ColdGroup, ColdStore};
 use crate::log::{FrameKind, Group, HotLog, LogTail};
@@ -91,9 +91,7 @@ struct WriterCounters {
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct Stats {
-    pub hot: TierStats,
-    pub cold: TierStats,
-    pub cache_budget_bytes: u64,
+    pub cache: CacheStats,
     /// Batches committed since open.
     pub commits: u64,
     /// Groups the commits were written in (one write, and one sync under `Immediate`, each).
@@ -134,6 +132,13 @@ pub(crate) fn apply(
     op: &Op,
     large: Option<LargeRef>,
 ) -> Result<()> {
+    let key = match op {
+        Op::Put { key, .. } | Op::Delete { key } | Op::DeleteRange { start: key, .. } => Some(key),
+        Op::CreateCollection { .. } | Op::ColdChunk(_) => None,
+    };
+    let _owner = key
+        .and_then(|key| crate::page::keys::collection_of(key))
+        .map(crate::cache::attribute);
     match op {
         Op::CreateCollection { id, spec } => {
             Arc::make_mut(&mut txn.catalog).insert(CollectionInfo {
@@ -415,9 +420,10 @@ impl Shared {
                 segment_id: loc.segment_id,
                 offset: loc.offset,
             };
+            let weight = loc.len as usize + node.decoded_overhead();
             self.pages
                 .cache
-                .insert(key, Tier::HotPage, CacheValue::Node(node), loc.len as usize);
+                .insert(key, Tier::HotPage, CacheValue::Node(node), weight);
         }
         let tail = writer.log.tail();
         let checkpoint = Checkpoint {
@@ -467,9 +473,14 @@ impl Shared {
             log_bytes += self.pages.storage.len(&crate::log::segment_name(*id))?;
         }
         Ok(Stats {
-            hot: self.pages.cache.stats(Tier::HotPage),
-            cold: self.pages.cache.stats(Tier::ColdChunk),
-            cache_budget_bytes: self.pages.cache.budget_bytes() as u64,
+            cache: self.pages.cache.stats(|id| {
+                version
+                    .catalog
+                    .by_name
+                    .values()
+                    .find(|info| info.id == id)
+                    .map(|info| info.spec.name().to_string())
+            }),
             commits: version.commits,
             commit_groups: counters.commit_groups,
             log_syncs,

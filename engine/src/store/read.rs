@@ -298,11 +298,8 @@ impl Shared {
         };
         let value = self.pages.cache.get_or_load(key, Tier::ColdChunk, || {
             let items = self.cold.read(entry)?;
-            let weight = items
-                .iter()
-                .map(|s| crate::item::stored_len(&s.item))
-                .sum::<usize>()
-                + 64;
+            let weight = items.capacity() * size_of::<Stored>()
+                + items.iter().map(|s| s.item.payload.len()).sum::<usize>();
             Ok((
                 CacheValue::Items(Arc::new(items)),
                 weight,

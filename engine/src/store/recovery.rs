@@ -8,7 +8,7 @@ use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 
 use super::{Shared, Txn, Version, Writer, WriterCounters, apply, is_large};
-use crate::cache::PageCache;
+use crate::cache::{CacheConfig, PageCache};
 use crate::catalog::Catalog;
 use crate::cold::chunk::{self as cold_chunk, ChunkLoc};
 use crate::cold::{ColdStore, ColdTail};
@@ -33,7 +33,12 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
         storage.remove(CHECKPOINT_TEMP_FILE)?;
     }
     let segments: Vec<u32> = names.iter().filter_map(|n| parse_segment_name(n)).collect();
-    let cache = Arc::new(PageCache::new(options.cache_bytes));
+    let cache = Arc::new(PageCache::with_config(CacheConfig {
+        budget_bytes: options.cache_bytes as u64,
+        policy: options.cache_policy,
+        what_if: options.cache_what_if,
+        trace: options.cache_trace.clone(),
+    })?);
     if !names.contains(CHECKPOINT_FILE) {
         return create(storage, options, lock, cache, &segments);
     }

@@ -106,6 +106,7 @@ impl<'a> Stager<'a> {
     }
 
     fn read(&self, key: &[u8]) -> Result<Option<Bytes>> {
+        let _owner = keys::collection_of(key).map(crate::cache::attribute);
         let pages = &self.shared.pages;
         match self.txn.tree.get(pages, key)? {
             Some(value) => Ok(Some(pages.value_bytes(&value)?)),

@@ -1,0 +1,343 @@
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use rand_distr::{Distribution, Zipf};
+
+use super::*;
+
+fn key(offset: u64) -> CacheKey {
+    CacheKey::Page {
+        segment_id: 1,
+        offset,
+    }
+}
+
+fn load(weight: usize) -> Result<(CacheValue, usize, u64)> {
+    Ok((CacheValue::Bytes(Bytes::new()), weight, weight as u64))
+}
+
+fn cache(budget: u64, policy: CachePolicy, what_if: bool) -> PageCache {
+    PageCache::with_config(CacheConfig {
+        budget_bytes: budget,
+        policy,
+        what_if,
+        trace: None,
+    })
+    .unwrap()
+}
+
+fn no_names(_: CollectionId) -> Option<String> {
+    None
+}
+
+/// Zipf-distributed requests over `objects` objects whose weights vary from 1x to 4x
+/// `unit`, the same weight every time an object comes back.
+fn zipf_trace(objects: u64, requests: usize, exponent: f64, unit: u64) -> Vec<(u64, u64)> {
+    let mut rng = StdRng::seed_from_u64(42);
+    let zipf = Zipf::new(objects as f64, exponent).unwrap();
+    (0..requests)
+        .map(|_| {
+            let rank = zipf.sample(&mut rng) as u64;
+            // Scatter ranks over ids so popularity does not follow the id order.
+            let id = rank.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 20;
+            (id, unit + unit * (mix(id) % 4))
+        })
+        .collect()
+}
+
+fn replay(cache: &PageCache, trace: &[(u64, u64)]) {
+    for &(id, weight) in trace {
+        cache
+            .get_or_load(key(id), Tier::HotPage, || load(weight as usize))
+            .unwrap();
+        assert!(cache.stats(no_names).total().resident_bytes <= cache.config.budget_bytes);
+    }
+}
+
+#[test]
+fn never_above_budget_and_counts() {
+    for policy in CachePolicy::ALL {
+        let cache = cache(1000, policy, false);
+        for i in 0..100 {
+            cache
+                .get_or_load(key(i), Tier::HotPage, || load(300))
+                .unwrap();
+            assert!(cache.stats(no_names).hot.resident_bytes <= 1000);
+        }
+        cache
+            .get_or_load(key(99), Tier::HotPage, || load(300))
+            .unwrap();
+        let stats = cache.stats(no_names).hot;
+        assert_eq!((stats.requests, stats.hits, stats.misses), (101, 1, 100));
+        assert_eq!(stats.bytes_read, 30_000);
+        assert_eq!(stats.evictions, 97);
+        assert_eq!(stats.resident_bytes, 900);
+        assert_eq!(cache.stats(no_names).cold, TierStats::default());
+    }
+}
+
+#[test]
+fn objects_at_and_over_the_budget() {
+    let cache = cache(100, CachePolicy::S3Fifo, false);
+    cache
+        .get_or_load(key(1), Tier::HotPage, || load(101))
+        .unwrap();
+    assert_eq!(cache.stats(no_names).hot.resident_bytes, 0);
+    cache
+        .get_or_load(key(2), Tier::HotPage, || load(100))
+        .unwrap();
+    assert_eq!(cache.stats(no_names).hot.resident_bytes, 100);
+    let hit = cache
+        .get_or_load(key(2), Tier::HotPage, || panic!("a hit must not load"))
+        .unwrap();
+    assert!(matches!(hit, CacheValue::Bytes(_)));
+}
+
+#[test]
+fn a_failed_load_counts_a_miss_and_keeps_nothing() {
+    let cache = cache(1000, CachePolicy::S3Fifo, false);
+    let failed = cache.get_or_load(key(1), Tier::ColdChunk, || {
+        Err(crate::Error::corruption("cold-1.seg", 0, "bad"))
+    });
+    assert!(failed.is_err());
+    let stats = cache.stats(no_names).cold;
+    assert_eq!(
+        (stats.requests, stats.misses, stats.resident_bytes),
+        (1, 1, 0)
+    );
+}
+
+/// Hits are handed to the policy in batches, but all before any eviction, so single-threaded
+/// the live cache decides exactly as the simulator does.
+#[test]
+fn live_cache_matches_the_simulator() {
+    let trace = zipf_trace(5_000, 60_000, 0.9, 100);
+    for policy in [CachePolicy::S3Fifo, CachePolicy::Sieve] {
+        let live = cache(50_000, policy, false);
+        replay(&live, &trace);
+        let mut sim = Simulator::new(policy, 50_000);
+        for &(id, weight) in &trace {
+            sim.access(id, weight);
+        }
+        assert_eq!(live.stats(no_names).hot.hits, sim.hits, "{policy:?}");
+    }
+}
+
+#[test]
+fn what_if_is_within_three_hundredths_of_full_simulation() {
+    // A budget large enough that the estimate samples (rate 1/8), over a trace whose
+    // objects are 4 to 16 KiB like pages and chunks.
+    let budget = 32 << 20;
+    let trace = zipf_trace(40_000, 400_000, 0.9, 4096);
+    let live = cache(budget, CachePolicy::S3Fifo, true);
+    replay_quick(&live, &trace);
+    let stats = live.stats(no_names);
+    assert_eq!(stats.sample_rate, 1.0 / 8.0);
+    assert_eq!(stats.what_if.len(), WHAT_IF_FACTORS.len());
+    for what_if in &stats.what_if {
+        let mut full = Simulator::new(CachePolicy::S3Fifo, what_if.budget_bytes);
+        for &(id, weight) in &trace {
+            full.access(id, weight);
+        }
+        let error = (what_if.hit_ratio - full.hit_ratio()).abs();
+        assert!(
+            error <= 0.03,
+            "at {}x: estimated {:.4}, simulated {:.4}",
+            what_if.factor,
+            what_if.hit_ratio,
+            full.hit_ratio()
+        );
+        assert!(what_if.sampled_requests > 10_000);
+    }
+    // The estimate at 1x describes the live cache itself.
+    let one = stats.what_if.iter().find(|w| w.factor == 1.0).unwrap();
+    assert!((one.hit_ratio - stats.hot.hit_ratio()).abs() <= 0.03);
+}
+
+fn replay_quick(cache: &PageCache, trace: &[(u64, u64)]) {
+    for &(id, weight) in trace {
+        cache
+            .get_or_load(key(id), Tier::HotPage, || load(weight as usize))
+            .unwrap();
+    }
+}
+
+#[test]
+fn small_budgets_are_simulated_whole() {
+    let live = cache(1 << 20, CachePolicy::S3Fifo, true);
+    let trace = zipf_trace(2_000, 20_000, 0.9, 1000);
+    replay_quick(&live, &trace);
+    let stats = live.stats(no_names);
+    assert_eq!(stats.sample_rate, 1.0);
+    for what_if in &stats.what_if {
+        let mut full = Simulator::new(CachePolicy::S3Fifo, what_if.budget_bytes);
+        for &(id, weight) in &trace {
+            full.access(id, weight);
+        }
+        assert_eq!(what_if.sampled_requests, trace.len() as u64);
+        // Samples reach the estimate in per-shard batches, so requests of different shards
+        // can arrive slightly reordered: near, not equal.
+        let error = (what_if.hit_ratio - full.hit_ratio()).abs();
+        assert!(error <= 0.01, "at {}x: {error}", what_if.factor);
+    }
+}
+
+#[test]
+fn requests_count_for_the_collection_that_asked() {
+    let cache = cache(10_000, CachePolicy::S3Fifo, false);
+    {
+        let _guard = attribute(3);
+        cache
+            .get_or_load(key(1), Tier::HotPage, || load(100))
+            .unwrap();
+        cache
+            .get_or_load(key(2), Tier::ColdChunk, || load(200))
+            .unwrap();
+    }
+    {
+        let _guard = attribute(5);
+        cache
+            .get_or_load(key(1), Tier::HotPage, || load(100))
+            .unwrap();
+    }
+    cache
+        .get_or_load(key(9), Tier::HotPage, || load(50))
+        .unwrap();
+    let names = |id: CollectionId| (id == 3).then(|| "reviews".to_string());
+    let stats = cache.stats(names);
+    let row = |name: Option<&str>| {
+        stats
+            .collections
+            .iter()
+            .find(|c| c.collection.as_deref() == name)
+            .unwrap()
+            .clone()
+    };
+    let reviews = row(Some("reviews"));
+    assert_eq!((reviews.hot.requests, reviews.hot.misses), (1, 1));
+    assert_eq!(
+        (reviews.hot.resident_bytes, reviews.cold.resident_bytes),
+        (100, 200)
+    );
+    let unnamed = row(Some("#5"));
+    assert_eq!((unnamed.hot.hits, unnamed.hot.resident_bytes), (1, 0));
+    let internal = row(None);
+    assert_eq!(internal.hot.resident_bytes, 50);
+    assert_eq!(stats.collections.len(), 3);
+    assert_eq!(stats.hot.requests, 3);
+}
+
+#[test]
+fn reset_zeroes_counters_and_keeps_residents() {
+    let cache = cache(1000, CachePolicy::S3Fifo, true);
+    for i in 0..20 {
+        cache
+            .get_or_load(key(i % 5), Tier::HotPage, || load(300))
+            .unwrap();
+    }
+    cache.reset_stats();
+    let stats = cache.stats(no_names);
+    assert_eq!(stats.hot.requests, 0);
+    assert_eq!(stats.hot.evictions, 0);
+    assert_eq!(stats.hot.resident_bytes, 900);
+    assert!(stats.what_if.iter().all(|w| w.sampled_requests == 0));
+}
+
+#[test]
+fn trace_has_one_line_per_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.csv");
+    let cache = PageCache::with_config(CacheConfig {
+        budget_bytes: 1000,
+        policy: CachePolicy::S3Fifo,
+        what_if: false,
+        trace: Some(path.clone()),
+    })
+    .unwrap();
+    cache
+        .get_or_load(key(7), Tier::HotPage, || load(300))
+        .unwrap();
+    cache
+        .get_or_load(key(7), Tier::HotPage, || load(300))
+        .unwrap();
+    let chunk = CacheKey::Chunk {
+        segment_id: 2,
+        offset: 64,
+    };
+    cache
+        .get_or_load(chunk, Tier::ColdChunk, || load(5000))
+        .unwrap();
+    drop(cache);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let chunk_id = (2u64 << 62) | (2 << 40) | 64;
+    assert_eq!(
+        text,
+        format!(
+            "seq,object_id,object_bytes,tier\n0,{id},300,hot\n1,{id},300,hot\n2,{chunk_id},5000,cold\n",
+            id = (1u64 << 40) | 7
+        )
+    );
+}
+
+#[test]
+fn a_trace_that_cannot_be_created_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let result = PageCache::with_config(CacheConfig {
+        budget_bytes: 1000,
+        policy: CachePolicy::S3Fifo,
+        what_if: false,
+        trace: Some(dir.path().join("missing").join("trace.csv")),
+    });
+    assert!(matches!(result, Err(crate::Error::Io { .. })));
+}
+
+#[test]
+fn object_ids_are_distinct_across_kinds() {
+    let ids = [
+        CacheKey::Page {
+            segment_id: 1,
+            offset: 8,
+        },
+        CacheKey::Large {
+            segment_id: 1,
+            offset: 8,
+        },
+        CacheKey::Chunk {
+            segment_id: 1,
+            offset: 8,
+        },
+        CacheKey::Page {
+            segment_id: 2,
+            offset: 8,
+        },
+    ]
+    .map(|k| k.object_id());
+    let mut sorted = ids.to_vec();
+    sorted.dedup();
+    assert_eq!(sorted.len(), 4);
+}
+
+#[test]
+fn many_threads_hit_and_miss_without_losing_counts() {
+    let cache = Arc::new(cache(64 * 300, CachePolicy::S3Fifo, true));
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let cache = cache.clone();
+            std::thread::spawn(move || {
+                for i in 0..20_000u64 {
+                    let id = (i * 7 + t) % 200;
+                    cache
+                        .get_or_load(key(id), Tier::HotPage, || load(300))
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    let stats = cache.stats(no_names).hot;
+    assert_eq!(stats.requests, 80_000);
+    assert_eq!(stats.hits + stats.misses, 80_000);
+    assert!(stats.hits > 0 && stats.evictions > 0);
+    assert!(stats.resident_bytes <= 64 * 300);
+}
