@@ -42,6 +42,19 @@ enum Command {
         #[arg(long, value_enum, default_value_t = demo::Scale::Small)]
         scale: demo::Scale,
     },
+    /// The working-set benchmark: each seed workload under its layouts and four cache
+    /// budgets, hit ratios beside the offline optimum; writes a markdown table and plots.
+    Bench {
+        /// Multiplies every size (1 finishes in under 2 minutes).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
+        scale: u64,
+        /// Where to write working-set.md and one SVG plot per workload.
+        #[arg(long, default_value = "working-set")]
+        out: PathBuf,
+        /// Only these workloads (followers, reviews, sensors); all by default.
+        #[arg(long = "workload", value_parser = ["followers", "reviews", "sensors"])]
+        workloads: Vec<String>,
+    },
     /// Create a database (and its directory) or add a collection to one.
     Create {
         db: PathBuf,
@@ -219,6 +232,42 @@ fn commit_one(db: &Path, json: bool, add: impl FnOnce(&mut Batch)) -> Result<(),
     Ok(())
 }
 
+fn bench(scale: u64, out: PathBuf, names: &[String], json: bool) -> Result<(), Failure> {
+    use skewdb_workload::Workload;
+    use skewdb_workload::working_set::{self, Config};
+    let workloads = Workload::ALL
+        .into_iter()
+        .filter(|w| names.is_empty() || names.iter().any(|n| n == w.name()))
+        .collect();
+    let report = working_set::run(Config {
+        sizes: skewdb_workload::Sizes::at_scale(scale),
+        workloads,
+        out_dir: Some(out.clone()),
+        progress: Box::new(move |line| {
+            if !json {
+                eprintln!("{line}");
+            }
+        }),
+    })?;
+    if json {
+        for run in &report.runs {
+            print_value(&json!({
+                "workload": run.workload.name(), "layout": run.layout.describe(),
+                "budget_fraction": run.budget_fraction, "budget_bytes": run.budget_bytes,
+                "policy": run.policy.name(), "ops": run.ops, "requests": run.requests,
+                "hits": run.hits, "misses": run.misses, "hit_ratio": run.hit_ratio(),
+                "optimum_hit_ratio": run.optimum_ratio(), "read_misses": run.read_misses,
+                "reads": run.reads, "bytes_read": run.bytes_read,
+                "ops_per_second": run.ops_per_second(),
+            }));
+        }
+    } else {
+        print!("{}", working_set::markdown(&report));
+        println!("\nwrote {}", out.join("working-set.md").display());
+    }
+    Ok(())
+}
+
 fn print_value(value: &Value) {
     println!("{value}");
 }
@@ -227,6 +276,11 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
     let json = cli.json;
     match cli.command {
         Command::Demo { scale } => demo::run(scale, json)?,
+        Command::Bench {
+            scale,
+            out,
+            workloads,
+        } => bench(scale, out, &workloads, json)?,
         Command::Create {
             db,
             collection,

@@ -5,10 +5,11 @@
 //!
 //! Values live in 16 shards, each a hash map behind its own lock, so hits from many threads
 //! meet only when they hash to one shard. The eviction policy lives behind a second lock that
-//! hits do not take: a hit records itself in its shard's event buffer, and buffers are handed
-//! to the policy in batches, and all of them before any eviction, so the policy decides on
-//! every hit that happened. Statistics are kept per shard under the shard lock, per tier and
-//! per collection, and summed when asked for.
+//! hits do not take: under S3-FIFO and SIEVE a hit is counted beside its value and the policy
+//! collects the count when it considers that object for eviction; under LRU, whose order
+//! depends on every hit, hits are buffered per shard and handed over in batches, all of them
+//! before any eviction. The what-if sample travels the same buffers. Statistics are kept per
+//! shard under the shard lock, per tier and per collection, and summed when asked for.
 
 pub mod policy;
 mod trace;
@@ -27,7 +28,7 @@ use crate::catalog::CollectionId;
 use crate::item::Stored;
 use crate::page::node::Node;
 pub use policy::{CachePolicy, Simulator, belady_hits};
-use policy::{Policy, ratio};
+use policy::{Marks, Policy, ratio};
 use trace::TraceWriter;
 
 /// What a cached object is, for statistics.
@@ -236,9 +237,12 @@ struct Entry {
     weight: u64,
     tier: Tier,
     owner: Owner,
+    /// Hits since the policy last looked (S3-FIFO and SIEVE; see [`policy::Marks`]).
+    hits: u32,
 }
 
 enum Event {
+    /// A hit LRU must see in order.
     Hit(CacheKey),
     /// A request in the what-if sample.
     Sample(u64, u64),
@@ -366,11 +370,15 @@ impl PageCache {
             let shard = &mut *shard;
             let counts = slot(&mut shard.counts, owner, tier);
             counts.requests += 1;
-            match shard.entries.get(&key) {
+            match shard.entries.get_mut(&key) {
                 Some(entry) => {
                     counts.hits += 1;
                     let (value, weight) = (entry.value.clone(), entry.weight);
-                    shard.events.push(Event::Hit(key));
+                    if self.config.policy == CachePolicy::Lru {
+                        shard.events.push(Event::Hit(key));
+                    } else {
+                        entry.hits = entry.hits.saturating_add(1);
+                    }
                     if sampled {
                         shard.events.push(Event::Sample(key.object_id(), weight));
                     }
@@ -442,7 +450,7 @@ impl PageCache {
             self.apply_samples(&samples);
         }
         while core.resident_bytes + weight > budget {
-            let Some((victim, victim_weight)) = core.policy.evict() else {
+            let Some((victim, victim_weight)) = core.policy.evict(&mut ShardMarks(self)) else {
                 break;
             };
             core.resident_bytes -= victim_weight;
@@ -461,6 +469,7 @@ impl PageCache {
             weight,
             tier,
             owner,
+            hits: 0,
         };
         self.shard(&key).lock().entries.insert(key, entry);
     }
@@ -601,6 +610,19 @@ impl PageCache {
         if let Some(trace) = &self.trace {
             trace.lock().flush();
         }
+    }
+}
+
+/// Hits recorded beside the values, collected by the policy at eviction.
+struct ShardMarks<'a>(&'a PageCache);
+
+impl Marks<CacheKey> for ShardMarks<'_> {
+    fn take_hits(&mut self, key: &CacheKey) -> u32 {
+        let mut shard = self.0.shard(key).lock();
+        shard
+            .entries
+            .get_mut(key)
+            .map_or(0, |entry| std::mem::take(&mut entry.hits))
     }
 }
 

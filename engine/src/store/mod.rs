@@ -456,6 +456,18 @@ impl Shared {
         Ok(())
     }
 
+    pub fn cache_stats(&self) -> CacheStats {
+        let version = self.current();
+        self.pages.cache.stats(|id| {
+            version
+                .catalog
+                .by_name
+                .values()
+                .find(|info| info.id == id)
+                .map(|info| info.spec.name().to_string())
+        })
+    }
+
     pub fn stats(&self) -> Result<Stats> {
         let (next_lsn, durable_lsn, log_syncs, counters) = {
             let writer = self.writer.lock();
@@ -473,14 +485,7 @@ impl Shared {
             log_bytes += self.pages.storage.len(&crate::log::segment_name(*id))?;
         }
         Ok(Stats {
-            cache: self.pages.cache.stats(|id| {
-                version
-                    .catalog
-                    .by_name
-                    .values()
-                    .find(|info| info.id == id)
-                    .map(|info| info.spec.name().to_string())
-            }),
+            cache: self.cache_stats(),
             commits: version.commits,
             commit_groups: counters.commit_groups,
             log_syncs,

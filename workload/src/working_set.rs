@@ -1,0 +1,529 @@
+//! The working-set benchmark: each workload under each fitting layout and each cache budget,
+//! with the live policy and LRU, beside the offline optimum on the same recorded trace.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use skewdb::cache::{Simulator, belady_hits};
+use skewdb::{CachePolicy, Db, Layout, Options, Result};
+
+use crate::{Op, Sizes, Workload, build, build_options, operations, run_op};
+
+/// Budgets as fractions of the Embed layout's data size.
+pub const BUDGETS: [f64; 4] = [0.01, 0.05, 0.10, 0.25];
+/// The live policies each configuration runs with.
+pub const POLICIES: [CachePolicy; 2] = [CachePolicy::S3Fifo, CachePolicy::Lru];
+
+pub struct Config {
+    pub sizes: Sizes,
+    pub workloads: Vec<Workload>,
+    /// Where the table and plots go; none writes nothing.
+    pub out_dir: Option<PathBuf>,
+    /// Called with a line of progress.
+    pub progress: Box<dyn FnMut(&str)>,
+}
+
+/// What one layout's database cost to build.
+pub struct Built {
+    pub workload: Workload,
+    pub layout: Layout,
+    pub seconds: f64,
+    pub refused_batches: u64,
+    pub disk_bytes: u64,
+}
+
+/// One run: a workload, a layout, a budget, a live policy.
+#[derive(Clone)]
+pub struct Run {
+    pub workload: Workload,
+    pub layout: Layout,
+    pub budget_fraction: f64,
+    pub budget_bytes: u64,
+    pub policy: CachePolicy,
+    pub ops: u64,
+    pub reads: u64,
+    pub requests: u64,
+    pub hits: u64,
+    pub misses: u64,
+    pub read_misses: u64,
+    pub bytes_read: u64,
+    pub seconds: f64,
+    /// Offline on the same trace after the same warm-up: the optimum, and every policy.
+    pub optimum_hits: u64,
+    pub simulated: Vec<(CachePolicy, u64)>,
+    pub peak_resident_bytes: u64,
+}
+
+impl Run {
+    pub fn hit_ratio(&self) -> f64 {
+        ratio(self.hits, self.requests)
+    }
+
+    pub fn optimum_ratio(&self) -> f64 {
+        ratio(self.optimum_hits, self.requests)
+    }
+
+    pub fn ops_per_second(&self) -> f64 {
+        self.ops as f64 / self.seconds.max(1e-9)
+    }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 { 0.0 } else { a as f64 / b as f64 }
+}
+
+pub struct Report {
+    pub sizes: Sizes,
+    pub built: Vec<Built>,
+    /// Per workload, the Embed layout's data size in cache bytes.
+    pub data_bytes: Vec<(Workload, u64)>,
+    pub runs: Vec<Run>,
+    pub peak_process_bytes: Option<u64>,
+    pub seconds: f64,
+}
+
+fn dir_bytes(dir: &Path) -> Result<u64> {
+    let mut total = 0;
+    for entry in std::fs::read_dir(dir).map_err(io)? {
+        total += entry.map_err(io)?.metadata().map_err(io)?.len();
+    }
+    Ok(total)
+}
+
+fn io(source: std::io::Error) -> skewdb::Error {
+    skewdb::Error::Io {
+        op: "benchmark files",
+        file: String::new(),
+        source,
+    }
+}
+
+/// A private copy of a built database for one run. Segment files other than the newest of
+/// each kind are never written again, so they are hard-linked; the newest ones, which the
+/// run appends to, and every other file are copied.
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    let mut newest: rustc_hash::FxHashMap<String, (u64, std::ffi::OsString)> = Default::default();
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(from).map_err(io)? {
+        let name = entry.map_err(io)?.file_name();
+        let text = name.to_string_lossy().to_string();
+        if let Some((kind, rest)) = text.split_once('-')
+            && let Some(number) = rest
+                .strip_suffix(".seg")
+                .and_then(|n| n.parse::<u64>().ok())
+        {
+            let slot = newest
+                .entry(kind.to_string())
+                .or_insert((number, name.clone()));
+            if number >= slot.0 {
+                *slot = (number, name.clone());
+            }
+        }
+        names.push((text, name));
+    }
+    for (text, name) in names {
+        if text == "LOCK" {
+            continue;
+        }
+        let is_segment = text.ends_with(".seg");
+        let is_newest = newest.values().any(|(_, n)| *n == name);
+        if is_segment && !is_newest {
+            std::fs::hard_link(from.join(&name), to.join(&name)).map_err(io)?;
+        } else {
+            std::fs::copy(from.join(&name), to.join(&name)).map_err(io)?;
+        }
+    }
+    Ok(())
+}
+
+/// Reads a trace file written by `Options::cache_trace` back as `(object, bytes)`.
+pub fn read_trace(path: &Path) -> Result<Vec<(u64, u64)>> {
+    let text = std::fs::read_to_string(path).map_err(io)?;
+    let mut trace = Vec::new();
+    for line in text.lines().skip(1) {
+        let mut fields = line.split(',');
+        let (_, id, bytes) = (fields.next(), fields.next(), fields.next());
+        let parse = |f: Option<&str>| f.and_then(|f| f.parse::<u64>().ok());
+        match (parse(id), parse(bytes)) {
+            (Some(id), Some(bytes)) => trace.push((id, bytes)),
+            _ => {
+                return Err(io(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("bad trace line {line:?}"),
+                )));
+            }
+        }
+    }
+    Ok(trace)
+}
+
+/// The Embed layout's data size as the cache weighs it: every object a full read touches,
+/// once each, read from a trace (so nothing has to be held in memory to measure it).
+fn data_bytes(dir: &Path, scratch: &Path) -> Result<u64> {
+    let trace_path = scratch.join("size-trace.csv");
+    {
+        let options = build_options()
+            .cache_bytes(0)
+            .cache_what_if(false)
+            .cache_trace(&trace_path);
+        let db = Db::open(dir, options)?;
+        let collection = db.collection(crate::COLLECTION)?;
+        for doc in collection.scan::<&[u8]>(..)? {
+            let doc = doc?;
+            collection.items(doc.key(), crate::FIELD, &skewdb::ItemQuery::new())?;
+        }
+    }
+    let mut seen = rustc_hash::FxHashMap::default();
+    for (id, bytes) in read_trace(&trace_path)? {
+        seen.insert(id, bytes);
+    }
+    std::fs::remove_file(&trace_path).map_err(io)?;
+    Ok(seen.values().sum())
+}
+
+/// What every run of one workload and layout shares.
+struct Setup<'a> {
+    source: &'a Path,
+    scratch: &'a Path,
+    workload: Workload,
+    layout: Layout,
+    ops: &'a [Op],
+    sizes: &'a Sizes,
+}
+
+/// The requests a run made, and how many of them were the warm-up.
+struct Recorded {
+    trace: Vec<(u64, u64)>,
+    warmup: usize,
+}
+
+fn run_one(setup: &Setup, budget: (f64, u64), policy: CachePolicy) -> Result<(Run, Recorded)> {
+    let Setup {
+        source,
+        scratch,
+        workload,
+        layout,
+        ops,
+        sizes,
+    } = *setup;
+    let dir = scratch.join("run");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(io)?;
+    copy_dir(source, &dir)?;
+    let trace_path = scratch.join("trace.csv");
+    let options: Options = build_options()
+        .cache_bytes(budget.1 as usize)
+        .cache_policy(policy)
+        .cache_what_if(false)
+        .cache_trace(&trace_path);
+    let (mut run, warmup_requests) = {
+        let db = Db::open(&dir, options)?;
+        let collection = db.collection(crate::COLLECTION)?;
+        let (warmup, measured) = ops.split_at(sizes.warmup_ops.min(ops.len()));
+        for op in warmup {
+            run_op(&db, &collection, workload, layout, op)?;
+        }
+        let warmup_requests = db.cache_stats().total().requests as usize;
+        db.reset_stats();
+        let (mut seconds, mut reads, mut read_misses, mut peak) = (0.0, 0, 0, 0);
+        for op in measured {
+            let is_read = matches!(op, Op::Read(_));
+            let before = if is_read {
+                db.cache_stats().total().misses
+            } else {
+                0
+            };
+            let started = Instant::now();
+            std::hint::black_box(run_op(&db, &collection, workload, layout, op)?);
+            seconds += started.elapsed().as_secs_f64();
+            if is_read {
+                let stats = db.cache_stats().total();
+                reads += 1;
+                read_misses += stats.misses - before;
+                peak = peak.max(stats.resident_bytes);
+            }
+        }
+        let total = db.cache_stats().total();
+        assert!(
+            total.resident_bytes <= budget.1,
+            "resident bytes over the budget"
+        );
+        let run = Run {
+            workload,
+            layout,
+            budget_fraction: budget.0,
+            budget_bytes: budget.1,
+            policy,
+            ops: measured.len() as u64,
+            reads,
+            requests: total.requests,
+            hits: total.hits,
+            misses: total.misses,
+            read_misses,
+            bytes_read: total.bytes_read,
+            seconds,
+            optimum_hits: 0,
+            simulated: Vec::new(),
+            peak_resident_bytes: peak.max(total.resident_bytes),
+        };
+        (run, warmup_requests)
+    };
+    let trace = read_trace(&trace_path)?;
+    run.optimum_hits = belady_hits(&trace, budget.1, warmup_requests);
+    std::fs::remove_dir_all(&dir).map_err(io)?;
+    Ok((
+        run,
+        Recorded {
+            trace,
+            warmup: warmup_requests,
+        },
+    ))
+}
+
+fn simulate(trace: &[(u64, u64)], budget: u64, policy: CachePolicy, measure_from: usize) -> u64 {
+    let mut sim = Simulator::new(policy, budget);
+    let mut hits = 0;
+    for (i, &(id, bytes)) in trace.iter().enumerate() {
+        if sim.access(id, bytes) && i >= measure_from {
+            hits += 1;
+        }
+    }
+    hits
+}
+
+/// The peak resident memory of this process, where the system tells it.
+pub fn peak_process_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+pub fn run(mut config: Config) -> Result<Report> {
+    let started = Instant::now();
+    let sizes = config.sizes;
+    let scratch = tempfile::tempdir().map_err(io)?;
+    let mut report = Report {
+        sizes,
+        built: Vec::new(),
+        data_bytes: Vec::new(),
+        runs: Vec::new(),
+        peak_process_bytes: None,
+        seconds: 0.0,
+    };
+    for &workload in &config.workloads {
+        let ops = operations(workload, &sizes);
+        let mut dirs = Vec::new();
+        for layout in workload.layouts() {
+            let dir = scratch
+                .path()
+                .join(format!("{}-{}", workload.name(), dirs.len()));
+            std::fs::create_dir_all(&dir).map_err(io)?;
+            let started = Instant::now();
+            let refused = {
+                let options = build_options()
+                    .cache_bytes(8 << 20)
+                    .checkpoint_bytes(16 << 20);
+                let db = Db::open(&dir, options)?;
+                build(&db, workload, layout, &sizes)?
+            };
+            let built = Built {
+                workload,
+                layout,
+                seconds: started.elapsed().as_secs_f64(),
+                refused_batches: refused,
+                disk_bytes: dir_bytes(&dir)?,
+            };
+            (config.progress)(&format!(
+                "built {} under {} in {:.1} s (peak process memory so far {})",
+                workload.name(),
+                layout.describe(),
+                built.seconds,
+                peak_process_bytes().map_or("unknown".to_string(), mib)
+            ));
+            report.built.push(built);
+            dirs.push((layout, dir));
+        }
+        let embed_dir = &dirs[0].1;
+        let data = data_bytes(embed_dir, scratch.path())?;
+        report.data_bytes.push((workload, data));
+        for (layout, dir) in &dirs {
+            for fraction in BUDGETS {
+                let budget = (data as f64 * fraction) as u64;
+                let mut trace_of_first = None;
+                for policy in POLICIES {
+                    let setup = Setup {
+                        source: dir,
+                        scratch: scratch.path(),
+                        workload,
+                        layout: *layout,
+                        ops: &ops,
+                        sizes: &sizes,
+                    };
+                    let (mut run, recorded) = run_one(&setup, (fraction, budget), policy)?;
+                    let recorded = trace_of_first.get_or_insert(recorded);
+                    run.simulated = CachePolicy::ALL
+                        .iter()
+                        .map(|&p| (p, simulate(&recorded.trace, budget, p, recorded.warmup)))
+                        .collect();
+                    (config.progress)(&format!(
+                        "{} {} {:.0}% {}: hit ratio {:.3} (optimum {:.3}), {:.0} ops/s",
+                        workload.name(),
+                        layout.describe(),
+                        fraction * 100.0,
+                        policy.name(),
+                        run.hit_ratio(),
+                        run.optimum_ratio(),
+                        run.ops_per_second()
+                    ));
+                    report.runs.push(run);
+                }
+            }
+        }
+    }
+    report.peak_process_bytes = peak_process_bytes();
+    report.seconds = started.elapsed().as_secs_f64();
+    if let Some(out) = &config.out_dir {
+        std::fs::create_dir_all(out).map_err(io)?;
+        std::fs::write(out.join("working-set.md"), markdown(&report)).map_err(io)?;
+        for &workload in &config.workloads {
+            let path = out.join(format!("working-set-{}.svg", workload.name()));
+            crate::plot::hit_ratio_plot(&report, workload, &path)?;
+        }
+    }
+    Ok(report)
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.2} MiB", bytes as f64 / (1 << 20) as f64)
+}
+
+/// The report as markdown: one table per workload, then the policies side by side.
+pub fn markdown(report: &Report) -> String {
+    let mut out = String::new();
+    let s = &report.sizes;
+    let _ = writeln!(
+        out,
+        "Sizes: followers {} users (celebrity {} followers); reviews {} products, {} reviews; \
+         sensors {} sensors x {} days of minute readings. Each run: {} warm-up operations, then \
+         {} measured, from seed {}.\n",
+        s.users,
+        s.celebrity_followers,
+        s.products,
+        s.reviews,
+        s.sensors,
+        s.days,
+        s.warmup_ops,
+        s.measured_ops,
+        crate::SEED
+    );
+    for &(workload, data) in &report.data_bytes {
+        let _ = writeln!(
+            out,
+            "### {} ({})\n\nEmbed data size {}; budgets are fractions of it. Live policy S3-FIFO; \
+             optimum: Belady on the same trace.\n",
+            workload.name(),
+            workload.operation(),
+            mib(data)
+        );
+        let _ = writeln!(
+            out,
+            "| layout | budget | hit ratio | optimum | of optimum | misses/op | misses/read | KiB read/op | ops/s |\n|---|---|---|---|---|---|---|---|---|"
+        );
+        for run in report
+            .runs
+            .iter()
+            .filter(|r| r.workload == workload && r.policy == CachePolicy::S3Fifo)
+        {
+            let _ = writeln!(
+                out,
+                "| {} | {:.0}% ({}) | {:.3} | {:.3} | {:.2} | {:.2} | {} | {:.1} | {:.0} |",
+                run.layout.describe(),
+                run.budget_fraction * 100.0,
+                mib(run.budget_bytes),
+                run.hit_ratio(),
+                run.optimum_ratio(),
+                ratio(run.hits, run.optimum_hits),
+                ratio(run.misses, run.ops),
+                if run.reads == 0 {
+                    "-".to_string()
+                } else {
+                    format!("{:.2}", ratio(run.read_misses, run.reads))
+                },
+                run.bytes_read as f64 / 1024.0 / run.ops.max(1) as f64,
+                run.ops_per_second()
+            );
+        }
+        let _ = writeln!(
+            out,
+            "\nMisses per measured operation by policy (live runs; SIEVE simulated on the S3-FIFO run's trace):\n\n\
+             | layout | budget | S3-FIFO | LRU | fewer than LRU | SIEVE (sim) | S3-FIFO (sim) | LRU (sim) |\n|---|---|---|---|---|---|---|---|"
+        );
+        let runs: Vec<&Run> = report
+            .runs
+            .iter()
+            .filter(|r| r.workload == workload)
+            .collect();
+        for pair in runs.chunks(2) {
+            let [s3, lru] = pair else { continue };
+            let sim = |p: CachePolicy| {
+                let hits = s3
+                    .simulated
+                    .iter()
+                    .find(|(q, _)| *q == p)
+                    .map_or(0, |x| x.1);
+                ratio(s3.requests - hits, s3.ops)
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {:.0}% | {:.3} | {:.3} | {} | {:.3} | {:.3} | {:.3} |",
+                s3.layout.describe(),
+                s3.budget_fraction * 100.0,
+                ratio(s3.misses, s3.ops),
+                ratio(lru.misses, lru.ops),
+                if s3.misses < lru.misses { "yes" } else { "no" },
+                sim(CachePolicy::Sieve),
+                sim(CachePolicy::S3Fifo),
+                sim(CachePolicy::Lru),
+            );
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(
+        out,
+        "Builds:\n\n| workload | layout | build s | refused batches | disk |\n|---|---|---|---|---|"
+    );
+    for b in &report.built {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.1} | {} | {} |",
+            b.workload.name(),
+            b.layout.describe(),
+            b.seconds,
+            b.refused_batches,
+            mib(b.disk_bytes)
+        );
+    }
+    let largest_budget = report
+        .runs
+        .iter()
+        .map(|r| r.budget_bytes)
+        .max()
+        .unwrap_or(0);
+    let peak_resident = report
+        .runs
+        .iter()
+        .map(|r| r.peak_resident_bytes)
+        .max()
+        .unwrap_or(0);
+    let _ = writeln!(
+        out,
+        "\nLargest budget {}; largest resident cache bytes seen {}; peak process memory {}; whole run {:.0} s.",
+        mib(largest_budget),
+        mib(peak_resident),
+        report.peak_process_bytes.map_or("unknown".to_string(), mib),
+        report.seconds
+    );
+    out
+}

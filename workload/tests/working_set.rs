@@ -1,0 +1,87 @@
+//! The working-set benchmark end to end at a tiny size: every run stays in its budget (the
+//! runner asserts it), the optimum is never beaten, and the table and plots are written.
+
+use skewdb::CachePolicy;
+use skewdb_workload::working_set::{self, BUDGETS, Config, POLICIES};
+use skewdb_workload::{Sizes, Workload};
+
+#[test]
+fn tiny_run_writes_table_and_plots() {
+    let out = tempfile::tempdir().unwrap();
+    let report = working_set::run(Config {
+        sizes: Sizes::tiny(),
+        workloads: Workload::ALL.to_vec(),
+        out_dir: Some(out.path().to_path_buf()),
+        progress: Box::new(|_| {}),
+    })
+    .unwrap();
+    assert_eq!(
+        report.runs.len(),
+        Workload::ALL.len() * 3 * BUDGETS.len() * POLICIES.len()
+    );
+    for run in &report.runs {
+        assert_eq!(run.ops, Sizes::tiny().measured_ops as u64);
+        assert!(run.requests > 0, "{:?} {:?}", run.workload, run.layout);
+        assert_eq!(run.hits + run.misses, run.requests);
+        assert!(run.peak_resident_bytes <= run.budget_bytes);
+        // Belady's bound holds for equal sizes; with sizes it is the usual estimate, so
+        // allow the live policy a small edge only.
+        assert!(
+            run.hits <= run.optimum_hits + run.requests / 20,
+            "{:?} {:?} {} beat the optimum: {} > {}",
+            run.workload,
+            run.layout,
+            run.policy.name(),
+            run.hits,
+            run.optimum_hits
+        );
+        let simulated = run
+            .simulated
+            .iter()
+            .find(|(p, _)| *p == CachePolicy::S3Fifo)
+            .unwrap();
+        assert!(simulated.1 <= run.requests);
+    }
+    for (workload, data) in &report.data_bytes {
+        assert!(*data > 0, "{workload:?}");
+    }
+    let table = std::fs::read_to_string(out.path().join("working-set.md")).unwrap();
+    for workload in Workload::ALL {
+        assert!(table.contains(&format!("### {}", workload.name())));
+        let svg = std::fs::read_to_string(
+            out.path()
+                .join(format!("working-set-{}.svg", workload.name())),
+        )
+        .unwrap();
+        assert!(svg.starts_with("<svg") && svg.contains("hit ratio"));
+    }
+}
+
+#[test]
+fn operations_are_the_same_for_every_run() {
+    for workload in Workload::ALL {
+        let a = format!(
+            "{:?}",
+            skewdb_workload::operations(workload, &Sizes::tiny())
+        );
+        let b = format!(
+            "{:?}",
+            skewdb_workload::operations(workload, &Sizes::tiny())
+        );
+        assert_eq!(a, b);
+    }
+}
+
+#[test]
+fn a_bad_trace_line_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.csv");
+    std::fs::write(
+        &path,
+        "seq,object_id,object_bytes,tier\n0,12,300,hot\n1,x,3,hot\n",
+    )
+    .unwrap();
+    assert!(working_set::read_trace(&path).is_err());
+    std::fs::write(&path, "seq,object_id,object_bytes,tier\n0,12,300,hot\n").unwrap();
+    assert_eq!(working_set::read_trace(&path).unwrap(), vec![(12, 300)]);
+}
