@@ -99,6 +99,15 @@ fn io(source: std::io::Error) -> skewdb::Error {
     }
 }
 
+/// The number of a segment file name's tail (`00000003.log` of a hot segment,
+/// `00000003.seg` of a cold one).
+fn segment_number(rest: &str) -> Option<u64> {
+    let digits = rest
+        .strip_suffix(".log")
+        .or_else(|| rest.strip_suffix(".seg"))?;
+    digits.parse().ok()
+}
+
 /// A private copy of a built database for one run. Segment files other than the newest of
 /// each kind are never written again, so they are hard-linked; the newest ones, which the
 /// run appends to, and every other file are copied.
@@ -109,9 +118,7 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
         let name = entry.map_err(io)?.file_name();
         let text = name.to_string_lossy().to_string();
         if let Some((kind, rest)) = text.split_once('-')
-            && let Some(number) = rest
-                .strip_suffix(".seg")
-                .and_then(|n| n.parse::<u64>().ok())
+            && let Some(number) = segment_number(rest)
         {
             let slot = newest
                 .entry(kind.to_string())
@@ -126,7 +133,9 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
         if text == "LOCK" {
             continue;
         }
-        let is_segment = text.ends_with(".seg");
+        let is_segment = text
+            .split_once('-')
+            .is_some_and(|(_, rest)| segment_number(rest).is_some());
         let is_newest = newest.values().any(|(_, n)| *n == name);
         if is_segment && !is_newest {
             std::fs::hard_link(from.join(&name), to.join(&name)).map_err(io)?;
@@ -526,4 +535,55 @@ pub fn markdown(report: &Report) -> String {
         report.seconds
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lengths(dir: &Path) -> Vec<(String, u64)> {
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (
+                    e.file_name().to_string_lossy().to_string(),
+                    e.metadata().unwrap().len(),
+                )
+            })
+            .collect();
+        files.sort();
+        files
+    }
+
+    #[test]
+    fn writing_to_a_copy_leaves_the_source_alone() {
+        let source = tempfile::tempdir().unwrap();
+        let options = build_options().segment_bytes(64 * 1024);
+        {
+            let db = Db::open(source.path(), options.clone()).unwrap();
+            build(
+                &db,
+                Workload::Reviews,
+                Layout::Subset { keep: 5 },
+                &Sizes::tiny(),
+            )
+            .unwrap();
+        }
+        let before = lengths(source.path());
+        assert!(before.iter().filter(|(n, _)| n.starts_with("hot-")).count() > 1);
+        let copy = tempfile::tempdir().unwrap();
+        copy_dir(source.path(), copy.path()).unwrap();
+        {
+            let db = Db::open(copy.path(), options).unwrap();
+            let mut batch = db.batch();
+            for i in 0..500 {
+                batch.put(crate::COLLECTION, format!("new{i}"), vec![7u8; 200]);
+            }
+            batch.commit().unwrap();
+            db.checkpoint().unwrap();
+        }
+        assert_eq!(lengths(source.path()), before);
+        assert_ne!(lengths(copy.path()), before);
+    }
 }
