@@ -574,6 +574,7 @@ impl PageCache {
                 (estimator.rate, what_if)
             }
         };
+        self.flush_trace();
         let trace_error = self.trace.as_ref().and_then(|t| t.lock().error());
         CacheStats {
             policy: self.config.policy,
