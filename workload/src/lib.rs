@@ -5,8 +5,6 @@
 pub mod plot;
 pub mod working_set;
 
-use std::time::Instant;
-
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Zipf};
@@ -136,12 +134,16 @@ pub fn parent_key(workload: Workload, id: u64) -> String {
 /// Popularity rank to parent id: a fixed permutation, so the most popular parents are
 /// scattered over the key space as real ids are.
 fn scatter(rank: u64, parents: u64) -> u64 {
-    // An odd multiplier is a bijection modulo a power of two; walk until inside.
+    // Each step is a bijection of [0, size): multiplying by an odd number, a right xorshift
+    // of the value itself, an affine step with an odd factor. Walking the cycle until the
+    // value falls below `parents` keeps it a bijection of [0, parents).
     let size = parents.next_power_of_two();
+    let (mask, shift) = (size - 1, size.trailing_zeros() / 2 + 1);
     let mut x = rank;
     loop {
-        x = (x.wrapping_mul(0x9e37_79b9_7f4a_7c15 | 1) ^ (x >> 7)) & (size - 1);
-        x = x.wrapping_mul(5).wrapping_add(3) & (size - 1);
+        x = x.wrapping_mul(0x9e37_79b9_7f4a_7c15) & mask;
+        x ^= x >> shift;
+        x = x.wrapping_mul(5).wrapping_add(3) & mask;
         if x < parents {
             return x;
         }
@@ -420,14 +422,24 @@ fn newest_key(collection: &Collection, key: &str) -> Result<i64> {
         .unwrap_or(0))
 }
 
-/// Times a closure.
-pub fn timed<T>(f: impl FnOnce() -> Result<T>) -> Result<(T, f64)> {
-    let started = Instant::now();
-    let value = f()?;
-    Ok((value, started.elapsed().as_secs_f64()))
-}
-
 /// Options every benchmark database is built with.
 pub fn build_options() -> Options {
     Options::new().durability(skewdb::Durability::Buffered)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scatter_is_a_permutation() {
+        for parents in [1, 2, 3, 200, 300, 1_000, 10_000, 20_000] {
+            let mut seen = vec![false; parents as usize];
+            for rank in 0..parents {
+                let id = scatter(rank, parents);
+                assert!(!seen[id as usize], "{parents}: {id} twice");
+                seen[id as usize] = true;
+            }
+        }
+    }
 }
