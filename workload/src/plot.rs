@@ -9,11 +9,7 @@ use crate::Workload;
 use crate::working_set::{BUDGETS, Report};
 
 fn plot_error(reason: impl ToString) -> skewdb::Error {
-    skewdb::Error::Io {
-        op: "plot",
-        file: String::new(),
-        source: std::io::Error::other(reason.to_string()),
-    }
+    crate::working_set::io(std::io::Error::other(reason.to_string()))
 }
 
 pub fn hit_ratio_plot(report: &Report, workload: Workload, path: &Path) -> Result<()> {

@@ -91,7 +91,7 @@ fn dir_bytes(dir: &Path) -> Result<u64> {
     Ok(total)
 }
 
-fn io(source: std::io::Error) -> skewdb::Error {
+pub(crate) fn io(source: std::io::Error) -> skewdb::Error {
     skewdb::Error::Io {
         op: "benchmark files",
         file: String::new(),
@@ -207,7 +207,14 @@ struct Recorded {
     warmup: usize,
 }
 
-fn run_one(setup: &Setup, budget: (f64, u64), policy: CachePolicy) -> Result<(Run, Recorded)> {
+/// One run; with `keep_trace`, also the requests it made. Every run records its trace, so
+/// all pay the same for it.
+fn run_one(
+    setup: &Setup,
+    budget: (f64, u64),
+    policy: CachePolicy,
+    keep_trace: bool,
+) -> Result<(Run, Option<Recorded>)> {
     let Setup {
         source,
         scratch,
@@ -226,7 +233,7 @@ fn run_one(setup: &Setup, budget: (f64, u64), policy: CachePolicy) -> Result<(Ru
         .cache_policy(policy)
         .cache_what_if(false)
         .cache_trace(&trace_path);
-    let (mut run, warmup_requests) = {
+    let (run, warmup_requests) = {
         let db = Db::open(&dir, options)?;
         let collection = db.collection(crate::COLLECTION)?;
         let (warmup, measured) = ops.split_at(sizes.warmup_ops.min(ops.len()));
@@ -278,16 +285,16 @@ fn run_one(setup: &Setup, budget: (f64, u64), policy: CachePolicy) -> Result<(Ru
         };
         (run, warmup_requests)
     };
-    let trace = read_trace(&trace_path)?;
-    run.optimum_hits = belady_hits(&trace, budget.1, warmup_requests);
-    std::fs::remove_dir_all(&dir).map_err(io)?;
-    Ok((
-        run,
-        Recorded {
-            trace,
+    let recorded = if keep_trace {
+        Some(Recorded {
+            trace: read_trace(&trace_path)?,
             warmup: warmup_requests,
-        },
-    ))
+        })
+    } else {
+        None
+    };
+    std::fs::remove_dir_all(&dir).map_err(io)?;
+    Ok((run, recorded))
 }
 
 fn simulate(trace: &[(u64, u64)], budget: u64, policy: CachePolicy, measure_from: usize) -> u64 {
@@ -360,7 +367,9 @@ pub fn run(mut config: Config) -> Result<Report> {
         for (layout, dir) in &dirs {
             for fraction in BUDGETS {
                 let budget = (data as f64 * fraction) as u64;
-                let mut trace_of_first = None;
+                // The requests do not depend on the policy, so the first run's trace
+                // serves the optimum and the simulations of every run at this budget.
+                let mut offline: Option<(u64, Vec<(CachePolicy, u64)>)> = None;
                 for policy in POLICIES {
                     let setup = Setup {
                         source: dir,
@@ -370,12 +379,18 @@ pub fn run(mut config: Config) -> Result<Report> {
                         ops: &ops,
                         sizes: &sizes,
                     };
-                    let (mut run, recorded) = run_one(&setup, (fraction, budget), policy)?;
-                    let recorded = trace_of_first.get_or_insert(recorded);
-                    run.simulated = CachePolicy::ALL
-                        .iter()
-                        .map(|&p| (p, simulate(&recorded.trace, budget, p, recorded.warmup)))
-                        .collect();
+                    let (mut run, recorded) =
+                        run_one(&setup, (fraction, budget), policy, offline.is_none())?;
+                    if let Some(Recorded { trace, warmup }) = recorded {
+                        let simulated = CachePolicy::ALL
+                            .iter()
+                            .map(|&p| (p, simulate(&trace, budget, p, warmup)))
+                            .collect();
+                        offline = Some((belady_hits(&trace, budget, warmup), simulated));
+                    }
+                    let (optimum_hits, simulated) = offline.clone().expect("the first run records");
+                    run.optimum_hits = optimum_hits;
+                    run.simulated = simulated;
                     (config.progress)(&format!(
                         "{} {} {:.0}% {}: hit ratio {:.3} (optimum {:.3}), {:.0} ops/s",
                         workload.name(),
