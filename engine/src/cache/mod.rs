@@ -8,7 +8,8 @@
 //! hits do not take: under S3-FIFO and SIEVE a hit is counted beside its value and the policy
 //! collects the count when it considers that object for eviction; under LRU, whose order
 //! depends on every hit, hits are buffered per shard and handed over in batches, all of them
-//! before any eviction. The what-if sample travels the same buffers. Statistics are kept per
+//! before any eviction. The what-if sample travels the same buffers, numbered, and is put back
+//! in request order before the miniature caches see it. Statistics are kept per
 //! shard under the shard lock, per tier and per collection, and summed when asked for.
 
 pub mod policy;
@@ -17,6 +18,7 @@ mod trace;
 use std::cell::Cell;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use parking_lot::Mutex;
@@ -241,18 +243,26 @@ struct Entry {
     hits: u32,
 }
 
-enum Event {
-    /// A hit LRU must see in order.
-    Hit(CacheKey),
-    /// A request in the what-if sample.
-    Sample(u64, u64),
+/// What a shard holds for the policy and the estimate until a batch is full.
+#[derive(Default)]
+struct Pending {
+    /// Hits LRU must see in order.
+    hits: Vec<CacheKey>,
+    /// Requests in the what-if sample: order, object id, weight.
+    samples: Vec<(u64, u64, u64)>,
+}
+
+impl Pending {
+    fn is_full(&self) -> bool {
+        self.hits.len() + self.samples.len() >= EVENT_BATCH
+    }
 }
 
 #[derive(Default)]
 struct Shard {
     entries: FxHashMap<CacheKey, Entry>,
     counts: Vec<[RequestCounts; 2]>,
-    events: Vec<Event>,
+    pending: Pending,
 }
 
 /// The policy's side: which keys are resident, how many bytes, and who owns them.
@@ -266,6 +276,8 @@ struct Estimator {
     rate: f64,
     /// Hashes below this are in the sample.
     threshold: u64,
+    /// Orders sampled requests across shards.
+    next_seq: AtomicU64,
     caches: Mutex<Vec<Simulator<u64>>>,
 }
 
@@ -319,6 +331,7 @@ impl PageCache {
                 } else {
                     (rate * u64::MAX as f64) as u64
                 },
+                next_seq: AtomicU64::new(0),
                 caches: Mutex::new(caches),
             }
         });
@@ -349,10 +362,11 @@ impl PageCache {
         &self.shards[(hash >> 60) as usize % SHARDS]
     }
 
-    fn sampled(&self, key: &CacheKey) -> bool {
-        self.estimator
-            .as_ref()
-            .is_some_and(|e| mix(key.object_id()) <= e.threshold)
+    /// For a request in the what-if sample, its place in the order of sampled requests.
+    fn sample_seq(&self, key: &CacheKey) -> Option<u64> {
+        let estimator = self.estimator.as_ref()?;
+        (mix(key.object_id()) <= estimator.threshold)
+            .then(|| estimator.next_seq.fetch_add(1, Ordering::Relaxed))
     }
 
     /// The cached object for `key`, or `load`'s, which returns the object, its weight in
@@ -364,7 +378,7 @@ impl PageCache {
         load: impl FnOnce() -> Result<(CacheValue, usize, u64)>,
     ) -> Result<CacheValue> {
         let owner = OWNER.with(Cell::get);
-        let sampled = self.sampled(&key);
+        let sample = self.sample_seq(&key);
         let full = {
             let mut shard = self.shard(&key).lock();
             let shard = &mut *shard;
@@ -375,15 +389,17 @@ impl PageCache {
                     counts.hits += 1;
                     let (value, weight) = (entry.value.clone(), entry.weight);
                     if self.config.policy == CachePolicy::Lru {
-                        shard.events.push(Event::Hit(key));
+                        shard.pending.hits.push(key);
                     } else {
                         entry.hits = entry.hits.saturating_add(1);
                     }
-                    if sampled {
-                        shard.events.push(Event::Sample(key.object_id(), weight));
+                    if let Some(seq) = sample {
+                        shard.pending.samples.push((seq, key.object_id(), weight));
                     }
-                    let full = (shard.events.len() >= EVENT_BATCH)
-                        .then(|| std::mem::take(&mut shard.events));
+                    let full = shard
+                        .pending
+                        .is_full()
+                        .then(|| std::mem::take(&mut shard.pending));
                     Some((value, weight, full))
                 }
                 None => {
@@ -393,8 +409,8 @@ impl PageCache {
             }
         };
         if let Some((value, weight, full)) = full {
-            if let Some(events) = full {
-                self.apply_events(events);
+            if let Some(pending) = full {
+                self.apply(pending);
             }
             self.record(&key, weight, tier);
             return Ok(value);
@@ -404,8 +420,8 @@ impl PageCache {
         {
             let mut shard = self.shard(&key).lock();
             slot(&mut shard.counts, owner, tier).bytes_read += bytes_read;
-            if sampled {
-                shard.events.push(Event::Sample(key.object_id(), weight));
+            if let Some(seq) = sample {
+                shard.pending.samples.push((seq, key.object_id(), weight));
             }
         }
         self.record(&key, weight, tier);
@@ -440,14 +456,14 @@ impl PageCache {
         if core.policy.contains(&key) {
             return;
         }
-        if core.resident_bytes + weight > budget {
-            // The policy must know of every hit before it picks a victim.
-            let mut samples = Vec::new();
+        if core.resident_bytes + weight > budget && self.config.policy == CachePolicy::Lru {
+            // LRU must know of every hit before it picks a victim.
             for shard in self.shards.iter() {
-                let events = std::mem::take(&mut shard.lock().events);
-                Self::apply_hits(&mut core, &events, &mut samples);
+                let hits = std::mem::take(&mut shard.lock().pending.hits);
+                for key in &hits {
+                    core.policy.touch(key);
+                }
             }
-            self.apply_samples(&samples);
         }
         while core.resident_bytes + weight > budget {
             let Some((victim, victim_weight)) = core.policy.evict(&mut ShardMarks(self)) else {
@@ -474,30 +490,32 @@ impl PageCache {
         self.shard(&key).lock().entries.insert(key, entry);
     }
 
-    fn apply_events(&self, events: Vec<Event>) {
-        let mut samples = Vec::new();
-        Self::apply_hits(&mut self.core.lock(), &events, &mut samples);
-        self.apply_samples(&samples);
-    }
-
-    fn apply_hits(core: &mut Core, events: &[Event], samples: &mut Vec<(u64, u64)>) {
-        for event in events {
-            match event {
-                Event::Hit(key) => core.policy.touch(key),
-                Event::Sample(id, weight) => samples.push((*id, *weight)),
+    fn apply(&self, pending: Pending) {
+        if !pending.hits.is_empty() {
+            let mut core = self.core.lock();
+            for key in &pending.hits {
+                core.policy.touch(key);
             }
         }
+        self.apply_samples(pending.samples);
     }
 
-    fn apply_samples(&self, samples: &[(u64, u64)]) {
+    /// Runs sampled requests through the what-if caches in the order they were made: a
+    /// full batch from one shard brings every shard's pending samples with it, sorted.
+    fn apply_samples(&self, mut samples: Vec<(u64, u64, u64)>) {
         let Some(estimator) = &self.estimator else {
             return;
         };
         if samples.is_empty() {
             return;
         }
+        // Gathered under the estimator's lock, so batches reach the caches in order.
         let mut caches = estimator.caches.lock();
-        for &(id, weight) in samples {
+        for shard in self.shards.iter() {
+            samples.append(&mut shard.lock().pending.samples);
+        }
+        samples.sort_unstable_by_key(|&(seq, _, _)| seq);
+        for &(_, id, weight) in &samples {
             for cache in caches.iter_mut() {
                 cache.access(id, weight);
             }
@@ -507,10 +525,8 @@ impl PageCache {
     /// Hands every buffered event over, so that statistics include them.
     fn drain(&self) {
         for shard in self.shards.iter() {
-            let events = std::mem::take(&mut shard.lock().events);
-            if !events.is_empty() {
-                self.apply_events(events);
-            }
+            let pending = std::mem::take(&mut shard.lock().pending);
+            self.apply(pending);
         }
     }
 
