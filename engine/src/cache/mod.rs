@@ -22,8 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use parking_lot::Mutex;
-use rustc_hash::{FxBuildHasher, FxHashMap};
-use std::hash::BuildHasher;
+use rustc_hash::FxHashMap;
 
 use crate::Result;
 use crate::catalog::CollectionId;
@@ -284,7 +283,6 @@ struct Estimator {
 /// A sharded cache with a byte budget. Resident bytes never exceed the budget.
 pub struct PageCache {
     config: CacheConfig,
-    hasher: FxBuildHasher,
     shards: Box<[Mutex<Shard>]>,
     core: Mutex<Core>,
     estimator: Option<Estimator>,
@@ -346,7 +344,6 @@ impl PageCache {
                 counts: Vec::new(),
             }),
             config,
-            hasher: FxBuildHasher,
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
             estimator,
             trace,
@@ -358,15 +355,19 @@ impl PageCache {
     }
 
     fn shard(&self, key: &CacheKey) -> &Mutex<Shard> {
-        let hash = self.hasher.hash_one(key);
-        &self.shards[(hash >> 60) as usize % SHARDS]
+        self.shard_of(mix(key.object_id()))
+    }
+
+    /// The shard of an object by the mixed hash of its id: the low bits pick the shard, the
+    /// high bits decide the sample, so the sample spreads over every shard.
+    fn shard_of(&self, hash: u64) -> &Mutex<Shard> {
+        &self.shards[hash as usize % SHARDS]
     }
 
     /// For a request in the what-if sample, its place in the order of sampled requests.
-    fn sample_seq(&self, key: &CacheKey) -> Option<u64> {
+    fn sample_seq(&self, hash: u64) -> Option<u64> {
         let estimator = self.estimator.as_ref()?;
-        (mix(key.object_id()) <= estimator.threshold)
-            .then(|| estimator.next_seq.fetch_add(1, Ordering::Relaxed))
+        (hash <= estimator.threshold).then(|| estimator.next_seq.fetch_add(1, Ordering::Relaxed))
     }
 
     /// The cached object for `key`, or `load`'s, which returns the object, its weight in
@@ -378,9 +379,10 @@ impl PageCache {
         load: impl FnOnce() -> Result<(CacheValue, usize, u64)>,
     ) -> Result<CacheValue> {
         let owner = OWNER.with(Cell::get);
-        let sample = self.sample_seq(&key);
+        let hash = mix(key.object_id());
+        let sample = self.sample_seq(hash);
         let full = {
-            let mut shard = self.shard(&key).lock();
+            let mut shard = self.shard_of(hash).lock();
             let shard = &mut *shard;
             let counts = slot(&mut shard.counts, owner, tier);
             counts.requests += 1;
@@ -418,7 +420,7 @@ impl PageCache {
         let (value, weight, bytes_read) = load()?;
         let weight = weight as u64;
         {
-            let mut shard = self.shard(&key).lock();
+            let mut shard = self.shard_of(hash).lock();
             slot(&mut shard.counts, owner, tier).bytes_read += bytes_read;
             if let Some(seq) = sample {
                 shard.pending.samples.push((seq, key.object_id(), weight));
