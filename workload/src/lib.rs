@@ -86,7 +86,7 @@ impl Sizes {
             reviews: 200_000 * scale,
             sensors: 100 * scale,
             days: 3,
-            warmup_ops: 4_000 * scale as usize,
+            warmup_ops: 10_000 * scale as usize,
             measured_ops: 4_000 * scale as usize,
         }
     }

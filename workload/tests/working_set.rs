@@ -2,7 +2,7 @@
 //! runner asserts it), the optimum is never beaten, and the table and plots are written.
 
 use skewdb::CachePolicy;
-use skewdb_workload::working_set::{self, BUDGETS, Config, POLICIES};
+use skewdb_workload::working_set::{self, BUDGETS, Config, LIVE_LRU_BUDGET};
 use skewdb_workload::{Sizes, Workload};
 
 #[test]
@@ -15,10 +15,31 @@ fn tiny_run_writes_table_and_plots() {
         progress: Box::new(|_| {}),
     })
     .unwrap();
+    // S3-FIFO at every budget, LRU live at one.
     assert_eq!(
         report.runs.len(),
-        Workload::ALL.len() * 3 * BUDGETS.len() * POLICIES.len()
+        Workload::ALL.len() * 3 * (BUDGETS.len() + 1)
     );
+    let lru_runs: Vec<_> = report
+        .runs
+        .iter()
+        .filter(|r| r.policy == CachePolicy::Lru)
+        .collect();
+    assert_eq!(lru_runs.len(), Workload::ALL.len() * 3);
+    for lru in lru_runs {
+        assert_eq!(lru.budget_fraction, LIVE_LRU_BUDGET);
+        // The same requests as the S3-FIFO run, and the live LRU decides exactly as the
+        // simulated one: the table's simulated LRU column is what a live run would count.
+        let simulated = lru.simulated_misses(CachePolicy::Lru);
+        assert!(
+            lru.misses == simulated,
+            "{:?} {:?}: live {} simulated {simulated} of {} requests",
+            lru.workload,
+            lru.layout,
+            lru.misses,
+            lru.requests
+        );
+    }
     for run in &report.runs {
         assert_eq!(run.ops, Sizes::tiny().measured_ops as u64);
         assert!(run.requests > 0, "{:?} {:?}", run.workload, run.layout);
@@ -116,7 +137,7 @@ fn runs_leave_the_built_database_as_it_was() {
         .collect();
     assert_eq!(s3, again);
     // Within one report, every budget replays the same requests on its own copy.
-    for runs in first.runs.chunks(POLICIES.len() * BUDGETS.len()) {
+    for runs in first.runs.chunks(BUDGETS.len() + 1) {
         assert!(
             runs.iter().all(|r| r.requests == runs[0].requests),
             "{:?}",

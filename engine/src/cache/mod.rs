@@ -7,8 +7,8 @@
 //! meet only when they hash to one shard. The eviction policy lives behind a second lock that
 //! hits do not take: under S3-FIFO and SIEVE a hit is counted beside its value and the policy
 //! collects the count when it considers that object for eviction; under LRU, whose order
-//! depends on every hit, hits are buffered per shard and handed over in batches, all of them
-//! before any eviction. The what-if sample travels the same buffers, numbered, and is put back
+//! depends on every hit, hits are numbered, buffered per shard and handed over in batches, all
+//! of them, in request order, before any insertion. The what-if sample travels the same buffers, numbered, and is put back
 //! in request order before the miniature caches see it. Statistics are kept per
 //! shard under the shard lock, per tier and per collection, and summed when asked for.
 
@@ -245,8 +245,8 @@ struct Entry {
 /// What a shard holds for the policy and the estimate until a batch is full.
 #[derive(Default)]
 struct Pending {
-    /// Hits LRU must see in order.
-    hits: Vec<CacheKey>,
+    /// Hits LRU must see in order, numbered across shards.
+    hits: Vec<(u64, CacheKey)>,
     /// Requests in the what-if sample: order, object id, weight.
     samples: Vec<(u64, u64, u64)>,
 }
@@ -287,6 +287,8 @@ pub struct PageCache {
     core: Mutex<Core>,
     estimator: Option<Estimator>,
     trace: Option<Mutex<TraceWriter>>,
+    /// Orders LRU's hits across shards.
+    next_hit: AtomicU64,
 }
 
 /// A well-mixed 64-bit hash of an object id (splitmix64's finalizer), for sampling.
@@ -347,6 +349,7 @@ impl PageCache {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
             estimator,
             trace,
+            next_hit: AtomicU64::new(0),
         })
     }
 
@@ -391,7 +394,8 @@ impl PageCache {
                     counts.hits += 1;
                     let (value, weight) = (entry.value.clone(), entry.weight);
                     if self.config.policy == CachePolicy::Lru {
-                        shard.pending.hits.push(key);
+                        let seq = self.next_hit.fetch_add(1, Ordering::Relaxed);
+                        shard.pending.hits.push((seq, key));
                     } else {
                         entry.hits = entry.hits.saturating_add(1);
                     }
@@ -458,14 +462,10 @@ impl PageCache {
         if core.policy.contains(&key) {
             return;
         }
-        if core.resident_bytes + weight > budget && self.config.policy == CachePolicy::Lru {
-            // LRU must know of every hit before it picks a victim.
-            for shard in self.shards.iter() {
-                let hits = std::mem::take(&mut shard.lock().pending.hits);
-                for key in &hits {
-                    core.policy.touch(key);
-                }
-            }
+        if self.config.policy == CachePolicy::Lru {
+            // LRU must know of every earlier hit before it picks a victim or places the new
+            // object above them.
+            self.touch_all(&mut core, Vec::new());
         }
         while core.resident_bytes + weight > budget {
             let Some((victim, victim_weight)) = core.policy.evict(&mut ShardMarks(self)) else {
@@ -494,12 +494,21 @@ impl PageCache {
 
     fn apply(&self, pending: Pending) {
         if !pending.hits.is_empty() {
-            let mut core = self.core.lock();
-            for key in &pending.hits {
-                core.policy.touch(key);
-            }
+            self.touch_all(&mut self.core.lock(), pending.hits);
         }
         self.apply_samples(pending.samples);
+    }
+
+    /// Hands `hits` and every shard's buffered hits to the policy in the order they were
+    /// made, so that LRU's recency order is the requests' (across shards too).
+    fn touch_all(&self, core: &mut Core, mut hits: Vec<(u64, CacheKey)>) {
+        for shard in self.shards.iter() {
+            hits.append(&mut shard.lock().pending.hits);
+        }
+        hits.sort_unstable_by_key(|&(seq, _)| seq);
+        for (_, key) in &hits {
+            core.policy.touch(key);
+        }
     }
 
     /// Runs sampled requests through the what-if caches in the order they were made: a
