@@ -22,7 +22,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use parking_lot::Mutex;
-use rustc_hash::FxHashMap;
 
 use crate::Result;
 use crate::catalog::CollectionId;
@@ -226,6 +225,42 @@ struct ResidentCounts {
     resident_bytes: u64,
 }
 
+/// Counters per owner and tier: the first few owners (no collection and the first
+/// collections) inline, so the hit path does not follow a pointer to count.
+struct OwnerCounts<T> {
+    inline: [[T; 2]; INLINE_OWNERS],
+    rest: Vec<[T; 2]>,
+}
+
+const INLINE_OWNERS: usize = 4;
+
+impl<T: Default + Copy> Default for OwnerCounts<T> {
+    fn default() -> Self {
+        OwnerCounts {
+            inline: [[T::default(); 2]; INLINE_OWNERS],
+            rest: Vec::new(),
+        }
+    }
+}
+
+impl<T: Default + Copy> OwnerCounts<T> {
+    #[inline(always)]
+    fn slot(&mut self, owner: Owner, tier: Tier) -> &mut T {
+        match self.inline.get_mut(owner) {
+            Some(counts) => &mut counts[tier.index()],
+            None => slot(&mut self.rest, owner - INLINE_OWNERS, tier),
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (Owner, &[T; 2])> {
+        self.inline.iter().chain(&self.rest).enumerate()
+    }
+
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {
+        self.inline.iter_mut().chain(&mut self.rest).flatten()
+    }
+}
+
 fn slot<T: Default>(vec: &mut Vec<[T; 2]>, owner: Owner, tier: Tier) -> &mut T {
     if vec.len() <= owner {
         vec.resize_with(owner + 1, Default::default);
@@ -240,6 +275,32 @@ struct Entry {
     owner: Owner,
     /// Hits since the policy last looked (S3-FIFO and SIEVE; see [`policy::Marks`]).
     hits: u32,
+}
+
+/// A shard's objects, found by the same mixed hash that picked the shard, so a request
+/// hashes its key once.
+#[derive(Default)]
+struct Entries(hashbrown::HashTable<(CacheKey, Entry)>);
+
+impl Entries {
+    #[inline(always)]
+    fn get_mut(&mut self, hash: u64, key: &CacheKey) -> Option<&mut Entry> {
+        self.0
+            .find_mut(hash, |(k, _)| k == key)
+            .map(|(_, entry)| entry)
+    }
+
+    fn insert(&mut self, hash: u64, key: CacheKey, entry: Entry) {
+        self.0
+            .insert_unique(hash, (key, entry), |(k, _)| key_hash(k));
+    }
+
+    fn remove(&mut self, hash: u64, key: &CacheKey) -> Option<Entry> {
+        match self.0.find_entry(hash, |(k, _)| k == key) {
+            Ok(occupied) => Some(occupied.remove().0.1),
+            Err(_) => None,
+        }
+    }
 }
 
 /// What a shard holds for the policy and the estimate until a batch is full.
@@ -259,8 +320,8 @@ impl Pending {
 
 #[derive(Default)]
 struct Shard {
-    entries: FxHashMap<CacheKey, Entry>,
-    counts: Vec<[RequestCounts; 2]>,
+    entries: Entries,
+    counts: OwnerCounts<RequestCounts>,
     pending: Pending,
 }
 
@@ -268,7 +329,7 @@ struct Shard {
 struct Core {
     policy: Policy<CacheKey>,
     resident_bytes: u64,
-    counts: Vec<[ResidentCounts; 2]>,
+    counts: OwnerCounts<ResidentCounts>,
 }
 
 struct Estimator {
@@ -289,6 +350,11 @@ pub struct PageCache {
     trace: Option<Mutex<TraceWriter>>,
     /// Orders LRU's hits across shards.
     next_hit: AtomicU64,
+}
+
+/// The hash of a key that picks its shard, finds it in the shard and decides the sample.
+fn key_hash(key: &CacheKey) -> u64 {
+    mix(key.object_id())
 }
 
 /// A well-mixed 64-bit hash of an object id (splitmix64's finalizer), for sampling.
@@ -343,7 +409,7 @@ impl PageCache {
             core: Mutex::new(Core {
                 policy: Policy::new(config.policy, config.budget_bytes),
                 resident_bytes: 0,
-                counts: Vec::new(),
+                counts: OwnerCounts::default(),
             }),
             config,
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
@@ -357,14 +423,12 @@ impl PageCache {
         self.config.budget_bytes as usize
     }
 
-    fn shard(&self, key: &CacheKey) -> &Mutex<Shard> {
-        self.shard_of(mix(key.object_id()))
-    }
-
-    /// The shard of an object by the mixed hash of its id: the low bits pick the shard, the
-    /// high bits decide the sample, so the sample spreads over every shard.
+    /// The shard of an object by the mixed hash of its id. Bits 32-35 pick the shard: the
+    /// shard's table uses the low bits for the slot and the top 7 as a tag, and the high bits
+    /// decide the sample, so all of them stay spread within a shard and the sample spreads
+    /// over every shard.
     fn shard_of(&self, hash: u64) -> &Mutex<Shard> {
-        &self.shards[hash as usize % SHARDS]
+        &self.shards[(hash >> 32) as usize % SHARDS]
     }
 
     /// For a request in the what-if sample, its place in the order of sampled requests.
@@ -382,50 +446,70 @@ impl PageCache {
         load: impl FnOnce() -> Result<(CacheValue, usize, u64)>,
     ) -> Result<CacheValue> {
         let owner = OWNER.with(Cell::get);
-        let hash = mix(key.object_id());
+        let hash = key_hash(&key);
         let sample = self.sample_seq(hash);
-        let full = {
-            let mut shard = self.shard_of(hash).lock();
-            let shard = &mut *shard;
-            let counts = slot(&mut shard.counts, owner, tier);
-            counts.requests += 1;
-            match shard.entries.get_mut(&key) {
-                Some(entry) => {
-                    counts.hits += 1;
-                    let (value, weight) = (entry.value.clone(), entry.weight);
-                    if self.config.policy == CachePolicy::Lru {
-                        let seq = self.next_hit.fetch_add(1, Ordering::Relaxed);
-                        shard.pending.hits.push((seq, key));
-                    } else {
-                        entry.hits = entry.hits.saturating_add(1);
-                    }
-                    if let Some(seq) = sample {
-                        shard.pending.samples.push((seq, key.object_id(), weight));
-                    }
-                    let full = shard
-                        .pending
-                        .is_full()
-                        .then(|| std::mem::take(&mut shard.pending));
-                    Some((value, weight, full))
-                }
-                None => {
-                    counts.misses += 1;
-                    None
-                }
-            }
-        };
-        if let Some((value, weight, full)) = full {
-            if let Some(pending) = full {
-                self.apply(pending);
-            }
-            self.record(&key, weight, tier);
-            return Ok(value);
+        match self.hit(&key, hash, owner, tier, sample) {
+            Some(value) => Ok(value),
+            None => self.load_missing(key, hash, owner, tier, sample, load),
         }
+    }
+
+    /// Counts the request; on a hit, notes it for the policy and returns the value.
+    #[inline(always)]
+    fn hit(
+        &self,
+        key: &CacheKey,
+        hash: u64,
+        owner: Owner,
+        tier: Tier,
+        sample: Option<u64>,
+    ) -> Option<CacheValue> {
+        let mut guard = self.shard_of(hash).lock();
+        let shard = &mut *guard;
+        let counts = shard.counts.slot(owner, tier);
+        counts.requests += 1;
+        let Some(entry) = shard.entries.get_mut(hash, key) else {
+            counts.misses += 1;
+            return None;
+        };
+        counts.hits += 1;
+        let (value, weight) = (entry.value.clone(), entry.weight);
+        if self.config.policy == CachePolicy::Lru {
+            let seq = self.next_hit.fetch_add(1, Ordering::Relaxed);
+            shard.pending.hits.push((seq, *key));
+        } else {
+            entry.hits = entry.hits.saturating_add(1);
+        }
+        if let Some(seq) = sample {
+            shard.pending.samples.push((seq, key.object_id(), weight));
+        }
+        if shard.pending.is_full() {
+            let pending = std::mem::take(&mut shard.pending);
+            drop(guard);
+            self.apply(pending);
+        } else {
+            drop(guard);
+        }
+        self.record(key, weight, tier);
+        Some(value)
+    }
+
+    /// The miss path: loads the object, counts what it read, and inserts it.
+    #[inline(never)]
+    fn load_missing(
+        &self,
+        key: CacheKey,
+        hash: u64,
+        owner: Owner,
+        tier: Tier,
+        sample: Option<u64>,
+        load: impl FnOnce() -> Result<(CacheValue, usize, u64)>,
+    ) -> Result<CacheValue> {
         let (value, weight, bytes_read) = load()?;
         let weight = weight as u64;
         {
             let mut shard = self.shard_of(hash).lock();
-            slot(&mut shard.counts, owner, tier).bytes_read += bytes_read;
+            shard.counts.slot(owner, tier).bytes_read += bytes_read;
             if let Some(seq) = sample {
                 shard.pending.samples.push((seq, key.object_id(), weight));
             }
@@ -435,10 +519,19 @@ impl PageCache {
         Ok(value)
     }
 
+    /// Writes a request to the access trace, if there is one (the check stays on the hit
+    /// path; the writing does not).
+    #[inline(always)]
     fn record(&self, key: &CacheKey, weight: u64, tier: Tier) {
         if let Some(trace) = &self.trace {
-            trace.lock().record(key.object_id(), weight, tier);
+            Self::record_to(trace, key, weight, tier);
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn record_to(trace: &Mutex<TraceWriter>, key: &CacheKey, weight: u64, tier: Tier) {
+        trace.lock().record(key.object_id(), weight, tier);
     }
 
     /// Adds an object (a page a checkpoint just wrote, say) without counting a request.
@@ -472,16 +565,17 @@ impl PageCache {
                 break;
             };
             core.resident_bytes -= victim_weight;
-            let removed = self.shard(&victim).lock().entries.remove(&victim);
+            let hash = key_hash(&victim);
+            let removed = self.shard_of(hash).lock().entries.remove(hash, &victim);
             if let Some(entry) = removed {
-                let counts = slot(&mut core.counts, entry.owner, entry.tier);
+                let counts = core.counts.slot(entry.owner, entry.tier);
                 counts.evictions += 1;
                 counts.resident_bytes -= entry.weight;
             }
         }
         core.policy.insert(key, weight);
         core.resident_bytes += weight;
-        slot(&mut core.counts, owner, tier).resident_bytes += weight;
+        core.counts.slot(owner, tier).resident_bytes += weight;
         let entry = Entry {
             value,
             weight,
@@ -489,9 +583,11 @@ impl PageCache {
             owner,
             hits: 0,
         };
-        self.shard(&key).lock().entries.insert(key, entry);
+        let hash = key_hash(&key);
+        self.shard_of(hash).lock().entries.insert(hash, key, entry);
     }
 
+    #[cold]
     fn apply(&self, pending: Pending) {
         if !pending.hits.is_empty() {
             self.touch_all(&mut self.core.lock(), pending.hits);
@@ -547,7 +643,7 @@ impl PageCache {
         let mut rows: Vec<[TierStats; 2]> = Vec::new();
         for shard in self.shards.iter() {
             let shard = shard.lock();
-            for (owner, counts) in shard.counts.iter().enumerate() {
+            for (owner, counts) in shard.counts.iter() {
                 for tier in [Tier::HotPage, Tier::ColdChunk] {
                     let c = counts[tier.index()];
                     let row = slot(&mut rows, owner, tier);
@@ -560,7 +656,7 @@ impl PageCache {
         }
         {
             let core = self.core.lock();
-            for (owner, counts) in core.counts.iter().enumerate() {
+            for (owner, counts) in core.counts.iter() {
                 for tier in [Tier::HotPage, Tier::ColdChunk] {
                     let c = counts[tier.index()];
                     let row = slot(&mut rows, owner, tier);
@@ -620,9 +716,9 @@ impl PageCache {
     pub fn reset_stats(&self) {
         self.drain();
         for shard in self.shards.iter() {
-            shard.lock().counts.clear();
+            shard.lock().counts = OwnerCounts::default();
         }
-        for counts in self.core.lock().counts.iter_mut().flatten() {
+        for counts in self.core.lock().counts.iter_mut() {
             counts.evictions = 0;
         }
         if let Some(estimator) = &self.estimator {
@@ -646,10 +742,11 @@ struct ShardMarks<'a>(&'a PageCache);
 
 impl Marks<CacheKey> for ShardMarks<'_> {
     fn take_hits(&mut self, key: &CacheKey) -> u32 {
-        let mut shard = self.0.shard(key).lock();
+        let hash = key_hash(key);
+        let mut shard = self.0.shard_of(hash).lock();
         shard
             .entries
-            .get_mut(key)
+            .get_mut(hash, key)
             .map_or(0, |entry| std::mem::take(&mut entry.hits))
     }
 }

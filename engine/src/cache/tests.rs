@@ -233,6 +233,13 @@ fn requests_count_for_the_collection_that_asked() {
             .get_or_load(key(1), Tier::HotPage, || load(100))
             .unwrap();
     }
+    {
+        // Collection 0's counters are kept inline, collections 3 and 5's beyond them.
+        let _guard = attribute(0);
+        cache
+            .get_or_load(key(2), Tier::ColdChunk, || load(200))
+            .unwrap();
+    }
     cache
         .get_or_load(key(9), Tier::HotPage, || load(50))
         .unwrap();
@@ -256,7 +263,9 @@ fn requests_count_for_the_collection_that_asked() {
     assert_eq!((unnamed.hot.hits, unnamed.hot.resident_bytes), (1, 0));
     let internal = row(None);
     assert_eq!(internal.hot.resident_bytes, 50);
-    assert_eq!(stats.collections.len(), 3);
+    let first = row(Some("#0"));
+    assert_eq!((first.cold.requests, first.cold.hits), (1, 1));
+    assert_eq!(stats.collections.len(), 4);
     assert_eq!(stats.hot.requests, 3);
 }
 
