@@ -241,7 +241,7 @@ pub struct Collection {
 fn document(info: &CollectionInfo, key: Bytes, bytes: Bytes) -> Result<Document> {
     let record = decode_record(bytes, info, &key)?;
     Ok(Document {
-        arrays: array_views(info, &record),
+        arrays: array_views(info, record.arrays),
         key,
         body: record.body,
     })

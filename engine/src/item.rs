@@ -173,42 +173,47 @@ pub(crate) fn items_len(items: &[Stored]) -> usize {
 }
 
 pub(crate) fn decode_items(bytes: &mut Bytes) -> Result<Vec<Stored>, String> {
-    if bytes.remaining() < 4 {
-        return Err("item list truncated".to_string());
-    }
-    let count = bytes.get_u32_le() as usize;
-    if count > bytes.remaining() / ITEM_OVERHEAD_BYTES {
+    // Read through a plain slice and an offset; each payload is a slice of `bytes`.
+    let data: &[u8] = bytes;
+    let truncated = || "item truncated".to_string();
+    let count = match data.first_chunk::<4>() {
+        Some(count) => u32::from_le_bytes(*count) as usize,
+        None => return Err("item list truncated".to_string()),
+    };
+    if count > (data.len() - 4) / ITEM_OVERHEAD_BYTES {
         return Err(format!("item count {count} larger than the bytes can hold"));
     }
+    let mut at = 4;
     let mut items = Vec::with_capacity(count);
     for _ in 0..count {
-        if bytes.remaining() < ITEM_OVERHEAD_BYTES {
-            return Err("item truncated".to_string());
-        }
-        let key = bytes.get_i64_le();
-        let seq = bytes.get_u64_le();
-        let value = match bytes.get_u8() {
+        let fixed: &[u8; 17] = data[at..]
+            .first_chunk()
+            .filter(|_| data.len() - at >= ITEM_OVERHEAD_BYTES)
+            .ok_or_else(truncated)?;
+        let key = i64::from_le_bytes(fixed[..8].try_into().expect("8 bytes"));
+        let seq = u64::from_le_bytes(fixed[8..16].try_into().expect("8 bytes"));
+        at += 17;
+        let value = match fixed[16] {
             0 => None,
             HAS_VALUE => {
-                if bytes.remaining() < 8 {
-                    return Err("item truncated".to_string());
-                }
-                let value = bytes.get_f64_le();
+                let value = data[at..].first_chunk::<8>().ok_or_else(truncated)?;
+                let value = f64::from_le_bytes(*value);
                 if value.is_nan() {
                     return Err("item value is NaN".to_string());
                 }
+                at += 8;
                 Some(value)
             }
             flags => return Err(format!("unknown item flags {flags}")),
         };
-        if bytes.remaining() < 4 {
-            return Err("item truncated".to_string());
-        }
-        let len = bytes.get_u32_le() as usize;
-        if len > MAX_RECORD_BYTES || bytes.remaining() < len {
+        let len = data[at..].first_chunk::<4>().ok_or_else(truncated)?;
+        let len = u32::from_le_bytes(*len) as usize;
+        at += 4;
+        if len > MAX_RECORD_BYTES || data.len() - at < len {
             return Err(format!("item payload of {len} bytes past the end"));
         }
-        let payload = bytes.split_to(len);
+        let payload = bytes.slice(at..at + len);
+        at += len;
         items.push(Stored {
             item: Item {
                 key,
@@ -218,6 +223,7 @@ pub(crate) fn decode_items(bytes: &mut Bytes) -> Result<Vec<Stored>, String> {
             seq,
         });
     }
+    bytes.advance(at);
     Ok(items)
 }
 

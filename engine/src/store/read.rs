@@ -15,7 +15,7 @@ use crate::cold::ChunkRef;
 use crate::item::{Item, Stored, Summary};
 use crate::page::keys;
 use crate::page::node::Value;
-use crate::record::ParentRecord;
+use crate::record::{ArrayState, ParentRecord};
 use crate::{Error, Result};
 
 /// One array field of a document as `get` returns it.
@@ -173,21 +173,26 @@ fn sort_items(items: &mut [Stored], order: Order) {
     }
 }
 
-pub(crate) fn array_views(info: &CollectionInfo, record: &ParentRecord) -> Vec<ArrayView> {
+/// The arrays of a record as a reader sees them, inline items in (key, push) order. Takes
+/// the record's items by value: a large Embed array is moved, not copied item by item.
+pub(crate) fn array_views(info: &CollectionInfo, arrays: Vec<ArrayState>) -> Vec<ArrayView> {
     info.spec
         .arrays()
         .iter()
-        .zip(&record.arrays)
+        .zip(arrays)
         .map(|(spec, array)| {
-            let mut inline: Vec<&Stored> = array.inline.iter().collect();
-            inline.sort_by_key(|s| s.order());
+            let mut inline = array.inline;
+            // Kept sorted by every layout but Outlier, whose first N stay in push order.
+            if !inline.is_sorted_by_key(Stored::order) {
+                inline.sort_by_key(Stored::order);
+            }
             ArrayView {
                 field: spec.field.clone(),
                 layout: spec.layout,
                 total: array.total,
                 has_overflow: array.has_overflow,
                 summary: array.summary,
-                inline: inline.into_iter().map(|s| s.item.clone()).collect(),
+                inline: inline.into_iter().map(|s| s.item).collect(),
             }
         })
         .collect()
