@@ -173,6 +173,16 @@ fn sort_items(items: &mut [Stored], order: Order) {
     }
 }
 
+/// The items of `stored`, moved into a new vector of their own size. Collecting in place
+/// would keep the stored items' larger buffer for as long as the document lives; measured on
+/// the followers workload under Embed (100,000-item documents), that raised the process's
+/// peak memory from 31 MB to 75-103 MB.
+fn items_of(stored: Vec<Stored>) -> Vec<Item> {
+    let mut items = Vec::with_capacity(stored.len());
+    items.extend(stored.into_iter().map(|s| s.item));
+    items
+}
+
 /// The arrays of a record as a reader sees them, inline items in (key, push) order. Takes
 /// the record's items by value: a large Embed array is moved, not copied item by item.
 pub(crate) fn array_views(info: &CollectionInfo, arrays: Vec<ArrayState>) -> Vec<ArrayView> {
@@ -192,7 +202,7 @@ pub(crate) fn array_views(info: &CollectionInfo, arrays: Vec<ArrayState>) -> Vec
                 total: array.total,
                 has_overflow: array.has_overflow,
                 summary: array.summary,
-                inline: inline.into_iter().map(|s| s.item).collect(),
+                inline: items_of(inline),
             }
         })
         .collect()
