@@ -11,6 +11,7 @@ use super::PageStore;
 use super::node::{NODE_HEADER_BYTES, Node, PageId, Value, internal_entry_len, leaf_entry_len};
 use super::table::{PageTable, Slot};
 use crate::Result;
+use crate::log::FrameLoc;
 
 /// One version of the tree.
 #[derive(Clone)]
@@ -18,6 +19,17 @@ pub struct Tree {
     pub root: PageId,
     pub next_page_id: PageId,
     pub table: PageTable,
+    /// The root page as last published, held outside the cache: every lookup starts there,
+    /// so it skips the cache's lock and bookkeeping. Used only while the root's slot still
+    /// names the same place in the log.
+    pinned: Option<Pinned>,
+}
+
+#[derive(Clone)]
+struct Pinned {
+    id: PageId,
+    loc: FrameLoc,
+    node: Arc<Node>,
 }
 
 /// Index of the child of an internal node that holds `key`.
@@ -30,15 +42,49 @@ impl Tree {
     pub fn new() -> Self {
         let mut table = PageTable::default();
         table.set(0, Slot::Dirty(Arc::new(Node::empty_leaf())));
+        Tree::with_root(0, 1, table)
+    }
+
+    pub fn with_root(root: PageId, next_page_id: PageId, table: PageTable) -> Self {
         Tree {
-            root: 0,
-            next_page_id: 1,
+            root,
+            next_page_id,
             table,
+            pinned: None,
         }
     }
 
     pub fn node(&self, store: &PageStore, id: PageId) -> Result<Arc<Node>> {
+        if let Some(pinned) = &self.pinned
+            && pinned.id == id
+            && matches!(self.table.get(id), Slot::Disk(loc) if *loc == pinned.loc)
+        {
+            return Ok(pinned.node.clone());
+        }
         store.node(&self.table, id)
+    }
+
+    /// Pins the root page for readers of the version about to be published (a root that
+    /// changes since the last publish is read once through the cache). A root that is not
+    /// on disk yet, or cannot be read, is not pinned; lookups then go through the cache.
+    pub fn pin_root(mut self, store: &PageStore) -> Self {
+        let Slot::Disk(loc) = *self.table.get(self.root) else {
+            self.pinned = None;
+            return self;
+        };
+        if self
+            .pinned
+            .as_ref()
+            .is_some_and(|p| p.id == self.root && p.loc == loc)
+        {
+            return self;
+        }
+        self.pinned = store.node(&self.table, self.root).ok().map(|node| Pinned {
+            id: self.root,
+            loc,
+            node,
+        });
+        self
     }
 
     /// The node `id` for changing: made dirty in this version, copied if shared.

@@ -286,7 +286,7 @@ impl Shared {
             return fail_all(&accepted, error);
         }
         *self.current.write() = Arc::new(Version {
-            tree: txn.tree,
+            tree: txn.tree.pin_root(&self.pages),
             catalog: txn.catalog,
             commits: base.commits + accepted.len() as u64,
         });
@@ -445,7 +445,7 @@ impl Shared {
         };
         checkpoint.write(self.pages.storage.as_ref())?;
         *self.current.write() = Arc::new(Version {
-            tree,
+            tree: tree.pin_root(&self.pages),
             catalog: version.catalog.clone(),
             commits: version.commits,
         });

@@ -76,11 +76,7 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
                 "root page not in the page table",
             ));
         }
-        Tree {
-            root: checkpoint.root,
-            next_page_id: checkpoint.next_page_id,
-            table,
-        }
+        Tree::with_root(checkpoint.root, checkpoint.next_page_id, table)
     };
     let txn = Txn {
         tree,
@@ -105,12 +101,13 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
             ..WriterCounters::default()
         },
     };
+    let tree = replayed.txn.tree.pin_root(&pages);
     Ok(Shared {
         pages,
         cold,
         options,
         current: RwLock::new(Arc::new(Version {
-            tree: replayed.txn.tree,
+            tree,
             catalog: replayed.txn.catalog,
             commits: 0,
         })),
