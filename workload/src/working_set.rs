@@ -484,13 +484,17 @@ pub fn markdown(report: &Report) -> String {
         {
             let _ = writeln!(
                 out,
-                "| {} | {:.0}% ({}) | {:.3} | {:.3} | {:.2} | {:.2} | {} | {:.1} | {:.0} |",
+                "| {} | {:.0}% ({}) | {:.3} | {:.3} | {} | {:.2} | {} | {:.1} | {:.0} |",
                 run.layout.describe(),
                 run.budget_fraction * 100.0,
                 mib(run.budget_bytes),
                 run.hit_ratio(),
                 run.optimum_ratio(),
-                ratio(run.hits, run.optimum_hits),
+                if run.optimum_hits == 0 {
+                    "-".to_string()
+                } else {
+                    format!("{:.2}", ratio(run.hits, run.optimum_hits))
+                },
                 ratio(run.misses, run.ops),
                 if run.reads == 0 {
                     "-".to_string()
