@@ -65,6 +65,18 @@ fn parse_line(line: &str, batch: &mut Batch) -> Result<bool, String> {
                 item,
             );
         }
+        "remove" => {
+            let key = bytes_from_json(field(&op, "key")?)?;
+            let item_key = field(&op, "item_key")?
+                .as_i64()
+                .ok_or("field \"item_key\" must be a whole number")?;
+            batch.remove(
+                string_field(&op, "coll")?,
+                key,
+                string_field(&op, "field")?,
+                item_key,
+            );
+        }
         "commit" => return Ok(true),
         other => return Err(format!("unknown op {other:?}")),
     }

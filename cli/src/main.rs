@@ -85,6 +85,15 @@ enum Command {
         #[arg(long, allow_hyphen_values = true)]
         value: Option<f64>,
     },
+    /// Remove every item with this key from an array field, wherever it lives.
+    Remove {
+        db: PathBuf,
+        collection: String,
+        key: String,
+        field: String,
+        #[arg(allow_hyphen_values = true)]
+        item_key: i64,
+    },
     /// Print items of an array field in key order, merged from wherever they live.
     Items {
         db: PathBuf,
@@ -333,6 +342,17 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             }
             commit_one(&db, json, |batch| {
                 batch.push(&collection, &key, &field, item);
+            })?;
+        }
+        Command::Remove {
+            db,
+            collection,
+            key,
+            field,
+            item_key,
+        } => {
+            commit_one(&db, json, |batch| {
+                batch.remove(&collection, &key, &field, item_key);
             })?;
         }
         Command::Items {

@@ -309,6 +309,42 @@ fn arrays_through_the_command_line() {
         readings,
         vec![json!({"key": -60, "value": 21.5, "payload": ""})]
     );
+    // Removing the newest review refills the Subset window from history.
+    assert!(
+        skewdb(&["remove", &db, "products", "p1", "reviews", "2"])
+            .status
+            .success()
+    );
+    let get = json_lines(&skewdb(&["--json", "get", &db, "products", "p1"]));
+    let reviews = &get[0]["arrays"]["reviews"];
+    assert_eq!(reviews["total"], json!(2));
+    assert_eq!(reviews["has_overflow"], json!(false));
+    assert_eq!(reviews["summary"]["max"], json!(5.0));
+    assert_eq!(
+        reviews["inline"],
+        json!([{"key": 0, "value": 5.0, "payload": "great"}, {"key": 1, "value": 3.0, "payload": "fine"}])
+    );
+    let removed = exec(
+        Path::new(&db),
+        "{\"op\":\"remove\",\"coll\":\"products\",\"key\":\"p2\",\"field\":\"readings\",\"item_key\":-60}\n{\"op\":\"commit\"}\n",
+    );
+    assert!(removed.status.success(), "{removed:?}");
+    assert!(
+        json_lines(&skewdb(&[
+            "--json", "items", &db, "products", "p2", "readings",
+        ]))
+        .is_empty()
+    );
+    let bad_remove = exec(
+        Path::new(&db),
+        "{\"op\":\"remove\",\"coll\":\"products\",\"key\":\"p2\",\"field\":\"readings\",\"item_key\":\"x\"}\n",
+    );
+    assert!(!bad_remove.status.success());
+    assert!(String::from_utf8_lossy(&bad_remove.stdout).contains("whole number"));
+    assert_user_error(
+        &skewdb(&["remove", &db, "products", "p1", "nosuch", "1"]),
+        "no array field",
+    );
     assert_user_error(
         &skewdb(&["items", &db, "products", "nobody", "reviews"]),
         "not found",

@@ -188,6 +188,32 @@ impl Batch {
         self
     }
 
+    /// Removes every item with key `item_key` from array `field` of parent `key`, wherever
+    /// it lives (inline, tail or cold chunks). Totals and summaries stay exact; a `Subset`
+    /// window refills from history; see `format-spec/arrays.md` for the rule of each layout.
+    /// Removing from a parent that does not exist, or a key the array does not hold, does
+    /// nothing.
+    pub fn remove(
+        &mut self,
+        collection: &str,
+        key: impl AsRef<[u8]>,
+        field: &str,
+        item_key: i64,
+    ) -> &mut Self {
+        let (collection, field, key) = (
+            self.name(collection),
+            self.name(field),
+            self.key(key.as_ref()),
+        );
+        self.ops.push(BatchOp::Remove {
+            collection,
+            key,
+            field,
+            item_key,
+        });
+        self
+    }
+
     pub fn len(&self) -> usize {
         self.ops.len()
     }

@@ -1,5 +1,6 @@
-//! Model test of the array layouts: random puts, pushes, deletes, checkpoints and reopens
-//! over all five layouts against a plain in-memory model; every read compared.
+//! Model test of the array layouts: random puts, pushes, item removals, deletes,
+//! checkpoints and reopens over all five layouts against a plain in-memory model; every read
+//! compared.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -33,6 +34,8 @@ struct ModelArray {
     next_seq: u64,
     /// Bucket layout: the open bucket's start and its items' seqs.
     bucket: Option<(i64, Vec<u64>)>,
+    /// Outlier layout: the seqs of the inline items.
+    outlier_inline: Vec<u64>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -46,6 +49,10 @@ enum Action {
     Put(u8, Vec<u8>),
     Push(u8, usize, Option<i64>, Option<i8>, u8),
     Delete(u8),
+    /// Removes the key of the model's item picked by the selector (or a key no item has).
+    Remove(u8, usize, u16),
+    /// One batch: `count` pushes with the next keys, then a remove picked by the selector.
+    PushesThenRemove(u8, usize, u8, u16),
     Checkpoint,
     Reopen,
     Items(u8, usize, Option<i64>, Option<i64>, bool, Option<usize>),
@@ -60,6 +67,9 @@ fn action() -> impl Strategy<Value = Action> {
         12 => (parent.clone(), field.clone(), proptest::option::of(-50i64..100), proptest::option::of(-5i8..6), 0u8..40)
             .prop_map(|(p, f, k, v, len)| Action::Push(p, f, k, v, len)),
         1 => parent.clone().prop_map(Action::Delete),
+        4 => (parent.clone(), field.clone(), any::<u16>()).prop_map(|(p, f, s)| Action::Remove(p, f, s)),
+        1 => (parent.clone(), field.clone(), 1u8..60, any::<u16>())
+            .prop_map(|(p, f, n, s)| Action::PushesThenRemove(p, f, n, s)),
         1 => Just(Action::Checkpoint),
         1 => Just(Action::Reopen),
         3 => (parent.clone(), field.clone(), proptest::option::of(-60i64..110), proptest::option::of(-60i64..110), any::<bool>(), proptest::option::of(1usize..7))
@@ -96,6 +106,13 @@ fn model_push(
     let key = key.unwrap_or_else(|| array.items.iter().map(|i| i.0).max().map_or(0, |m| m + 1));
     let seq = array.next_seq;
     array.next_seq += 1;
+    // Outlier: inline while under the cap and nothing of the array is outside the record.
+    if let Layout::Outlier { inline_cap } = layout
+        && array.outlier_inline.len() < inline_cap as usize
+        && array.outlier_inline.len() == array.items.len()
+    {
+        array.outlier_inline.push(seq);
+    }
     array.items.push((key, seq, value, payload));
     if let Layout::Bucket { max_items, span } = layout {
         let span = span.unwrap();
@@ -124,10 +141,10 @@ fn expected_inline(array: &ModelArray, layout: Layout) -> Vec<ModelItem> {
         Layout::Embed => sorted,
         Layout::Reference => Vec::new(),
         Layout::Subset { keep } => sorted[sorted.len().saturating_sub(keep as usize)..].to_vec(),
-        Layout::Outlier { inline_cap } => array
+        Layout::Outlier { .. } => array
             .items
             .iter()
-            .take(inline_cap as usize)
+            .filter(|i| array.outlier_inline.contains(&i.1))
             .cloned()
             .collect(),
         Layout::Bucket { .. } => {
@@ -141,6 +158,30 @@ fn expected_inline(array: &ModelArray, layout: Layout) -> Vec<ModelItem> {
     };
     inline.sort_by_key(|i| (i.0, i.1));
     inline
+}
+
+/// The key a remove action targets: one an item has, picked by `selector`, or a key none has.
+fn removal_key(array: Option<&ModelArray>, selector: u16) -> i64 {
+    match array {
+        Some(array) if !array.items.is_empty() && !selector.is_multiple_of(8) => {
+            array.items[selector as usize % array.items.len()].0
+        }
+        _ => 10_000 + i64::from(selector),
+    }
+}
+
+fn model_remove(array: &mut ModelArray, key: i64) {
+    let gone: Vec<u64> = array
+        .items
+        .iter()
+        .filter(|i| i.0 == key)
+        .map(|i| i.1)
+        .collect();
+    array.items.retain(|i| i.0 != key);
+    array.outlier_inline.retain(|seq| !gone.contains(seq));
+    if let Some((_, seqs)) = &mut array.bucket {
+        seqs.retain(|seq| !gone.contains(seq));
+    }
 }
 
 fn summary_of(items: &[&ModelItem]) -> Summary {
@@ -204,6 +245,28 @@ fn run(actions: Vec<Action>) -> Result<(), TestCaseError> {
                 batch.delete("docs", parent_key(p));
                 batch.commit().unwrap();
                 model.remove(&p);
+            }
+            Action::Remove(p, f, selector) => {
+                let key = removal_key(model.get(&p).map(|m| &m.arrays[f]), selector);
+                let mut batch = db.batch();
+                batch.remove("docs", parent_key(p), FIELDS[f].0, key);
+                batch.commit().unwrap();
+                if let Some(parent) = model.get_mut(&p) {
+                    model_remove(&mut parent.arrays[f], key);
+                }
+            }
+            Action::PushesThenRemove(p, f, count, selector) => {
+                let mut batch = db.batch();
+                let parent = model.entry(p).or_default();
+                for n in 0..count {
+                    let payload = vec![n; 30];
+                    batch.push("docs", parent_key(p), FIELDS[f].0, NewItem::new(&payload));
+                    model_push(&mut parent.arrays[f], FIELDS[f].1, None, None, payload);
+                }
+                let key = removal_key(Some(&parent.arrays[f]), selector);
+                batch.remove("docs", parent_key(p), FIELDS[f].0, key);
+                batch.commit().unwrap();
+                model_remove(&mut parent.arrays[f], key);
             }
             Action::Checkpoint => db.checkpoint().unwrap(),
             Action::Reopen => {

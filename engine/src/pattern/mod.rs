@@ -69,7 +69,10 @@ pub(crate) fn push(layout: Layout, array: &mut ArrayState, stored: Stored) -> Ou
                         || item::items_len(&array.inline) + item::stored_len(&stored.item)
                             > MAX_BUCKET_BYTES;
                     if outside || full {
-                        outcome.sealed_bucket = Some(std::mem::take(&mut array.inline));
+                        // A bucket emptied by removals moves its window without a chunk.
+                        if !array.inline.is_empty() {
+                            outcome.sealed_bucket = Some(std::mem::take(&mut array.inline));
+                        }
                         // A full bucket hands over at the item's key; a new window starts on
                         // the span's grid.
                         array.bucket_start = Some(if outside {

@@ -61,6 +61,12 @@ pub(crate) enum BatchOp {
         field: Arc<str>,
         item: NewItem,
     },
+    Remove {
+        collection: Arc<str>,
+        key: Bytes,
+        field: Arc<str>,
+        item_key: i64,
+    },
 }
 
 struct Request {

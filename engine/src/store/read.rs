@@ -15,6 +15,7 @@ use crate::cold::ChunkRef;
 use crate::item::{Item, Stored, Summary};
 use crate::page::keys;
 use crate::page::node::Value;
+use crate::page::tree::Tree;
 use crate::record::{ArrayState, ParentRecord};
 use crate::{Error, Result};
 
@@ -252,7 +253,7 @@ impl Shared {
         from: Bound<i64>,
     ) -> Result<Vec<ChunkRef>> {
         let mut entries = Vec::new();
-        self.for_each_chunk_entry(version, info, key, field, from, |entry| {
+        self.for_each_chunk_entry(&version.tree, info, key, field, from, |_, entry| {
             entries.push(*entry);
             Ok(true)
         })?;
@@ -260,23 +261,23 @@ impl Shared {
     }
 
     /// Visits the index entries of one array's chunks whose max key is at least `from`, in
-    /// max key order, until `visit` returns `false`.
-    fn for_each_chunk_entry(
+    /// max key order, with their tree keys, until `visit` returns `false`.
+    pub(crate) fn for_each_chunk_entry(
         &self,
-        version: &Version,
+        tree: &Tree,
         info: &CollectionInfo,
         key: &[u8],
         field: usize,
         from: Bound<i64>,
-        mut visit: impl FnMut(&ChunkRef) -> Result<bool>,
+        mut visit: impl FnMut(&Bytes, &ChunkRef) -> Result<bool>,
     ) -> Result<()> {
         let start = match from {
             Bound::Included(k) | Bound::Excluded(k) => keys::chunk(info.id, key, field, k, 0),
             Bound::Unbounded => Bytes::from(keys::chunks(info.id, key, field)),
         };
         let end = keys::chunks_end(info.id, key, field);
-        let mut cursor = version.tree.cursor(&self.pages, Bound::Included(&start))?;
-        cursor.for_each(&version.tree, &self.pages, |tree_key, value| {
+        let mut cursor = tree.cursor(&self.pages, Bound::Included(&start))?;
+        cursor.for_each(tree, &self.pages, |tree_key, value| {
             if *tree_key >= end {
                 return Ok(false);
             }
@@ -290,7 +291,7 @@ impl Shared {
                 })?,
                 large => self.chunk_entry(tree_key, large.clone())?,
             };
-            visit(&entry)
+            visit(tree_key, &entry)
         })
     }
 
@@ -474,7 +475,7 @@ impl Shared {
             // Whole chunks add their stored summaries, read in place from the index leaves;
             // only chunks that straddle an end of the range are decoded.
             let mut straddling = Vec::new();
-            self.for_each_chunk_entry(version, info, key, field, range.0, |entry| {
+            self.for_each_chunk_entry(&version.tree, info, key, field, range.0, |_, entry| {
                 if query.covers(&entry.summary) {
                     summary.merge(&entry.summary);
                 } else if query.overlaps(&entry.summary) {

@@ -4,6 +4,7 @@
 //! emitted, so a refused batch leaves nothing behind.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
 
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
@@ -11,9 +12,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::{BatchOp, Shared, Txn, check_key};
-use crate::catalog::{Catalog, CollectionId, CollectionInfo};
+use crate::catalog::{Catalog, CollectionId, CollectionInfo, Layout};
 use crate::cold::{ChunkKind, ChunkRef, ColdGroup};
-use crate::item::{self, Item, Stored};
+use crate::item::{self, Item, Stored, Summary};
 use crate::page::keys;
 use crate::page::max_inline_record;
 use crate::page::redo::Op;
@@ -67,6 +68,42 @@ impl Tail {
     }
 }
 
+/// A chunk the batch wrote, with its items (kept: a later remove in the batch may change it).
+struct PendingChunk {
+    index: usize,
+    number: u32,
+    chunk: ChunkRef,
+    items: Vec<Stored>,
+}
+
+/// A chunk of one array as a remove sees it: stored (with its tree key) or new in this batch
+/// (its place in `ParentWork::chunks`).
+enum ChunkSource {
+    Stored(Bytes),
+    Pending(usize),
+}
+
+/// One chunk of an array while a remove works on it.
+struct HistoryChunk {
+    source: ChunkSource,
+    chunk: ChunkRef,
+    /// Read on demand.
+    items: Option<Vec<Stored>>,
+    /// Its items changed: it is dropped, and written again if any are left.
+    changed: bool,
+}
+
+impl HistoryChunk {
+    fn new(source: ChunkSource, chunk: ChunkRef) -> Self {
+        HistoryChunk {
+            source,
+            chunk,
+            items: None,
+            changed: false,
+        }
+    }
+}
+
 /// What the batch does to one parent.
 struct ParentWork {
     info: Arc<CollectionInfo>,
@@ -79,8 +116,12 @@ struct ParentWork {
     deleted: bool,
     tails: BTreeMap<usize, Tail>,
     dirty_tails: BTreeSet<usize>,
-    chunks: Vec<(usize, u32, ChunkRef)>,
+    chunks: Vec<PendingChunk>,
     new_markers: BTreeSet<usize>,
+    /// Stored chunk entries a remove rewrote or emptied, by tree key.
+    dropped_chunks: BTreeSet<Bytes>,
+    /// Arrays whose stored outlier marker goes: nothing of them is outside the record now.
+    dropped_markers: BTreeSet<usize>,
 }
 
 pub(super) struct Stager<'a> {
@@ -163,6 +204,8 @@ impl<'a> Stager<'a> {
                 dirty_tails: BTreeSet::new(),
                 chunks: Vec::new(),
                 new_markers: BTreeSet::new(),
+                dropped_chunks: BTreeSet::new(),
+                dropped_markers: BTreeSet::new(),
             };
             return Ok(self.parents.entry(id).or_insert(work));
         }
@@ -213,6 +256,8 @@ impl<'a> Stager<'a> {
                 work.dirty_tails.clear();
                 work.chunks.clear();
                 work.new_markers.clear();
+                work.dropped_chunks.clear();
+                work.dropped_markers.clear();
             }
             BatchOp::Push {
                 collection,
@@ -220,24 +265,24 @@ impl<'a> Stager<'a> {
                 field,
                 item,
             } => self.push(&collection, &key, &field, item, cold)?,
+            BatchOp::Remove {
+                collection,
+                key,
+                field,
+                item_key,
+            } => self.remove(&collection, &key, &field, item_key, cold)?,
         }
         Ok(())
     }
 
-    fn push(
+    /// The array `field` of parent `key` ready to change: its collection, index and layout,
+    /// with the parent's work and the array's tail loaded (once per batch).
+    fn load_array(
         &mut self,
         collection: &str,
         key: &Bytes,
         field: &str,
-        new: NewItem,
-        cold: &mut ColdGroup,
-    ) -> Result<()> {
-        if new.value.is_some_and(f64::is_nan) {
-            return Err(Error::InvalidItem {
-                reason: "value is NaN".to_string(),
-            });
-        }
-        let tail_limit = max_inline_record(self.shared.pages.page_bytes);
+    ) -> Result<(Arc<CollectionInfo>, usize, Layout)> {
         let info = self.catalog.get(collection)?.clone();
         let index = info
             .spec
@@ -265,6 +310,24 @@ impl<'a> Stager<'a> {
                 .expect("loaded above");
             work.tails.insert(index, Tail::new(items));
         }
+        Ok((info, index, layout))
+    }
+
+    fn push(
+        &mut self,
+        collection: &str,
+        key: &Bytes,
+        field: &str,
+        new: NewItem,
+        cold: &mut ColdGroup,
+    ) -> Result<()> {
+        if new.value.is_some_and(f64::is_nan) {
+            return Err(Error::InvalidItem {
+                reason: "value is NaN".to_string(),
+            });
+        }
+        let tail_limit = max_inline_record(self.shared.pages.page_bytes);
+        let (info, index, layout) = self.load_array(collection, key, field)?;
         let work = self
             .parents
             .get_mut(&(info.id, key.clone()))
@@ -301,8 +364,13 @@ impl<'a> Stager<'a> {
         if let Some(bucket) = outcome.sealed_bucket {
             let number = array.next_chunk;
             array.next_chunk += 1;
-            work.chunks
-                .push((index, number, cold.add(ChunkKind::Bucket, &bucket)));
+            let chunk = cold.add(ChunkKind::Bucket, &bucket);
+            work.chunks.push(PendingChunk {
+                index,
+                number,
+                chunk,
+                items: bucket,
+            });
         }
         if let Some(stored) = outcome.to_tail {
             let tail = work.tails.get_mut(&index).expect("loaded above");
@@ -311,8 +379,13 @@ impl<'a> Stager<'a> {
                 tail.items.sort_by_key(Stored::order);
                 let number = array.next_chunk;
                 array.next_chunk += 1;
-                work.chunks
-                    .push((index, number, cold.add(ChunkKind::Items, &tail.items)));
+                let chunk = cold.add(ChunkKind::Items, &tail.items);
+                work.chunks.push(PendingChunk {
+                    index,
+                    number,
+                    chunk,
+                    items: std::mem::take(&mut tail.items),
+                });
                 *tail = Tail::new(Vec::new());
             }
             tail.items.push(stored);
@@ -320,6 +393,229 @@ impl<'a> Stager<'a> {
             work.dirty_tails.insert(index);
         }
         Ok(())
+    }
+
+    /// Removes every item keyed `item_key` from one array, wherever it lives. Chunks that
+    /// held one are written again without it (their old bytes stay until compaction); a
+    /// `Subset` window refills from history; the summary is recomputed from the inline
+    /// items, the tail and the chunk entries' summaries (no chunk is decoded for it).
+    fn remove(
+        &mut self,
+        collection: &str,
+        key: &Bytes,
+        field: &str,
+        item_key: i64,
+        cold: &mut ColdGroup,
+    ) -> Result<()> {
+        let (info, index, layout) = self.load_array(collection, key, field)?;
+        let id = (info.id, key.clone());
+        if self.parents[&id].record.is_none() {
+            return Ok(());
+        }
+        let mut history = self.history(&info, &id, index)?;
+        let mut removed = 0;
+        for chunk in history.iter_mut() {
+            let summary = &chunk.chunk.summary;
+            if summary.min_key.is_some_and(|min| min <= item_key)
+                && summary.max_key.is_some_and(|max| max >= item_key)
+            {
+                let items = self.load_chunk(&id, chunk)?;
+                let before = items.len();
+                items.retain(|s| s.item.key != item_key);
+                removed += before - items.len();
+                chunk.changed |= items.len() < before;
+            }
+        }
+        let work = self.parents.get_mut(&id).expect("loaded above");
+        let tail = work.tails.get_mut(&index).expect("loaded above");
+        let before = tail.items.len();
+        tail.items.retain(|s| s.item.key != item_key);
+        removed += before - tail.items.len();
+        let array = &mut work.record.as_mut().expect("checked above").arrays[index];
+        let before = array.inline.len();
+        array.inline.retain(|s| s.item.key != item_key);
+        removed += before - array.inline.len();
+        if removed == 0 {
+            return Ok(());
+        }
+        array.total -= removed as u64;
+        if let Layout::Subset { keep } = layout {
+            let need = (keep as usize).saturating_sub(array.inline.len());
+            if need > 0 {
+                // History holds the older items: its greatest ones move into the window.
+                let moved = self.take_greatest(&id, index, need, &mut history)?;
+                let work = self.parents.get_mut(&id).expect("loaded above");
+                let array = &mut work.record.as_mut().expect("checked above").arrays[index];
+                array.inline.extend(moved);
+                array.inline.sort_by_key(Stored::order);
+            }
+        }
+        let work = self.parents.get_mut(&id).expect("loaded above");
+        let tail = work.tails.get_mut(&index).expect("loaded above");
+        *tail = Tail::new(std::mem::take(&mut tail.items));
+        work.dirty_tails.insert(index);
+        let array = &mut work.record.as_mut().expect("checked above").arrays[index];
+        // Changed chunks go; those with items left are written again under a new number.
+        let mut summary = Summary::of(array.inline.iter().map(|s| &s.item));
+        summary.merge(&Summary::of(tail.items.iter().map(|s| &s.item)));
+        let mut gone_pending = Vec::new();
+        let mut outside = !tail.items.is_empty();
+        for chunk in history {
+            if !chunk.changed {
+                summary.merge(&chunk.chunk.summary);
+                outside = true;
+                continue;
+            }
+            match chunk.source {
+                ChunkSource::Stored(tree_key) => {
+                    work.dropped_chunks.insert(tree_key);
+                }
+                ChunkSource::Pending(at) => gone_pending.push(at),
+            }
+            let items = chunk.items.expect("changed chunks were loaded");
+            if items.is_empty() {
+                continue;
+            }
+            let number = array.next_chunk;
+            array.next_chunk += 1;
+            let written = cold.add(chunk.chunk.kind, &items);
+            summary.merge(&written.summary);
+            outside = true;
+            work.chunks.push(PendingChunk {
+                index,
+                number,
+                chunk: written,
+                items,
+            });
+        }
+        gone_pending.sort_unstable();
+        for at in gone_pending.into_iter().rev() {
+            work.chunks.remove(at);
+        }
+        debug_assert_eq!(summary.items, array.total);
+        array.summary = summary;
+        array.inline_bytes = array.inline.iter().map(|s| item::stored_len(&s.item)).sum();
+        if array.has_overflow && !outside {
+            // Nothing of the array is outside the record any more.
+            array.has_overflow = false;
+            if !work.new_markers.remove(&index) && work.stored_markers.contains(&index) {
+                work.dropped_markers.insert(index);
+            }
+        }
+        Ok(())
+    }
+
+    /// Every chunk of one array as of this point in the batch (stored ones not dropped, and
+    /// the batch's own), in max key order, not yet read.
+    fn history(
+        &self,
+        info: &CollectionInfo,
+        id: &(CollectionId, Bytes),
+        index: usize,
+    ) -> Result<Vec<HistoryChunk>> {
+        let work = &self.parents[id];
+        let mut chunks = Vec::new();
+        if !work.deleted {
+            self.shared.for_each_chunk_entry(
+                &self.txn.tree,
+                info,
+                &id.1,
+                index,
+                Bound::Unbounded,
+                |tree_key, entry| {
+                    if !work.dropped_chunks.contains(tree_key) {
+                        chunks.push(HistoryChunk::new(
+                            ChunkSource::Stored(tree_key.clone()),
+                            *entry,
+                        ));
+                    }
+                    Ok(true)
+                },
+            )?;
+        }
+        for (at, pending) in work.chunks.iter().enumerate() {
+            if pending.index == index {
+                chunks.push(HistoryChunk::new(ChunkSource::Pending(at), pending.chunk));
+            }
+        }
+        chunks.sort_by_key(|c| c.chunk.summary.max_key);
+        Ok(chunks)
+    }
+
+    /// Takes the `need` greatest items (by key, then push order) out of one array's tail
+    /// and chunks, reading chunks from the greatest max key down only as far as needed.
+    fn take_greatest(
+        &mut self,
+        id: &(CollectionId, Bytes),
+        index: usize,
+        need: usize,
+        history: &mut [HistoryChunk],
+    ) -> Result<Vec<Stored>> {
+        let mut candidates: Vec<(i64, u64)> = self.parents[id].tails[&index]
+            .items
+            .iter()
+            .map(Stored::order)
+            .collect();
+        // Chunks in descending max key; stop once `need` candidates all lie above the next.
+        for at in (0..history.len()).rev() {
+            candidates.sort_unstable_by(|a, b| b.cmp(a));
+            let next_max = history[at].chunk.summary.max_key;
+            let enough =
+                candidates.len() >= need && next_max.is_none_or(|max| candidates[need - 1].0 > max);
+            if enough {
+                break;
+            }
+            let items = self.load_chunk(id, &mut history[at])?;
+            candidates.extend(items.iter().map(Stored::order));
+        }
+        candidates.sort_unstable_by(|a, b| b.cmp(a));
+        candidates.truncate(need);
+        let chosen: BTreeSet<(i64, u64)> = candidates.into_iter().collect();
+        let mut moved = Vec::with_capacity(chosen.len());
+        let mut take = |items: &mut Vec<Stored>| -> bool {
+            let before = moved.len();
+            let mut kept = Vec::with_capacity(items.len());
+            for stored in items.drain(..) {
+                if chosen.contains(&stored.order()) {
+                    moved.push(stored);
+                } else {
+                    kept.push(stored);
+                }
+            }
+            *items = kept;
+            moved.len() > before
+        };
+        for chunk in history.iter_mut() {
+            if let Some(items) = chunk.items.as_mut() {
+                chunk.changed |= take(items);
+            }
+        }
+        let tail = self
+            .parents
+            .get_mut(id)
+            .expect("loaded above")
+            .tails
+            .get_mut(&index)
+            .expect("loaded above");
+        take(&mut tail.items);
+        Ok(moved)
+    }
+
+    /// A chunk's items, read once: a stored chunk's through the cache, a chunk of this
+    /// batch's from memory.
+    fn load_chunk<'c>(
+        &self,
+        id: &(CollectionId, Bytes),
+        chunk: &'c mut HistoryChunk,
+    ) -> Result<&'c mut Vec<Stored>> {
+        if chunk.items.is_none() {
+            let items = match &chunk.source {
+                ChunkSource::Stored(_) => self.shared.chunk_items(&chunk.chunk)?.as_ref().clone(),
+                ChunkSource::Pending(at) => self.parents[id].chunks[*at].items.clone(),
+            };
+            chunk.items = Some(items);
+        }
+        Ok(chunk.items.as_mut().expect("read above"))
     }
 
     /// The redo of the whole batch; fails when any record would exceed the limit.
@@ -377,12 +673,21 @@ impl<'a> Stager<'a> {
                     });
                 }
             }
-            for (index, number, chunk) in &work.chunks {
+            for key in &work.dropped_chunks {
+                ops.push(Op::Delete { key: key.clone() });
+            }
+            for pending in &work.chunks {
+                let chunk = &pending.chunk;
                 ops.push(Op::ColdChunk(chunk.loc));
                 let max_key = chunk.summary.max_key.unwrap_or(i64::MIN);
                 ops.push(Op::Put {
-                    key: keys::chunk(id, &work.key, *index, max_key, *number),
+                    key: keys::chunk(id, &work.key, pending.index, max_key, pending.number),
                     value: chunk.encode(),
+                });
+            }
+            for index in &work.dropped_markers {
+                ops.push(Op::Delete {
+                    key: keys::outlier(id, *index, &work.key),
                 });
             }
             for index in &work.new_markers {
