@@ -29,6 +29,8 @@ pub enum Step {
     Put(&'static str, Vec<u8>, Vec<u8>),
     Delete(&'static str, Vec<u8>),
     Push(&'static str, Vec<u8>, &'static str, ModelItem),
+    /// Removes every item with this key from the array.
+    Remove(&'static str, Vec<u8>, &'static str, i64),
 }
 
 pub const COLLECTIONS: [&str; 2] = ["users", "products"];
@@ -75,17 +77,23 @@ pub fn small_options(durability: Durability) -> Options {
 }
 
 /// A deterministic workload of `batches` batches of 1 to 8 steps each. Bodies vary from
-/// empty to past the inline limit so that some records are stored large.
+/// empty to past the inline limit so that some records are stored large; removals take keys
+/// pushed earlier, so that they find items inline, in tails and in chunks.
 pub fn workload(seed: u64, batches: usize) -> Vec<Vec<Step>> {
     let mut rng = StdRng::seed_from_u64(seed);
+    let mut pushed: Vec<(&'static str, Vec<u8>, &'static str, i64)> = Vec::new();
     (0..batches)
         .map(|_| {
             (0..rng.random_range(1..=8))
                 .map(|_| {
                     let collection = COLLECTIONS[rng.random_range(0..COLLECTIONS.len())];
                     let key = format!("key{:04}", rng.random_range(0..300)).into_bytes();
-                    let choice = rng.random_range(0..10);
-                    if choice < 4 {
+                    let choice = rng.random_range(0..11);
+                    if choice == 5 && !pushed.is_empty() {
+                        let (collection, key, field, item_key) =
+                            pushed[rng.random_range(0..pushed.len())].clone();
+                        Step::Remove(collection, key, field, item_key)
+                    } else if choice < 4 {
                         // Pushes go to a few parents, so that their arrays grow past the caps.
                         let key = format!("key{:04}", rng.random_range(0..6)).into_bytes();
                         let fields = arrays_of(collection);
@@ -94,12 +102,9 @@ pub fn workload(seed: u64, batches: usize) -> Vec<Vec<Step>> {
                         let value = rng
                             .random_bool(0.7)
                             .then(|| rng.random_range(-100..100) as f64);
-                        Step::Push(
-                            collection,
-                            key,
-                            field,
-                            (rng.random_range(-200..2000), value, payload),
-                        )
+                        let item_key = rng.random_range(-200..2000);
+                        pushed.push((collection, key.clone(), field, item_key));
+                        Step::Push(collection, key, field, (item_key, value, payload))
                     } else if choice == 4 {
                         Step::Delete(collection, key)
                     } else {
@@ -140,6 +145,9 @@ pub fn commit(db: &Db, steps: &[Step]) -> Result<()> {
                 }
                 batch.push(collection, key, field, item)
             }
+            Step::Remove(collection, key, field, item_key) => {
+                batch.remove(collection, key, field, *item_key)
+            }
         };
     }
     batch.commit()
@@ -172,6 +180,20 @@ pub fn apply(model: &mut Model, steps: &[Step]) {
                 // Key order, ties in push order: after every item with a key not above it.
                 let at = items.partition_point(|i| i.0 <= item.0);
                 items.insert(at, item.clone());
+            }
+            Step::Remove(collection, key, field, item_key) => {
+                let doc = model
+                    .get_mut(*collection)
+                    .and_then(|parents| parents.get_mut(key));
+                if let Some(doc) = doc
+                    && let Some(items) = doc.arrays.get_mut(*field)
+                {
+                    items.retain(|i| i.0 != *item_key);
+                    // Reads list only arrays that hold items.
+                    if items.is_empty() {
+                        doc.arrays.remove(*field);
+                    }
+                }
             }
         }
     }
