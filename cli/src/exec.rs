@@ -77,6 +77,18 @@ fn parse_line(line: &str, batch: &mut Batch) -> Result<bool, String> {
                 item_key,
             );
         }
+        "expire" => {
+            let key = bytes_from_json(field(&op, "key")?)?;
+            let before = field(&op, "before")?
+                .as_i64()
+                .ok_or("field \"before\" must be a whole number")?;
+            batch.expire_buckets(
+                string_field(&op, "coll")?,
+                key,
+                string_field(&op, "field")?,
+                before,
+            );
+        }
         "commit" => return Ok(true),
         other => return Err(format!("unknown op {other:?}")),
     }

@@ -94,6 +94,18 @@ enum Command {
         #[arg(allow_hyphen_values = true)]
         item_key: i64,
     },
+    /// Drop the sealed buckets of a Bucket array whose newest key is below BEFORE, for one
+    /// parent (--key) or every parent of the collection.
+    Expire {
+        db: PathBuf,
+        collection: String,
+        field: String,
+        #[arg(allow_hyphen_values = true)]
+        before: i64,
+        /// Only this parent.
+        #[arg(long)]
+        key: Option<String>,
+    },
     /// Print items of an array field in key order, merged from wherever they live.
     Items {
         db: PathBuf,
@@ -355,6 +367,26 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 batch.remove(&collection, &key, &field, item_key);
             })?;
         }
+        Command::Expire {
+            db,
+            collection,
+            field,
+            before,
+            key,
+        } => match key {
+            Some(key) => commit_one(&db, json, |batch| {
+                batch.expire_buckets(&collection, &key, &field, before);
+            })?,
+            None => {
+                let handle = open_existing(&db)?;
+                handle
+                    .collection(&collection)?
+                    .expire_buckets(&field, before)?;
+                if json {
+                    print_value(&json!({"expired": true}));
+                }
+            }
+        },
         Command::Items {
             db,
             collection,

@@ -345,6 +345,38 @@ fn arrays_through_the_command_line() {
         &skewdb(&["remove", &db, "products", "p1", "nosuch", "1"]),
         "no array field",
     );
+    // Hourly buckets of p3: the first two hours expire, for one parent, then for all.
+    let mut ops = String::new();
+    for minute in 0..150 {
+        ops.push_str(&format!(
+            "{{\"op\":\"push\",\"coll\":\"products\",\"key\":\"p3\",\"field\":\"readings\",\"item_key\":{},\"value\":1.0}}\n",
+            minute * 60
+        ));
+    }
+    ops.push_str("{\"op\":\"commit\"}\n");
+    assert!(exec(Path::new(&db), &ops).status.success());
+    let readings = |key: &str| {
+        json_lines(&skewdb(&[
+            "--json", "items", &db, "products", key, "readings",
+        ]))
+        .len()
+    };
+    assert!(
+        skewdb(&["expire", &db, "products", "readings", "3600", "--key", "p3"])
+            .status
+            .success()
+    );
+    assert_eq!(readings("p3"), 90);
+    assert!(
+        skewdb(&["expire", &db, "products", "readings", "7200"])
+            .status
+            .success()
+    );
+    assert_eq!(readings("p3"), 30);
+    assert_user_error(
+        &skewdb(&["expire", &db, "products", "reviews", "0"]),
+        "not a bucket array",
+    );
     assert_user_error(
         &skewdb(&["items", &db, "products", "nobody", "reviews"]),
         "not found",

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::cache;
-use crate::catalog::{CollectionId, CollectionInfo, CollectionSpec};
+use crate::catalog::{CollectionId, CollectionInfo, CollectionSpec, Layout};
 use crate::item::Summary;
 use crate::page::keys;
 use crate::page::tree::Cursor as TreeCursor;
@@ -18,6 +18,9 @@ use crate::store::{
     ArrayView, BatchOp, ItemPage, ItemQuery, NewItem, Outlier, Shared, Version, check_key,
 };
 use crate::{CacheStats, Error, Inspection, Options, Result, Stats, VerifyReport};
+
+/// Parents per batch when a collection-wide expiry walks the parents with buckets.
+const EXPIRY_BATCH_PARENTS: usize = 1_000;
 
 /// An open database. Cheap to clone; `Send + Sync`. Closed (and checkpointed) when the
 /// last clone (including those inside `Collection` handles) is dropped.
@@ -214,6 +217,31 @@ impl Batch {
         self
     }
 
+    /// Drops every sealed bucket of `Bucket` array `field` of parent `key` whose newest item
+    /// key is below `before`, from the chunk index alone (no bucket is read); the open bucket
+    /// and late items stay. Total and summary follow. `Error::WrongLayout` for an array of
+    /// another layout.
+    pub fn expire_buckets(
+        &mut self,
+        collection: &str,
+        key: impl AsRef<[u8]>,
+        field: &str,
+        before: i64,
+    ) -> &mut Self {
+        let (collection, field, key) = (
+            self.name(collection),
+            self.name(field),
+            self.key(key.as_ref()),
+        );
+        self.ops.push(BatchOp::ExpireBuckets {
+            collection,
+            key,
+            field,
+            before,
+        });
+        self
+    }
+
     pub fn len(&self) -> usize {
         self.ops.len()
     }
@@ -365,6 +393,30 @@ impl Collection {
         let field = self.field(field)?;
         let version = self.version()?;
         self.db.shared.outliers(&version, &self.info, field)
+    }
+
+    /// Drops, from every parent of this collection, the sealed buckets of `Bucket` array
+    /// `field` whose newest item key is below `before` (see [`Batch::expire_buckets`]).
+    /// Only parents with buckets outside their record are visited (found through the
+    /// outlier markers), in batches of 1,000 parents, each atomic; the sweep as a whole is
+    /// not one transaction.
+    pub fn expire_buckets(&self, field: &str, before: i64) -> Result<()> {
+        let index = self.field(field)?;
+        if !matches!(self.info.spec.arrays()[index].layout, Layout::Bucket { .. }) {
+            return Err(Error::WrongLayout {
+                collection: self.name().to_string(),
+                field: field.to_string(),
+                expected: "bucket",
+            });
+        }
+        for parents in self.outliers(field)?.chunks(EXPIRY_BATCH_PARENTS) {
+            let mut batch = self.db.batch();
+            for parent in parents {
+                batch.expire_buckets(self.name(), &parent.key, field, before);
+            }
+            batch.commit()?;
+        }
+        Ok(())
     }
 
     /// The parents whose keys fall in `range`, in key order, as of this call (later

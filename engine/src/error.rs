@@ -39,6 +39,13 @@ pub enum Error {
     /// The collection has no array field of that name.
     #[error("collection {collection:?} has no array field {field:?}")]
     UnknownField { collection: String, field: String },
+    /// An operation that only one layout supports, asked of an array of another.
+    #[error("array {field:?} of {collection:?} is not a {expected} array")]
+    WrongLayout {
+        collection: String,
+        field: String,
+        expected: &'static str,
+    },
     /// An item that cannot be stored (a NaN value).
     #[error("invalid item: {reason}")]
     InvalidItem { reason: String },

@@ -519,3 +519,91 @@ fn the_root_page_is_pinned_and_follows_the_tree() {
     check(&db, 2_000, 2);
     assert_eq!(db.cache_stats().total().requests, 2_000);
 }
+
+/// Bucket retention drops whole sealed buckets from the chunk index without reading one;
+/// the open bucket and late items stay, totals and summaries follow, and an array that is
+/// not a Bucket refuses it.
+#[test]
+fn expired_buckets_go_without_being_read() {
+    use skewdb::{Layout, NewItem};
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::new()).unwrap();
+    let spec = CollectionSpec::new("sensors")
+        .array(
+            "r",
+            Layout::Bucket {
+                max_items: 100,
+                span: Some(3600),
+            },
+        )
+        .array("s", Layout::Subset { keep: 2 });
+    db.create_collection(spec).unwrap();
+    let mut batch = db.batch();
+    for sensor in ["a", "b"] {
+        // Six hours of minute readings: five sealed hourly buckets and an open one.
+        for minute in 0..360i64 {
+            let item = NewItem::new([]).key(minute * 60).value(minute as f64);
+            batch.push("sensors", sensor, "r", item);
+        }
+    }
+    // A late reading, older than every bucket, stays in the tail.
+    batch.push("sensors", "a", "r", NewItem::new([]).key(-5).value(-1.0));
+    batch.commit().unwrap();
+    db.checkpoint().unwrap();
+    db.reset_stats();
+    let mut batch = db.batch();
+    batch.expire_buckets("sensors", "a", "r", 3 * 3600);
+    batch.commit().unwrap();
+    assert_eq!(db.cache_stats().cold.requests, 0, "a bucket was read");
+    let docs = db.collection("sensors").unwrap();
+    let keys = |sensor: &str| -> Vec<i64> {
+        docs.items(sensor, "r", &skewdb::ItemQuery::new())
+            .unwrap()
+            .unwrap()
+            .items
+            .iter()
+            .map(|i| i.key)
+            .collect()
+    };
+    let expected: Vec<i64> = std::iter::once(-5)
+        .chain((180..360).map(|m| m * 60))
+        .collect();
+    assert_eq!(keys("a"), expected);
+    let a = docs.get("a").unwrap().unwrap();
+    let r = a.array("r").unwrap();
+    assert_eq!((r.total, r.summary.count), (181, 181));
+    assert_eq!(
+        (r.summary.min_key, r.summary.max_key),
+        (Some(-5), Some(359 * 60))
+    );
+    assert_eq!((r.summary.min, r.summary.max), (Some(-1.0), Some(359.0)));
+    let sum: f64 = (180..360).map(|m| m as f64).sum::<f64>() - 1.0;
+    assert_eq!(r.summary.sum, sum);
+    assert_eq!(keys("b").len(), 360, "another parent was touched");
+    // The whole collection: only the open buckets (and a's late reading) are left.
+    docs.expire_buckets("r", 5 * 3600).unwrap();
+    assert_eq!(keys("a").len(), 61);
+    assert_eq!(keys("b").len(), 60);
+    let b = docs.get("b").unwrap().unwrap();
+    assert!(!b.array("r").unwrap().has_overflow);
+    let outliers: Vec<Vec<u8>> = docs
+        .outliers("r")
+        .unwrap()
+        .iter()
+        .map(|o| o.key.to_vec())
+        .collect();
+    assert_eq!(outliers, vec![b"a".to_vec()]);
+    // Only Bucket arrays expire.
+    assert!(matches!(
+        docs.expire_buckets("s", 0),
+        Err(Error::WrongLayout { .. })
+    ));
+    let mut batch = db.batch();
+    batch.expire_buckets("sensors", "a", "s", 0);
+    assert!(matches!(batch.commit(), Err(Error::WrongLayout { .. })));
+    assert!(matches!(
+        docs.expire_buckets("nosuch", 0),
+        Err(Error::UnknownField { .. })
+    ));
+    db.verify().unwrap();
+}

@@ -36,6 +36,8 @@ struct ModelArray {
     bucket: Option<(i64, Vec<u64>)>,
     /// Outlier layout: the seqs of the inline items.
     outlier_inline: Vec<u64>,
+    /// Bucket layout: the seqs of each sealed bucket.
+    sealed: Vec<Vec<u64>>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -53,6 +55,8 @@ enum Action {
     Remove(u8, usize, u16),
     /// One batch: `count` pushes with the next keys, then a remove picked by the selector.
     PushesThenRemove(u8, usize, u8, u16),
+    /// Expires the sealed buckets of field "b" older than the key, for one parent or all.
+    Expire(Option<u8>, i64),
     Checkpoint,
     Reopen,
     Items(u8, usize, Option<i64>, Option<i64>, bool, Option<usize>),
@@ -70,6 +74,7 @@ fn action() -> impl Strategy<Value = Action> {
         4 => (parent.clone(), field.clone(), any::<u16>()).prop_map(|(p, f, s)| Action::Remove(p, f, s)),
         1 => (parent.clone(), field.clone(), 1u8..60, any::<u16>())
             .prop_map(|(p, f, n, s)| Action::PushesThenRemove(p, f, n, s)),
+        2 => (proptest::option::of(parent.clone()), -60i64..120).prop_map(|(p, b)| Action::Expire(p, b)),
         1 => Just(Action::Checkpoint),
         1 => Just(Action::Reopen),
         3 => (parent.clone(), field.clone(), proptest::option::of(-60i64..110), proptest::option::of(-60i64..110), any::<bool>(), proptest::option::of(1usize..7))
@@ -123,6 +128,9 @@ fn model_push(
             Some((start, seqs)) => {
                 let outside = key >= *start + span;
                 if outside || seqs.len() >= max_items as usize {
+                    if !seqs.is_empty() {
+                        array.sealed.push(seqs.clone());
+                    }
                     *start = if outside { start_of(key) } else { key };
                     *seqs = vec![seq];
                 } else {
@@ -182,6 +190,23 @@ fn model_remove(array: &mut ModelArray, key: i64) {
     if let Some((_, seqs)) = &mut array.bucket {
         seqs.retain(|seq| !gone.contains(seq));
     }
+    for sealed in &mut array.sealed {
+        sealed.retain(|seq| !gone.contains(seq));
+    }
+    array.sealed.retain(|sealed| !sealed.is_empty());
+}
+
+/// Drops the sealed buckets whose greatest key is below `before`.
+fn model_expire(array: &mut ModelArray, before: i64) {
+    let key_of = |seq: u64| array.items.iter().find(|i| i.1 == seq).map(|i| i.0);
+    let (expired, kept): (Vec<Vec<u64>>, Vec<Vec<u64>>) = array
+        .sealed
+        .iter()
+        .cloned()
+        .partition(|sealed| sealed.iter().filter_map(|s| key_of(*s)).max() < Some(before));
+    array.sealed = kept;
+    let gone: Vec<u64> = expired.into_iter().flatten().collect();
+    array.items.retain(|i| !gone.contains(&i.1));
 }
 
 fn summary_of(items: &[&ModelItem]) -> Summary {
@@ -267,6 +292,21 @@ fn run(actions: Vec<Action>) -> Result<(), TestCaseError> {
                 batch.remove("docs", parent_key(p), FIELDS[f].0, key);
                 batch.commit().unwrap();
                 model_remove(&mut parent.arrays[f], key);
+            }
+            Action::Expire(p, before) => {
+                match p {
+                    Some(p) => {
+                        let mut batch = db.batch();
+                        batch.expire_buckets("docs", parent_key(p), "b", before);
+                        batch.commit().unwrap();
+                    }
+                    None => docs.expire_buckets("b", before).unwrap(),
+                }
+                for (q, parent) in model.iter_mut() {
+                    if p.is_none_or(|p| p == *q) {
+                        model_expire(&mut parent.arrays[4], before);
+                    }
+                }
             }
             Action::Checkpoint => db.checkpoint().unwrap(),
             Action::Reopen => {

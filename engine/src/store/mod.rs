@@ -67,6 +67,12 @@ pub(crate) enum BatchOp {
         field: Arc<str>,
         item_key: i64,
     },
+    ExpireBuckets {
+        collection: Arc<str>,
+        key: Bytes,
+        field: Arc<str>,
+        before: i64,
+    },
 }
 
 struct Request {

@@ -271,6 +271,12 @@ impl<'a> Stager<'a> {
                 field,
                 item_key,
             } => self.remove(&collection, &key, &field, item_key, cold)?,
+            BatchOp::ExpireBuckets {
+                collection,
+                key,
+                field,
+                before,
+            } => self.expire_buckets(&collection, &key, &field, before, cold)?,
         }
         Ok(())
     }
@@ -438,7 +444,6 @@ impl<'a> Stager<'a> {
         if removed == 0 {
             return Ok(());
         }
-        array.total -= removed as u64;
         if let Layout::Subset { keep } = layout {
             let need = (keep as usize).saturating_sub(array.inline.len());
             if need > 0 {
@@ -450,12 +455,66 @@ impl<'a> Stager<'a> {
                 array.inline.sort_by_key(Stored::order);
             }
         }
-        let work = self.parents.get_mut(&id).expect("loaded above");
+        self.settle(&id, index, history, cold);
+        Ok(())
+    }
+
+    /// Drops every sealed bucket of one `Bucket` array whose newest key is below `before`,
+    /// from the chunk index alone (no bucket is read). The open bucket and late items in
+    /// the tail stay.
+    fn expire_buckets(
+        &mut self,
+        collection: &str,
+        key: &Bytes,
+        field: &str,
+        before: i64,
+        cold: &mut ColdGroup,
+    ) -> Result<()> {
+        let (info, index, layout) = self.load_array(collection, key, field)?;
+        if !matches!(layout, Layout::Bucket { .. }) {
+            return Err(Error::WrongLayout {
+                collection: collection.to_string(),
+                field: field.to_string(),
+                expected: "bucket",
+            });
+        }
+        let id = (info.id, key.clone());
+        if self.parents[&id].record.is_none() {
+            return Ok(());
+        }
+        let mut history = self.history(&info, &id, index)?;
+        let mut expired = false;
+        for chunk in history.iter_mut() {
+            if chunk.chunk.kind == ChunkKind::Bucket
+                && chunk.chunk.summary.max_key.is_some_and(|max| max < before)
+            {
+                chunk.items = Some(Vec::new());
+                chunk.changed = true;
+                expired = true;
+            }
+        }
+        if expired {
+            self.settle(&id, index, history, cold);
+        }
+        Ok(())
+    }
+
+    /// Writes what a remove or an expiry left of one array: changed chunks lose their index
+    /// entries and are written again when items are left; the tail is rewritten; the total,
+    /// summary and overflow flag are computed again from the inline items, the tail and the
+    /// chunks' summaries.
+    fn settle(
+        &mut self,
+        id: &(CollectionId, Bytes),
+        index: usize,
+        history: Vec<HistoryChunk>,
+        cold: &mut ColdGroup,
+    ) {
+        let work = self.parents.get_mut(id).expect("loaded above");
         let tail = work.tails.get_mut(&index).expect("loaded above");
         *tail = Tail::new(std::mem::take(&mut tail.items));
         work.dirty_tails.insert(index);
         let array = &mut work.record.as_mut().expect("checked above").arrays[index];
-        // Changed chunks go; those with items left are written again under a new number.
         let mut summary = Summary::of(array.inline.iter().map(|s| &s.item));
         summary.merge(&Summary::of(tail.items.iter().map(|s| &s.item)));
         let mut gone_pending = Vec::new();
@@ -472,7 +531,7 @@ impl<'a> Stager<'a> {
                 }
                 ChunkSource::Pending(at) => gone_pending.push(at),
             }
-            let items = chunk.items.expect("changed chunks were loaded");
+            let items = chunk.items.expect("changed chunks were read or emptied");
             if items.is_empty() {
                 continue;
             }
@@ -488,11 +547,12 @@ impl<'a> Stager<'a> {
                 items,
             });
         }
+        // Positions in `work.chunks` from before this call; new chunks went to the end.
         gone_pending.sort_unstable();
         for at in gone_pending.into_iter().rev() {
             work.chunks.remove(at);
         }
-        debug_assert_eq!(summary.items, array.total);
+        array.total = summary.items;
         array.summary = summary;
         array.inline_bytes = array.inline.iter().map(|s| item::stored_len(&s.item)).sum();
         if array.has_overflow && !outside {
@@ -502,7 +562,6 @@ impl<'a> Stager<'a> {
                 work.dropped_markers.insert(index);
             }
         }
-        Ok(())
     }
 
     /// Every chunk of one array as of this point in the batch (stored ones not dropped, and
