@@ -518,10 +518,11 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Stats { db } => {
             let handle = open_existing(&db)?;
             let stats = handle.stats()?;
+            let space = handle.space()?;
             if json {
-                print_value(&text::stats_json(&stats));
+                print_value(&text::stats_json(&stats, &space));
             } else {
-                print!("{}", text::stats_text(&stats));
+                print!("{}", text::stats_text(&stats, &space));
             }
         }
         Command::Verify { db } => {

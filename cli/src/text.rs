@@ -3,7 +3,9 @@
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
-use skewdb::{CacheStats, Document, Inspection, Item, Stats, Summary, TierStats};
+use skewdb::{
+    CacheStats, Document, Inspection, Item, SpaceStats, Stats, Summary, TierSpace, TierStats,
+};
 
 /// Bytes as a JSON value: a string when valid UTF-8, else `{"base64": "..."}`.
 pub fn bytes_json(bytes: &[u8]) -> Value {
@@ -148,8 +150,49 @@ fn cache_json(cache: &CacheStats) -> Value {
     })
 }
 
-pub fn stats_json(stats: &Stats) -> Value {
+fn space_tier_json(tier: &TierSpace) -> Value {
     json!({
+        "file_bytes": tier.file_bytes,
+        "live_bytes": tier.live_bytes,
+        "amplification": finite(tier.amplification()),
+        "segments": tier.segments.iter().map(|s| json!({
+            "file": s.file, "file_bytes": s.file_bytes, "live_bytes": s.live_bytes,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// JSON has no infinity: a tier of files with nothing live prints null.
+fn finite(x: f64) -> Value {
+    if x.is_finite() { json!(x) } else { Value::Null }
+}
+
+pub fn space_json(space: &SpaceStats) -> Value {
+    json!({
+        "hot": space_tier_json(&space.hot),
+        "cold": space_tier_json(&space.cold),
+        "amplification": finite(space.amplification()),
+    })
+}
+
+pub fn space_text(space: &SpaceStats) -> String {
+    let tier = |name: &str, t: &TierSpace| {
+        format!(
+            "  {name:<5} files {:>12} B  live {:>12} B  amplification {:.2}\n",
+            t.file_bytes,
+            t.live_bytes,
+            t.amplification()
+        )
+    };
+    format!(
+        "space:\n{}{}",
+        tier("hot", &space.hot),
+        tier("cold", &space.cold)
+    )
+}
+
+pub fn stats_json(stats: &Stats, space: &SpaceStats) -> Value {
+    json!({
+        "space": space_json(space),
         "cache": cache_json(&stats.cache),
         "commits": stats.commits,
         "commit_groups": stats.commit_groups,
@@ -203,9 +246,10 @@ pub fn cache_text(cache: &CacheStats) -> String {
     out
 }
 
-pub fn stats_text(stats: &Stats) -> String {
+pub fn stats_text(stats: &Stats, space: &SpaceStats) -> String {
     format!(
-        "{}log: {} segments, {} bytes, next lsn {}, durable lsn {}, {} syncs\ncommits {} in {} groups (this process), checkpoints {}, dirty pages {}, replayed at open {} B\n",
+        "{}{}log: {} segments, {} bytes, next lsn {}, durable lsn {}, {} syncs\ncommits {} in {} groups (this process), checkpoints {}, dirty pages {}, replayed at open {} B\n",
+        space_text(space),
         cache_text(&stats.cache),
         stats.log_segments,
         stats.log_bytes,

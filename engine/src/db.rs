@@ -17,7 +17,7 @@ use crate::store::stage::decode_record;
 use crate::store::{
     ArrayView, BatchOp, ItemPage, ItemQuery, NewItem, Outlier, Shared, Version, check_key,
 };
-use crate::{CacheStats, Error, Inspection, Options, Result, Stats, VerifyReport};
+use crate::{CacheStats, Error, Inspection, Options, Result, SpaceStats, Stats, VerifyReport};
 
 /// Parents per batch when a collection-wide expiry walks the parents with buckets.
 const EXPIRY_BATCH_PARENTS: usize = 1_000;
@@ -103,6 +103,13 @@ impl Db {
     /// The cache's counters alone: cheaper than [`Db::stats`], which also reads file sizes.
     pub fn cache_stats(&self) -> CacheStats {
         self.shared.cache_stats()
+    }
+
+    /// Live and file bytes per tier, and what the files hold beyond the live state (space
+    /// amplification). Walks the whole tree, reading pages past the cache: as costly as a
+    /// scan of every page, so not part of [`Db::stats`].
+    pub fn space(&self) -> Result<SpaceStats> {
+        self.shared.space()
     }
 
     /// Zeroes the cache counters and the what-if ratios (resident objects stay).

@@ -607,3 +607,91 @@ fn expired_buckets_go_without_being_read() {
     ));
     db.verify().unwrap();
 }
+
+/// Space accounting: live bytes follow the current state while the files only grow; every
+/// segment's live bytes fit in it; deleted parents' chunks stop being live; the walk leaves
+/// the cache's counters alone.
+#[test]
+fn space_counts_live_against_file_bytes_per_tier() {
+    use skewdb::{Layout, NewItem};
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::new().page_bytes(4096)).unwrap();
+    db.create_collection(
+        CollectionSpec::new("products").array("reviews", Layout::Subset { keep: 2 }),
+    )
+    .unwrap();
+    let check = |space: &skewdb::SpaceStats| {
+        for tier in [&space.hot, &space.cold] {
+            for segment in &tier.segments {
+                assert!(segment.live_bytes <= segment.file_bytes, "{segment:?}");
+            }
+            assert!(tier.live_bytes <= tier.file_bytes);
+        }
+    };
+    let fresh = db.space().unwrap();
+    check(&fresh);
+    // A cold segment is created with its header, and nothing in it is live yet.
+    assert_eq!(fresh.cold.live_bytes, 0);
+    assert!(fresh.cold.file_bytes <= 64);
+    let cold_header = fresh.cold.file_bytes;
+    let write = |round: u32| {
+        let mut batch = db.batch();
+        for i in 0..500 {
+            batch.put(
+                "products",
+                format!("p{i:04}"),
+                format!("body {round} {}", "x".repeat(100)),
+            );
+        }
+        batch.commit().unwrap();
+        db.checkpoint().unwrap();
+    };
+    write(0);
+    let first = db.space().unwrap();
+    check(&first);
+    // After a checkpoint only page images are live: about 500 bodies of 110 bytes.
+    assert!(first.hot.live_bytes > 500 * 110, "{first:?}");
+    // The batch's redo is dead once the checkpoint holds its pages.
+    assert!(first.hot.live_bytes < first.hot.file_bytes);
+    for round in 1..5 {
+        write(round);
+    }
+    let rewritten = db.space().unwrap();
+    check(&rewritten);
+    // The same live state, four more copies of it in the files.
+    let ratio = rewritten.hot.live_bytes as f64 / first.hot.live_bytes as f64;
+    assert!((0.8..1.25).contains(&ratio), "live grew by {ratio}");
+    assert!(rewritten.hot.file_bytes > 4 * first.hot.file_bytes);
+    assert!(rewritten.hot.amplification() > 3.0);
+    // Reviews move to cold history; deleting the parents makes them dead.
+    let mut batch = db.batch();
+    for i in 0..400 {
+        let item = NewItem::new(format!("review {i} {}", "y".repeat(60))).key(i);
+        batch.push("products", format!("p{:04}", i % 20), "reviews", item);
+    }
+    batch.commit().unwrap();
+    let with_history = db.space().unwrap();
+    check(&with_history);
+    assert!(with_history.cold.live_bytes > 0);
+    // Every chunk written is live: only the segment headers are not.
+    assert_eq!(
+        with_history.cold.file_bytes - with_history.cold.live_bytes,
+        cold_header * with_history.cold.segments.len() as u64
+    );
+    let mut batch = db.batch();
+    for i in 0..20 {
+        batch.delete("products", format!("p{i:04}"));
+    }
+    batch.commit().unwrap();
+    db.reset_stats();
+    let deleted = db.space().unwrap();
+    check(&deleted);
+    assert_eq!(deleted.cold.live_bytes, 0);
+    assert_eq!(deleted.cold.file_bytes, with_history.cold.file_bytes);
+    assert!(deleted.cold.amplification().is_infinite());
+    assert_eq!(
+        db.cache_stats().total().requests,
+        0,
+        "the walk went through the cache"
+    );
+}

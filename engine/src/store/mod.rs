@@ -3,6 +3,7 @@
 
 pub(crate) mod read;
 mod recovery;
+mod space;
 pub(crate) mod stage;
 mod verify;
 
@@ -12,6 +13,7 @@ use bytes::{BufMut, Bytes};
 use parking_lot::{Mutex, RwLock};
 
 pub use read::{ArrayView, Cursor, ItemPage, ItemQuery, Order, Outlier};
+pub use space::{SegmentSpace, SpaceStats, TierSpace};
 pub use stage::NewItem;
 pub use verify::{Inspection, SegmentInfo, VerifyReport};
 
