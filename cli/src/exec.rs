@@ -3,9 +3,11 @@
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::{Value, json};
-use skewdb::{Batch, Db, NewItem};
+use skewdb::storage::SimStorage;
+use skewdb::{Batch, Db, NewItem, Options};
 
 use crate::text::bytes_from_json;
 
@@ -93,6 +95,26 @@ fn parse_line(line: &str, batch: &mut Batch) -> Result<bool, String> {
         other => return Err(format!("unknown op {other:?}")),
     }
     Ok(false)
+}
+
+/// Feeds one input line to the parser, for the fuzz target and its corpus replay: any
+/// bytes, no panic; an accepted line adds exactly one op to the batch (none for a commit),
+/// a refused one adds nothing.
+pub fn fuzz_line(data: &[u8]) {
+    static DB: OnceLock<Db> = OnceLock::new();
+    let Ok(line) = std::str::from_utf8(data) else {
+        return;
+    };
+    let db = DB.get_or_init(|| {
+        Db::open_with_storage(Arc::new(SimStorage::new()), Options::new())
+            .expect("a database in memory opens")
+    });
+    let mut batch = db.batch();
+    match parse_line(line, &mut batch) {
+        Ok(true) => assert_eq!(batch.len(), 0, "a commit line added an op"),
+        Ok(false) => assert_eq!(batch.len(), 1, "an accepted line added no op"),
+        Err(_) => assert_eq!(batch.len(), 0, "a refused line added an op"),
+    }
 }
 
 /// Runs the loop; exit status 1 when any line or batch failed.

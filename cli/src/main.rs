@@ -1,8 +1,6 @@
 //! `skewdb`: the command-line tool. `skewdb COMMAND DB_DIR ...`; `--json` for scripts.
 
 mod demo;
-mod exec;
-mod text;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -12,6 +10,7 @@ use serde_json::{Value, json};
 use std::ops::Bound;
 
 use skewdb::{Batch, CollectionSpec, Db, ItemQuery, Layout, NewItem, Options};
+use skewdb_cli::{exec, text};
 
 /// An inclusive key range from optional ends.
 fn bounds(from: Option<i64>, to: Option<i64>) -> (Bound<i64>, Bound<i64>) {
