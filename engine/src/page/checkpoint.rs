@@ -16,11 +16,12 @@ use crate::{Error, Result};
 pub const CHECKPOINT_FILE: &str = "checkpoint";
 pub const CHECKPOINT_TEMP_FILE: &str = "checkpoint.tmp";
 const MAGIC: &[u8; 8] = b"SKEWCKPT";
-pub const CHECKPOINT_VERSION: u32 = 1;
+pub const CHECKPOINT_VERSION: u32 = 2;
 const HEADER_BYTES: usize = 8 + 4 + 8 + 4 + 4;
 /// The largest checkpoint payload read back: 64 M pages' worth of page table.
 pub const MAX_CHECKPOINT_BYTES: u64 = 2 * 1024 * 1024 * 1024;
 const PAGE_ENTRY_BYTES: usize = 8 + 4 + 8 + 4;
+const LARGE_ENTRY_BYTES: usize = 4 + 8;
 
 /// Everything a checkpoint holds.
 #[derive(Clone, Debug)]
@@ -37,6 +38,9 @@ pub struct Checkpoint {
     pub catalog: Catalog,
     /// Every allocated page and its image's location.
     pub pages: Vec<(PageId, FrameLoc)>,
+    /// Bytes of large records the tree refers to, per hot log segment (segments with none
+    /// are absent), in segment order.
+    pub large_live: Vec<(u32, u64)>,
 }
 
 impl Checkpoint {
@@ -67,6 +71,11 @@ impl Checkpoint {
             payload.put_u32_le(loc.segment_id);
             payload.put_u64_le(loc.offset);
             payload.put_u32_le(loc.len);
+        }
+        payload.put_u32_le(self.large_live.len() as u32);
+        for (segment_id, bytes) in &self.large_live {
+            payload.put_u32_le(*segment_id);
+            payload.put_u64_le(*bytes);
         }
         let mut out = Vec::with_capacity(HEADER_BYTES + payload.len());
         out.put_slice(MAGIC);
@@ -148,7 +157,8 @@ impl Checkpoint {
             return Err(truncated());
         }
         let count = p.get_u64_le();
-        if count.checked_mul(PAGE_ENTRY_BYTES as u64) != Some(p.remaining() as u64) {
+        let pages_len = count.checked_mul(PAGE_ENTRY_BYTES as u64);
+        if pages_len.is_none_or(|len| len + 4 > p.remaining() as u64) {
             return Err(bad(
                 HEADER_BYTES as u64,
                 format!("page count {count} does not match the payload"),
@@ -170,6 +180,28 @@ impl Checkpoint {
             }
             pages.push((id, loc));
         }
+        let large_count = p.get_u32_le() as usize;
+        if large_count.checked_mul(LARGE_ENTRY_BYTES) != Some(p.remaining()) {
+            return Err(bad(
+                HEADER_BYTES as u64,
+                format!("large record count {large_count} does not match the payload"),
+            ));
+        }
+        let mut large_live: Vec<(u32, u64)> = Vec::with_capacity(large_count);
+        for _ in 0..large_count {
+            let (segment_id, bytes) = (p.get_u32_le(), p.get_u64_le());
+            if bytes == 0
+                || large_live
+                    .last()
+                    .is_some_and(|(last, _)| *last >= segment_id)
+            {
+                return Err(bad(
+                    HEADER_BYTES as u64,
+                    "large record bytes not in segment order".to_string(),
+                ));
+            }
+            large_live.push((segment_id, bytes));
+        }
         if replay_from.next_lsn == 0 {
             return Err(bad(HEADER_BYTES as u64, "replay lsn 0".to_string()));
         }
@@ -182,6 +214,7 @@ impl Checkpoint {
             next_page_id,
             catalog,
             pages,
+            large_live,
         })
     }
 
@@ -244,6 +277,7 @@ mod tests {
                     len: 99,
                 },
             )],
+            large_live: vec![(1, 20_000), (3, 17)],
         }
     }
 
@@ -253,6 +287,7 @@ mod tests {
         let back = Checkpoint::decode(&bytes).unwrap();
         assert_eq!(back.encode(), bytes);
         assert_eq!(back.catalog.get("users").unwrap().id, 0);
+        assert_eq!(back.large_live, vec![(1, 20_000), (3, 17)]);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! cloning it is cheap (the page table is persistent), and changing a clone never touches
 //! the original, so a transaction is a clone that is published whole or dropped.
 
+use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -19,6 +20,9 @@ pub struct Tree {
     pub root: PageId,
     pub next_page_id: PageId,
     pub table: PageTable,
+    /// Bytes of large records the tree refers to, per hot log segment: a segment holding
+    /// any cannot be deleted. Kept current by `insert` and `remove`, stored in checkpoints.
+    pub large_live: Arc<BTreeMap<u32, u64>>,
     /// The root page as last published, held outside the cache: every lookup starts there,
     /// so it skips the cache's lock and bookkeeping. Used only while the root's slot still
     /// names the same place in the log.
@@ -50,7 +54,25 @@ impl Tree {
             root,
             next_page_id,
             table,
+            large_live: Arc::default(),
             pinned: None,
+        }
+    }
+
+    /// Counts a large record in (`added`) or out of the tree.
+    fn account(&mut self, value: &Value, added: bool) {
+        let Value::Large(large) = value else {
+            return;
+        };
+        let live = Arc::make_mut(&mut self.large_live);
+        let bytes = live.entry(large.segment_id).or_default();
+        if added {
+            *bytes += large.value_len as u64;
+        } else {
+            *bytes = bytes.saturating_sub(large.value_len as u64);
+            if *bytes == 0 {
+                live.remove(&large.segment_id);
+            }
         }
     }
 
@@ -155,16 +177,26 @@ impl Tree {
         let Node::Leaf { entries, .. } = leaf else {
             return Err(store.tree_corruption(leaf_id, "expected a leaf"));
         };
-        match entries.binary_search_by(|(k, _)| k.as_ref().cmp(&key)) {
-            Ok(index) => entries[index].1 = value,
-            Err(index) => entries.insert(index, (key, value)),
-        }
+        let added = matches!(value, Value::Large(_)).then(|| value.clone());
+        let replaced = match entries.binary_search_by(|(k, _)| k.as_ref().cmp(&key)) {
+            Ok(index) => Some(std::mem::replace(&mut entries[index].1, value)),
+            Err(index) => {
+                entries.insert(index, (key, value));
+                None
+            }
+        };
         let sizes: Vec<usize> = entries.iter().map(|(k, v)| leaf_entry_len(k, v)).collect();
-        if sizes.iter().sum::<usize>() <= page_room {
-            return Ok(());
+        let right = (sizes.iter().sum::<usize>() > page_room)
+            .then(|| entries.split_off(balanced_split(&sizes, page_room)));
+        if let Some(old) = &replaced {
+            self.account(old, false);
         }
-        let split = balanced_split(&sizes, page_room);
-        let right = entries.split_off(split);
+        if let Some(new) = &added {
+            self.account(new, true);
+        }
+        let Some(right) = right else {
+            return Ok(());
+        };
         let separator = right[0].0.clone();
         let right_id = self.allocate(Node::leaf(right));
         self.insert_separator(store, path, separator, right_id)
@@ -213,9 +245,10 @@ impl Tree {
         let Ok(index) = entries.binary_search_by(|(k, _)| k.as_ref().cmp(key)) else {
             return Ok(false);
         };
-        entries.remove(index);
+        let (_, old) = entries.remove(index);
         let leaf_len = leaf.encoded_len();
         let empty = matches!(leaf, Node::Leaf { entries, .. } if entries.is_empty());
+        self.account(&old, false);
         let Some(&(parent_id, child)) = path.last() else {
             return Ok(true);
         };

@@ -456,6 +456,7 @@ impl Shared {
                     _ => None,
                 })
                 .collect(),
+            large_live: tree.large_live.iter().map(|(s, b)| (*s, *b)).collect(),
         };
         checkpoint.write(self.pages.storage.as_ref())?;
         *self.current.write() = Arc::new(Version {

@@ -76,7 +76,9 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
                 "root page not in the page table",
             ));
         }
-        Tree::with_root(checkpoint.root, checkpoint.next_page_id, table)
+        let mut tree = Tree::with_root(checkpoint.root, checkpoint.next_page_id, table);
+        tree.large_live = Arc::new(checkpoint.large_live.iter().copied().collect());
+        tree
     };
     let txn = Txn {
         tree,
@@ -155,6 +157,7 @@ fn create(
         next_page_id: 1,
         catalog: Catalog::default(),
         pages: Vec::new(),
+        large_live: Vec::new(),
     };
     checkpoint.write(storage.as_ref())?;
     let cold = ColdStore::new(storage.clone(), options.segment_bytes, ColdTail::default());

@@ -178,6 +178,7 @@ impl Shared {
         inspection.dirty_pages = tree.table.dirty_count() as u64;
         let mut checker = Checker::default();
         let mut leaf_depth = None;
+        let mut large_live: std::collections::BTreeMap<u32, u64> = Default::default();
         // Each page with the key bounds its parent puts on it.
         let mut pending: Vec<(u64, usize, Option<Bytes>, Option<Bytes>)> =
             vec![(tree.root, 0, None, None)];
@@ -227,8 +228,10 @@ impl Shared {
                                 .tree_corruption(id, "leaf key outside its parent's bounds"));
                         }
                         let bytes = self.pages.value_bytes(value)?;
-                        if matches!(value, Value::Large(_)) {
+                        if let Value::Large(large) = value {
                             inspection.large_records += 1;
+                            *large_live.entry(large.segment_id).or_default() +=
+                                large.value_len as u64;
                         }
                         self.check_entry(&version, &mut checker, inspection, key, bytes)
                             .map_err(|reason| match reason {
@@ -242,6 +245,16 @@ impl Shared {
         checker
             .finish()
             .map_err(|reason| Error::corruption("page store", 0, reason))?;
+        if large_live != *tree.large_live {
+            return Err(Error::corruption(
+                "page store",
+                0,
+                format!(
+                    "large records per segment {large_live:?}, the accounting says {:?}",
+                    tree.large_live
+                ),
+            ));
+        }
         inspection.tree_depth = leaf_depth.unwrap_or(0) as u64 + 1;
         inspection.chunks = checker.chunks;
         inspection.collections = version
