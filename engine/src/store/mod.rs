@@ -7,7 +7,8 @@ mod space;
 pub(crate) mod stage;
 mod verify;
 
-use std::sync::Arc;
+use std::collections::BTreeSet;
+use std::sync::{Arc, Weak};
 
 use bytes::{BufMut, Bytes};
 use parking_lot::{Mutex, RwLock};
@@ -129,7 +130,18 @@ pub(crate) struct Shared {
     current: RwLock<Arc<Version>>,
     writer: Mutex<Writer>,
     queue: Mutex<Vec<Arc<Request>>>,
+    /// Replaced versions some reader still holds.
+    retired: Mutex<Vec<Weak<Version>>>,
+    /// Log segments no checkpoint needs any more, each removed once the readers that could
+    /// still read from it are gone.
+    doomed: Mutex<Vec<Doomed>>,
     _lock: Box<dyn LockGuard>,
+}
+
+/// Segment files waiting for the versions that may refer to them.
+struct Doomed {
+    readers: Vec<Weak<Version>>,
+    files: Vec<String>,
 }
 
 /// A version being changed by a group of batches (or by replay).
@@ -299,7 +311,7 @@ impl Shared {
         if let Err(error) = written {
             return fail_all(&accepted, error);
         }
-        *self.current.write() = Arc::new(Version {
+        self.publish(Version {
             tree: txn.tree.pin_root(&self.pages),
             catalog: txn.catalog,
             commits: base.commits + accepted.len() as u64,
@@ -382,6 +394,64 @@ impl Shared {
         writer.bytes_since_checkpoint.max(dirty_bytes) >= self.options.checkpoint_bytes
     }
 
+    /// Makes `version` the one readers see; the one it replaces is remembered while a
+    /// reader still holds it, so that no segment it may read from is removed under it.
+    fn publish(&self, version: Version) {
+        let old = std::mem::replace(&mut *self.current.write(), Arc::new(version));
+        let mut retired = self.retired.lock();
+        retired.retain(|reader| reader.strong_count() > 0);
+        if Arc::strong_count(&old) > 1 {
+            retired.push(Arc::downgrade(&old));
+        }
+    }
+
+    /// Dooms every log segment before `tail`'s that the checkpoint just written does not
+    /// need: no page image of its table and no large record of its tree is in it.
+    fn doom_unneeded(&self, needed: &BTreeSet<u32>, tail: LogTail) -> Result<()> {
+        let storage = self.pages.storage.as_ref();
+        let mut doomed = self.doomed.lock();
+        let already: BTreeSet<&String> = doomed.iter().flat_map(|d| &d.files).collect();
+        let files: Vec<String> = verify::segment_ids(storage)?
+            .into_iter()
+            .filter(|id| *id < tail.segment_id && !needed.contains(id))
+            .map(crate::log::segment_name)
+            .filter(|name| !already.contains(name))
+            .collect();
+        if !files.is_empty() {
+            let readers = self.retired.lock().clone();
+            doomed.push(Doomed { readers, files });
+        }
+        Ok(())
+    }
+
+    /// Removes the doomed segments no reader can reach any more.
+    fn remove_doomed(&self) -> Result<()> {
+        let storage = self.pages.storage.as_ref();
+        let mut doomed = self.doomed.lock();
+        let mut removed = false;
+        let mut failed = None;
+        doomed.retain(|d| {
+            if d.readers.iter().any(|r| r.strong_count() > 0) || failed.is_some() {
+                return true;
+            }
+            for file in &d.files {
+                if let Err(error) = storage.remove(file) {
+                    failed = Some(error);
+                    return true;
+                }
+            }
+            removed = true;
+            false
+        });
+        if let Some(error) = failed {
+            return Err(error);
+        }
+        if removed {
+            storage.sync_dir()?;
+        }
+        Ok(())
+    }
+
     /// Writes every changed page to the log and a new checkpoint file.
     pub fn checkpoint(&self) -> Result<()> {
         let mut writer = self.writer.lock();
@@ -459,16 +529,19 @@ impl Shared {
             large_live: tree.large_live.iter().map(|(s, b)| (*s, *b)).collect(),
         };
         checkpoint.write(self.pages.storage.as_ref())?;
-        *self.current.write() = Arc::new(Version {
+        let needed = needed_segments(&tree, tail);
+        self.publish(Version {
             tree: tree.pin_root(&self.pages),
             catalog: version.catalog.clone(),
             commits: version.commits,
         });
+        drop(version);
         writer.checkpoint_sequence += 1;
         writer.counters.checkpoints += 1;
         writer.checkpoint_tail = tail;
         writer.bytes_since_checkpoint = 0;
-        Ok(())
+        self.doom_unneeded(&needed, tail)?;
+        self.remove_doomed()
     }
 
     pub fn cache_stats(&self) -> CacheStats {
@@ -513,6 +586,20 @@ impl Shared {
             log_bytes,
         })
     }
+}
+
+/// The log segments a checkpoint with this tree and this replay point needs: those holding
+/// a page image of its table or a large record of its tree, and every one from the replay
+/// point on.
+pub(crate) fn needed_segments(tree: &Tree, replay_from: LogTail) -> BTreeSet<u32> {
+    let mut needed: BTreeSet<u32> = tree.large_live.keys().copied().collect();
+    for (_, slot) in tree.table.iter() {
+        if let Slot::Disk(loc) = slot {
+            needed.insert(loc.segment_id);
+        }
+    }
+    needed.retain(|id| *id < replay_from.segment_id);
+    needed
 }
 
 fn fail_all(requests: &[Arc<Request>], error: Error) {

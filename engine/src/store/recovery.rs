@@ -91,6 +91,26 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
     let cold = ColdStore::new(storage.clone(), options.segment_bytes, checkpoint.cold_tail);
     let replayed = replay(&pages, &cold, &segments, &checkpoint, txn)?;
     cut_cold_tail(storage.as_ref(), &cold_segments, replayed.cold_tail)?;
+    // Segments the checkpoint no longer needs, left by a crash before they were removed.
+    // What it needs comes from the checkpoint file, not from the replayed tree: replay
+    // makes pages dirty in memory, and until a new checkpoint is durable this one is what
+    // the next open reads.
+    let needed: BTreeSet<u32> = checkpoint
+        .pages
+        .iter()
+        .map(|(_, loc)| loc.segment_id)
+        .chain(checkpoint.large_live.iter().map(|(id, _)| *id))
+        .collect();
+    let mut removed = false;
+    for id in &segments {
+        if *id < checkpoint.replay_from.segment_id && !needed.contains(id) {
+            storage.remove(&segment_name(*id))?;
+            removed = true;
+        }
+    }
+    if removed {
+        storage.sync_dir()?;
+    }
     let cold = ColdStore::new(storage.clone(), options.segment_bytes, replayed.cold_tail);
     let log = HotLog::resume(storage.clone(), replayed.tail, options.segment_bytes);
     let writer = Writer {
@@ -115,6 +135,8 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
         })),
         writer: Mutex::new(writer),
         queue: Mutex::new(Vec::new()),
+        retired: Mutex::new(Vec::new()),
+        doomed: Mutex::new(Vec::new()),
         _lock: lock,
     })
 }
@@ -182,6 +204,8 @@ fn create(
             counters: WriterCounters::default(),
         }),
         queue: Mutex::new(Vec::new()),
+        retired: Mutex::new(Vec::new()),
+        doomed: Mutex::new(Vec::new()),
         options,
         _lock: lock,
     })

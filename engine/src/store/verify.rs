@@ -83,7 +83,8 @@ impl Shared {
             let len = storage.len(&name)?;
             inspection.files.push((name, len));
         }
-        let mut expected_lsn = None;
+        // (the segment id, and the lsn its successor must start at)
+        let mut expected_lsn: Option<(u32, u64)> = None;
         for segment_id in segment_ids(storage)? {
             let header = read_segment_header(storage, segment_id)?;
             let name = segment_name(segment_id);
@@ -95,7 +96,16 @@ impl Shared {
                 batch_frames: 0,
                 page_frames: 0,
             };
-            if expected_lsn.is_some_and(|lsn| lsn != header.first_lsn) {
+            // Segments no checkpoint needs are removed, so ids may have gaps: the next id
+            // must continue the lsns exactly, a later one only go past them.
+            let follows = expected_lsn.is_none_or(|(previous, lsn)| {
+                if previous + 1 == segment_id {
+                    header.first_lsn == lsn
+                } else {
+                    header.first_lsn >= lsn
+                }
+            });
+            if !follows {
                 return Err(Error::corruption(
                     &name,
                     16,
@@ -124,7 +134,7 @@ impl Shared {
             if let Some(bad) = stop.bad {
                 return Err(Error::corruption(&name, stop.end, bad.describe()));
             }
-            expected_lsn = last.map(|l| l + 1).or(Some(header.first_lsn));
+            expected_lsn = Some((segment_id, last.map_or(header.first_lsn, |l| l + 1)));
             inspection.segments.push(info);
         }
         self.check_cold_segments(&mut inspection)?;
