@@ -119,3 +119,46 @@ fn a_long_scan_holds_its_segments() {
         assert!(!after.contains(name), "{name} stayed after the scan ended");
     }
 }
+
+/// Rewriting all parents but the first tenth leaves those in the first segments among dead
+/// pages: cleaning copies them to the tail, so the first segments go too, and the files stay
+/// within a bound of the live data.
+#[test]
+fn cleaning_moves_cold_pages_out_of_sparse_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options()).unwrap();
+    db.create_collection(CollectionSpec::new("docs")).unwrap();
+    rewrite(&db, 2_000, 0);
+    db.checkpoint().unwrap();
+    let first_segments = hot_files(dir.path());
+    let mut worst: f64 = 0.0;
+    for round in 1..40 {
+        let mut batch = db.batch();
+        for i in 200..2_000 {
+            batch.put(
+                "docs",
+                format!("p{i:05}"),
+                format!("{round} {}", "x".repeat(150)),
+            );
+        }
+        batch.commit().unwrap();
+        db.checkpoint().unwrap();
+        if round >= 10 {
+            worst = worst.max(db.space().unwrap().hot.amplification());
+        }
+    }
+    let now = hot_files(dir.path());
+    for name in &first_segments {
+        assert!(!now.contains(name), "{name} was never cleaned: {now:?}");
+    }
+    assert!(worst < 4.0, "hot amplification reached {worst:.2}");
+    drop(db);
+    let db = Db::open(dir.path(), options()).unwrap();
+    let docs = db.collection("docs").unwrap();
+    for i in 0..2_000 {
+        let body = docs.get(format!("p{i:05}")).unwrap().unwrap();
+        let expected: &[u8] = if i < 200 { b"0 " } else { b"39 " };
+        assert!(body.body().starts_with(expected), "parent {i}");
+    }
+    db.verify().unwrap();
+}

@@ -7,7 +7,7 @@ mod space;
 pub(crate) mod stage;
 mod verify;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Weak};
 
 use bytes::{BufMut, Bytes};
@@ -35,6 +35,10 @@ use crate::{Durability, Error, MAX_BATCH_BYTES, MAX_KEY_BYTES, Options, Result};
 const FRAME_TARGET_BYTES: usize = 1024 * 1024;
 /// A checkpoint writes its page images in groups of about this size.
 const CHECKPOINT_GROUP_BYTES: usize = 4 * 1024 * 1024;
+/// A sealed log segment whose live pages fill less than this share of it is cleaned.
+const CLEAN_BELOW: f64 = 0.5;
+/// Page bytes a checkpoint copies out of sparse segments, at most (one segment at least).
+const CLEAN_BYTES: u64 = 8 * 1024 * 1024;
 
 /// What readers see: one committed state.
 #[derive(Clone)]
@@ -394,6 +398,50 @@ impl Shared {
         writer.bytes_since_checkpoint.max(dirty_bytes) >= self.options.checkpoint_bytes
     }
 
+    /// Log cleaning: the live pages of sealed segments mostly dead (live page bytes under
+    /// `CLEAN_BELOW` of the file) become dirty in `tree`, so the checkpoint about to be
+    /// written copies them to the tail and the segments stop being needed. Sparsest first,
+    /// at most `CLEAN_BYTES` of pages per checkpoint, which bounds the time commits wait.
+    /// A segment holding a large record the tree refers to is left as it is.
+    fn clean_sparse_segments(&self, tree: &mut Tree, writer: &Writer) -> Result<()> {
+        let storage = self.pages.storage.as_ref();
+        let tail_segment = writer.log.tail().segment_id;
+        let mut live: BTreeMap<u32, (u64, Vec<PageId>)> = BTreeMap::new();
+        for (id, slot) in tree.table.iter() {
+            if let Slot::Disk(loc) = slot
+                && loc.segment_id < tail_segment
+            {
+                let (bytes, pages) = live.entry(loc.segment_id).or_default();
+                *bytes += loc.len as u64;
+                pages.push(id);
+            }
+        }
+        let mut victims = Vec::new();
+        for (segment_id, (bytes, pages)) in live {
+            if tree.large_live.contains_key(&segment_id) {
+                continue;
+            }
+            let file_bytes = storage.len(&crate::log::segment_name(segment_id))?;
+            let ratio = bytes as f64 / file_bytes.max(1) as f64;
+            if ratio < CLEAN_BELOW {
+                victims.push((ratio, bytes, pages));
+            }
+        }
+        victims.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut moved = 0;
+        for (_, bytes, pages) in victims {
+            if moved > 0 && moved + bytes > CLEAN_BYTES {
+                break;
+            }
+            for id in pages {
+                let node = tree.node(&self.pages, id)?;
+                tree.table.set(id, Slot::Dirty(node));
+            }
+            moved += bytes;
+        }
+        Ok(())
+    }
+
     /// Makes `version` the one readers see; the one it replaces is remembered while a
     /// reader still holds it, so that no segment it may read from is removed under it.
     fn publish(&self, version: Version) {
@@ -476,6 +524,7 @@ impl Shared {
             return writer.log.sync();
         }
         let mut tree = version.tree.clone();
+        self.clean_sparse_segments(&mut tree, writer)?;
         let dirty: Vec<(PageId, Arc<Node>)> = tree
             .table
             .iter()
