@@ -2,6 +2,7 @@
 
 mod demo;
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -172,6 +173,8 @@ enum Command {
     Verify { db: PathBuf },
     /// Describe files, segments, pages and records.
     Inspect { db: PathBuf },
+    /// Give back the space the log holds beyond the live data (a progress bar on a terminal).
+    Compact { db: PathBuf },
 }
 
 /// A failure to report: one line on stderr, exit status 1.
@@ -538,6 +541,33 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                     report.leaf_pages + report.internal_pages,
                     report.records
                 );
+            }
+        }
+        Command::Compact { db } => {
+            let handle = open_existing(&db)?;
+            let bar = std::io::stderr().is_terminal().then(|| {
+                let bar = indicatif::ProgressBar::new(0);
+                bar.set_style(
+                    indicatif::ProgressStyle::with_template(
+                        "compacting {bar:40} {bytes}/{total_bytes} of pages copied",
+                    )
+                    .expect("a valid template"),
+                );
+                bar
+            });
+            let (before, after) = handle.compact_with_progress(|done, total| {
+                if let Some(bar) = &bar {
+                    bar.set_length(total);
+                    bar.set_position(done);
+                }
+            })?;
+            if let Some(bar) = bar {
+                bar.finish_and_clear();
+            }
+            if json {
+                print_value(&json!({"log_bytes_before": before, "log_bytes_after": after}));
+            } else {
+                println!("log: {before} bytes before, {after} bytes after");
             }
         }
         Command::Inspect { db } => {

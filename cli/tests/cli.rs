@@ -435,3 +435,46 @@ fn exec_line_corpus_replays_cleanly() {
     }
     assert!(files >= 10, "{files} corpus files in {}", dir.display());
 }
+
+#[test]
+fn compact_gives_back_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db").to_str().unwrap().to_string();
+    assert!(
+        skewdb(&["create", &db, "--collection", "docs"])
+            .status
+            .success()
+    );
+    for round in 0..3 {
+        let mut ops = String::new();
+        for i in 0..2_000 {
+            ops.push_str(&format!(
+                "{{\"op\":\"put\",\"coll\":\"docs\",\"key\":\"k{i}\",\"body\":\"{round} {}\"}}\n",
+                "x".repeat(200)
+            ));
+        }
+        ops.push_str("{\"op\":\"commit\"}\n");
+        assert!(exec(Path::new(&db), &ops).status.success());
+    }
+    let mut deletes = String::new();
+    for i in 0..2_000 {
+        deletes.push_str(&format!(
+            "{{\"op\":\"del\",\"coll\":\"docs\",\"key\":\"k{i}\"}}\n"
+        ));
+    }
+    deletes.push_str("{\"op\":\"commit\"}\n");
+    assert!(exec(Path::new(&db), &deletes).status.success());
+    let report = json_lines(&skewdb(&["--json", "compact", &db]));
+    let before = report[0]["log_bytes_before"].as_u64().unwrap();
+    let after = report[0]["log_bytes_after"].as_u64().unwrap();
+    assert!(after < before, "{report:?}");
+    let text = stdout(&skewdb(&["compact", &db]));
+    assert!(
+        text.starts_with("log: ") && text.contains("bytes after"),
+        "{text}"
+    );
+    assert_user_error(
+        &skewdb(&["compact", "/nonexistent/db"]),
+        "no skewdb database",
+    );
+}

@@ -86,6 +86,20 @@ impl Db {
         self.shared.checkpoint()
     }
 
+    /// Gives back the space the hot log holds beyond the live state, now: checkpoints until
+    /// no sealed log segment is mostly dead (copying the live pages of each to the tail),
+    /// removing every segment no longer needed. A segment some reader's version may still
+    /// read from is removed by a later checkpoint, once that reader is done. Returns the
+    /// log's bytes before and after. Cold segments are not compacted yet.
+    pub fn compact(&self) -> Result<(u64, u64)> {
+        self.shared.compact(&mut |_, _| {})
+    }
+
+    /// [`Db::compact`], calling `progress(done, total)` with the page bytes copied so far.
+    pub fn compact_with_progress(&self, mut progress: impl FnMut(u64, u64)) -> Result<(u64, u64)> {
+        self.shared.compact(&mut progress)
+    }
+
     /// Reads every frame, page, record and chunk, checking every checksum and invariant.
     pub fn verify(&self) -> Result<VerifyReport> {
         self.shared.verify()

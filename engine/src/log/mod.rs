@@ -267,6 +267,16 @@ impl HotLog {
         Ok(())
     }
 
+    /// Moves to a new segment now if this one holds any frame, so that it can be cleaned
+    /// and removed like any sealed segment.
+    pub fn seal(&mut self) -> Result<()> {
+        self.check_writable()?;
+        if self.tail > SEGMENT_HEADER_BYTES as u64 {
+            self.roll()?;
+        }
+        Ok(())
+    }
+
     fn roll(&mut self) -> Result<()> {
         self.sync()?;
         let next = self.segment_id + 1;

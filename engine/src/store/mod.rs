@@ -398,12 +398,10 @@ impl Shared {
         writer.bytes_since_checkpoint.max(dirty_bytes) >= self.options.checkpoint_bytes
     }
 
-    /// Log cleaning: the live pages of sealed segments mostly dead (live page bytes under
-    /// `CLEAN_BELOW` of the file) become dirty in `tree`, so the checkpoint about to be
-    /// written copies them to the tail and the segments stop being needed. Sparsest first,
-    /// at most `CLEAN_BYTES` of pages per checkpoint, which bounds the time commits wait.
-    /// A segment holding a large record the tree refers to is left as it is.
-    fn clean_sparse_segments(&self, tree: &mut Tree, writer: &Writer) -> Result<()> {
+    /// Sealed log segments mostly dead (live page bytes under `CLEAN_BELOW` of the file),
+    /// sparsest first, each with its live page bytes and pages. A segment holding a large
+    /// record the tree refers to is left out: its record would have to move first.
+    fn sparse_segments(&self, tree: &Tree, writer: &Writer) -> Result<Vec<(u64, Vec<PageId>)>> {
         let storage = self.pages.storage.as_ref();
         let tail_segment = writer.log.tail().segment_id;
         let mut live: BTreeMap<u32, (u64, Vec<PageId>)> = BTreeMap::new();
@@ -416,7 +414,7 @@ impl Shared {
                 pages.push(id);
             }
         }
-        let mut victims = Vec::new();
+        let mut sparse = Vec::new();
         for (segment_id, (bytes, pages)) in live {
             if tree.large_live.contains_key(&segment_id) {
                 continue;
@@ -424,12 +422,23 @@ impl Shared {
             let file_bytes = storage.len(&crate::log::segment_name(segment_id))?;
             let ratio = bytes as f64 / file_bytes.max(1) as f64;
             if ratio < CLEAN_BELOW {
-                victims.push((ratio, bytes, pages));
+                sparse.push((ratio, bytes, pages));
             }
         }
-        victims.sort_by(|a, b| a.0.total_cmp(&b.0));
+        sparse.sort_by(|a, b| a.0.total_cmp(&b.0));
+        Ok(sparse
+            .into_iter()
+            .map(|(_, bytes, pages)| (bytes, pages))
+            .collect())
+    }
+
+    /// Log cleaning: the live pages of the sparsest segments become dirty in `tree`, so the
+    /// checkpoint about to be written copies them to the tail and the segments stop being
+    /// needed. At most `CLEAN_BYTES` of pages per checkpoint (one segment at least), which
+    /// bounds the time commits wait. Returns the page bytes it marked.
+    fn clean_sparse_segments(&self, tree: &mut Tree, writer: &Writer) -> Result<u64> {
         let mut moved = 0;
-        for (_, bytes, pages) in victims {
+        for (bytes, pages) in self.sparse_segments(tree, writer)? {
             if moved > 0 && moved + bytes > CLEAN_BYTES {
                 break;
             }
@@ -439,7 +448,50 @@ impl Shared {
             }
             moved += bytes;
         }
-        Ok(())
+        Ok(moved)
+    }
+
+    /// Checkpoints until no sealed segment is sparse any more, so every segment the state
+    /// does not need is removed (or, if a reader still holds it, left for a later
+    /// checkpoint). `progress(done, total)` follows the page bytes copied. Returns the hot
+    /// log's file bytes before and after.
+    pub fn compact(&self, progress: &mut dyn FnMut(u64, u64)) -> Result<(u64, u64)> {
+        let log_bytes = || -> Result<u64> {
+            let storage = self.pages.storage.as_ref();
+            let mut total = 0;
+            for id in verify::segment_ids(storage)? {
+                total += storage.len(&crate::log::segment_name(id))?;
+            }
+            Ok(total)
+        };
+        let before = log_bytes()?;
+        let mut writer = self.writer.lock();
+        // The segment being appended to is sealed first, so it can be cleaned too (the
+        // chunks its redo refers to made durable before, as at any roll).
+        self.cold.sync()?;
+        writer.log.seal()?;
+        let total: u64 = self
+            .sparse_segments(&self.current().tree, &writer)?
+            .iter()
+            .map(|(bytes, _)| bytes)
+            .sum();
+        progress(0, total);
+        // Each checkpoint cleans at least one segment; the bound only guards the loop.
+        for _ in 0..=verify::segment_ids(self.pages.storage.as_ref())?.len() {
+            self.checkpoint_locked(&mut writer)?;
+            let left: u64 = self
+                .sparse_segments(&self.current().tree, &writer)?
+                .iter()
+                .map(|(bytes, _)| bytes)
+                .sum();
+            progress(total.saturating_sub(left), total);
+            if left == 0 {
+                break;
+            }
+        }
+        progress(total, total);
+        drop(writer);
+        Ok((before, log_bytes()?))
     }
 
     /// Makes `version` the one readers see; the one it replaces is remembered while a
@@ -520,11 +572,12 @@ impl Shared {
         // Chunks before the redo and pages that refer to them.
         self.cold.sync()?;
         self.cold_synced_before_roll(writer)?;
-        if version.tree.table.dirty_count() == 0 && writer.log.tail() == writer.checkpoint_tail {
-            return writer.log.sync();
-        }
         let mut tree = version.tree.clone();
         self.clean_sparse_segments(&mut tree, writer)?;
+        if tree.table.dirty_count() == 0 && writer.log.tail() == writer.checkpoint_tail {
+            writer.log.sync()?;
+            return self.remove_doomed();
+        }
         let dirty: Vec<(PageId, Arc<Node>)> = tree
             .table
             .iter()
