@@ -25,6 +25,12 @@ fn string_field<'a>(op: &'a Value, name: &str) -> Result<&'a str, String> {
         .ok_or_else(|| format!("field {name:?} must be a string"))
 }
 
+fn whole_number(value: &Value, name: &str) -> Result<i64, String> {
+    value
+        .as_i64()
+        .ok_or_else(|| format!("field {name:?} must be a whole number"))
+}
+
 /// Adds one op to the batch; `Ok(true)` for a commit.
 fn parse_line(line: &str, batch: &mut Batch) -> Result<bool, String> {
     let op: Value = serde_json::from_str(line).map_err(|e| format!("invalid JSON: {e}"))?;
@@ -47,12 +53,7 @@ fn parse_line(line: &str, batch: &mut Batch) -> Result<bool, String> {
             let mut item = NewItem::new(payload);
             match op.get("item_key") {
                 None | Some(Value::Null) => {}
-                Some(key) => {
-                    item = item.key(
-                        key.as_i64()
-                            .ok_or("field \"item_key\" must be a whole number")?,
-                    )
-                }
+                Some(key) => item = item.key(whole_number(key, "item_key")?),
             }
             match op.get("value") {
                 None | Some(Value::Null) => {}
@@ -69,9 +70,7 @@ fn parse_line(line: &str, batch: &mut Batch) -> Result<bool, String> {
         }
         "remove" => {
             let key = bytes_from_json(field(&op, "key")?)?;
-            let item_key = field(&op, "item_key")?
-                .as_i64()
-                .ok_or("field \"item_key\" must be a whole number")?;
+            let item_key = whole_number(field(&op, "item_key")?, "item_key")?;
             batch.remove(
                 string_field(&op, "coll")?,
                 key,
@@ -81,9 +80,7 @@ fn parse_line(line: &str, batch: &mut Batch) -> Result<bool, String> {
         }
         "expire" => {
             let key = bytes_from_json(field(&op, "key")?)?;
-            let before = field(&op, "before")?
-                .as_i64()
-                .ok_or("field \"before\" must be a whole number")?;
+            let before = whole_number(field(&op, "before")?, "before")?;
             batch.expire_buckets(
                 string_field(&op, "coll")?,
                 key,
