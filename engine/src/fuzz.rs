@@ -45,6 +45,7 @@ pub fn decoders(data: &[u8]) {
                     .expect("re-encoded checkpoint decodes");
                 assert_eq!(again.pages, checkpoint.pages);
                 assert_eq!(again.catalog, checkpoint.catalog);
+                assert_eq!(again.large_live, checkpoint.large_live);
             }
         }
         4 => {
