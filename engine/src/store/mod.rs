@@ -453,8 +453,8 @@ impl Shared {
 
     /// Checkpoints until no sealed segment is sparse any more, so every segment the state
     /// does not need is removed (or, if a reader still holds it, left for a later
-    /// checkpoint). `progress(done, total)` follows the page bytes copied. Returns the hot
-    /// log's file bytes before and after.
+    /// checkpoint). Commits go on between the steps. `progress(done, total)` follows the
+    /// page bytes copied. Returns the hot log's file bytes before and after.
     pub fn compact(&self, progress: &mut dyn FnMut(u64, u64)) -> Result<(u64, u64)> {
         let log_bytes = || -> Result<u64> {
             let storage = self.pages.storage.as_ref();
@@ -465,32 +465,33 @@ impl Shared {
             Ok(total)
         };
         let before = log_bytes()?;
-        let mut writer = self.writer.lock();
-        // The segment being appended to is sealed first, so it can be cleaned too (the
-        // chunks its redo refers to made durable before, as at any roll).
-        self.cold.sync()?;
-        writer.log.seal()?;
-        let total: u64 = self
-            .sparse_segments(&self.current().tree, &writer)?
-            .iter()
-            .map(|(bytes, _)| bytes)
-            .sum();
+        let sparse_bytes = |writer: &Writer| -> Result<u64> {
+            let sparse = self.sparse_segments(&self.current().tree, writer)?;
+            Ok(sparse.iter().map(|(bytes, _)| bytes).sum())
+        };
+        let total = {
+            let mut writer = self.writer.lock();
+            // The segment being appended to is sealed first, so it can be cleaned too (the
+            // chunks its redo refers to made durable before, as at any roll).
+            self.cold.sync()?;
+            writer.log.seal()?;
+            sparse_bytes(&writer)?
+        };
         progress(0, total);
-        // Each checkpoint cleans at least one segment; the bound only guards the loop.
+        // One checkpoint per step, the writer lock released between steps so that commits
+        // go on. Each step cleans at least one segment; the bound only guards the loop.
         for _ in 0..=verify::segment_ids(self.pages.storage.as_ref())?.len() {
-            self.checkpoint_locked(&mut writer)?;
-            let left: u64 = self
-                .sparse_segments(&self.current().tree, &writer)?
-                .iter()
-                .map(|(bytes, _)| bytes)
-                .sum();
+            let left = {
+                let mut writer = self.writer.lock();
+                self.checkpoint_locked(&mut writer)?;
+                sparse_bytes(&writer)?
+            };
             progress(total.saturating_sub(left), total);
             if left == 0 {
                 break;
             }
         }
         progress(total, total);
-        drop(writer);
         Ok((before, log_bytes()?))
     }
 
