@@ -3,6 +3,8 @@
 //! directory synced. The one place that encodes and decodes it; see
 //! `format-spec/checkpoint.md`.
 
+use std::collections::BTreeSet;
+
 use bytes::{Buf, BufMut, Bytes};
 
 use super::node::PageId;
@@ -51,6 +53,18 @@ impl Checkpoint {
             table.set(*id, Slot::Disk(*loc));
         }
         table
+    }
+
+    /// The log segments before the replay point this checkpoint needs: those holding a page
+    /// image of its table or a large record of its tree. Every other one before the replay
+    /// point can be removed once this checkpoint is durable.
+    pub fn needed_segments(&self) -> BTreeSet<u32> {
+        self.pages
+            .iter()
+            .map(|(_, loc)| loc.segment_id)
+            .chain(self.large_live.iter().map(|(id, _)| *id))
+            .filter(|id| *id < self.replay_from.segment_id)
+            .collect()
     }
 
     pub fn encode(&self) -> Vec<u8> {

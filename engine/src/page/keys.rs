@@ -102,6 +102,33 @@ pub fn chunks_end(collection: CollectionId, key: &[u8], field: usize) -> Bytes {
     Bytes::from(array(collection, key, field, KIND_CHUNK + 1))
 }
 
+/// An array record key's parts after the leading u32: parent key, field index, kind and
+/// what follows the kind (a chunk entry's max key and number); `None` when malformed. The
+/// caller checks the key space.
+pub fn split_array(key: &Bytes) -> Option<(Bytes, usize, u8, Bytes)> {
+    let len = u16::from_be_bytes(key.get(4..6)?.try_into().ok()?) as usize;
+    let rest = key.get(6 + len..)?;
+    if rest.len() < 3 {
+        return None;
+    }
+    let field = u16::from_be_bytes([rest[0], rest[1]]) as usize;
+    Some((
+        key.slice(6..6 + len),
+        field,
+        rest[2],
+        key.slice(6 + len + 3..),
+    ))
+}
+
+/// True for a chunk index entry's key.
+pub fn is_chunk_entry(key: &Bytes) -> bool {
+    let Some(lead) = key.get(..4) else {
+        return false;
+    };
+    u32::from_be_bytes(lead.try_into().expect("4 bytes")) & ARRAY_SPACE != 0
+        && split_array(key).is_some_and(|(_, _, kind, _)| kind == KIND_CHUNK)
+}
+
 pub fn outlier(collection: CollectionId, field: usize, key: &[u8]) -> Bytes {
     let mut out = outliers(collection, field);
     out.put_slice(key);

@@ -457,12 +457,9 @@ impl Shared {
     /// page bytes copied. Returns the hot log's file bytes before and after.
     pub fn compact(&self, progress: &mut dyn FnMut(u64, u64)) -> Result<(u64, u64)> {
         let log_bytes = || -> Result<u64> {
-            let storage = self.pages.storage.as_ref();
-            let mut total = 0;
-            for id in verify::segment_ids(storage)? {
-                total += storage.len(&crate::log::segment_name(id))?;
-            }
-            Ok(total)
+            Ok(verify::segment_files(self.pages.storage.as_ref())?
+                .values()
+                .sum())
         };
         let before = log_bytes()?;
         let sparse_bytes = |writer: &Writer| -> Result<u64> {
@@ -632,7 +629,7 @@ impl Shared {
             large_live: tree.large_live.iter().map(|(s, b)| (*s, *b)).collect(),
         };
         checkpoint.write(self.pages.storage.as_ref())?;
-        let needed = needed_segments(&tree, tail);
+        let needed = checkpoint.needed_segments();
         self.publish(Version {
             tree: tree.pin_root(&self.pages),
             catalog: version.catalog.clone(),
@@ -670,11 +667,8 @@ impl Shared {
             )
         };
         let version = self.current();
-        let segments = verify::segment_ids(self.pages.storage.as_ref())?;
-        let mut log_bytes = 0;
-        for id in &segments {
-            log_bytes += self.pages.storage.len(&crate::log::segment_name(*id))?;
-        }
+        let segments = verify::segment_files(self.pages.storage.as_ref())?;
+        let log_bytes = segments.values().sum();
         Ok(Stats {
             cache: self.cache_stats(),
             commits: version.commits,
@@ -689,20 +683,6 @@ impl Shared {
             log_bytes,
         })
     }
-}
-
-/// The log segments a checkpoint with this tree and this replay point needs: those holding
-/// a page image of its table or a large record of its tree, and every one from the replay
-/// point on.
-pub(crate) fn needed_segments(tree: &Tree, replay_from: LogTail) -> BTreeSet<u32> {
-    let mut needed: BTreeSet<u32> = tree.large_live.keys().copied().collect();
-    for (_, slot) in tree.table.iter() {
-        if let Slot::Disk(loc) = slot {
-            needed.insert(loc.segment_id);
-        }
-    }
-    needed.retain(|id| *id < replay_from.segment_id);
-    needed
 }
 
 fn fail_all(requests: &[Arc<Request>], error: Error) {

@@ -95,12 +95,7 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
     // What it needs comes from the checkpoint file, not from the replayed tree: replay
     // makes pages dirty in memory, and until a new checkpoint is durable this one is what
     // the next open reads.
-    let needed: BTreeSet<u32> = checkpoint
-        .pages
-        .iter()
-        .map(|(_, loc)| loc.segment_id)
-        .chain(checkpoint.large_live.iter().map(|(id, _)| *id))
-        .collect();
+    let needed = checkpoint.needed_segments();
     let mut removed = false;
     for id in &segments {
         if *id < checkpoint.replay_from.segment_id && !needed.contains(id) {

@@ -74,10 +74,7 @@ impl Shared {
         // taken, not during the walk.
         let (version, replay_from, hot_files) = {
             let writer = self.writer.lock();
-            let mut files = BTreeMap::new();
-            for id in super::verify::segment_ids(storage)? {
-                files.insert(id, storage.len(&log::segment_name(id))?);
-            }
+            let files = super::verify::segment_files(storage)?;
             (self.current(), writer.checkpoint_tail, files)
         };
         let mut cold_files = BTreeMap::new();
@@ -119,7 +116,7 @@ impl Shared {
                         *hot_live.entry(large.segment_id).or_default() += large.value_len as u64;
                     }
                     Value::Large(_) => {}
-                    Value::Inline(bytes) if is_chunk_entry(key) => {
+                    Value::Inline(bytes) if keys::is_chunk_entry(key) => {
                         let entry = ChunkRef::decode_slice(bytes).map_err(|reason| {
                             Error::corruption(
                                 "page store",
@@ -138,23 +135,6 @@ impl Shared {
             cold: tier(&cold_files, &cold_live, cold_chunk::segment_name),
         })
     }
-}
-
-/// A chunk index entry's tree key: array space, then kind chunk after the parent key and
-/// field.
-fn is_chunk_entry(key: &[u8]) -> bool {
-    let Some(lead) = key.get(..4) else {
-        return false;
-    };
-    let lead = u32::from_be_bytes(lead.try_into().expect("4 bytes"));
-    if lead & keys::ARRAY_SPACE == 0 {
-        return false;
-    }
-    let Some(len) = key.get(4..6) else {
-        return false;
-    };
-    let parent_len = u16::from_be_bytes(len.try_into().expect("2 bytes")) as usize;
-    key.get(6 + parent_len + 2) == Some(&keys::KIND_CHUNK)
 }
 
 fn tier(

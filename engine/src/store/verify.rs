@@ -66,6 +66,15 @@ pub(crate) fn segment_ids(storage: &dyn Storage) -> Result<Vec<u32>> {
     Ok(ids)
 }
 
+/// The hot log segments present, each with its file's length.
+pub(crate) fn segment_files(storage: &dyn Storage) -> Result<BTreeMap<u32, u64>> {
+    let mut files = BTreeMap::new();
+    for id in segment_ids(storage)? {
+        files.insert(id, storage.len(&segment_name(id))?);
+    }
+    Ok(files)
+}
+
 impl Shared {
     /// Checks every checksum in the log and every invariant of the tree.
     pub fn verify(&self) -> Result<Inspection> {
@@ -298,7 +307,7 @@ impl Shared {
             .clone();
         let arrays = info.spec.arrays().len();
         if space & keys::ARRAY_SPACE != 0 {
-            let (parent, field, kind, rest) = split_array_key(key)
+            let (parent, field, kind, rest) = keys::split_array(key)
                 .ok_or_else(|| Check::Bad("malformed array key".to_string()))?;
             if field >= arrays {
                 return Err(Check::Bad("array record of an unknown field".to_string()));
@@ -359,23 +368,6 @@ impl Shared {
         }
         Ok(())
     }
-}
-
-/// The parts of an array record's key: parent, field, kind, and what follows.
-fn split_array_key(key: &Bytes) -> Option<(Bytes, usize, u8, Bytes)> {
-    let len = u16::from_be_bytes(key.get(4..6)?.try_into().ok()?) as usize;
-    let parent = key.get(6..6 + len)?;
-    let rest = key.get(6 + len..)?;
-    if rest.len() < 3 {
-        return None;
-    }
-    let field = u16::from_be_bytes([rest[0], rest[1]]) as usize;
-    Some((
-        Bytes::copy_from_slice(parent),
-        field,
-        rest[2],
-        key.slice(6 + len + 3..),
-    ))
 }
 
 enum Check {
