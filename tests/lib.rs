@@ -122,6 +122,39 @@ pub fn workload(seed: u64, batches: usize) -> Vec<Vec<Step>> {
         .collect()
 }
 
+/// A workload for cold compaction: long `Reference` histories on a few parents (many small
+/// chunks), then deletions of some parents and removals from others, so that cold segments
+/// go sparse and runs of small chunks wait to be merged; more pushes follow.
+pub fn compaction_workload() -> Vec<Vec<Step>> {
+    let mut rng = StdRng::seed_from_u64(11);
+    let parent = |p: usize| format!("key{p:04}").into_bytes();
+    let mut batches = Vec::new();
+    let mut next_key = 0i64;
+    let mut pushes = |rng: &mut StdRng, batches: &mut Vec<Vec<Step>>, count: usize| {
+        for _ in 0..count {
+            let batch = (0..8)
+                .map(|_| {
+                    next_key += 1;
+                    let payload = vec![rng.random::<u8>(); rng.random_range(20..60)];
+                    let p = rng.random_range(0..4);
+                    Step::Push("users", parent(p), "log", (next_key, Some(1.0), payload))
+                })
+                .collect();
+            batches.push(batch);
+        }
+    };
+    pushes(&mut rng, &mut batches, 60);
+    batches.push(vec![Step::Delete("users", parent(0))]);
+    batches.push(vec![Step::Delete("users", parent(1))]);
+    batches.push(
+        (1..40)
+            .map(|k| Step::Remove("users", parent(2), "log", k * 3))
+            .collect(),
+    );
+    pushes(&mut rng, &mut batches, 30);
+    batches
+}
+
 /// Opens (or creates) a database with the workload's collections.
 pub fn open_db(storage: Arc<dyn Storage>, options: Options) -> Result<Db> {
     let db = Db::open_with_storage(storage, options)?;

@@ -549,13 +549,13 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 let bar = indicatif::ProgressBar::new(0);
                 bar.set_style(
                     indicatif::ProgressStyle::with_template(
-                        "compacting {bar:40} {bytes}/{total_bytes} of pages copied",
+                        "compacting {bar:40} {bytes}/{total_bytes} of chunks and pages",
                     )
                     .expect("a valid template"),
                 );
                 bar
             });
-            let (before, after) = handle.compact_with_progress(|done, total| {
+            let report = handle.compact_with_progress(|done, total| {
                 if let Some(bar) = &bar {
                     bar.set_length(total);
                     bar.set_position(done);
@@ -565,9 +565,26 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 bar.finish_and_clear();
             }
             if json {
-                print_value(&json!({"log_bytes_before": before, "log_bytes_after": after}));
+                print_value(&json!({
+                    "log_bytes_before": report.hot_bytes_before,
+                    "log_bytes_after": report.hot_bytes_after,
+                    "cold_bytes_before": report.cold_bytes_before,
+                    "cold_bytes_after": report.cold_bytes_after,
+                    "chunks_moved": report.chunks_moved,
+                    "chunks_merged": report.chunks_merged,
+                    "merged_into": report.merged_into,
+                }));
             } else {
-                println!("log: {before} bytes before, {after} bytes after");
+                println!(
+                    "log: {} bytes before, {} bytes after\ncold: {} bytes before, {} bytes after; {} chunks moved, {} small chunks merged into {}",
+                    report.hot_bytes_before,
+                    report.hot_bytes_after,
+                    report.cold_bytes_before,
+                    report.cold_bytes_after,
+                    report.chunks_moved,
+                    report.chunks_merged,
+                    report.merged_into
+                );
             }
         }
         Command::Inspect { db } => {

@@ -468,9 +468,17 @@ fn compact_gives_back_the_log() {
     let before = report[0]["log_bytes_before"].as_u64().unwrap();
     let after = report[0]["log_bytes_after"].as_u64().unwrap();
     assert!(after < before, "{report:?}");
+    for field in [
+        "cold_bytes_before",
+        "cold_bytes_after",
+        "chunks_moved",
+        "chunks_merged",
+    ] {
+        assert!(report[0][field].is_u64(), "{field} in {report:?}");
+    }
     let text = stdout(&skewdb(&["compact", &db]));
     assert!(
-        text.starts_with("log: ") && text.contains("bytes after"),
+        text.starts_with("log: ") && text.contains("bytes after") && text.contains("\ncold: "),
         "{text}"
     );
     assert_user_error(

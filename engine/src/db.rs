@@ -17,7 +17,9 @@ use crate::store::stage::decode_record;
 use crate::store::{
     ArrayView, BatchOp, ItemPage, ItemQuery, NewItem, Outlier, Shared, Version, check_key,
 };
-use crate::{CacheStats, Error, Inspection, Options, Result, SpaceStats, Stats, VerifyReport};
+use crate::{
+    CacheStats, CompactReport, Error, Inspection, Options, Result, SpaceStats, Stats, VerifyReport,
+};
 
 /// Parents per batch when a collection-wide expiry walks the parents with buckets.
 const EXPIRY_BATCH_PARENTS: usize = 1_000;
@@ -26,7 +28,7 @@ const EXPIRY_BATCH_PARENTS: usize = 1_000;
 /// last clone (including those inside `Collection` handles) is dropped.
 #[derive(Clone)]
 pub struct Db {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
 }
 
 impl Db {
@@ -86,17 +88,23 @@ impl Db {
         self.shared.checkpoint()
     }
 
-    /// Gives back the space the hot log holds beyond the live state, now: checkpoints until
-    /// no sealed log segment is mostly dead (copying the live pages of each to the tail),
-    /// removing every segment no longer needed. A segment some reader's version may still
-    /// read from is removed by a later checkpoint, once that reader is done. Returns the
-    /// log's bytes before and after. Cold segments are not compacted yet.
-    pub fn compact(&self) -> Result<(u64, u64)> {
+    /// Gives back the space both tiers hold beyond the live state, now. Cold: the live
+    /// chunks of every mostly-dead cold segment move to the tail, and runs of small chunks
+    /// of one array merge into larger ones (fewer chunks for long reads). Hot: checkpoints
+    /// until no sealed log segment is mostly dead (copying the live pages of each to the
+    /// tail). Every segment of either tier no longer needed is removed; one some reader's
+    /// version may still read from is removed by a later checkpoint, once that reader is
+    /// done. Commits go on between the steps.
+    pub fn compact(&self) -> Result<CompactReport> {
         self.shared.compact(&mut |_, _| {})
     }
 
-    /// [`Db::compact`], calling `progress(done, total)` with the page bytes copied so far.
-    pub fn compact_with_progress(&self, mut progress: impl FnMut(u64, u64)) -> Result<(u64, u64)> {
+    /// [`Db::compact`], calling `progress(done, total)` with the chunk and page bytes handled
+    /// so far.
+    pub fn compact_with_progress(
+        &self,
+        mut progress: impl FnMut(u64, u64),
+    ) -> Result<CompactReport> {
         self.shared.compact(&mut progress)
     }
 
@@ -472,7 +480,7 @@ impl Collection {
 
 /// Parents in key order; see [`Collection::scan`]. Sees one committed state throughout.
 pub struct Scan {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
     info: Arc<CollectionInfo>,
     version: Arc<Version>,
     cursor: TreeCursor,

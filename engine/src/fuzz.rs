@@ -46,6 +46,7 @@ pub fn decoders(data: &[u8]) {
                 assert_eq!(again.pages, checkpoint.pages);
                 assert_eq!(again.catalog, checkpoint.catalog);
                 assert_eq!(again.large_live, checkpoint.large_live);
+                assert_eq!(again.cold_live, checkpoint.cold_live);
             }
         }
         4 => {

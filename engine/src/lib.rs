@@ -43,8 +43,8 @@ pub use item::{Item, Summary};
 pub use options::{Durability, Options};
 pub use record::RECORD_OVERHEAD_BYTES;
 pub use store::{ArrayView, Cursor, ItemPage, ItemQuery, NewItem, Order, Outlier};
+pub use store::{CompactReport, SegmentSpace, SpaceStats, TierSpace};
 pub use store::{Inspection, SegmentInfo, Stats, VerifyReport};
-pub use store::{SegmentSpace, SpaceStats, TierSpace};
 
 /// The README's example, compiled as a doctest so that it stays true.
 #[doc = include_str!("../../README.md")]

@@ -58,6 +58,8 @@ enum Action {
     /// Expires the sealed buckets of field "b" older than the key, for one parent or all.
     Expire(Option<u8>, i64),
     Checkpoint,
+    /// Moves live chunks out of sparse cold segments, merges small chunks, cleans the log.
+    Compact,
     Reopen,
     Items(u8, usize, Option<i64>, Option<i64>, bool, Option<usize>),
     Summary(u8, usize, i64, i64),
@@ -76,6 +78,7 @@ fn action() -> impl Strategy<Value = Action> {
             .prop_map(|(p, f, n, s)| Action::PushesThenRemove(p, f, n, s)),
         2 => (proptest::option::of(parent.clone()), -60i64..120).prop_map(|(p, b)| Action::Expire(p, b)),
         1 => Just(Action::Checkpoint),
+        1 => Just(Action::Compact),
         1 => Just(Action::Reopen),
         3 => (parent.clone(), field.clone(), proptest::option::of(-60i64..110), proptest::option::of(-60i64..110), any::<bool>(), proptest::option::of(1usize..7))
             .prop_map(|(p, f, a, b, d, l)| Action::Items(p, f, a, b, d, l)),
@@ -309,6 +312,9 @@ fn run(actions: Vec<Action>) -> Result<(), TestCaseError> {
                 }
             }
             Action::Checkpoint => db.checkpoint().unwrap(),
+            Action::Compact => {
+                db.compact().unwrap();
+            }
             Action::Reopen => {
                 drop(docs);
                 drop(db);

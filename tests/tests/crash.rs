@@ -43,8 +43,17 @@ fn recover_twice(image: &SimStorage, durability: Durability) -> Model {
 }
 
 fn crash_matrix(durability: Durability, batches: usize, seed: u64) -> usize {
-    let steps = workload(seed, batches);
-    let states = prefix_states(&steps);
+    crash_matrix_of(durability, &workload(seed, batches), 40).0
+}
+
+/// Commits `steps`, with a checkpoint after every `every` batches and a compaction instead
+/// every other time, capturing every sync; then checks each crash image of each capture.
+fn crash_matrix_of(
+    durability: Durability,
+    steps: &[Vec<skewdb_tests::Step>],
+    every: usize,
+) -> (usize, u64) {
+    let states = prefix_states(steps);
     let sim = SimStorage::new();
     let storage: Arc<dyn Storage> = Arc::new(sim.clone());
     let db = open_db(storage, small_options(durability)).unwrap();
@@ -52,17 +61,25 @@ fn crash_matrix(durability: Durability, batches: usize, seed: u64) -> usize {
     // captured_at[i]: snapshots taken before batch i's commit returned.
     let mut captured_at = Vec::new();
     let mut durable_at = Vec::new();
+    let mut compacted = 0;
     for (index, batch) in steps.iter().enumerate() {
         commit(&db, batch).unwrap();
-        if index % 40 == 39 {
+        // Every other time, a compaction (it ends with checkpoints) instead of a checkpoint,
+        // so crashes land in cold compaction and log cleaning too.
+        if index % (2 * every) == 2 * every - 1 {
+            let report = db.compact().unwrap();
+            compacted += report.chunks_moved + report.chunks_merged;
+        } else if index % every == every - 1 {
             db.checkpoint().unwrap();
         }
         captured_at.push(sim.captured_count());
-        durable_at.push(if durability == Durability::Immediate || index % 40 == 39 {
-            index + 1
-        } else {
-            0
-        });
+        durable_at.push(
+            if durability == Durability::Immediate || index % every == every - 1 {
+                index + 1
+            } else {
+                0
+            },
+        );
     }
     drop(db);
     let snapshots = sim.take_captured();
@@ -86,13 +103,26 @@ fn crash_matrix(durability: Durability, batches: usize, seed: u64) -> usize {
             images += 1;
         }
     }
-    images
+    (images, compacted)
 }
 
 #[test]
 fn crash_matrix_immediate() {
     let images = crash_matrix(Durability::Immediate, 200, 1);
     assert!(images >= 200 * CRASH_SEEDS as usize, "{images} images");
+}
+
+/// Cold compaction under crashes: arrays long enough to seal many small chunks, parents
+/// deleted so that cold segments go sparse, compactions that move and merge chunks.
+#[test]
+fn crash_matrix_cold_compaction() {
+    let (images, compacted) = crash_matrix_of(
+        Durability::Immediate,
+        &skewdb_tests::compaction_workload(),
+        30,
+    );
+    assert!(compacted >= 20, "{compacted} chunks moved or merged");
+    assert!(images > 0);
 }
 
 #[test]
@@ -140,7 +170,9 @@ fn sweep(persistent: bool) -> (u64, u64) {
         let db = open_db(storage, small_options(durability)).unwrap();
         for (index, batch) in steps.iter().enumerate() {
             commit(&db, batch).unwrap();
-            if index % 10 == 9 {
+            if index % 20 == 19 {
+                db.compact().unwrap();
+            } else if index % 10 == 9 {
                 db.checkpoint().unwrap();
             }
         }
@@ -158,7 +190,9 @@ fn sweep(persistent: bool) -> (u64, u64) {
                 let result = commit(&db, batch);
                 errors += u64::from(result.is_err());
                 possible_states(&mut candidates, batch, &result);
-                if index % 10 == 9 {
+                if index % 20 == 19 {
+                    errors += u64::from(db.compact().is_err());
+                } else if index % 10 == 9 {
                     errors += u64::from(db.checkpoint().is_err());
                 }
                 // Reads never panic, whatever failed.

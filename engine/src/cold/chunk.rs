@@ -189,9 +189,9 @@ pub fn encode_chunk(
     summary
 }
 
-/// Decodes the chunk at the start of `bytes`, checking its checksum, its sizes against the
-/// limits before decompressing, and that its items agree with its summary.
-pub fn decode_chunk(bytes: &[u8], expected: &ChunkRef) -> Result<Vec<Stored>, String> {
+/// Checks a chunk's framing and header against its index entry without decompressing it
+/// (enough to copy it elsewhere as it is); returns its raw length.
+pub fn check_copy(bytes: &[u8], expected: &ChunkRef) -> Result<usize, String> {
     if bytes.len() < CHUNK_HEADER_BYTES || bytes.len() != expected.loc.len as usize {
         return Err("chunk length differs from its entry".to_string());
     }
@@ -214,6 +214,15 @@ pub fn decode_chunk(bytes: &[u8], expected: &ChunkRef) -> Result<Vec<Stored>, St
     if raw_len > MAX_RECORD_BYTES {
         return Err(format!("chunk of {raw_len} raw bytes over the limit"));
     }
+    Ok(raw_len)
+}
+
+/// Decodes the chunk at the start of `bytes`, checking its checksum, its sizes against the
+/// limits before decompressing, and that its items agree with its summary.
+pub fn decode_chunk(bytes: &[u8], expected: &ChunkRef) -> Result<Vec<Stored>, String> {
+    let raw_len = check_copy(bytes, expected)?;
+    let payload = &bytes[CHUNK_HEADER_BYTES..];
+    let summary = expected.summary;
     let raw = zstd::bulk::decompress(payload, raw_len)
         .map_err(|e| format!("chunk does not decompress: {e}"))?;
     if raw.len() != raw_len {

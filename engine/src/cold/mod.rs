@@ -47,6 +47,21 @@ impl ColdGroup {
         }
     }
 
+    /// Adds a chunk copied as it is from elsewhere (its bytes carry no location); returns
+    /// its new index entry.
+    pub fn add_raw(&mut self, bytes: &[u8], entry: &ChunkRef) -> ChunkRef {
+        let offset = self.tail.offset + self.buf.len() as u64;
+        self.buf.extend_from_slice(bytes);
+        ChunkRef {
+            loc: ChunkLoc {
+                segment_id: self.tail.segment_id,
+                offset,
+                len: bytes.len() as u32,
+            },
+            ..*entry
+        }
+    }
+
     pub fn mark(&self) -> usize {
         self.buf.len()
     }
@@ -246,6 +261,32 @@ impl ColdStore {
         chunk::decode_chunk(&bytes, entry).map_err(|reason| {
             Error::corruption(segment_name(entry.loc.segment_id), entry.loc.offset, reason)
         })
+    }
+
+    /// A chunk's stored bytes, checked against its entry (length, checksum, header) without
+    /// decompressing, to be copied elsewhere as they are.
+    pub fn read_raw(&self, entry: &ChunkRef) -> Result<Vec<u8>> {
+        let (bytes, _) = self.chunk_bytes(entry.loc)?;
+        chunk::check_copy(&bytes, entry).map_err(|reason| {
+            Error::corruption(segment_name(entry.loc.segment_id), entry.loc.offset, reason)
+        })?;
+        Ok(bytes)
+    }
+
+    /// Ends the segment being appended to (synced) and starts the next, so that the one
+    /// ended can be compacted like any sealed segment.
+    pub fn seal(&self) -> Result<()> {
+        self.check_writable()?;
+        let tail = self.tail();
+        if tail.segment_id != 0 {
+            self.roll(tail)?;
+        }
+        Ok(())
+    }
+
+    /// Forgets the map of a segment about to be removed.
+    pub fn forget_map(&self, segment_id: u32) {
+        self.maps.lock().remove(&segment_id);
     }
 
     /// Checks that a chunk written by a replayed batch survived (its bytes and checksum),

@@ -18,12 +18,12 @@ use crate::{Error, Result};
 pub const CHECKPOINT_FILE: &str = "checkpoint";
 pub const CHECKPOINT_TEMP_FILE: &str = "checkpoint.tmp";
 const MAGIC: &[u8; 8] = b"SKEWCKPT";
-pub const CHECKPOINT_VERSION: u32 = 2;
+pub const CHECKPOINT_VERSION: u32 = 3;
 const HEADER_BYTES: usize = 8 + 4 + 8 + 4 + 4;
 /// The largest checkpoint payload read back: 64 M pages' worth of page table.
 pub const MAX_CHECKPOINT_BYTES: u64 = 2 * 1024 * 1024 * 1024;
 const PAGE_ENTRY_BYTES: usize = 8 + 4 + 8 + 4;
-const LARGE_ENTRY_BYTES: usize = 4 + 8;
+const SEGMENT_ENTRY_BYTES: usize = 4 + 8;
 
 /// Everything a checkpoint holds.
 #[derive(Clone, Debug)]
@@ -43,6 +43,8 @@ pub struct Checkpoint {
     /// Bytes of large records the tree refers to, per hot log segment (segments with none
     /// are absent), in segment order.
     pub large_live: Vec<(u32, u64)>,
+    /// Bytes of chunks the chunk index refers to, per cold segment, likewise.
+    pub cold_live: Vec<(u32, u64)>,
 }
 
 impl Checkpoint {
@@ -67,6 +69,17 @@ impl Checkpoint {
             .collect()
     }
 
+    /// The cold segments before the cold tail's this checkpoint needs: those holding a chunk
+    /// of its chunk index. Replay only adds chunks at or after the cold tail, so every other
+    /// one before it can be removed once this checkpoint is durable.
+    pub fn needed_cold_segments(&self) -> BTreeSet<u32> {
+        self.cold_live
+            .iter()
+            .map(|(id, _)| *id)
+            .filter(|id| *id < self.cold_tail.segment_id)
+            .collect()
+    }
+
     pub fn encode(&self) -> Vec<u8> {
         let mut payload = Vec::with_capacity(64 + self.pages.len() * PAGE_ENTRY_BYTES);
         payload.put_u64_le(self.sequence);
@@ -86,10 +99,12 @@ impl Checkpoint {
             payload.put_u64_le(loc.offset);
             payload.put_u32_le(loc.len);
         }
-        payload.put_u32_le(self.large_live.len() as u32);
-        for (segment_id, bytes) in &self.large_live {
-            payload.put_u32_le(*segment_id);
-            payload.put_u64_le(*bytes);
+        for list in [&self.large_live, &self.cold_live] {
+            payload.put_u32_le(list.len() as u32);
+            for (segment_id, bytes) in list {
+                payload.put_u32_le(*segment_id);
+                payload.put_u64_le(*bytes);
+            }
         }
         let mut out = Vec::with_capacity(HEADER_BYTES + payload.len());
         out.put_slice(MAGIC);
@@ -143,6 +158,7 @@ impl Checkpoint {
                 "checkpoint payload checksum mismatch".to_string(),
             ));
         }
+        let bad_list = |reason: String| bad(HEADER_BYTES as u64, reason);
         let truncated = || {
             bad(
                 HEADER_BYTES as u64,
@@ -194,28 +210,8 @@ impl Checkpoint {
             }
             pages.push((id, loc));
         }
-        let large_count = p.get_u32_le() as usize;
-        if large_count.checked_mul(LARGE_ENTRY_BYTES) != Some(p.remaining()) {
-            return Err(bad(
-                HEADER_BYTES as u64,
-                format!("large record count {large_count} does not match the payload"),
-            ));
-        }
-        let mut large_live: Vec<(u32, u64)> = Vec::with_capacity(large_count);
-        for _ in 0..large_count {
-            let (segment_id, bytes) = (p.get_u32_le(), p.get_u64_le());
-            if bytes == 0
-                || large_live
-                    .last()
-                    .is_some_and(|(last, _)| *last >= segment_id)
-            {
-                return Err(bad(
-                    HEADER_BYTES as u64,
-                    "large record bytes not in segment order".to_string(),
-                ));
-            }
-            large_live.push((segment_id, bytes));
-        }
+        let large_live = decode_segment_bytes(&mut p, "large record", false).map_err(&bad_list)?;
+        let cold_live = decode_segment_bytes(&mut p, "cold chunk", true).map_err(&bad_list)?;
         if replay_from.next_lsn == 0 {
             return Err(bad(HEADER_BYTES as u64, "replay lsn 0".to_string()));
         }
@@ -229,6 +225,7 @@ impl Checkpoint {
             catalog,
             pages,
             large_live,
+            cold_live,
         })
     }
 
@@ -255,6 +252,40 @@ impl Checkpoint {
         let bytes = storage.read_vec(CHECKPOINT_FILE, 0, len as usize)?;
         Self::decode(&bytes)
     }
+}
+
+/// A list of (segment id u32, bytes u64) after its count u32: ascending ids, no zero
+/// bytes; `last` when it must end the payload.
+fn decode_segment_bytes(
+    p: &mut Bytes,
+    what: &str,
+    last: bool,
+) -> std::result::Result<Vec<(u32, u64)>, String> {
+    if p.remaining() < 4 {
+        return Err(format!("{what} list truncated"));
+    }
+    let count = p.get_u32_le() as usize;
+    let fits = count.checked_mul(SEGMENT_ENTRY_BYTES).is_some_and(|len| {
+        if last {
+            len == p.remaining()
+        } else {
+            len <= p.remaining()
+        }
+    });
+    if !fits {
+        return Err(format!(
+            "{what} segment count {count} does not match the payload"
+        ));
+    }
+    let mut list: Vec<(u32, u64)> = Vec::with_capacity(count);
+    for _ in 0..count {
+        let (segment_id, bytes) = (p.get_u32_le(), p.get_u64_le());
+        if bytes == 0 || list.last().is_some_and(|(last, _)| *last >= segment_id) {
+            return Err(format!("{what} bytes not in segment order"));
+        }
+        list.push((segment_id, bytes));
+    }
+    Ok(list)
 }
 
 #[cfg(test)]
@@ -292,6 +323,7 @@ mod tests {
                 },
             )],
             large_live: vec![(1, 20_000), (3, 17)],
+            cold_live: vec![(1, 700), (2, 5)],
         }
     }
 
@@ -302,6 +334,8 @@ mod tests {
         assert_eq!(back.encode(), bytes);
         assert_eq!(back.catalog.get("users").unwrap().id, 0);
         assert_eq!(back.large_live, vec![(1, 20_000), (3, 17)]);
+        assert_eq!(back.cold_live, vec![(1, 700), (2, 5)]);
+        assert_eq!(back.needed_cold_segments(), BTreeSet::from([1]));
     }
 
     #[test]

@@ -8,10 +8,11 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::PageStore;
 use super::node::{NODE_HEADER_BYTES, Node, PageId, Value, internal_entry_len, leaf_entry_len};
 use super::table::{PageTable, Slot};
+use super::{PageStore, keys};
 use crate::Result;
+use crate::cold::ChunkRef;
 use crate::log::FrameLoc;
 
 /// One version of the tree.
@@ -23,6 +24,9 @@ pub struct Tree {
     /// Bytes of large records the tree refers to, per hot log segment: a segment holding
     /// any cannot be deleted. Kept current by `insert` and `remove`, stored in checkpoints.
     pub large_live: Arc<BTreeMap<u32, u64>>,
+    /// Bytes of chunks the chunk index refers to, per cold segment: a segment with none
+    /// can be deleted once no reader holds an older version. Kept like `large_live`.
+    pub cold_live: Arc<BTreeMap<u32, u64>>,
     /// The root page as last published, held outside the cache: every lookup starts there,
     /// so it skips the cache's lock and bookkeeping. Used only while the root's slot still
     /// names the same place in the log.
@@ -34,6 +38,19 @@ struct Pinned {
     id: PageId,
     loc: FrameLoc,
     node: Arc<Node>,
+}
+
+/// Adds `bytes` to (or takes them from) a segment's count; a segment at zero is absent.
+fn count(live: &mut BTreeMap<u32, u64>, segment_id: u32, bytes: u64, added: bool) {
+    let entry = live.entry(segment_id).or_default();
+    if added {
+        *entry += bytes;
+    } else {
+        *entry = entry.saturating_sub(bytes);
+        if *entry == 0 {
+            live.remove(&segment_id);
+        }
+    }
 }
 
 /// Index of the child of an internal node that holds `key`.
@@ -55,25 +72,34 @@ impl Tree {
             next_page_id,
             table,
             large_live: Arc::default(),
+            cold_live: Arc::default(),
             pinned: None,
         }
     }
 
-    /// Counts a large record in (`added`) or out of the tree.
-    fn account(&mut self, value: &Value, added: bool) {
-        let Value::Large(large) = value else {
-            return;
-        };
-        let live = Arc::make_mut(&mut self.large_live);
-        let bytes = live.entry(large.segment_id).or_default();
-        if added {
-            *bytes += large.value_len as u64;
-        } else {
-            *bytes = bytes.saturating_sub(large.value_len as u64);
-            if *bytes == 0 {
-                live.remove(&large.segment_id);
+    /// Counts a large record, or a chunk named by a chunk index entry, in (`added`) or out
+    /// of the tree.
+    fn account(&mut self, key: &Bytes, value: &Value, added: bool) {
+        let (live, segment_id, bytes) = match value {
+            Value::Large(large) => (
+                &mut self.large_live,
+                large.segment_id,
+                large.value_len as u64,
+            ),
+            Value::Inline(bytes) if keys::is_chunk_entry(key) => {
+                // A malformed entry counts nothing; verify reports it.
+                let Ok(entry) = ChunkRef::decode_slice(bytes) else {
+                    return;
+                };
+                (
+                    &mut self.cold_live,
+                    entry.loc.segment_id,
+                    entry.loc.len as u64,
+                )
             }
-        }
+            Value::Inline(_) => return,
+        };
+        count(Arc::make_mut(live), segment_id, bytes, added);
     }
 
     pub fn node(&self, store: &PageStore, id: PageId) -> Result<Arc<Node>> {
@@ -177,7 +203,7 @@ impl Tree {
         let Node::Leaf { entries, .. } = leaf else {
             return Err(store.tree_corruption(leaf_id, "expected a leaf"));
         };
-        let added = matches!(value, Value::Large(_)).then(|| value.clone());
+        let (counted_key, added) = (key.clone(), value.clone());
         let replaced = match entries.binary_search_by(|(k, _)| k.as_ref().cmp(&key)) {
             Ok(index) => Some(std::mem::replace(&mut entries[index].1, value)),
             Err(index) => {
@@ -189,11 +215,9 @@ impl Tree {
         let right = (sizes.iter().sum::<usize>() > page_room)
             .then(|| entries.split_off(balanced_split(&sizes, page_room)));
         if let Some(old) = &replaced {
-            self.account(old, false);
+            self.account(&counted_key, old, false);
         }
-        if let Some(new) = &added {
-            self.account(new, true);
-        }
+        self.account(&counted_key, &added, true);
         let Some(right) = right else {
             return Ok(());
         };
@@ -245,10 +269,10 @@ impl Tree {
         let Ok(index) = entries.binary_search_by(|(k, _)| k.as_ref().cmp(key)) else {
             return Ok(false);
         };
-        let (_, old) = entries.remove(index);
+        let (old_key, old) = entries.remove(index);
         let leaf_len = leaf.encoded_len();
         let empty = matches!(leaf, Node::Leaf { entries, .. } if entries.is_empty());
-        self.account(&old, false);
+        self.account(&old_key, &old, false);
         let Some(&(parent_id, child)) = path.last() else {
             return Ok(true);
         };

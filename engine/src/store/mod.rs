@@ -1,6 +1,7 @@
 //! The write path and the published versions: group commit of batches into the hot log,
 //! checkpoints, and the state readers see.
 
+mod compact;
 pub(crate) mod read;
 mod recovery;
 mod space;
@@ -13,6 +14,7 @@ use std::sync::{Arc, Weak};
 use bytes::{BufMut, Bytes};
 use parking_lot::{Mutex, RwLock};
 
+pub use compact::CompactReport;
 pub use read::{ArrayView, Cursor, ItemPage, ItemQuery, Order, Outlier};
 pub use space::{SegmentSpace, SpaceStats, TierSpace};
 pub use stage::NewItem;
@@ -302,29 +304,42 @@ impl Shared {
         if accepted.is_empty() {
             return;
         }
-        let bytes = group.bytes() as u64;
-        // Chunks first, then the redo that refers to them; synced in the same order.
-        let written = self
-            .cold
-            .append(cold)
-            .and_then(|()| writer.log.append(group))
-            .and_then(|()| match self.options.durability {
-                Durability::Immediate => self.cold.sync().and_then(|()| writer.log.sync()),
-                Durability::Buffered => Ok(()),
-            });
-        if let Err(error) = written {
+        let batches = accepted.len() as u64;
+        if let Err(error) = self.write_group(writer, &base, txn, group, cold, batches) {
             return fail_all(&accepted, error);
+        }
+        for request in accepted {
+            *request.result.lock() = Some(Ok(()));
+        }
+    }
+
+    /// Writes a group's chunks, then its redo (synced in the same order under `Immediate`),
+    /// and publishes the transaction as the new version; `batches` counts the user batches
+    /// in it.
+    fn write_group(
+        &self,
+        writer: &mut Writer,
+        base: &Version,
+        txn: Txn,
+        group: Group,
+        cold: ColdGroup,
+        batches: u64,
+    ) -> Result<()> {
+        let bytes = group.bytes() as u64;
+        self.cold.append(cold)?;
+        writer.log.append(group)?;
+        if self.options.durability == Durability::Immediate {
+            self.cold.sync()?;
+            writer.log.sync()?;
         }
         self.publish(Version {
             tree: txn.tree.pin_root(&self.pages),
             catalog: txn.catalog,
-            commits: base.commits + accepted.len() as u64,
+            commits: base.commits + batches,
         });
         writer.bytes_since_checkpoint += bytes;
         writer.counters.commit_groups += 1;
-        for request in accepted {
-            *request.result.lock() = Some(Ok(()));
-        }
+        Ok(())
     }
 
     /// Moving to a new log segment syncs the old one; the chunks its redo refers to must
@@ -351,9 +366,15 @@ impl Shared {
             stager.apply(op, cold)?;
         }
         let redo = stager.finish()?;
+        self.encode_redo(txn, group, &redo)
+    }
+
+    /// Encodes one batch's redo into the group's frames (a large value in a frame of its
+    /// own) and applies it to the transaction.
+    fn encode_redo(&self, txn: &mut Txn, group: &mut Group, redo: &[Op]) -> Result<()> {
         let mut open_frame: Option<usize> = None;
         let start_bytes = group.bytes();
-        for op in &redo {
+        for op in redo {
             let large = is_large(op, self.max_inline());
             if let Some(start) = open_frame
                 && (large || group.payload_len(start) + op.encoded_len() > FRAME_TARGET_BYTES)
@@ -451,47 +472,6 @@ impl Shared {
         Ok(moved)
     }
 
-    /// Checkpoints until no sealed segment is sparse any more, so every segment the state
-    /// does not need is removed (or, if a reader still holds it, left for a later
-    /// checkpoint). Commits go on between the steps. `progress(done, total)` follows the
-    /// page bytes copied. Returns the hot log's file bytes before and after.
-    pub fn compact(&self, progress: &mut dyn FnMut(u64, u64)) -> Result<(u64, u64)> {
-        let log_bytes = || -> Result<u64> {
-            Ok(verify::segment_files(self.pages.storage.as_ref())?
-                .values()
-                .sum())
-        };
-        let before = log_bytes()?;
-        let sparse_bytes = |writer: &Writer| -> Result<u64> {
-            let sparse = self.sparse_segments(&self.current().tree, writer)?;
-            Ok(sparse.iter().map(|(bytes, _)| bytes).sum())
-        };
-        let total = {
-            let mut writer = self.writer.lock();
-            // The segment being appended to is sealed first, so it can be cleaned too (the
-            // chunks its redo refers to made durable before, as at any roll).
-            self.cold.sync()?;
-            writer.log.seal()?;
-            sparse_bytes(&writer)?
-        };
-        progress(0, total);
-        // One checkpoint per step, the writer lock released between steps so that commits
-        // go on. Each step cleans at least one segment; the bound only guards the loop.
-        for _ in 0..=verify::segment_ids(self.pages.storage.as_ref())?.len() {
-            let left = {
-                let mut writer = self.writer.lock();
-                self.checkpoint_locked(&mut writer)?;
-                sparse_bytes(&writer)?
-            };
-            progress(total.saturating_sub(left), total);
-            if left == 0 {
-                break;
-            }
-        }
-        progress(total, total);
-        Ok((before, log_bytes()?))
-    }
-
     /// Makes `version` the one readers see; the one it replaces is remembered while a
     /// reader still holds it, so that no segment it may read from is removed under it.
     fn publish(&self, version: Version) {
@@ -503,18 +483,25 @@ impl Shared {
         }
     }
 
-    /// Dooms every log segment before `tail`'s that the checkpoint just written does not
-    /// need: no page image of its table and no large record of its tree is in it.
-    fn doom_unneeded(&self, needed: &BTreeSet<u32>, tail: LogTail) -> Result<()> {
+    /// Dooms the files of either tier that the checkpoint just written does not need: log
+    /// segments before the replay segment with no page image of its table and no large
+    /// record of its tree, and cold segments before the cold tail's with no chunk of its
+    /// chunk index.
+    fn doom_unneeded(&self, checkpoint: &Checkpoint) -> Result<()> {
         let storage = self.pages.storage.as_ref();
+        let needed = checkpoint.needed_segments();
+        let mut files: Vec<String> = verify::segment_ids(storage)?
+            .into_iter()
+            .filter(|id| *id < checkpoint.replay_from.segment_id && !needed.contains(id))
+            .map(crate::log::segment_name)
+            .collect();
+        files.extend(self.unneeded_cold(
+            &checkpoint.needed_cold_segments(),
+            checkpoint.cold_tail.segment_id,
+        )?);
         let mut doomed = self.doomed.lock();
         let already: BTreeSet<&String> = doomed.iter().flat_map(|d| &d.files).collect();
-        let files: Vec<String> = verify::segment_ids(storage)?
-            .into_iter()
-            .filter(|id| *id < tail.segment_id && !needed.contains(id))
-            .map(crate::log::segment_name)
-            .filter(|name| !already.contains(name))
-            .collect();
+        files.retain(|name| !already.contains(name));
         if !files.is_empty() {
             let readers = self.retired.lock().clone();
             doomed.push(Doomed { readers, files });
@@ -533,6 +520,9 @@ impl Shared {
                 return true;
             }
             for file in &d.files {
+                if let Some(id) = crate::cold::chunk::parse_segment_name(file) {
+                    self.cold.forget_map(id);
+                }
                 if let Err(error) = storage.remove(file) {
                     failed = Some(error);
                     return true;
@@ -627,9 +617,9 @@ impl Shared {
                 })
                 .collect(),
             large_live: tree.large_live.iter().map(|(s, b)| (*s, *b)).collect(),
+            cold_live: tree.cold_live.iter().map(|(s, b)| (*s, *b)).collect(),
         };
         checkpoint.write(self.pages.storage.as_ref())?;
-        let needed = checkpoint.needed_segments();
         self.publish(Version {
             tree: tree.pin_root(&self.pages),
             catalog: version.catalog.clone(),
@@ -640,7 +630,7 @@ impl Shared {
         writer.counters.checkpoints += 1;
         writer.checkpoint_tail = tail;
         writer.bytes_since_checkpoint = 0;
-        self.doom_unneeded(&needed, tail)?;
+        self.doom_unneeded(&checkpoint)?;
         self.remove_doomed()
     }
 

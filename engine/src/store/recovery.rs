@@ -78,6 +78,7 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
         }
         let mut tree = Tree::with_root(checkpoint.root, checkpoint.next_page_id, table);
         tree.large_live = Arc::new(checkpoint.large_live.iter().copied().collect());
+        tree.cold_live = Arc::new(checkpoint.cold_live.iter().copied().collect());
         tree
     };
     let txn = Txn {
@@ -100,6 +101,13 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
     for id in &segments {
         if *id < checkpoint.replay_from.segment_id && !needed.contains(id) {
             storage.remove(&segment_name(*id))?;
+            removed = true;
+        }
+    }
+    let needed_cold = checkpoint.needed_cold_segments();
+    for id in &cold_segments {
+        if *id < checkpoint.cold_tail.segment_id && !needed_cold.contains(id) {
+            storage.remove(&cold_chunk::segment_name(*id))?;
             removed = true;
         }
     }
@@ -175,6 +183,7 @@ fn create(
         catalog: Catalog::default(),
         pages: Vec::new(),
         large_live: Vec::new(),
+        cold_live: Vec::new(),
     };
     checkpoint.write(storage.as_ref())?;
     let cold = ColdStore::new(storage.clone(), options.segment_bytes, ColdTail::default());

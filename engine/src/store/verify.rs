@@ -274,6 +274,16 @@ impl Shared {
                 ),
             ));
         }
+        if checker.cold_live != *tree.cold_live {
+            return Err(Error::corruption(
+                "page store",
+                0,
+                format!(
+                    "chunk bytes per cold segment {:?}, the accounting says {:?}",
+                    checker.cold_live, tree.cold_live
+                ),
+            ));
+        }
         inspection.tree_depth = leaf_depth.unwrap_or(0) as u64 + 1;
         inspection.chunks = checker.chunks;
         inspection.collections = version
@@ -330,6 +340,8 @@ impl Shared {
                     // Reads the chunk: checksum, decompression, items against the summary.
                     self.chunk_items(&entry).map_err(Check::Error)?;
                     checker.chunks += 1;
+                    *checker.cold_live.entry(entry.loc.segment_id).or_default() +=
+                        entry.loc.len as u64;
                     checker.outside.entry(id).or_default().merge(&entry.summary);
                 }
                 _ => return Err(Check::Bad("unknown array record kind".to_string())),
@@ -384,6 +396,8 @@ struct Checker {
     outside: BTreeMap<(u32, Bytes, usize), Summary>,
     markers: std::collections::BTreeSet<(u32, Bytes, usize)>,
     chunks: u64,
+    /// Chunk bytes per cold segment, to hold against the tree's accounting.
+    cold_live: BTreeMap<u32, u64>,
 }
 
 fn same_summary(a: &Summary, b: &Summary) -> bool {

@@ -1,0 +1,451 @@
+//! Cold compaction: the live chunks of mostly-dead cold segments move to the cold tail, and
+//! runs of small chunks of one array merge into one, so a segment stops being needed and
+//! long reads touch fewer chunks. Each step is an ordinary commit group (chunks written
+//! first, then redo that points the chunk index at them), so recovery and the crash tests
+//! treat it like any batch; the old segments go once a checkpoint that no longer needs them
+//! is durable and no reader holds an older version.
+
+use std::collections::BTreeSet;
+use std::ops::Bound;
+
+use bytes::Bytes;
+
+use super::{Shared, Txn, Writer};
+use crate::cold::chunk::{self as cold_chunk, ChunkKind, ChunkRef};
+use crate::item::{self, Stored};
+use crate::page::keys;
+use crate::page::node::Value;
+use crate::page::redo::Op;
+use crate::page::tree::Tree;
+use crate::{Error, Result};
+
+/// A sealed cold segment whose live chunks fill less than this share of it is compacted.
+pub(super) const COMPACT_BELOW: f64 = 0.5;
+/// Chunk bytes one step moves or merges, at most (one array's work at least); bounds the
+/// time commits wait for a step.
+pub(super) const STEP_BYTES: u64 = 8 * 1024 * 1024;
+/// A chunk of kind items whose stored length is below this is small.
+const SMALL_CHUNK_BYTES: u32 = 8 * 1024;
+/// Runs of at least this many adjacent small chunks of one array are merged.
+const MIN_RUN: usize = 4;
+/// A merged chunk holds at most this many bytes of encoded items (9 sealed tails' worth):
+/// large enough that a long read touches few chunks, small enough that a read of the newest
+/// items does not decode much more than it returns.
+const MERGED_RAW_BYTES: usize = 64 * 1024;
+
+/// One piece of work, found in a version and checked again against the current one when
+/// it runs (a commit in between may have changed or removed the entries).
+#[derive(Clone, Debug)]
+pub(super) enum Work {
+    /// A live chunk in a segment being emptied: copied as it is to the tail.
+    Move { key: Bytes, entry: ChunkRef },
+    /// Adjacent small chunks of one array, in key order: merged into as few chunks as the
+    /// size bound allows, each under the key of the last chunk it takes in.
+    Merge { run: Vec<(Bytes, ChunkRef)> },
+}
+
+impl Work {
+    pub(super) fn bytes(&self) -> u64 {
+        match self {
+            Work::Move { entry, .. } => entry.loc.len as u64,
+            Work::Merge { run } => run.iter().map(|(_, e)| e.loc.len as u64).sum(),
+        }
+    }
+}
+
+/// What `Db::compact` did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CompactReport {
+    /// Bytes of the hot log's segment files before and after.
+    pub hot_bytes_before: u64,
+    pub hot_bytes_after: u64,
+    /// Bytes of the cold segment files before and after.
+    pub cold_bytes_before: u64,
+    pub cold_bytes_after: u64,
+    /// Chunks copied out of mostly-dead cold segments.
+    pub chunks_moved: u64,
+    /// Small chunks merged, and the chunks they became.
+    pub chunks_merged: u64,
+    pub merged_into: u64,
+}
+
+/// What one step of cold work did.
+#[derive(Clone, Copy, Debug, Default)]
+struct Done {
+    moved: u64,
+    merged: u64,
+    merged_into: u64,
+}
+
+/// What compaction found to do.
+#[derive(Debug, Default)]
+pub(super) struct Plan {
+    pub work: Vec<Work>,
+}
+
+impl Plan {
+    pub fn bytes(&self) -> u64 {
+        self.work.iter().map(Work::bytes).sum()
+    }
+}
+
+impl Shared {
+    /// Sealed cold segments (before the tail's) whose live chunks fill less than
+    /// `COMPACT_BELOW` of the file, from the tree's per-segment accounting.
+    pub(super) fn sparse_cold_segments(&self, tree: &Tree) -> Result<BTreeSet<u32>> {
+        let storage = self.pages.storage.as_ref();
+        let tail_segment = self.cold.tail().segment_id;
+        let mut sparse = BTreeSet::new();
+        for name in storage.list()? {
+            let Some(id) = cold_chunk::parse_segment_name(&name) else {
+                continue;
+            };
+            if id >= tail_segment {
+                continue;
+            }
+            let live = tree.cold_live.get(&id).copied().unwrap_or(0);
+            let file = storage.len(&name)?;
+            if (live as f64) < COMPACT_BELOW * file as f64 {
+                sparse.insert(id);
+            }
+        }
+        Ok(sparse)
+    }
+
+    /// Walks the chunk index of `tree`: every chunk in a sparse segment is moved, and runs
+    /// of at least `MIN_RUN` adjacent small item chunks of one array are merged (a run that
+    /// includes chunks of sparse segments takes them along). `merge` off plans moves only.
+    pub(super) fn plan_cold(&self, tree: &Tree, merge: bool) -> Result<Plan> {
+        let sparse = self.sparse_cold_segments(tree)?;
+        let mut plan = Plan::default();
+        if sparse.is_empty() && !merge {
+            return Ok(plan);
+        }
+        // Array records live in the key spaces with the top bit set.
+        let start = [0x80u8];
+        let mut cursor = tree.cursor(&self.pages, Bound::Included(&start[..]))?;
+        let mut array: Option<Bytes> = None;
+        let mut run: Vec<(Bytes, ChunkRef)> = Vec::new();
+        let flush = |run: &mut Vec<(Bytes, ChunkRef)>, plan: &mut Plan| {
+            if run.len() >= MIN_RUN {
+                plan.work.push(Work::Merge {
+                    run: std::mem::take(run),
+                });
+            } else {
+                for (key, entry) in run.drain(..) {
+                    if sparse.contains(&entry.loc.segment_id) {
+                        plan.work.push(Work::Move { key, entry });
+                    }
+                }
+            }
+        };
+        while let Some((key, value)) = cursor.next(tree, &self.pages)? {
+            if !keys::is_chunk_entry(&key) {
+                continue;
+            }
+            let Value::Inline(bytes) = &value else {
+                return Err(entry_corruption(
+                    &key,
+                    "chunk entry stored as a large record",
+                ));
+            };
+            let entry =
+                ChunkRef::decode_slice(bytes).map_err(|reason| entry_corruption(&key, &reason))?;
+            // The array's prefix: everything before the max key and number.
+            let prefix = key.slice(..key.len() - 12);
+            if array.as_ref() != Some(&prefix) {
+                flush(&mut run, &mut plan);
+                array = Some(prefix);
+            }
+            let small =
+                merge && entry.kind == ChunkKind::Items && entry.loc.len < SMALL_CHUNK_BYTES;
+            if small {
+                run.push((key, entry));
+                continue;
+            }
+            flush(&mut run, &mut plan);
+            if sparse.contains(&entry.loc.segment_id) {
+                plan.work.push(Work::Move { key, entry });
+            }
+        }
+        flush(&mut run, &mut plan);
+        Ok(plan)
+    }
+
+    /// Runs `work` as one commit group: each piece is checked against the current version
+    /// (skipped when an entry changed since it was planned), its chunks are written to the
+    /// cold tail, and the chunk index is pointed at them.
+    fn run_cold_work(&self, writer: &mut Writer, work: &[Work]) -> Result<Done> {
+        let base = self.current();
+        let mut txn = Txn {
+            tree: base.tree.clone(),
+            catalog: base.catalog.clone(),
+        };
+        self.cold_synced_before_roll(writer)?;
+        let mut cold = self.cold.group()?;
+        let mut group = writer.log.group()?;
+        let mut redo = Vec::new();
+        let mut done = Done::default();
+        for piece in work {
+            match piece {
+                Work::Move { key, entry } => {
+                    if !self.unchanged(&txn.tree, key, entry)? {
+                        continue;
+                    }
+                    let bytes = self.cold.read_raw(entry)?;
+                    done.moved += 1;
+                    let moved = cold.add_raw(&bytes, entry);
+                    redo.push(Op::ColdChunk(moved.loc));
+                    redo.push(Op::Put {
+                        key: key.clone(),
+                        value: moved.encode(),
+                    });
+                }
+                Work::Merge { run } => {
+                    let mut still = Vec::with_capacity(run.len());
+                    for (key, entry) in run {
+                        if self.unchanged(&txn.tree, key, entry)? {
+                            still.push((key, entry));
+                        }
+                    }
+                    // Consecutive prefixes of the run, each within the size bound.
+                    let mut part: Vec<&Bytes> = Vec::new();
+                    let mut items: Vec<Stored> = Vec::new();
+                    let mut raw = 0;
+                    for (key, entry) in still {
+                        let chunk = self.cold.read(entry)?;
+                        let chunk_raw = item::items_len(&chunk);
+                        if !part.is_empty() && raw + chunk_raw > MERGED_RAW_BYTES {
+                            merge_part(&mut cold, &mut redo, &mut part, &mut items, &mut done);
+                            raw = 0;
+                        }
+                        part.push(key);
+                        items.extend(chunk);
+                        raw += chunk_raw;
+                    }
+                    merge_part(&mut cold, &mut redo, &mut part, &mut items, &mut done);
+                }
+            }
+        }
+        if redo.is_empty() {
+            return Ok(done);
+        }
+        self.encode_redo(&mut txn, &mut group, &redo)?;
+        self.write_group(writer, &base, txn, group, cold, 0)?;
+        Ok(done)
+    }
+
+    /// True when `key` still holds `entry` in `tree`.
+    fn unchanged(&self, tree: &Tree, key: &Bytes, entry: &ChunkRef) -> Result<bool> {
+        Ok(match tree.get(&self.pages, key)? {
+            Some(Value::Inline(bytes)) => bytes == entry.encode(),
+            _ => false,
+        })
+    }
+
+    /// Compacts both tiers now. Cold first: the live chunks of mostly-dead cold segments
+    /// move to the tail and runs of small chunks merge, `STEP_BYTES` per commit group. Then
+    /// checkpoints until no sealed log segment is sparse, which also removes every segment
+    /// of either tier the state no longer needs (a segment some reader's version may still
+    /// read from goes at a later checkpoint, once that reader is done). The writer lock is
+    /// released between steps, so commits go on. `progress(done, total)` follows the chunk
+    /// and page bytes handled.
+    pub fn compact(&self, progress: &mut dyn FnMut(u64, u64)) -> Result<CompactReport> {
+        let storage = self.pages.storage.as_ref();
+        let cold_bytes = || -> Result<u64> {
+            let mut total = 0;
+            for name in storage.list()? {
+                if cold_chunk::parse_segment_name(&name).is_some() {
+                    total += storage.len(&name)?;
+                }
+            }
+            Ok(total)
+        };
+        let hot_bytes =
+            || -> Result<u64> { Ok(super::verify::segment_files(storage)?.values().sum()) };
+        let mut report = CompactReport {
+            hot_bytes_before: hot_bytes()?,
+            cold_bytes_before: cold_bytes()?,
+            ..CompactReport::default()
+        };
+        let plan = {
+            let _writer = self.writer.lock();
+            self.seal_cold_if_dead(&self.current().tree)?;
+            self.plan_cold(&self.current().tree, true)?
+        };
+        let cold_total = plan.bytes();
+        let hot_sparse = |writer: &Writer| -> Result<u64> {
+            let sparse = self.sparse_segments(&self.current().tree, writer)?;
+            Ok(sparse.iter().map(|(bytes, _)| bytes).sum())
+        };
+        let mut total = cold_total + hot_sparse(&self.writer.lock())?;
+        progress(0, total);
+        // Cold: one commit group per step.
+        let mut done_bytes = 0;
+        let mut step: Vec<Work> = Vec::new();
+        let mut step_bytes = 0;
+        let mut pieces = plan.work.into_iter().peekable();
+        while let Some(piece) = pieces.next() {
+            step_bytes += piece.bytes();
+            step.push(piece);
+            if step_bytes >= STEP_BYTES || pieces.peek().is_none() {
+                let done = self.run_cold_work(&mut self.writer.lock(), &step)?;
+                report.chunks_moved += done.moved;
+                report.chunks_merged += done.merged;
+                report.merged_into += done.merged_into;
+                done_bytes += step_bytes;
+                progress(done_bytes, total);
+                step.clear();
+                step_bytes = 0;
+            }
+        }
+        // Hot: the segment being appended to is sealed first, so it can be cleaned too (the
+        // chunks its redo refers to made durable before, as at any roll).
+        let hot_total = {
+            let mut writer = self.writer.lock();
+            self.cold.sync()?;
+            writer.log.seal()?;
+            hot_sparse(&writer)?
+        };
+        total = cold_total + hot_total;
+        progress(cold_total, total);
+        // One checkpoint per step. Each step cleans at least one segment; the bound only
+        // guards the loop.
+        for _ in 0..=super::verify::segment_ids(storage)?.len() {
+            let left = {
+                let mut writer = self.writer.lock();
+                self.checkpoint_locked(&mut writer)?;
+                hot_sparse(&writer)?
+            };
+            progress(cold_total + hot_total.saturating_sub(left), total);
+            if left == 0 {
+                break;
+            }
+        }
+        progress(total, total);
+        report.hot_bytes_after = hot_bytes()?;
+        report.cold_bytes_after = cold_bytes()?;
+        Ok(report)
+    }
+
+    /// Makes the cold segment being appended to a sealed one when it holds dead chunks, so
+    /// compaction can empty it too: the next chunk starts a new segment.
+    pub(super) fn seal_cold_if_dead(&self, tree: &Tree) -> Result<()> {
+        let tail = self.cold.tail();
+        if tail.segment_id == 0 {
+            return Ok(());
+        }
+        let live = tree.cold_live.get(&tail.segment_id).copied().unwrap_or(0);
+        let written = tail.offset - cold_chunk::SEGMENT_HEADER_BYTES as u64;
+        if written > live {
+            self.cold.seal()?;
+        }
+        Ok(())
+    }
+
+    /// Cold segments before the cold tail's that the checkpoint just written does not need,
+    /// given its per-segment chunk bytes.
+    pub(super) fn unneeded_cold(&self, needed: &BTreeSet<u32>, tail: u32) -> Result<Vec<String>> {
+        Ok(self
+            .pages
+            .storage
+            .list()?
+            .into_iter()
+            .filter(|name| {
+                cold_chunk::parse_segment_name(name)
+                    .is_some_and(|id| id < tail && !needed.contains(&id))
+            })
+            .collect())
+    }
+}
+
+/// Writes the merged items of `part` as one chunk under the key of its last chunk and
+/// deletes the other keys; a part of one chunk stays as it is.
+fn merge_part(
+    cold: &mut crate::cold::ColdGroup,
+    redo: &mut Vec<Op>,
+    part: &mut Vec<&Bytes>,
+    items: &mut Vec<Stored>,
+    done: &mut Done,
+) {
+    if part.len() >= 2 {
+        done.merged += part.len() as u64;
+        done.merged_into += 1;
+        items.sort_by_key(Stored::order);
+        let merged = cold.add(ChunkKind::Items, items);
+        redo.push(Op::ColdChunk(merged.loc));
+        let (last, others) = part.split_last().expect("two keys at least");
+        for key in others {
+            redo.push(Op::Delete {
+                key: (*key).clone(),
+            });
+        }
+        redo.push(Op::Put {
+            key: (*last).clone(),
+            value: merged.encode(),
+        });
+    }
+    part.clear();
+    items.clear();
+}
+
+fn entry_corruption(key: &Bytes, reason: &str) -> Error {
+    Error::corruption("page store", 0, format!("chunk entry {key:x?}: {reason}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::storage::SimStorage;
+    use crate::{CollectionSpec, Db, ItemQuery, Layout, NewItem, Options};
+
+    /// Work planned before commits that changed its entries skips them: a chunk a removal
+    /// rewrote, and the chunks of a deleted parent, are not brought back.
+    #[test]
+    fn work_planned_before_a_change_skips_changed_entries() {
+        let options = Options::new().page_bytes(4096).segment_bytes(64 * 1024);
+        let db = Db::open_with_storage(Arc::new(SimStorage::new()), options).unwrap();
+        db.create_collection(CollectionSpec::new("c").array("log", Layout::Reference))
+            .unwrap();
+        for round in 0..40 {
+            let mut batch = db.batch();
+            for parent in ["a", "b"] {
+                for n in round * 10..round * 10 + 10 {
+                    let item = NewItem::new(format!("{parent} {n} {}", "z".repeat(30))).key(n);
+                    batch.push("c", parent, "log", item);
+                }
+            }
+            batch.commit().unwrap();
+        }
+        let shared = &db.shared;
+        let plan = shared.plan_cold(&shared.current().tree, true).unwrap();
+        assert!(
+            plan.work
+                .iter()
+                .any(|w| matches!(w, super::Work::Merge { .. })),
+            "{plan:?}"
+        );
+        let mut batch = db.batch();
+        batch.remove("c", "a", "log", 5);
+        batch.delete("c", "b");
+        batch.commit().unwrap();
+        let done = shared
+            .run_cold_work(&mut shared.writer.lock(), &plan.work)
+            .unwrap();
+        assert!(done.merged > 0, "the unchanged runs still merge: {done:?}");
+        let items = db
+            .collection("c")
+            .unwrap()
+            .items("a", "log", &ItemQuery::new())
+            .unwrap()
+            .unwrap()
+            .items;
+        let keys: Vec<i64> = items.iter().map(|item| item.key).collect();
+        let expected: Vec<i64> = (0..400).filter(|k| *k != 5).collect();
+        assert_eq!(keys, expected);
+        assert!(db.collection("c").unwrap().get("b").unwrap().is_none());
+        db.verify().unwrap();
+    }
+}
