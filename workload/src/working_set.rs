@@ -359,7 +359,10 @@ pub fn run(mut config: Config) -> Result<Report> {
                     .cache_bytes(8 << 20)
                     .checkpoint_bytes(4 << 20);
                 let db = Db::open(&dir, options)?;
-                build(&db, workload, layout, &sizes)?
+                let refused = build(&db, workload, layout, &sizes)?;
+                // As after any bulk load: the log cleaned, small history chunks merged.
+                db.compact()?;
+                refused
             };
             let built = Built {
                 workload,
