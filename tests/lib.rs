@@ -74,6 +74,9 @@ pub fn small_options(durability: Durability) -> Options {
         .checkpoint_bytes(64 * 1024)
         .cache_bytes(256 * 1024)
         .durability(durability)
+        // Checkpoints on the committing thread: the crash and I/O-error tests count and
+        // replay storage operations, which must come in the same order on every run.
+        .background(false)
 }
 
 /// A deterministic workload of `batches` batches of 1 to 8 steps each. Bodies vary from

@@ -12,6 +12,7 @@ use crate::item::Summary;
 use crate::page::keys;
 use crate::page::tree::Cursor as TreeCursor;
 use crate::storage::{FsStorage, Storage};
+use crate::store::background::Background;
 use crate::store::read::array_views;
 use crate::store::stage::decode_record;
 use crate::store::{
@@ -28,6 +29,8 @@ const EXPIRY_BATCH_PARENTS: usize = 1_000;
 /// last clone (including those inside `Collection` handles) is dropped.
 #[derive(Clone)]
 pub struct Db {
+    /// The maintenance thread, stopped before `shared` is dropped (fields drop in order).
+    _background: Option<Arc<Background>>,
     pub(crate) shared: Arc<Shared>,
 }
 
@@ -39,8 +42,17 @@ impl Db {
 
     /// Opens a database over any storage, such as the simulation in [`crate::storage::sim`].
     pub fn open_with_storage(storage: Arc<dyn Storage>, options: Options) -> Result<Db> {
+        let background = options.background;
+        let shared = Arc::new(Shared::open(storage, options)?);
+        let background = match background {
+            true => Some(Arc::new(Background::start(&shared).map_err(|source| {
+                Error::io("spawn", "maintenance thread", source)
+            })?)),
+            false => None,
+        };
         Ok(Db {
-            shared: Arc::new(Shared::open(storage, options)?),
+            _background: background,
+            shared,
         })
     }
 

@@ -33,6 +33,8 @@ pub struct Options {
     pub(crate) cache_policy: CachePolicy,
     pub(crate) cache_what_if: bool,
     pub(crate) cache_trace: Option<PathBuf>,
+    pub(crate) background: bool,
+    pub(crate) reclaim: bool,
 }
 
 impl Default for Options {
@@ -42,10 +44,12 @@ impl Default for Options {
             page_bytes: DEFAULT_PAGE_BYTES,
             durability: Durability::Immediate,
             checkpoint_bytes: 64 * 1024 * 1024,
-            segment_bytes: 64 * 1024 * 1024,
+            segment_bytes: 16 * 1024 * 1024,
             cache_policy: CachePolicy::default(),
             cache_what_if: true,
             cache_trace: None,
+            background: true,
+            reclaim: true,
         }
     }
 }
@@ -100,9 +104,29 @@ impl Options {
         self
     }
 
-    /// The size at which the hot log moves to a new segment file (default 64 MiB).
+    /// The size at which the hot log, and the cold store, move to a new segment file
+    /// (default 16 MiB). Space is given back a whole segment at a time, so smaller segments
+    /// keep the files closer to the live data, at the cost of more files.
     pub fn segment_bytes(mut self, bytes: u64) -> Self {
         self.segment_bytes = bytes;
+        self
+    }
+
+    /// Whether checkpoints and cold compaction steps run on a background thread (default
+    /// on). Off, the commit that finds a checkpoint due runs it. On, commits only wake the
+    /// thread; a commit still runs the checkpoint itself when the thread has fallen twice
+    /// `checkpoint_bytes` behind, which bounds recovery and memory whatever the load.
+    pub fn background(mut self, on: bool) -> Self {
+        self.background = on;
+        self
+    }
+
+    /// Whether automatic checkpoints reclaim space (default on): they clean sparse log
+    /// segments, and a cold compaction step follows when a cold segment is mostly dead.
+    /// Off, segments no checkpoint needs are still removed, but nothing is copied;
+    /// `Db::compact` works either way.
+    pub fn reclaim(mut self, on: bool) -> Self {
+        self.reclaim = on;
         self
     }
 

@@ -9,6 +9,7 @@ fn options() -> Options {
         .segment_bytes(64 * 1024)
         .checkpoint_bytes(64 * 1024)
         .durability(Durability::Buffered)
+        .background(false)
 }
 
 fn rewrite(db: &Db, parents: u32, round: u32) {
@@ -275,13 +276,14 @@ fn everything(db: &Db) -> Vec<(Vec<u8>, Items, Items, Summary)> {
         .collect()
 }
 
-/// Cold compaction: after half the parents go, the live chunks of the sparse cold segments
-/// move, runs of small chunks merge, every remaining item reads back the same (before and
+/// Cold compaction on demand (automatic reclamation off, so that `compact` finds all the
+/// work): after half the parents go, the live chunks of the sparse cold segments move, runs
+/// of small chunks merge, every remaining item reads back the same (before and
 /// after a reopen), and the cold files shrink to within twice their live bytes.
 #[test]
 fn cold_compaction_moves_and_merges_chunks() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), options()).unwrap();
+    let db = Db::open(dir.path(), options().reclaim(false)).unwrap();
     histories(&db, 40, 300);
     let mut batch = db.batch();
     for i in (0..40).step_by(2) {
@@ -311,7 +313,7 @@ fn cold_compaction_moves_and_merges_chunks() {
     );
     assert_eq!(everything(&db), before);
     drop(db);
-    let db = Db::open(dir.path(), options()).unwrap();
+    let db = Db::open(dir.path(), options().reclaim(false)).unwrap();
     assert_eq!(everything(&db), before);
     db.verify().unwrap();
     // Nothing left to do: a second compaction moves and merges nothing.
@@ -371,4 +373,113 @@ fn deleting_every_history_then_compacting_leaves_no_chunk() {
     let db = Db::open(dir.path(), options()).unwrap();
     assert_eq!(db.space().unwrap().cold.file_bytes, 32);
     db.verify().unwrap();
+}
+
+/// Polls `done` for up to 20 seconds.
+fn eventually(mut done: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::time::Instant::now() < deadline {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    done()
+}
+
+/// With the maintenance thread, checkpoints (and their cleaning) happen without anyone
+/// asking, the log stays bounded, and closing stops the thread so that a reopen finds the
+/// database free at once.
+#[test]
+fn the_maintenance_thread_checkpoints_and_cleans() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options().background(true)).unwrap();
+    db.create_collection(CollectionSpec::new("docs")).unwrap();
+    for round in 0..30 {
+        rewrite(&db, 2_000, round);
+    }
+    assert!(eventually(|| db.stats().unwrap().checkpoints >= 5));
+    assert!(eventually(|| db.space().unwrap().hot.amplification() < 4.0));
+    drop(db);
+    let db = Db::open(dir.path(), options().background(true)).unwrap();
+    assert_eq!(
+        db.collection("docs")
+            .unwrap()
+            .scan::<&[u8]>(..)
+            .unwrap()
+            .count(),
+        2_000
+    );
+    db.verify().unwrap();
+}
+
+/// Automatic reclamation compacts the cold tier too: once parents with long histories are
+/// deleted, later writes (whose checkpoints run compaction steps) bring the cold files back
+/// within twice their live bytes, without `compact`.
+#[test]
+fn automatic_cold_compaction_follows_deletions() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options().background(true)).unwrap();
+    histories(&db, 30, 300);
+    let mut batch = db.batch();
+    for i in 2..30 {
+        batch.delete("docs", format!("p{i:03}"));
+    }
+    batch.commit().unwrap();
+    assert!(db.space().unwrap().cold.amplification() > 2.0);
+    let mut round = 0;
+    let reclaimed = eventually(|| {
+        let mut batch = db.batch();
+        for i in 0..300 {
+            batch.put(
+                "docs",
+                format!("q{i:03}"),
+                format!("{round} {}", "w".repeat(200)),
+            );
+        }
+        batch.commit().unwrap();
+        round += 1;
+        db.space().unwrap().cold.amplification() <= 2.0
+    });
+    let space = db.space().unwrap().cold;
+    assert!(reclaimed, "{space:?}");
+    db.verify().unwrap();
+}
+
+/// `reclaim(false)`: checkpoints copy nothing (the log holds more than with reclamation on)
+/// and leave dead chunks where they are; `compact` still gives the space back.
+#[test]
+fn reclaim_off_copies_nothing_until_compact() {
+    let worst = |reclaim: bool| {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), options().reclaim(reclaim)).unwrap();
+        db.create_collection(CollectionSpec::new("docs")).unwrap();
+        let mut worst: f64 = 0.0;
+        for round in 0..30 {
+            rewrite(&db, 2_000, round);
+            db.checkpoint().unwrap();
+            worst = worst.max(db.space().unwrap().hot.amplification());
+        }
+        worst
+    };
+    let (on, off) = (worst(true), worst(false));
+    assert!(off > 1.5 * on, "with reclamation {on:.2}, without {off:.2}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options().reclaim(false)).unwrap();
+    histories(&db, 20, 300);
+    let mut batch = db.batch();
+    for i in 0..19 {
+        batch.delete("docs", format!("p{i:03}"));
+    }
+    batch.commit().unwrap();
+    db.checkpoint().unwrap();
+    let cold = db.space().unwrap().cold.file_bytes;
+    for round in 0..5 {
+        rewrite(&db, 2_000, round);
+        db.checkpoint().unwrap();
+    }
+    assert_eq!(db.space().unwrap().cold.file_bytes, cold);
+    let report = db.compact().unwrap();
+    assert!(report.cold_bytes_after < cold / 4, "{report:?}");
 }

@@ -315,7 +315,7 @@ impl Shared {
         for _ in 0..=super::verify::segment_ids(storage)?.len() {
             let left = {
                 let mut writer = self.writer.lock();
-                self.checkpoint_locked(&mut writer)?;
+                self.checkpoint_locked(&mut writer, true)?;
                 hot_sparse(&writer)?
             };
             progress(cold_total + hot_total.saturating_sub(left), total);
@@ -329,19 +329,68 @@ impl Shared {
         Ok(report)
     }
 
-    /// Makes the cold segment being appended to a sealed one when it holds dead chunks, so
-    /// compaction can empty it too: the next chunk starts a new segment.
-    pub(super) fn seal_cold_if_dead(&self, tree: &Tree) -> Result<()> {
-        let tail = self.cold.tail();
-        if tail.segment_id == 0 {
+    /// One automatic step of cold compaction, when a sealed cold segment is mostly dead: the
+    /// first `STEP_BYTES` of the plan, in one commit group. The emptied segments go at a
+    /// later checkpoint.
+    pub(super) fn cold_step(&self) -> Result<()> {
+        {
+            let _writer = self.writer.lock();
+            self.seal_cold_if_sparse()?;
+        }
+        let version = self.current();
+        if self.sparse_cold_segments(&version.tree)?.is_empty() {
             return Ok(());
         }
-        let live = tree.cold_live.get(&tail.segment_id).copied().unwrap_or(0);
-        let written = tail.offset - cold_chunk::SEGMENT_HEADER_BYTES as u64;
+        let plan = self.plan_cold(&version.tree, true)?;
+        drop(version);
+        let mut step_bytes = 0;
+        let step: Vec<Work> = plan
+            .work
+            .into_iter()
+            .take_while(|piece| {
+                let take = step_bytes < STEP_BYTES;
+                step_bytes += piece.bytes();
+                take
+            })
+            .collect();
+        if !step.is_empty() {
+            self.run_cold_work(&mut self.writer.lock(), &step)?;
+        }
+        Ok(())
+    }
+
+    /// Makes the cold segment being appended to a sealed one when it holds dead chunks, so
+    /// compaction can empty it too: the next chunk starts a new segment. With the writer
+    /// held (commit groups append at the tail).
+    pub(super) fn seal_cold_if_dead(&self, tree: &Tree) -> Result<()> {
+        let (written, live) = self.cold_tail_use(tree);
         if written > live {
             self.cold.seal()?;
         }
         Ok(())
+    }
+
+    /// Seals the cold segment being appended to once it is half full and mostly dead, so
+    /// that automatic compaction does not wait for it to fill: dead chunks in it stay below
+    /// half a segment. With the writer held.
+    fn seal_cold_if_sparse(&self) -> Result<()> {
+        let (written, live) = self.cold_tail_use(&self.current().tree);
+        if written >= self.options.segment_bytes / 2
+            && (live as f64) < COMPACT_BELOW * written as f64
+        {
+            self.cold.seal()?;
+        }
+        Ok(())
+    }
+
+    /// Chunk bytes written to the cold segment being appended to, and live in it.
+    fn cold_tail_use(&self, tree: &Tree) -> (u64, u64) {
+        let tail = self.cold.tail();
+        if tail.segment_id == 0 {
+            return (0, 0);
+        }
+        let live = tree.cold_live.get(&tail.segment_id).copied().unwrap_or(0);
+        (tail.offset - cold_chunk::SEGMENT_HEADER_BYTES as u64, live)
     }
 
     /// Cold segments before the cold tail's that the checkpoint just written does not need,

@@ -1,6 +1,7 @@
 //! The write path and the published versions: group commit of batches into the hot log,
 //! checkpoints, and the state readers see.
 
+pub(crate) mod background;
 mod compact;
 pub(crate) mod read;
 mod recovery;
@@ -141,6 +142,7 @@ pub(crate) struct Shared {
     /// Log segments no checkpoint needs any more, each removed once the readers that could
     /// still read from it are gone.
     doomed: Mutex<Vec<Doomed>>,
+    pub(crate) maintenance: Arc<background::Maintenance>,
     _lock: Box<dyn LockGuard>,
 }
 
@@ -256,9 +258,23 @@ impl Shared {
         }
         let requests = std::mem::take(&mut *self.queue.lock());
         self.commit_group(&mut writer, &requests);
-        if self.checkpoint_due(&writer) {
-            // The batches are committed; a failed checkpoint makes the next write fail.
-            let _ = self.checkpoint_locked(&mut writer);
+        let pressure = self.checkpoint_pressure(&writer);
+        if pressure >= self.options.checkpoint_bytes {
+            if self.maintenance.running() && pressure < 2 * self.options.checkpoint_bytes {
+                self.maintenance.wake();
+            } else {
+                // The batches are committed; a failed checkpoint makes the next write fail.
+                let _ = self.checkpoint_locked(&mut writer, self.options.reclaim);
+                drop(writer);
+                if self.options.reclaim {
+                    // The compaction step that follows a checkpoint: the thread's, if any.
+                    if self.maintenance.running() {
+                        self.maintenance.wake();
+                    } else {
+                        let _ = self.cold_step();
+                    }
+                }
+            }
         }
         let result = request.result.lock().take();
         result.unwrap_or_else(|| {
@@ -410,13 +426,29 @@ impl Shared {
         Ok(())
     }
 
-    /// A checkpoint is due once the redo since the last one, or the pages it changed,
-    /// reach `checkpoint_bytes`: the first bounds recovery, the second the memory that
+    /// How far the state is from the last checkpoint: the redo since, or the pages changed
+    /// since (counted at the page size), whichever is more. A checkpoint is due once it
+    /// reaches `checkpoint_bytes`: the first bounds recovery, the second the memory that
     /// changed pages hold.
-    fn checkpoint_due(&self, writer: &Writer) -> bool {
+    fn checkpoint_pressure(&self, writer: &Writer) -> u64 {
         let dirty_bytes =
             self.current().tree.table.dirty_count() as u64 * self.pages.page_bytes as u64;
-        writer.bytes_since_checkpoint.max(dirty_bytes) >= self.options.checkpoint_bytes
+        writer.bytes_since_checkpoint.max(dirty_bytes)
+    }
+
+    /// The maintenance thread's work: the checkpoint commits found due (if still due), then
+    /// a cold compaction step.
+    pub(crate) fn maintain(&self) -> Result<()> {
+        {
+            let mut writer = self.writer.lock();
+            if self.checkpoint_pressure(&writer) >= self.options.checkpoint_bytes {
+                self.checkpoint_locked(&mut writer, self.options.reclaim)?;
+            }
+        }
+        if self.options.reclaim {
+            self.cold_step()?;
+        }
+        Ok(())
     }
 
     /// Sealed log segments mostly dead (live page bytes under `CLEAN_BELOW` of the file),
@@ -543,11 +575,13 @@ impl Shared {
     /// Writes every changed page to the log and a new checkpoint file.
     pub fn checkpoint(&self) -> Result<()> {
         let mut writer = self.writer.lock();
-        self.checkpoint_locked(&mut writer)
+        self.checkpoint_locked(&mut writer, self.options.reclaim)
     }
 
-    fn checkpoint_locked(&self, writer: &mut Writer) -> Result<()> {
-        let result = self.write_checkpoint(writer);
+    /// A checkpoint with the writer held; `clean` copies the live pages of sparse log
+    /// segments out first.
+    fn checkpoint_locked(&self, writer: &mut Writer, clean: bool) -> Result<()> {
+        let result = self.write_checkpoint(writer, clean);
         if let Err(error) = &result {
             // Which of the checkpoint's writes reached the disk is unknown: refuse writes.
             writer.log.poison(error.to_string());
@@ -555,13 +589,15 @@ impl Shared {
         result
     }
 
-    fn write_checkpoint(&self, writer: &mut Writer) -> Result<()> {
+    fn write_checkpoint(&self, writer: &mut Writer, clean: bool) -> Result<()> {
         let version = self.current();
         // Chunks before the redo and pages that refer to them.
         self.cold.sync()?;
         self.cold_synced_before_roll(writer)?;
         let mut tree = version.tree.clone();
-        self.clean_sparse_segments(&mut tree, writer)?;
+        if clean {
+            self.clean_sparse_segments(&mut tree, writer)?;
+        }
         if tree.table.dirty_count() == 0 && writer.log.tail() == writer.checkpoint_tail {
             writer.log.sync()?;
             return self.remove_doomed();
@@ -692,7 +728,7 @@ impl Drop for Shared {
         if writer.log.failure().is_none() {
             // Closing: make everything durable; an error here has nowhere to go, and
             // recovery replays the redo in any case.
-            let _ = self.checkpoint_locked(&mut writer);
+            let _ = self.checkpoint_locked(&mut writer, self.options.reclaim);
         }
     }
 }

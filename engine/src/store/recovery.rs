@@ -140,6 +140,7 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
         queue: Mutex::new(Vec::new()),
         retired: Mutex::new(Vec::new()),
         doomed: Mutex::new(Vec::new()),
+        maintenance: Arc::default(),
         _lock: lock,
     })
 }
@@ -210,6 +211,7 @@ fn create(
         queue: Mutex::new(Vec::new()),
         retired: Mutex::new(Vec::new()),
         doomed: Mutex::new(Vec::new()),
+        maintenance: Arc::default(),
         options,
         _lock: lock,
     })

@@ -1,0 +1,101 @@
+//! The maintenance thread: runs the checkpoints commits find due, each followed by a
+//! bounded cold compaction step when a cold segment is mostly dead, so that commits do not
+//! pay for them. Commits only wake it; a commit runs the checkpoint itself when the thread
+//! has fallen far behind (see `Shared::commit`).
+
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+
+use parking_lot::{Condvar, Mutex};
+
+use super::Shared;
+
+/// The thread's mailbox, shared by `Shared` and the thread (which holds the database only
+/// while it works).
+#[derive(Default)]
+pub(crate) struct Maintenance {
+    signal: Mutex<Signal>,
+    wake: Condvar,
+}
+
+#[derive(Default)]
+struct Signal {
+    due: bool,
+    stop: bool,
+    running: bool,
+}
+
+impl Maintenance {
+    /// True while a maintenance thread serves this database.
+    pub fn running(&self) -> bool {
+        self.signal.lock().running
+    }
+
+    /// Asks the thread for a checkpoint.
+    pub fn wake(&self) {
+        self.signal.lock().due = true;
+        self.wake.notify_one();
+    }
+
+    /// Waits for work; false when the thread is to stop.
+    fn next(&self) -> bool {
+        let mut signal = self.signal.lock();
+        while !signal.due && !signal.stop {
+            self.wake.wait(&mut signal);
+        }
+        signal.due = false;
+        !signal.stop
+    }
+}
+
+/// Owns the maintenance thread; dropping it (with the last `Db` handle) stops and joins the
+/// thread, so the database is closed by the handle's owner, not later by the thread.
+pub(crate) struct Background {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Background {
+    pub fn start(shared: &Arc<Shared>) -> std::io::Result<Background> {
+        let weak: Weak<Shared> = Arc::downgrade(shared);
+        let mailbox = shared.maintenance.clone();
+        mailbox.signal.lock().running = true;
+        let thread = std::thread::Builder::new()
+            .name("skewdb-maintenance".to_string())
+            .spawn(move || run(&mailbox, &weak));
+        match thread {
+            Ok(thread) => Ok(Background {
+                shared: shared.clone(),
+                thread: Some(thread),
+            }),
+            Err(error) => {
+                shared.maintenance.signal.lock().running = false;
+                Err(error)
+            }
+        }
+    }
+}
+
+fn run(mailbox: &Maintenance, weak: &Weak<Shared>) {
+    while mailbox.next() {
+        let Some(shared) = weak.upgrade() else {
+            return;
+        };
+        // Failures are sticky in the log and the cold store: the next commit reports them.
+        let _ = shared.maintain();
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        {
+            let mut signal = self.shared.maintenance.signal.lock();
+            signal.stop = true;
+            signal.running = false;
+        }
+        self.shared.maintenance.wake.notify_all();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
