@@ -133,22 +133,27 @@ pub fn compaction_workload() -> Vec<Vec<Step>> {
     let parent = |p: usize| format!("key{p:04}").into_bytes();
     let mut batches = Vec::new();
     let mut next_key = 0i64;
+    // Parent 4's history is short (a chunk or two, too little to merge), so compaction
+    // moves its chunks rather than merging them.
     let mut pushes = |rng: &mut StdRng, batches: &mut Vec<Vec<Step>>, count: usize| {
-        for _ in 0..count {
+        for b in 0..count {
             let batch = (0..8)
                 .map(|_| {
                     next_key += 1;
-                    let payload = vec![rng.random::<u8>(); rng.random_range(20..60)];
-                    let p = rng.random_range(0..4);
+                    let payload = vec![rng.random::<u8>(); rng.random_range(60..120)];
+                    let p = rng.random_range(0..if b < 10 { 5 } else { 4 });
                     Step::Push("users", parent(p), "log", (next_key, Some(1.0), payload))
                 })
                 .collect();
             batches.push(batch);
         }
     };
-    pushes(&mut rng, &mut batches, 60);
+    pushes(&mut rng, &mut batches, 100);
     batches.push(vec![Step::Delete("users", parent(0))]);
-    batches.push(vec![Step::Delete("users", parent(1))]);
+    batches.push(vec![
+        Step::Delete("users", parent(1)),
+        Step::Delete("users", parent(3)),
+    ]);
     batches.push(
         (1..40)
             .map(|k| Step::Remove("users", parent(2), "log", k * 3))

@@ -43,32 +43,37 @@ fn recover_twice(image: &SimStorage, durability: Durability) -> Model {
 }
 
 fn crash_matrix(durability: Durability, batches: usize, seed: u64) -> usize {
-    crash_matrix_of(durability, &workload(seed, batches), 40).0
+    crash_matrix_of(durability, true, &workload(seed, batches), 40).0
 }
 
 /// Commits `steps`, with a checkpoint after every `every` batches and a compaction instead
 /// every other time, capturing every sync; then checks each crash image of each capture.
+/// `reclaim` sets automatic reclamation (cleaning and cold compaction after checkpoints).
 fn crash_matrix_of(
     durability: Durability,
+    reclaim: bool,
     steps: &[Vec<skewdb_tests::Step>],
     every: usize,
-) -> (usize, u64) {
+) -> (usize, (u64, u64)) {
+    let options = small_options(durability).reclaim(reclaim);
     let states = prefix_states(steps);
     let sim = SimStorage::new();
     let storage: Arc<dyn Storage> = Arc::new(sim.clone());
-    let db = open_db(storage, small_options(durability)).unwrap();
+    let db = open_db(storage, options).unwrap();
     sim.capture_syncs(true);
     // captured_at[i]: snapshots taken before batch i's commit returned.
     let mut captured_at = Vec::new();
     let mut durable_at = Vec::new();
-    let mut compacted = 0;
+    // Chunks moved and merged by the compactions.
+    let mut compacted = (0, 0);
     for (index, batch) in steps.iter().enumerate() {
         commit(&db, batch).unwrap();
         // Every other time, a compaction (it ends with checkpoints) instead of a checkpoint,
         // so crashes land in cold compaction and log cleaning too.
         if index % (2 * every) == 2 * every - 1 {
             let report = db.compact().unwrap();
-            compacted += report.chunks_moved + report.chunks_merged;
+            compacted.0 += report.chunks_moved;
+            compacted.1 += report.chunks_merged;
         } else if index % every == every - 1 {
             db.checkpoint().unwrap();
         }
@@ -113,15 +118,17 @@ fn crash_matrix_immediate() {
 }
 
 /// Cold compaction under crashes: arrays long enough to seal many small chunks, parents
-/// deleted so that cold segments go sparse, compactions that move and merge chunks.
+/// deleted so that cold segments go sparse, compactions that move and merge chunks
+/// (automatic reclamation off, so that the explicit compactions find the work; the other
+/// matrices run with it on).
 #[test]
 fn crash_matrix_cold_compaction() {
-    let (images, compacted) = crash_matrix_of(
-        Durability::Immediate,
-        &skewdb_tests::compaction_workload(),
-        30,
+    let workload = skewdb_tests::compaction_workload();
+    let (images, compacted) = crash_matrix_of(Durability::Immediate, false, &workload, 30);
+    assert!(
+        compacted.0 >= 10 && compacted.1 >= 10,
+        "moved, merged: {compacted:?}"
     );
-    assert!(compacted >= 20, "{compacted} chunks moved or merged");
     assert!(images > 0);
 }
 

@@ -273,6 +273,24 @@ impl ColdStore {
         Ok(bytes)
     }
 
+    /// The raw (decompressed) length a chunk's header claims, read without the rest of the
+    /// chunk; for planning only (a read of the chunk checks it).
+    pub fn raw_len(&self, loc: ChunkLoc) -> Result<u32> {
+        let head = ChunkLoc {
+            len: chunk::CHUNK_HEADER_BYTES.min(loc.len as usize) as u32,
+            ..loc
+        };
+        let (bytes, _) = self.chunk_bytes(head)?;
+        match bytes.get(9..13) {
+            Some(raw) => Ok(u32::from_le_bytes(raw.try_into().expect("4 bytes"))),
+            None => Err(Error::corruption(
+                segment_name(loc.segment_id),
+                loc.offset,
+                "chunk shorter than its header",
+            )),
+        }
+    }
+
     /// Ends the segment being appended to (synced) and starts the next, so that the one
     /// ended can be compacted like any sealed segment.
     pub fn seal(&self) -> Result<()> {

@@ -24,10 +24,9 @@ pub(super) const COMPACT_BELOW: f64 = 0.5;
 /// Chunk bytes one step moves or merges, at most (one array's work at least); bounds the
 /// time commits wait for a step.
 pub(super) const STEP_BYTES: u64 = 8 * 1024 * 1024;
-/// A chunk of kind items whose stored length is below this is small.
-const SMALL_CHUNK_BYTES: u32 = 8 * 1024;
-/// Runs of at least this many adjacent small chunks of one array are merged.
-const MIN_RUN: usize = 4;
+/// A chunk of kind items holding fewer bytes of encoded items than this is small (a sealed
+/// tail holds at most 7 KiB with 16 KiB pages).
+const SMALL_RAW_BYTES: usize = 16 * 1024;
 /// A merged chunk holds at most this many bytes of encoded items (9 sealed tails' worth):
 /// large enough that a long read touches few chunks, small enough that a read of the newest
 /// items does not decode much more than it returns.
@@ -113,9 +112,10 @@ impl Shared {
         Ok(sparse)
     }
 
-    /// Walks the chunk index of `tree`: every chunk in a sparse segment is moved, and runs
-    /// of at least `MIN_RUN` adjacent small item chunks of one array are merged (a run that
-    /// includes chunks of sparse segments takes them along). `merge` off plans moves only.
+    /// Walks the chunk index of `tree`: adjacent small item chunks of one array are grouped
+    /// (in key order, while their items fit `MERGED_RAW_BYTES`), and each group of two or
+    /// more that holds at least `SMALL_RAW_BYTES` is merged, so a merged chunk is not small
+    /// again; every other chunk in a sparse segment is moved. `merge` off plans moves only.
     pub(super) fn plan_cold(&self, tree: &Tree, merge: bool) -> Result<Plan> {
         let sparse = self.sparse_cold_segments(tree)?;
         let mut plan = Plan::default();
@@ -126,19 +126,22 @@ impl Shared {
         let start = [0x80u8];
         let mut cursor = tree.cursor(&self.pages, Bound::Included(&start[..]))?;
         let mut array: Option<Bytes> = None;
-        let mut run: Vec<(Bytes, ChunkRef)> = Vec::new();
-        let flush = |run: &mut Vec<(Bytes, ChunkRef)>, plan: &mut Plan| {
-            if run.len() >= MIN_RUN {
+        // The group being gathered, and its items' encoded bytes.
+        let mut group: Vec<(Bytes, ChunkRef)> = Vec::new();
+        let mut group_raw = 0;
+        let flush = |group: &mut Vec<(Bytes, ChunkRef)>, raw: &mut usize, plan: &mut Plan| {
+            if group.len() >= 2 && *raw >= SMALL_RAW_BYTES {
                 plan.work.push(Work::Merge {
-                    run: std::mem::take(run),
+                    run: std::mem::take(group),
                 });
             } else {
-                for (key, entry) in run.drain(..) {
+                for (key, entry) in group.drain(..) {
                     if sparse.contains(&entry.loc.segment_id) {
                         plan.work.push(Work::Move { key, entry });
                     }
                 }
             }
+            *raw = 0;
         };
         while let Some((key, value)) = cursor.next(tree, &self.pages)? {
             if !keys::is_chunk_entry(&key) {
@@ -155,21 +158,27 @@ impl Shared {
             // The array's prefix: everything before the max key and number.
             let prefix = key.slice(..key.len() - 12);
             if array.as_ref() != Some(&prefix) {
-                flush(&mut run, &mut plan);
+                flush(&mut group, &mut group_raw, &mut plan);
                 array = Some(prefix);
             }
-            let small =
-                merge && entry.kind == ChunkKind::Items && entry.loc.len < SMALL_CHUNK_BYTES;
-            if small {
-                run.push((key, entry));
+            let raw = match merge && entry.kind == ChunkKind::Items {
+                true => self.cold.raw_len(entry.loc)? as usize,
+                false => usize::MAX,
+            };
+            if raw >= SMALL_RAW_BYTES {
+                flush(&mut group, &mut group_raw, &mut plan);
+                if sparse.contains(&entry.loc.segment_id) {
+                    plan.work.push(Work::Move { key, entry });
+                }
                 continue;
             }
-            flush(&mut run, &mut plan);
-            if sparse.contains(&entry.loc.segment_id) {
-                plan.work.push(Work::Move { key, entry });
+            if group_raw + raw > MERGED_RAW_BYTES {
+                flush(&mut group, &mut group_raw, &mut plan);
             }
+            group.push((key, entry));
+            group_raw += raw;
         }
-        flush(&mut run, &mut plan);
+        flush(&mut group, &mut group_raw, &mut plan);
         Ok(plan)
     }
 

@@ -96,6 +96,9 @@ struct Writer {
     /// Where the redo after the last checkpoint starts.
     checkpoint_tail: LogTail,
     bytes_since_checkpoint: u64,
+    /// Cold chunk bytes written since the last checkpoint: the chunks they replace stay on
+    /// disk until a checkpoint stops needing them, so these count towards the next one too.
+    cold_since_checkpoint: u64,
     checkpoint_sequence: u64,
     counters: WriterCounters,
 }
@@ -342,6 +345,7 @@ impl Shared {
         batches: u64,
     ) -> Result<()> {
         let bytes = group.bytes() as u64;
+        let cold_bytes = cold.mark() as u64;
         self.cold.append(cold)?;
         writer.log.append(group)?;
         if self.options.durability == Durability::Immediate {
@@ -354,6 +358,7 @@ impl Shared {
             commits: base.commits + batches,
         });
         writer.bytes_since_checkpoint += bytes;
+        writer.cold_since_checkpoint += cold_bytes;
         writer.counters.commit_groups += 1;
         Ok(())
     }
@@ -426,14 +431,18 @@ impl Shared {
         Ok(())
     }
 
-    /// How far the state is from the last checkpoint: the redo since, or the pages changed
-    /// since (counted at the page size), whichever is more. A checkpoint is due once it
-    /// reaches `checkpoint_bytes`: the first bounds recovery, the second the memory that
-    /// changed pages hold.
+    /// How far the state is from the last checkpoint: the redo since, the pages changed
+    /// since (counted at the page size) or the cold chunk bytes written since, whichever is
+    /// most. A checkpoint is due once it reaches `checkpoint_bytes`: the first bounds
+    /// recovery, the second the memory that changed pages hold, the third the cold space
+    /// that waits for a checkpoint to be given back.
     fn checkpoint_pressure(&self, writer: &Writer) -> u64 {
         let dirty_bytes =
             self.current().tree.table.dirty_count() as u64 * self.pages.page_bytes as u64;
-        writer.bytes_since_checkpoint.max(dirty_bytes)
+        writer
+            .bytes_since_checkpoint
+            .max(dirty_bytes)
+            .max(writer.cold_since_checkpoint)
     }
 
     /// The maintenance thread's work: the checkpoint commits found due (if still due), then
@@ -666,6 +675,7 @@ impl Shared {
         writer.counters.checkpoints += 1;
         writer.checkpoint_tail = tail;
         writer.bytes_since_checkpoint = 0;
+        writer.cold_since_checkpoint = 0;
         self.doom_unneeded(&checkpoint)?;
         self.remove_doomed()
     }

@@ -120,6 +120,7 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
         log,
         checkpoint_tail: checkpoint.replay_from,
         bytes_since_checkpoint: replayed.bytes,
+        cold_since_checkpoint: 0,
         checkpoint_sequence: checkpoint.sequence,
         counters: WriterCounters {
             replayed_bytes: replayed.bytes,
@@ -205,6 +206,7 @@ fn create(
             log,
             checkpoint_tail: tail,
             bytes_since_checkpoint: 0,
+            cold_since_checkpoint: 0,
             checkpoint_sequence: 0,
             counters: WriterCounters::default(),
         }),
