@@ -483,3 +483,70 @@ fn reclaim_off_copies_nothing_until_compact() {
     let report = db.compact().unwrap();
     assert!(report.cold_bytes_after < cold / 4, "{report:?}");
 }
+
+/// Writes ten large records, then rewrites small parents until the log has moved on.
+fn large_then_rewrites(db: &Db) {
+    db.create_collection(CollectionSpec::new("docs")).unwrap();
+    let mut batch = db.batch();
+    for i in 0..10 {
+        batch.put("docs", format!("large{i}"), large_body(i));
+    }
+    batch.commit().unwrap();
+    for round in 0..20 {
+        rewrite(db, 2_000, round);
+    }
+    db.checkpoint().unwrap();
+}
+
+/// 4 KiB pages: bodies over 993 bytes are large records.
+fn large_body(i: u32) -> String {
+    format!("{i} {}", "L".repeat(3_000 + i as usize))
+}
+
+/// Large records (stored in the log frame that carried them) do not pin their segment:
+/// compaction writes them again at the tail, so the segment they were in is cleaned and
+/// removed like any other, and they read back the same. Automatic reclamation does the same
+/// by itself.
+#[test]
+fn large_records_move_out_of_sparse_segments() {
+    let first = "hot-00000001.log".to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options().reclaim(false)).unwrap();
+    large_then_rewrites(&db);
+    assert!(hot_files(dir.path()).contains(&first));
+    let space = db.space().unwrap().hot;
+    db.compact().unwrap();
+    let after = db.space().unwrap().hot;
+    assert!(
+        !hot_files(dir.path()).contains(&first),
+        "{:?}",
+        hot_files(dir.path())
+    );
+    assert!(
+        after.file_bytes < space.file_bytes,
+        "{space:?} then {after:?}"
+    );
+    let docs = db.collection("docs").unwrap();
+    for i in 0..10 {
+        let doc = docs.get(format!("large{i}")).unwrap().unwrap();
+        assert_eq!(doc.body(), large_body(i).as_bytes());
+    }
+    db.verify().unwrap();
+    drop(docs);
+    drop(db);
+    let db = Db::open(dir.path(), options()).unwrap();
+    let doc = db
+        .collection("docs")
+        .unwrap()
+        .get("large3")
+        .unwrap()
+        .unwrap();
+    assert_eq!(doc.body(), large_body(3).as_bytes());
+    db.verify().unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options()).unwrap();
+    large_then_rewrites(&db);
+    assert!(!hot_files(dir.path()).contains(&first));
+    db.verify().unwrap();
+}

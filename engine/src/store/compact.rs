@@ -286,7 +286,7 @@ impl Shared {
         let cold_total = plan.bytes();
         let hot_sparse = |writer: &Writer| -> Result<u64> {
             let sparse = self.sparse_segments(&self.current().tree, writer)?;
-            Ok(sparse.iter().map(|(bytes, _)| bytes).sum())
+            Ok(sparse.iter().map(super::Sparse::live_bytes).sum())
         };
         let mut total = cold_total + hot_sparse(&self.writer.lock())?;
         progress(0, total);
@@ -310,13 +310,15 @@ impl Shared {
             }
         }
         // Hot: the segment being appended to is sealed first, so it can be cleaned too (the
-        // chunks its redo refers to made durable before, as at any roll).
+        // chunks its redo refers to made durable before, as at any roll); large records
+        // move out of the sparse segments, a step at a time, so that cleaning can empty them.
         let hot_total = {
             let mut writer = self.writer.lock();
             self.cold.sync()?;
             writer.log.seal()?;
             hot_sparse(&writer)?
         };
+        while self.relocate_large(STEP_BYTES)? > 0 {}
         total = cold_total + hot_total;
         progress(cold_total, total);
         // One checkpoint per step. Each step cleans at least one segment; the bound only
@@ -336,6 +338,75 @@ impl Shared {
         report.hot_bytes_after = hot_bytes()?;
         report.cold_bytes_after = cold_bytes()?;
         Ok(report)
+    }
+
+    /// Moves the large records held by mostly-dead log segments to the tail (each written
+    /// again, as a commit would), so that cleaning can empty those segments; at most about
+    /// `limit` bytes of records. A record a commit changed since the walk is left alone.
+    /// Returns the record bytes moved.
+    pub(super) fn relocate_large(&self, limit: u64) -> Result<u64> {
+        let (version, segments) = {
+            let writer = self.writer.lock();
+            let version = self.current();
+            let segments: BTreeSet<u32> = self
+                .sparse_segments(&version.tree, &writer)?
+                .into_iter()
+                .filter(|segment| segment.large_bytes > 0)
+                .map(|segment| segment.segment_id)
+                .collect();
+            (version, segments)
+        };
+        if segments.is_empty() {
+            return Ok(0);
+        }
+        let mut found = Vec::new();
+        let mut found_bytes = 0;
+        let mut cursor = version.tree.cursor(&self.pages, Bound::Unbounded)?;
+        while let Some((key, value)) = cursor.next(&version.tree, &self.pages)? {
+            if let Value::Large(large) = value
+                && segments.contains(&large.segment_id)
+            {
+                found_bytes += large.value_len as u64;
+                found.push((key, large));
+                if found_bytes >= limit {
+                    break;
+                }
+            }
+        }
+        drop(version);
+        let mut writer = self.writer.lock();
+        let base = self.current();
+        let mut txn = Txn {
+            tree: base.tree.clone(),
+            catalog: base.catalog.clone(),
+        };
+        let mut redo = Vec::new();
+        let mut moved = 0;
+        for (key, large) in found {
+            if txn.tree.get(&self.pages, &key)? != Some(Value::Large(large)) {
+                continue;
+            }
+            let value = self.pages.value_bytes(&Value::Large(large))?;
+            moved += value.len() as u64;
+            redo.push(Op::Put { key, value });
+        }
+        if redo.is_empty() {
+            return Ok(0);
+        }
+        self.cold_synced_before_roll(&writer)?;
+        let cold = self.cold.group()?;
+        let mut group = writer.log.group()?;
+        self.encode_redo(&mut txn, &mut group, &redo)?;
+        self.write_group(&mut writer, &base, txn, group, cold, 0)?;
+        Ok(moved)
+    }
+
+    /// The automatic reclamation step that follows a checkpoint: large records out of
+    /// sparse log segments (for the next checkpoint's cleaning), then a cold compaction
+    /// step.
+    pub(super) fn reclaim_step(&self) -> Result<()> {
+        self.relocate_large(STEP_BYTES)?;
+        self.cold_step()
     }
 
     /// One automatic step of cold compaction, when a sealed cold segment is mostly dead: the

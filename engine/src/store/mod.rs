@@ -149,6 +149,21 @@ pub(crate) struct Shared {
     _lock: Box<dyn LockGuard>,
 }
 
+/// A sealed log segment that is mostly dead: what of it the tree still needs.
+struct Sparse {
+    segment_id: u32,
+    page_bytes: u64,
+    pages: Vec<PageId>,
+    /// Bytes of large records the tree refers to in it.
+    large_bytes: u64,
+}
+
+impl Sparse {
+    fn live_bytes(&self) -> u64 {
+        self.page_bytes + self.large_bytes
+    }
+}
+
 /// Segment files waiting for the versions that may refer to them.
 struct Doomed {
     readers: Vec<Weak<Version>>,
@@ -274,7 +289,7 @@ impl Shared {
                     if self.maintenance.running() {
                         self.maintenance.wake();
                     } else {
-                        let _ = self.cold_step();
+                        let _ = self.reclaim_step();
                     }
                 }
             }
@@ -455,60 +470,71 @@ impl Shared {
             }
         }
         if self.options.reclaim {
-            self.cold_step()?;
+            self.reclaim_step()?;
         }
         Ok(())
     }
 
-    /// Sealed log segments mostly dead (live page bytes under `CLEAN_BELOW` of the file),
-    /// sparsest first, each with its live page bytes and pages. A segment holding a large
-    /// record the tree refers to is left out: its record would have to move first.
-    fn sparse_segments(&self, tree: &Tree, writer: &Writer) -> Result<Vec<(u64, Vec<PageId>)>> {
+    /// Sealed log segments mostly dead (live page and large-record bytes under
+    /// `CLEAN_BELOW` of the file), sparsest first.
+    fn sparse_segments(&self, tree: &Tree, writer: &Writer) -> Result<Vec<Sparse>> {
         let storage = self.pages.storage.as_ref();
         let tail_segment = writer.log.tail().segment_id;
-        let mut live: BTreeMap<u32, (u64, Vec<PageId>)> = BTreeMap::new();
+        let mut live: BTreeMap<u32, Sparse> = BTreeMap::new();
+        fn entry(live: &mut BTreeMap<u32, Sparse>, segment_id: u32) -> &mut Sparse {
+            live.entry(segment_id).or_insert_with(|| Sparse {
+                segment_id,
+                page_bytes: 0,
+                pages: Vec::new(),
+                large_bytes: 0,
+            })
+        }
         for (id, slot) in tree.table.iter() {
             if let Slot::Disk(loc) = slot
                 && loc.segment_id < tail_segment
             {
-                let (bytes, pages) = live.entry(loc.segment_id).or_default();
-                *bytes += loc.len as u64;
-                pages.push(id);
+                let sparse = entry(&mut live, loc.segment_id);
+                sparse.page_bytes += loc.len as u64;
+                sparse.pages.push(id);
+            }
+        }
+        for (&segment_id, &bytes) in tree.large_live.iter() {
+            if segment_id < tail_segment {
+                entry(&mut live, segment_id).large_bytes += bytes;
             }
         }
         let mut sparse = Vec::new();
-        for (segment_id, (bytes, pages)) in live {
-            if tree.large_live.contains_key(&segment_id) {
-                continue;
-            }
+        for (segment_id, segment) in live {
             let file_bytes = storage.len(&crate::log::segment_name(segment_id))?;
-            let ratio = bytes as f64 / file_bytes.max(1) as f64;
+            let ratio = segment.live_bytes() as f64 / file_bytes.max(1) as f64;
             if ratio < CLEAN_BELOW {
-                sparse.push((ratio, bytes, pages));
+                sparse.push((ratio, segment));
             }
         }
         sparse.sort_by(|a, b| a.0.total_cmp(&b.0));
-        Ok(sparse
-            .into_iter()
-            .map(|(_, bytes, pages)| (bytes, pages))
-            .collect())
+        Ok(sparse.into_iter().map(|(_, segment)| segment).collect())
     }
 
     /// Log cleaning: the live pages of the sparsest segments become dirty in `tree`, so the
     /// checkpoint about to be written copies them to the tail and the segments stop being
     /// needed. At most `CLEAN_BYTES` of pages per checkpoint (one segment at least), which
-    /// bounds the time commits wait. Returns the page bytes it marked.
+    /// bounds the time commits wait. A segment still holding a large record the tree refers
+    /// to waits until the record has moved (see `relocate_large`). Returns the page bytes
+    /// it marked.
     fn clean_sparse_segments(&self, tree: &mut Tree, writer: &Writer) -> Result<u64> {
         let mut moved = 0;
-        for (bytes, pages) in self.sparse_segments(tree, writer)? {
-            if moved > 0 && moved + bytes > CLEAN_BYTES {
+        for segment in self.sparse_segments(tree, writer)? {
+            if segment.large_bytes > 0 {
+                continue;
+            }
+            if moved > 0 && moved + segment.page_bytes > CLEAN_BYTES {
                 break;
             }
-            for id in pages {
+            for id in segment.pages {
                 let node = tree.node(&self.pages, id)?;
                 tree.table.set(id, Slot::Dirty(node));
             }
-            moved += bytes;
+            moved += segment.page_bytes;
         }
         Ok(moved)
     }
