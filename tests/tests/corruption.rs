@@ -279,3 +279,27 @@ fn cold_segment_shorter_than_its_durable_tail_is_corruption() {
         Ok(_) => panic!("a cold segment cut below its durable tail opened"),
     }
 }
+
+/// Regression (found by the corruption sweep): the segment replay starts in, cut to its
+/// header or less, was taken for a segment torn while being created and removed, and
+/// recovery then failed with an I/O error syncing it. The checkpoint found that segment
+/// durable, so it is corruption.
+#[test]
+fn replay_segment_cut_to_its_header_is_corruption() {
+    let (image, _) = damaged_database(true);
+    let mut segments: Vec<u32> = image
+        .list()
+        .unwrap()
+        .iter()
+        .filter_map(|n| parse_segment_name(n))
+        .collect();
+    segments.sort();
+    let last = segment_name(*segments.last().unwrap());
+    for len in [0, 16, 32] {
+        let storage = damaged_copy(&image, &last, |bytes| bytes.truncate(len));
+        match Db::open_with_storage(storage, small_options(Durability::Immediate)) {
+            Err(error) => assert!(error.is_corruption(), "cut to {len}: {error}"),
+            Ok(_) => panic!("cut to {len}: opened"),
+        }
+    }
+}

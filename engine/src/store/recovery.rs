@@ -272,9 +272,11 @@ fn replay(
                 }
             }
             // A crash while moving to a new segment leaves its header torn and nothing after.
+            // Not so the segment replay starts in: the checkpoint found it durable.
             Err(error)
                 if error.is_corruption()
                     && is_last
+                    && segment_id != from.segment_id
                     && storage.len(&name)? <= SEGMENT_HEADER_BYTES as u64 =>
             {
                 storage.remove(&name)?;
