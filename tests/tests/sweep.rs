@@ -46,6 +46,9 @@ static ALLOCATOR: Tracking = Tracking;
 /// No allocation above this: the largest legitimate one is a 16 MiB record and its buffer.
 const ALLOCATION_LIMIT: usize = 40 * 1024 * 1024;
 
+/// Parents as (key, body).
+type Bodies = Vec<(Vec<u8>, Vec<u8>)>;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Outcome {
     /// Every read right and `verify` clean: the damage hit bytes nothing needs.
@@ -119,12 +122,11 @@ fn outcome(storage: Arc<dyn Storage>, model: &Model) -> Outcome {
                 );
             }
         }
-        let scanned: Result<Vec<(Vec<u8>, Vec<u8>)>, Error> =
-            collection.scan::<&[u8]>(..).and_then(|scan| {
-                scan.map(|d| d.map(|d| (d.key().to_vec(), d.body().to_vec())))
-                    .collect()
-            });
-        let expected: Vec<(Vec<u8>, Vec<u8>)> = entries
+        let scanned: Result<Bodies, Error> = collection.scan::<&[u8]>(..).and_then(|scan| {
+            scan.map(|d| d.map(|d| (d.key().to_vec(), d.body().to_vec())))
+                .collect()
+        });
+        let expected: Bodies = entries
             .iter()
             .map(|(k, v)| (k.clone(), v.body.clone()))
             .collect();
