@@ -1,13 +1,15 @@
 //! Shared helpers for the integration tests: a plain model of committed state and a
 //! deterministic workload that the crash and fault tests replay.
 
+pub mod fuzz;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use skewdb::storage::{SimStorage, Storage};
-use skewdb::{CollectionSpec, Db, Durability, ItemQuery, Layout, NewItem, Options, Result};
+use skewdb::{CollectionSpec, Db, Durability, Error, ItemQuery, Layout, NewItem, Options, Result};
 
 /// An item as the models keep it: key, value, payload.
 pub type ModelItem = (i64, Option<f64>, Vec<u8>);
@@ -312,6 +314,58 @@ pub fn prefix_states(batches: &[Vec<Step>]) -> Vec<Model> {
         states.push(normalized(&model));
     }
     states
+}
+
+/// The states a database may hold after a run with failures: every acknowledged batch, and
+/// any failed batch that reached the log before its error.
+pub fn possible_states(candidates: &mut Vec<Model>, batch: &[Step], result: &Result<()>) {
+    match result {
+        Ok(()) => candidates.iter_mut().for_each(|m| apply(m, batch)),
+        // Refused before anything was written: a poisoned writer, or a batch over a limit.
+        Err(
+            Error::WriteFailed { .. }
+            | Error::UnknownCollection { .. }
+            | Error::UnknownField { .. }
+            | Error::RecordTooLarge { .. }
+            | Error::KeyTooLarge { .. }
+            | Error::BatchTooLarge { .. }
+            | Error::InvalidItem { .. }
+            | Error::WrongLayout { .. },
+        ) => {}
+        Err(_) => {
+            let with: Vec<Model> = candidates
+                .iter()
+                .map(|m| {
+                    let mut m = m.clone();
+                    apply(&mut m, batch);
+                    m
+                })
+                .collect();
+            for model in with {
+                if !candidates.contains(&model) {
+                    candidates.push(model);
+                }
+            }
+        }
+    }
+}
+
+/// A small database holding every layout (chunks, sealed buckets, large records, a
+/// checkpoint and redo after it), closed cleanly, and what it holds.
+pub fn all_layouts_image() -> (SimStorage, Model) {
+    let sim = SimStorage::new();
+    let storage: Arc<dyn Storage> = Arc::new(sim.clone());
+    let db = open_db(storage, small_options(Durability::Immediate)).expect("open");
+    let mut model = Model::new();
+    for (index, batch) in workload(17, 45).iter().enumerate() {
+        commit(&db, batch).expect("commit");
+        apply(&mut model, batch);
+        if index == 20 {
+            db.checkpoint().expect("checkpoint");
+        }
+    }
+    drop(db);
+    (sim.crash_image(0), normalized(&model))
 }
 
 /// A new simulated directory behind the trait object the engine takes.

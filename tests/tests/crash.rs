@@ -3,9 +3,10 @@
 use std::sync::Arc;
 
 use skewdb::storage::{SimStorage, Storage};
-use skewdb::{Db, Durability, Error};
+use skewdb::{Db, Durability};
 use skewdb_tests::{
-    Model, apply, commit, normalized, open_db, prefix_states, read_all, small_options, workload,
+    Model, commit, normalized, open_db, possible_states, prefix_states, read_all, small_options,
+    workload,
 };
 
 const CRASH_SEEDS: u64 = 4;
@@ -159,35 +160,6 @@ fn crash_matrix_cold_compaction() {
 fn crash_matrix_buffered() {
     let images = crash_matrix(Durability::Buffered, 120, 2);
     assert!(images > 0);
-}
-
-/// The states a database may hold after a run with failures: every acknowledged batch, and
-/// any failed batch that reached the log before its error.
-fn possible_states(
-    candidates: &mut Vec<Model>,
-    batch: &[skewdb_tests::Step],
-    result: &Result<(), Error>,
-) {
-    match result {
-        Ok(()) => candidates.iter_mut().for_each(|m| apply(m, batch)),
-        // Refused before anything was written.
-        Err(Error::WriteFailed { .. } | Error::UnknownCollection { .. }) => {}
-        Err(_) => {
-            let with: Vec<Model> = candidates
-                .iter()
-                .map(|m| {
-                    let mut m = m.clone();
-                    apply(&mut m, batch);
-                    m
-                })
-                .collect();
-            for model in with {
-                if !candidates.contains(&model) {
-                    candidates.push(model);
-                }
-            }
-        }
-    }
 }
 
 fn sweep(persistent: bool) -> (u64, u64) {

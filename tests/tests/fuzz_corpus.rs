@@ -23,3 +23,28 @@ fn decoders_corpus_replays_cleanly() {
     }
     assert!(files >= 10, "{files} corpus files in {}", dir.display());
 }
+
+/// Runs every file of a corpus through `target`.
+fn replay(corpus: &str, target: fn(&[u8])) -> usize {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fuzz/corpus")
+        .join(corpus);
+    let mut files = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        target(&std::fs::read(entry.unwrap().path()).unwrap());
+        files += 1;
+    }
+    files
+}
+
+#[test]
+fn db_image_corpus_replays_cleanly() {
+    let files = replay("db_image", skewdb_tests::fuzz::db_image);
+    assert!(files >= 6, "{files} corpus files");
+}
+
+#[test]
+fn model_corpus_replays_cleanly() {
+    let files = replay("model", skewdb_tests::fuzz::model);
+    assert!(files >= 8, "{files} corpus files");
+}

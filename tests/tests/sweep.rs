@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use skewdb::log::{parse_segment_name, scan_segment};
 use skewdb::storage::{SimStorage, Storage};
 use skewdb::{Db, Durability, Error, ItemQuery};
-use skewdb_tests::{Model, apply, commit, normalized, open_db, small_options, workload};
+use skewdb_tests::{Model, all_layouts_image, small_options};
 
 /// Records the largest single allocation, to show no length read from a damaged file is
 /// trusted before it is checked.
@@ -59,23 +59,6 @@ enum Outcome {
     CorruptOnRead,
     /// Open refused a changed format version with `Error::UnsupportedVersion`.
     Unsupported,
-}
-
-/// A database holding every layout, closed cleanly, and what it holds.
-fn image() -> (SimStorage, Model) {
-    let sim = SimStorage::new();
-    let storage: Arc<dyn Storage> = Arc::new(sim.clone());
-    let db = open_db(storage, small_options(Durability::Immediate)).unwrap();
-    let mut model = Model::new();
-    for (index, batch) in workload(17, 45).iter().enumerate() {
-        commit(&db, batch).unwrap();
-        apply(&mut model, batch);
-        if index == 20 {
-            db.checkpoint().unwrap();
-        }
-    }
-    drop(db);
-    (sim.crash_image(0), normalized(&model))
 }
 
 /// Opens a damaged copy and reads everything; panics on a wrong value or another error.
@@ -201,7 +184,7 @@ fn corruption_sweep() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(23)
         .max(1);
-    let (image, model) = image();
+    let (image, model) = all_layouts_image();
     let mut names = image.list().unwrap();
     names.sort();
     assert!(names.iter().any(|n| n.starts_with("cold-")), "{names:?}");

@@ -1,0 +1,266 @@
+//! Entry points for the fuzz targets that need the models: `db_image` (open, verify and
+//! read mutated database images) and `model` (operation sequences with power losses and
+//! I/O errors against a model of acknowledged and durable state). The targets in `fuzz/`
+//! call them; `tests/fuzz_corpus.rs` replays the checked-in corpora through them on stable.
+
+use std::sync::{Arc, OnceLock};
+
+use arbitrary::{Arbitrary, Unstructured};
+use skewdb::storage::{SimStorage, Storage};
+use skewdb::{Db, Durability, Error};
+
+use crate::{
+    COLLECTIONS, Model, ModelItem, Step, all_layouts_image, arrays_of, commit, open_db,
+    possible_states, read_all, small_options,
+};
+
+/// Opens a copy of the all-layouts image changed by `data`, verifies it and reads it
+/// whole. Every answer must be the right one or `Error::Corruption` (`UnsupportedVersion`
+/// for a changed format version); a panic, another error or a wrong value is a finding.
+///
+/// `data` is a list of changes of 6 bytes each: kind, file, offset (u32 LE). Kind 0..=5
+/// flips bits of the byte at the offset (by `kind + 1`), 6 zeroes the 512-byte sector
+/// holding it, 7 cuts the file there.
+pub fn db_image(data: &[u8]) {
+    static IMAGE: OnceLock<(SimStorage, Model)> = OnceLock::new();
+    let (image, expected) = IMAGE.get_or_init(all_layouts_image);
+    let copy = image.crash_image(0);
+    let mut names = copy.list().expect("list");
+    names.sort();
+    for change in data.chunks_exact(6) {
+        let name = &names[change[1] as usize % names.len()];
+        let mut bytes = copy.file_bytes(name).expect("file");
+        if bytes.is_empty() {
+            continue;
+        }
+        let at =
+            u32::from_le_bytes(change[2..6].try_into().expect("4 bytes")) as usize % bytes.len();
+        match change[0] % 8 {
+            kind @ 0..=5 => bytes[at] ^= kind + 1,
+            6 => {
+                let start = at / 512 * 512;
+                let end = (start + 512).min(bytes.len());
+                bytes[start..end].fill(0);
+            }
+            _ => bytes.truncate(at),
+        }
+        copy.set_file_bytes(name, bytes);
+    }
+    let storage: Arc<dyn Storage> = Arc::new(copy);
+    let db = match Db::open_with_storage(storage, small_options(Durability::Immediate)) {
+        Ok(db) => db,
+        Err(error) => return allowed(error),
+    };
+    if let Err(error) = db.verify() {
+        allowed(error);
+    }
+    match read_all(&db) {
+        Ok(state) => assert_eq!(&state, expected, "a read returned a wrong value"),
+        Err(error) => allowed(error),
+    }
+}
+
+fn allowed(error: Error) {
+    assert!(
+        error.is_corruption() || matches!(error, Error::UnsupportedVersion { .. }),
+        "damage gave {error}"
+    );
+}
+
+/// A size biased to the limits: empty, small, around the largest record a 4 KiB leaf holds
+/// inline (993 bytes), or large.
+#[derive(Arbitrary, Debug, Clone, Copy)]
+pub enum Size {
+    Empty,
+    Small(u8),
+    NearInline(i8),
+    Large(u16),
+}
+
+impl Size {
+    fn bytes(self) -> usize {
+        match self {
+            Size::Empty => 0,
+            Size::Small(n) => n as usize,
+            Size::NearInline(d) => (993 + d as i64).max(0) as usize,
+            Size::Large(n) => 993 + n as usize % 20_000,
+        }
+    }
+}
+
+/// One operation of the model fuzzer. Writes gather in a batch until `Commit`.
+#[derive(Arbitrary, Debug, Clone, Copy)]
+pub enum Operation {
+    Put {
+        parent: u8,
+        size: Size,
+    },
+    Push {
+        parent: u8,
+        field: u8,
+        key: i16,
+        value: Option<i8>,
+        size: Size,
+    },
+    Delete {
+        parent: u8,
+    },
+    Remove {
+        parent: u8,
+        field: u8,
+        key: i16,
+    },
+    Commit,
+    Checkpoint,
+    Compact,
+    /// Close (cleanly, unless a fault stops it) and open again.
+    Reopen,
+    /// Power loss: the directory as a crash would leave it, opened again.
+    Crash {
+        seed: u8,
+    },
+    /// The storage operation `after` operations from now fails, once.
+    FailSoon {
+        after: u8,
+    },
+}
+
+/// The collection and key of parent `p`: few parents, so arrays grow past their caps.
+fn parent(p: u8) -> (&'static str, Vec<u8>) {
+    (
+        COLLECTIONS[p as usize % 2],
+        format!("key{:02}", p / 2 % 6).into_bytes(),
+    )
+}
+
+/// Runs `data` as a sequence of operations on a simulated directory and checks, after
+/// every reopen and power loss, that the database holds one of the states the model allows:
+/// every acknowledged batch (all of it or, for a batch that failed, none of it), and under
+/// `Durability::Buffered` any state since the last one made durable.
+pub fn model(data: &[u8]) {
+    let mut input = Unstructured::new(data);
+    let durability = match input.arbitrary::<bool>() {
+        Ok(true) => Durability::Buffered,
+        _ => Durability::Immediate,
+    };
+    let options = small_options(durability);
+    let mut sim = SimStorage::new();
+    let open = |sim: &SimStorage| -> Db {
+        let storage: Arc<dyn Storage> = Arc::new(sim.clone());
+        open_db(storage, options.clone()).expect("a directory without faults opens")
+    };
+    let mut db = Some(open(&sim));
+    // States the database may hold now, and those a power loss may bring back.
+    let mut candidates = vec![Model::new()];
+    let mut since_durable = candidates.clone();
+    let mut batch: Vec<Step> = Vec::new();
+    let mut operations = 0;
+    while let Ok(operation) = input.arbitrary::<Operation>() {
+        operations += 1;
+        if operations > 200 {
+            break;
+        }
+        let live = db.as_ref().expect("open");
+        match operation {
+            Operation::Put { parent: p, size } => {
+                let (collection, key) = parent(p);
+                batch.push(Step::Put(collection, key, vec![b'b'; size.bytes()]));
+            }
+            Operation::Push {
+                parent: p,
+                field,
+                key,
+                value,
+                size,
+            } => {
+                let (collection, parent_key) = parent(p);
+                let fields = arrays_of(collection);
+                let field = fields[field as usize % fields.len()].0;
+                let item: ModelItem = (key as i64, value.map(f64::from), vec![b'i'; size.bytes()]);
+                batch.push(Step::Push(collection, parent_key, field, item));
+            }
+            Operation::Delete { parent: p } => {
+                let (collection, key) = parent(p);
+                batch.push(Step::Delete(collection, key));
+            }
+            Operation::Remove {
+                parent: p,
+                field,
+                key,
+            } => {
+                let (collection, parent_key) = parent(p);
+                let fields = arrays_of(collection);
+                let field = fields[field as usize % fields.len()].0;
+                batch.push(Step::Remove(collection, parent_key, field, key as i64));
+            }
+            Operation::Commit => {
+                let steps = std::mem::take(&mut batch);
+                let result = commit(live, &steps);
+                possible_states(&mut candidates, &steps, &result);
+                if durability == Durability::Immediate && result.is_ok() {
+                    since_durable = candidates.clone();
+                } else {
+                    extend(&mut since_durable, &candidates);
+                }
+            }
+            Operation::Checkpoint | Operation::Compact => {
+                let result = match operation {
+                    Operation::Checkpoint => live.checkpoint(),
+                    _ => live.compact().map(|_| ()),
+                };
+                if result.is_ok() {
+                    since_durable = candidates.clone();
+                }
+            }
+            Operation::Reopen => {
+                batch.clear();
+                drop(db.take());
+                sim.clear_faults();
+                let reopened = open(&sim);
+                candidates = vec![check(&reopened, &candidates, "reopen")];
+                since_durable = candidates.clone();
+                db = Some(reopened);
+            }
+            Operation::Crash { seed } => {
+                batch.clear();
+                let image = sim.crash_image(seed as u64);
+                drop(db.take());
+                sim = image;
+                let reopened = open(&sim);
+                candidates = vec![check(&reopened, &since_durable, "power loss")];
+                since_durable = candidates.clone();
+                db = Some(reopened);
+            }
+            Operation::FailSoon { after } => {
+                sim.fail_at(sim.operations() + 1 + after as u64, false);
+            }
+        }
+    }
+    drop(db.take());
+    sim.clear_faults();
+    let reopened = open(&sim);
+    check(&reopened, &candidates, "final reopen");
+}
+
+/// Adds the states of `more` that `into` lacks.
+fn extend(into: &mut Vec<Model>, more: &[Model]) {
+    for state in more {
+        if !into.contains(state) {
+            into.push(state.clone());
+        }
+    }
+}
+
+/// Reads the whole database (which must verify) and returns its state, which must be one
+/// of `allowed`.
+fn check(db: &Db, allowed: &[Model], when: &str) -> Model {
+    db.verify().expect("a recovered database verifies");
+    let state = read_all(db).expect("a recovered database reads");
+    let normalized: Vec<Model> = allowed.iter().map(crate::normalized).collect();
+    assert!(
+        normalized.contains(&state),
+        "after {when}: a state the model does not allow ({} allowed)",
+        allowed.len()
+    );
+    state
+}
