@@ -1,0 +1,90 @@
+//! The table (ratios to skewdb beside each figure) and the bar chart.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use plotters::prelude::*;
+
+use crate::Measured;
+use crate::engines::Model;
+
+pub type Row = (&'static str, Model, Measured);
+
+fn ratio(value: f64, base: f64) -> String {
+    if base == 0.0 {
+        return "-".to_string();
+    }
+    format!("{:.2}x", value / base)
+}
+
+pub fn table(rows: &[Row]) -> String {
+    let base = &rows[0].2;
+    let mut out = String::new();
+    out.push_str("| engine | model | mixed ops/s | vs skewdb | views/s | vs skewdb | view p50 us | view p99 us | appends/s | vs skewdb | disk MiB | vs skewdb | cache hit ratio |\n");
+    out.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (engine, model, m) in rows {
+        let _ = writeln!(
+            out,
+            "| {engine} | {model} | {:.0} | {} | {:.0} | {} | {:.1} | {:.1} | {:.0} | {} | {:.1} | {} | {} |",
+            m.ops_per_second,
+            ratio(m.ops_per_second, base.ops_per_second),
+            m.views_per_second,
+            ratio(m.views_per_second, base.views_per_second),
+            m.view_p50_us,
+            m.view_p99_us,
+            m.appends_per_second,
+            ratio(m.appends_per_second, base.appends_per_second),
+            m.disk_bytes as f64 / (1 << 20) as f64,
+            ratio(m.disk_bytes as f64, base.disk_bytes as f64),
+            m.hit_ratio.map_or("-".to_string(), |h| format!("{h:.3}")),
+        );
+    }
+    out
+}
+
+/// Writes the table to `bench-results/peers.md` and the chart to `bench-results/peers.svg`.
+pub fn write(header: &str, table: &str, rows: &[Row]) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench-results");
+    std::fs::create_dir_all(&dir).expect("results directory");
+    std::fs::write(dir.join("peers.md"), format!("{header}{table}")).expect("write table");
+    chart(&dir.join("peers.svg"), rows).expect("chart");
+}
+
+fn chart(path: &Path, rows: &[Row]) -> Result<(), Box<dyn std::error::Error>> {
+    let root = SVGBackend::new(path, (900, 420)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let top = rows
+        .iter()
+        .map(|r| r.2.views_per_second)
+        .fold(1.0, f64::max)
+        * 3.0;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            "Product page views per second (log scale)",
+            ("sans-serif", 18),
+        )
+        .margin(10)
+        .x_label_area_size(90)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0..rows.len(), (1.0..top).log_scale())?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(rows.len())
+        .x_label_formatter(&|i| {
+            rows.get(*i)
+                .map(|(engine, model, _)| format!("{engine} {model}"))
+                .unwrap_or_default()
+        })
+        .y_desc("views/s")
+        .draw()?;
+    chart.draw_series(rows.iter().enumerate().map(|(i, (engine, _, m))| {
+        let color = if *engine == "skewdb" { RED } else { BLUE };
+        Rectangle::new(
+            [(i, 1.0), (i + 1, m.views_per_second.max(1.0))],
+            color.mix(0.6).filled(),
+        )
+    }))?;
+    root.present()?;
+    Ok(())
+}
