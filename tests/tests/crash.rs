@@ -9,7 +9,18 @@ use skewdb_tests::{
     workload,
 };
 
+/// Crash images per sync point (each loses a different choice of unsynced writes).
 const CRASH_SEEDS: u64 = 4;
+
+/// How many times longer the workloads run: 1 in CI; the long mode sets
+/// `SKEWDB_CRASH_SCALE` (RELIABILITY.md):
+/// `SKEWDB_CRASH_SCALE=5 cargo test --release -p skewdb-tests --test crash -- --nocapture`
+fn scale() -> usize {
+    std::env::var("SKEWDB_CRASH_SCALE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1)
+}
 
 /// Opens a crash image and returns what it holds; recovery must never fail on a crash image.
 fn recover(image: &SimStorage, durability: Durability) -> Model {
@@ -137,7 +148,8 @@ fn crash_matrix_of(
 
 #[test]
 fn crash_matrix_immediate() {
-    let images = crash_matrix(Durability::Immediate, 200, 1);
+    let images = crash_matrix(Durability::Immediate, 200 * scale(), 1);
+    println!("immediate: {images} crash images recovered, each as one allowed state");
     assert!(images >= 200 * CRASH_SEEDS as usize, "{images} images");
 }
 
@@ -149,6 +161,7 @@ fn crash_matrix_immediate() {
 fn crash_matrix_cold_compaction() {
     let workload = skewdb_tests::compaction_workload();
     let (images, compacted) = crash_matrix_of(Durability::Immediate, false, &workload, 30);
+    println!("cold compaction: {images} crash images; chunks moved, merged: {compacted:?}");
     assert!(
         compacted.0 >= 10 && compacted.1 >= 10,
         "moved, merged: {compacted:?}"
@@ -158,7 +171,8 @@ fn crash_matrix_cold_compaction() {
 
 #[test]
 fn crash_matrix_buffered() {
-    let images = crash_matrix(Durability::Buffered, 120, 2);
+    let images = crash_matrix(Durability::Buffered, 120 * scale(), 2);
+    println!("buffered: {images} crash images recovered, each as one allowed state");
     assert!(images > 0);
 }
 
@@ -220,6 +234,9 @@ fn sweep(persistent: bool) -> (u64, u64) {
 #[test]
 fn io_error_sweep_once() {
     let (total, errors) = sweep(false);
+    println!(
+        "I/O error once at each of {total} operations: {errors} errors reported, every state allowed"
+    );
     assert!(
         total > 100 && errors > 0,
         "{total} operations, {errors} errors"
@@ -229,5 +246,8 @@ fn io_error_sweep_once() {
 #[test]
 fn io_error_sweep_persistent() {
     let (total, errors) = sweep(true);
+    println!(
+        "I/O error from each of {total} operations on: {errors} errors reported, every state allowed"
+    );
     assert!(errors >= total / 2, "{total} operations, {errors} errors");
 }
