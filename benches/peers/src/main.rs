@@ -5,7 +5,8 @@
 //! one transaction), and skewdb with its native `Subset { keep: 5 }` layout. Every engine
 //! gets the same cache budget and commits every write durably (fsync).
 //!
-//! Run: `cargo run --release -p skewdb-peers` (`-- --products N` to change the size). It
+//! Run: `cargo run --release -p skewdb-peers` (`-- --products N` to change the size,
+//! `-- --only ENGINE` to measure one engine without writing the results). It
 //! prints a markdown table, and writes it with a bar chart to `bench-results/peers.md` and
 //! `bench-results/peers.svg`.
 
@@ -127,11 +128,20 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .and_then(|s| s.parse().ok())
         .unwrap_or(100_000u64);
+    // `--only ENGINE` measures one engine (for profiling).
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1))
+        .cloned();
     let started = Instant::now();
     let products = data::products(products_count);
     let reviews: usize = products.iter().map(|p| p.reviews.len()).sum();
     let mut rows = Vec::new();
     for (engine, model) in engines::all() {
+        if only.as_ref().is_some_and(|only| only != engine) {
+            continue;
+        }
         let mut runs = Vec::new();
         for run_index in 0..RUNS {
             let dir = tempfile::tempdir().expect("temporary directory");
@@ -156,5 +166,7 @@ fn main() {
         started.elapsed().as_secs_f64()
     );
     print!("{header}{table}");
-    report::write(&header, &table, &rows);
+    if only.is_none() {
+        report::write(&header, &table, &rows);
+    }
 }
