@@ -53,7 +53,7 @@ pub fn open(engine: &str, model: Model, dir: &Path) -> Box<dyn Store> {
 }
 
 /// Bytes of every file under `dir`.
-fn dir_bytes(dir: &Path) -> u64 {
+pub fn dir_bytes(dir: &Path) -> u64 {
     let mut total = 0;
     for entry in std::fs::read_dir(dir).expect("read dir").flatten() {
         let meta = entry.metadata().expect("metadata");

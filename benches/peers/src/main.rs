@@ -12,7 +12,9 @@
 
 mod data;
 mod engines;
+mod kv;
 mod report;
+mod sensors;
 
 use std::time::Instant;
 
@@ -120,6 +122,58 @@ fn median(mut runs: Vec<Measured>) -> Measured {
     middle
 }
 
+/// The sensor workload on every engine and model.
+fn run_sensors(only: Option<&str>) -> Vec<report::SensorRow> {
+    let mut rows = Vec::new();
+    let mut configs: Vec<(&'static str, &'static str)> = vec![("skewdb", "native Bucket")];
+    for engine in ["redb", "fjall", "sqlite"] {
+        configs.push((engine, "hand-coded buckets"));
+        configs.push((engine, "embedded"));
+    }
+    for (engine, model) in configs {
+        if only.is_some_and(|only| only != engine) {
+            continue;
+        }
+        let mut runs = Vec::new();
+        for run_index in 0..RUNS {
+            let dir = tempfile::tempdir().expect("temporary directory");
+            let mut store: Box<dyn sensors::SensorStore> = match (engine, model) {
+                ("skewdb", _) => Box::new(sensors::Skew::open(dir.path())),
+                (_, "embedded") => Box::new(sensors::Peer::open(
+                    engine,
+                    sensors::Model::Embedded,
+                    dir.path(),
+                )),
+                _ => Box::new(sensors::Peer::open(
+                    engine,
+                    sensors::Model::HandBuckets,
+                    dir.path(),
+                )),
+            };
+            store.load(sensors::loaded_until());
+            // Every store holds the same month: one reading a minute.
+            let month = store.aggregate(0, 0, sensors::loaded_until());
+            assert_eq!(
+                month.0,
+                sensors::loaded_until() as u64 / 60,
+                "{engine} {model}"
+            );
+            runs.push(sensors::run(
+                store.as_mut(),
+                &sensors::operations(run_index as u64),
+            ));
+        }
+        runs.sort_by(|a, b| a.ops_per_second.total_cmp(&b.ops_per_second));
+        let measured = runs[runs.len() / 2].clone();
+        eprintln!(
+            "{engine} {model}: {:.0} ops/s, {:.0} aggregates/s",
+            measured.ops_per_second, measured.aggregates_per_second
+        );
+        rows.push((engine, model, measured));
+    }
+    rows
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let products_count = args
@@ -165,8 +219,20 @@ fn main() {
         CACHE_BYTES >> 20,
         started.elapsed().as_secs_f64()
     );
-    print!("{header}{table}");
+    let sensor_rows = run_sensors(only.as_deref());
+    let sensor_table = report::sensor_table(&sensor_rows);
+    let sensor_header = format!(
+        "\nSensors: {} sensors, a month of minute readings each ({} readings); {} operations per run (50% appends, 30% last-hour ranges, 15% one-day and 5% one-month aggregates), then the aggregates alone and the ranges alone; median of {RUNS} runs; same cache and durability.\n\n",
+        sensors::SENSORS,
+        sensors::SENSORS * sensors::loaded_until() as u64 / 60,
+        sensors::OPS,
+    );
+    print!("{header}{table}{sensor_header}{sensor_table}");
     if only.is_none() {
-        report::write(&header, &table, &rows);
+        report::write(
+            &format!("{header}{table}{sensor_header}"),
+            &sensor_table,
+            &rows,
+        );
     }
 }

@@ -42,7 +42,35 @@ pub fn table(rows: &[Row]) -> String {
     out
 }
 
-/// Writes the table to `bench-results/peers.md` and the chart to `bench-results/peers.svg`.
+pub type SensorRow = (&'static str, &'static str, crate::sensors::Measured);
+
+pub fn sensor_table(rows: &[SensorRow]) -> String {
+    let Some(base) = rows.first().map(|r| &r.2) else {
+        return String::new();
+    };
+    let mut out = String::new();
+    out.push_str("| engine | model | mixed ops/s | vs skewdb | aggregates/s | vs skewdb | last-hour ranges/s | vs skewdb | appends/s | vs skewdb | disk MiB | vs skewdb |\n");
+    out.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (engine, model, m) in rows {
+        let _ = writeln!(
+            out,
+            "| {engine} | {model} | {:.0} | {} | {:.0} | {} | {:.0} | {} | {:.0} | {} | {:.1} | {} |",
+            m.ops_per_second,
+            ratio(m.ops_per_second, base.ops_per_second),
+            m.aggregates_per_second,
+            ratio(m.aggregates_per_second, base.aggregates_per_second),
+            m.ranges_per_second,
+            ratio(m.ranges_per_second, base.ranges_per_second),
+            m.appends_per_second,
+            ratio(m.appends_per_second, base.appends_per_second),
+            m.disk_bytes as f64 / (1 << 20) as f64,
+            ratio(m.disk_bytes as f64, base.disk_bytes as f64),
+        );
+    }
+    out
+}
+
+/// Writes the tables to `bench-results/peers.md` and the chart to `bench-results/peers.svg`.
 pub fn write(header: &str, table: &str, rows: &[Row]) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench-results");
     std::fs::create_dir_all(&dir).expect("results directory");

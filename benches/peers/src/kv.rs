@@ -1,0 +1,224 @@
+//! The little each peer needs for the hand-written models of the sensor workload: get, a
+//! durable transaction of puts, and a key range, over named tables.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use crate::CACHE_BYTES;
+
+pub trait Kv {
+    fn get(&self, table: &'static str, key: &[u8]) -> Option<Vec<u8>>;
+    /// Writes every put in one transaction; durable (fsync) when `durable`.
+    fn put_all(&mut self, puts: Vec<(&'static str, Vec<u8>, Vec<u8>)>, durable: bool);
+    /// The values of keys in `start..end`, in key order.
+    fn range(&self, table: &'static str, start: &[u8], end: &[u8]) -> Vec<Vec<u8>>;
+    fn disk_bytes(&self) -> u64;
+}
+
+pub fn open(engine: &str, dir: &Path) -> Box<dyn Kv> {
+    match engine {
+        "redb" => Box::new(RedbKv::open(dir)),
+        "fjall" => Box::new(FjallKv::open(dir)),
+        "sqlite" => Box::new(SqliteKv::open(dir)),
+        _ => unreachable!("unknown engine {engine}"),
+    }
+}
+
+struct RedbKv {
+    dir: PathBuf,
+    db: redb::Database,
+}
+
+impl RedbKv {
+    fn open(dir: &Path) -> RedbKv {
+        let db = redb::Database::builder()
+            .set_cache_size(CACHE_BYTES)
+            .create(dir.join("redb"))
+            .expect("open redb");
+        RedbKv {
+            dir: dir.to_path_buf(),
+            db,
+        }
+    }
+}
+
+fn table(name: &'static str) -> redb::TableDefinition<'static, &'static [u8], &'static [u8]> {
+    redb::TableDefinition::new(name)
+}
+
+impl Kv for RedbKv {
+    fn get(&self, name: &'static str, key: &[u8]) -> Option<Vec<u8>> {
+        use redb::ReadableDatabase;
+        let read = self.db.begin_read().expect("read");
+        let table = read.open_table(table(name)).expect("table");
+        table.get(key).expect("get").map(|v| v.value().to_vec())
+    }
+
+    fn put_all(&mut self, puts: Vec<(&'static str, Vec<u8>, Vec<u8>)>, durable: bool) {
+        let mut write = self.db.begin_write().expect("write");
+        let durability = match durable {
+            true => redb::Durability::Immediate,
+            false => redb::Durability::None,
+        };
+        write.set_durability(durability).expect("durability");
+        for (name, key, value) in &puts {
+            let mut table = write.open_table(table(name)).expect("table");
+            table.insert(&key[..], &value[..]).expect("insert");
+        }
+        write.commit().expect("commit");
+    }
+
+    fn range(&self, name: &'static str, start: &[u8], end: &[u8]) -> Vec<Vec<u8>> {
+        use redb::ReadableDatabase;
+        let read = self.db.begin_read().expect("read");
+        let table = read.open_table(table(name)).expect("table");
+        table
+            .range(start..end)
+            .expect("range")
+            .map(|entry| entry.expect("entry").1.value().to_vec())
+            .collect()
+    }
+
+    fn disk_bytes(&self) -> u64 {
+        crate::engines::dir_bytes(&self.dir)
+    }
+}
+
+struct FjallKv {
+    dir: PathBuf,
+    db: fjall::Database,
+    keyspaces: HashMap<&'static str, fjall::Keyspace>,
+}
+
+impl FjallKv {
+    fn open(dir: &Path) -> FjallKv {
+        let db = fjall::Database::builder(dir.join("fjall"))
+            .cache_size(CACHE_BYTES as u64)
+            .open()
+            .expect("open fjall");
+        FjallKv {
+            dir: dir.to_path_buf(),
+            db,
+            keyspaces: HashMap::new(),
+        }
+    }
+
+    fn keyspace(&mut self, name: &'static str) -> fjall::Keyspace {
+        let db = &self.db;
+        self.keyspaces
+            .entry(name)
+            .or_insert_with(|| {
+                db.keyspace(name, fjall::KeyspaceCreateOptions::default)
+                    .expect("keyspace")
+            })
+            .clone()
+    }
+}
+
+impl Kv for FjallKv {
+    fn get(&self, name: &'static str, key: &[u8]) -> Option<Vec<u8>> {
+        let keyspace = self.keyspaces.get(name)?;
+        keyspace.get(key).expect("get").map(|v| v.to_vec())
+    }
+
+    fn put_all(&mut self, puts: Vec<(&'static str, Vec<u8>, Vec<u8>)>, durable: bool) {
+        let mut batch = self.db.batch();
+        if durable {
+            batch = batch.durability(Some(fjall::PersistMode::SyncAll));
+        }
+        for (name, key, value) in puts {
+            let keyspace = self.keyspace(name);
+            batch.insert(&keyspace, key, value);
+        }
+        batch.commit().expect("commit");
+    }
+
+    fn range(&self, name: &'static str, start: &[u8], end: &[u8]) -> Vec<Vec<u8>> {
+        let Some(keyspace) = self.keyspaces.get(name) else {
+            return Vec::new();
+        };
+        keyspace
+            .range(start.to_vec()..end.to_vec())
+            .map(|guard| guard.value().expect("value").to_vec())
+            .collect()
+    }
+
+    fn disk_bytes(&self) -> u64 {
+        crate::engines::dir_bytes(&self.dir)
+    }
+}
+
+struct SqliteKv {
+    dir: PathBuf,
+    connection: rusqlite::Connection,
+}
+
+impl SqliteKv {
+    fn open(dir: &Path) -> SqliteKv {
+        let connection = rusqlite::Connection::open(dir.join("sqlite.db")).expect("open sqlite");
+        connection
+            .execute_batch(&format!(
+                "PRAGMA journal_mode = WAL;
+                 PRAGMA synchronous = FULL;
+                 PRAGMA cache_size = -{};
+                 CREATE TABLE kv (t TEXT NOT NULL, k BLOB NOT NULL, v BLOB NOT NULL,
+                     PRIMARY KEY (t, k)) WITHOUT ROWID;",
+                CACHE_BYTES >> 10
+            ))
+            .expect("schema");
+        SqliteKv {
+            dir: dir.to_path_buf(),
+            connection,
+        }
+    }
+}
+
+impl Kv for SqliteKv {
+    fn get(&self, name: &'static str, key: &[u8]) -> Option<Vec<u8>> {
+        let mut statement = self
+            .connection
+            .prepare_cached("SELECT v FROM kv WHERE t = ?1 AND k = ?2")
+            .expect("prepare");
+        let mut rows = statement
+            .query(rusqlite::params![name, key])
+            .expect("query");
+        rows.next()
+            .expect("row")
+            .map(|row| row.get(0).expect("value"))
+    }
+
+    fn put_all(&mut self, puts: Vec<(&'static str, Vec<u8>, Vec<u8>)>, durable: bool) {
+        let synchronous = if durable { "FULL" } else { "OFF" };
+        self.connection
+            .execute_batch(&format!("PRAGMA synchronous = {synchronous}"))
+            .expect("pragma");
+        let transaction = self.connection.transaction().expect("transaction");
+        {
+            let mut insert = transaction
+                .prepare_cached("INSERT OR REPLACE INTO kv (t, k, v) VALUES (?1, ?2, ?3)")
+                .expect("prepare");
+            for (name, key, value) in &puts {
+                insert
+                    .execute(rusqlite::params![name, key, value])
+                    .expect("insert");
+            }
+        }
+        transaction.commit().expect("commit");
+    }
+
+    fn range(&self, name: &'static str, start: &[u8], end: &[u8]) -> Vec<Vec<u8>> {
+        let mut statement = self
+            .connection
+            .prepare_cached("SELECT v FROM kv WHERE t = ?1 AND k >= ?2 AND k < ?3 ORDER BY k")
+            .expect("prepare");
+        statement
+            .query_map(rusqlite::params![name, start, end], |row| row.get(0))
+            .expect("query")
+            .map(|value| value.expect("row"))
+            .collect()
+    }
+
+    fn disk_bytes(&self) -> u64 {
+        crate::engines::dir_bytes(&self.dir)
+    }
+}
