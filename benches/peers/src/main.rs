@@ -12,6 +12,7 @@
 
 mod data;
 mod engines;
+mod followers;
 mod kv;
 mod report;
 mod sensors;
@@ -122,56 +123,92 @@ fn median(mut runs: Vec<Measured>) -> Measured {
     middle
 }
 
-/// The sensor workload on every engine and model.
-fn run_sensors(only: Option<&str>) -> Vec<report::SensorRow> {
-    let mut rows = Vec::new();
-    let mut configs: Vec<(&'static str, &'static str)> = vec![("skewdb", "native Bucket")];
+/// Runs every engine and model of a workload (skewdb's native layout, then each peer's
+/// hand-coded pattern and embedded model) `RUNS` times and keeps the run with the median
+/// mixed rate. `open(engine, hand_coded, dir)` opens a loaded store; `run` measures it.
+fn run_all<S: ?Sized, M: Clone>(
+    only: Option<&str>,
+    names: (&'static str, &'static str),
+    open: impl Fn(&'static str, bool, &std::path::Path) -> Box<S>,
+    run: impl Fn(&mut S, u64) -> M,
+    rate: impl Fn(&M) -> f64,
+) -> Vec<(&'static str, &'static str, M)> {
+    let mut configs = vec![("skewdb", names.0, true)];
     for engine in ["redb", "fjall", "sqlite"] {
-        configs.push((engine, "hand-coded buckets"));
-        configs.push((engine, "embedded"));
+        configs.push((engine, names.1, true));
+        configs.push((engine, "embedded", false));
     }
-    for (engine, model) in configs {
+    let mut rows = Vec::new();
+    for (engine, model, hand_coded) in configs {
         if only.is_some_and(|only| only != engine) {
             continue;
         }
-        let mut runs = Vec::new();
-        for run_index in 0..RUNS {
-            let dir = tempfile::tempdir().expect("temporary directory");
-            let mut store: Box<dyn sensors::SensorStore> = match (engine, model) {
-                ("skewdb", _) => Box::new(sensors::Skew::open(dir.path())),
-                (_, "embedded") => Box::new(sensors::Peer::open(
-                    engine,
-                    sensors::Model::Embedded,
-                    dir.path(),
-                )),
-                _ => Box::new(sensors::Peer::open(
-                    engine,
-                    sensors::Model::HandBuckets,
-                    dir.path(),
-                )),
-            };
-            store.load(sensors::loaded_until());
-            // Every store holds the same month: one reading a minute.
-            let month = store.aggregate(0, 0, sensors::loaded_until());
-            assert_eq!(
-                month.0,
-                sensors::loaded_until() as u64 / 60,
-                "{engine} {model}"
-            );
-            runs.push(sensors::run(
-                store.as_mut(),
-                &sensors::operations(run_index as u64),
-            ));
-        }
-        runs.sort_by(|a, b| a.ops_per_second.total_cmp(&b.ops_per_second));
+        let mut runs: Vec<M> = (0..RUNS as u64)
+            .map(|run_index| {
+                let dir = tempfile::tempdir().expect("temporary directory");
+                let mut store = open(engine, hand_coded, dir.path());
+                run(store.as_mut(), run_index)
+            })
+            .collect();
+        runs.sort_by(|a, b| rate(a).total_cmp(&rate(b)));
         let measured = runs[runs.len() / 2].clone();
-        eprintln!(
-            "{engine} {model}: {:.0} ops/s, {:.0} aggregates/s",
-            measured.ops_per_second, measured.aggregates_per_second
-        );
+        eprintln!("{engine} {model}: {:.0} ops/s", rate(&measured));
         rows.push((engine, model, measured));
     }
     rows
+}
+
+/// The sensor workload on every engine and model; every store must hold the same month.
+fn run_sensors(only: Option<&str>) -> Vec<report::SensorRow> {
+    run_all(
+        only,
+        ("native Bucket", "hand-coded buckets"),
+        |engine, hand_coded, dir| -> Box<dyn sensors::SensorStore> {
+            let mut store: Box<dyn sensors::SensorStore> = match (engine, hand_coded) {
+                ("skewdb", _) => Box::new(sensors::Skew::open(dir)),
+                (_, true) => Box::new(sensors::Peer::open(
+                    engine,
+                    sensors::Model::HandBuckets,
+                    dir,
+                )),
+                (_, false) => Box::new(sensors::Peer::open(engine, sensors::Model::Embedded, dir)),
+            };
+            store.load(sensors::loaded_until());
+            let month = store.aggregate(0, 0, sensors::loaded_until());
+            assert_eq!(month.0, sensors::loaded_until() as u64 / 60, "{engine}");
+            store
+        },
+        |store, run_index| sensors::run(store, &sensors::operations(run_index)),
+        |m| m.ops_per_second,
+    )
+}
+
+/// The followers workload on every engine and model.
+fn run_followers(only: Option<&str>) -> Vec<report::FollowerRow> {
+    let counts = followers::counts();
+    run_all(
+        only,
+        ("native Outlier", "hand-coded Outlier"),
+        |engine, hand_coded, dir| -> Box<dyn followers::FollowerStore> {
+            let mut store: Box<dyn followers::FollowerStore> = match (engine, hand_coded) {
+                ("skewdb", _) => Box::new(followers::Skew::open(dir)),
+                (_, true) => Box::new(followers::Peer::open(
+                    engine,
+                    followers::Model::HandOutlier,
+                    dir,
+                )),
+                (_, false) => Box::new(followers::Peer::open(
+                    engine,
+                    followers::Model::Embedded,
+                    dir,
+                )),
+            };
+            store.load(&counts);
+            store
+        },
+        |store, run_index| followers::run(store, &followers::operations(run_index)),
+        |m| m.ops_per_second,
+    )
 }
 
 fn main() {
@@ -213,11 +250,10 @@ fn main() {
     }
     let table = report::table(&rows);
     let header = format!(
-        "Product pages: {products_count} products, {reviews} reviews (Zipf-shaped counts, the largest on the most viewed); {} operations per run (94% views, 5% new reviews, 1% show all; Zipf 0.99 over products), then the views alone, then {} appends; median of {RUNS} runs; cache {} MiB each; every write durable. Whole run {:.0} s.\n\n",
+        "Product pages: {products_count} products, {reviews} reviews (Zipf-shaped counts, the largest on the most viewed); {} operations per run (94% views, 5% new reviews, 1% show all; Zipf 0.99 over products), then the views alone, then {} appends; median of {RUNS} runs; cache {} MiB each; every write durable.\n\n",
         data::OPS,
         data::STREAM,
         CACHE_BYTES >> 20,
-        started.elapsed().as_secs_f64()
     );
     let sensor_rows = run_sensors(only.as_deref());
     let sensor_table = report::sensor_table(&sensor_rows);
@@ -227,12 +263,19 @@ fn main() {
         sensors::SENSORS * sensors::loaded_until() as u64 / 60,
         sensors::OPS,
     );
-    print!("{header}{table}{sensor_header}{sensor_table}");
+    let follower_rows = run_followers(only.as_deref());
+    let follower_table = report::follower_table(&follower_rows);
+    let follower_header = format!(
+        "\nFollowers: {} users with power-law follower counts, the celebrity with 100,000; {} operations per run (94% profile reads, 5% follows, 1% lists of the first 100 followers; Zipf 0.99 over users), then the profile reads alone; median of {RUNS} runs; same cache and durability.\n\n",
+        followers::USERS,
+        followers::OPS,
+    );
+    let whole = format!(
+        "{header}{table}{sensor_header}{sensor_table}{follower_header}{follower_table}\nWhole run {:.0} s.\n",
+        started.elapsed().as_secs_f64()
+    );
+    print!("{whole}");
     if only.is_none() {
-        report::write(
-            &format!("{header}{table}{sensor_header}"),
-            &sensor_table,
-            &rows,
-        );
+        report::write(&whole, &rows);
     }
 }

@@ -70,11 +70,37 @@ pub fn sensor_table(rows: &[SensorRow]) -> String {
     out
 }
 
+pub type FollowerRow = (&'static str, &'static str, crate::followers::Measured);
+
+pub fn follower_table(rows: &[FollowerRow]) -> String {
+    let Some(base) = rows.first().map(|r| &r.2) else {
+        return String::new();
+    };
+    let mut out = String::new();
+    out.push_str("| engine | model | mixed ops/s | vs skewdb | profile reads/s | vs skewdb | follows/s | vs skewdb | disk MiB | vs skewdb |\n");
+    out.push_str("|---|---|---|---|---|---|---|---|---|---|\n");
+    for (engine, model, m) in rows {
+        let _ = writeln!(
+            out,
+            "| {engine} | {model} | {:.0} | {} | {:.0} | {} | {:.0} | {} | {:.1} | {} |",
+            m.ops_per_second,
+            ratio(m.ops_per_second, base.ops_per_second),
+            m.profiles_per_second,
+            ratio(m.profiles_per_second, base.profiles_per_second),
+            m.follows_per_second,
+            ratio(m.follows_per_second, base.follows_per_second),
+            m.disk_bytes as f64 / (1 << 20) as f64,
+            ratio(m.disk_bytes as f64, base.disk_bytes as f64),
+        );
+    }
+    out
+}
+
 /// Writes the tables to `bench-results/peers.md` and the chart to `bench-results/peers.svg`.
-pub fn write(header: &str, table: &str, rows: &[Row]) {
+pub fn write(text: &str, rows: &[Row]) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench-results");
     std::fs::create_dir_all(&dir).expect("results directory");
-    std::fs::write(dir.join("peers.md"), format!("{header}{table}")).expect("write table");
+    std::fs::write(dir.join("peers.md"), text).expect("write table");
     chart(&dir.join("peers.svg"), rows).expect("chart");
 }
 
