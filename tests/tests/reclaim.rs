@@ -24,14 +24,19 @@ fn rewrite(db: &Db, parents: u32, round: u32) {
     batch.commit().unwrap();
 }
 
-fn hot_files(dir: &std::path::Path) -> Vec<String> {
+/// The names of the files in `dir` starting with `prefix`, sorted.
+fn files(dir: &std::path::Path, prefix: &str) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("hot-"))
+        .filter(|n| n.starts_with(prefix))
         .collect();
     names.sort();
     names
+}
+
+fn hot_files(dir: &std::path::Path) -> Vec<String> {
+    files(dir, "hot-")
 }
 
 /// Rewriting the same parents over and over keeps the log within a bound of the live data
@@ -211,13 +216,7 @@ fn deleting_everything_then_compacting_leaves_a_small_log() {
 }
 
 fn cold_files(dir: &std::path::Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("cold-"))
-        .collect();
-    names.sort();
-    names
+    files(dir, "cold-")
 }
 
 /// Parents with long `Reference` and `Subset` histories: many small chunks each, except every

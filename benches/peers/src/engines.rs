@@ -66,6 +66,19 @@ pub fn dir_bytes(dir: &Path) -> u64 {
     total
 }
 
+/// Hits per request between two readings of (requests, hits) counters.
+fn hit_ratio_since(now: (u64, u64), baseline: (u64, u64)) -> Option<f64> {
+    let requests = now.0 - baseline.0;
+    (requests > 0).then(|| (now.1 - baseline.1) as f64 / requests as f64)
+}
+
+/// Commits a loading batch once it holds 20,000 operations, and starts the next.
+pub fn commit_when_full(db: &Db, batch: &mut skewdb::Batch) {
+    if batch.len() >= 20_000 {
+        std::mem::replace(batch, db.batch()).commit().expect("load");
+    }
+}
+
 fn product_key(id: u64) -> [u8; 8] {
     id.to_be_bytes()
 }
@@ -111,11 +124,7 @@ impl Store for Skew {
                     NewItem::new(review.text.clone()).key(review.time),
                 );
             }
-            if batch.len() >= 20_000 {
-                std::mem::replace(&mut batch, self.db.batch())
-                    .commit()
-                    .expect("load");
-            }
+            commit_when_full(&self.db, &mut batch);
         }
         batch.commit().expect("load");
         self.db.compact().expect("compact");
@@ -159,9 +168,7 @@ impl Store for Skew {
     }
 
     fn hit_ratio(&self) -> Option<f64> {
-        let (requests, hits) = self.counters();
-        let requests = requests - self.baseline.0;
-        (requests > 0).then(|| (hits - self.baseline.1) as f64 / requests as f64)
+        hit_ratio_since(self.counters(), self.baseline)
     }
 
     fn reset_stats(&mut self) {
@@ -300,9 +307,7 @@ impl Store for Redb {
     }
 
     fn hit_ratio(&self) -> Option<f64> {
-        let (requests, hits) = self.counters();
-        let requests = requests - self.baseline.0;
-        (requests > 0).then(|| (hits - self.baseline.1) as f64 / requests as f64)
+        hit_ratio_since(self.counters(), self.baseline)
     }
 
     fn reset_stats(&mut self) {

@@ -110,11 +110,7 @@ impl FollowerStore for Skew {
             for follower in 0..count {
                 let item = NewItem::new([]).key(follower as i64);
                 batch.push("users", key(user as u64), "followers", item);
-                if batch.len() >= 20_000 {
-                    std::mem::replace(&mut batch, self.db.batch())
-                        .commit()
-                        .expect("load");
-                }
+                crate::engines::commit_when_full(&self.db, &mut batch);
             }
         }
         batch.commit().expect("load");

@@ -17,27 +17,43 @@ fn ratio(value: f64, base: f64) -> String {
     format!("{:.2}x", value / base)
 }
 
+/// Table cells: each figure (rounded) and, where a base is given, its ratio to it.
+fn cells(figures: &[(f64, Option<f64>)]) -> String {
+    figures
+        .iter()
+        .map(|(value, base)| match base {
+            Some(base) => format!(" {value:.0} | {} |", ratio(*value, *base)),
+            None => format!(" {value:.1} |"),
+        })
+        .collect()
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1 << 20) as f64
+}
+
 pub fn table(rows: &[Row]) -> String {
-    let base = &rows[0].2;
+    let Some(base) = rows.first().map(|r| &r.2) else {
+        return String::new();
+    };
     let mut out = String::new();
     out.push_str("| engine | model | mixed ops/s | vs skewdb | views/s | vs skewdb | view p50 us | view p99 us | appends/s | vs skewdb | disk MiB | vs skewdb | cache hit ratio |\n");
     out.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (engine, model, m) in rows {
-        let _ = writeln!(
-            out,
-            "| {engine} | {model} | {:.0} | {} | {:.0} | {} | {:.1} | {:.1} | {:.0} | {} | {:.1} | {} | {} |",
-            m.ops_per_second,
-            ratio(m.ops_per_second, base.ops_per_second),
-            m.views_per_second,
-            ratio(m.views_per_second, base.views_per_second),
-            m.view_p50_us,
-            m.view_p99_us,
-            m.appends_per_second,
-            ratio(m.appends_per_second, base.appends_per_second),
-            m.disk_bytes as f64 / (1 << 20) as f64,
-            ratio(m.disk_bytes as f64, base.disk_bytes as f64),
-            m.hit_ratio.map_or("-".to_string(), |h| format!("{h:.3}")),
+        let figures = cells(&[
+            (m.ops_per_second, Some(base.ops_per_second)),
+            (m.views_per_second, Some(base.views_per_second)),
+            (m.view_p50_us, None),
+            (m.view_p99_us, None),
+            (m.appends_per_second, Some(base.appends_per_second)),
+        ]);
+        let disk = format!(
+            "{:.1} | {}",
+            mib(m.disk_bytes),
+            ratio(mib(m.disk_bytes), mib(base.disk_bytes))
         );
+        let hits = m.hit_ratio.map_or("-".to_string(), |h| format!("{h:.3}"));
+        let _ = writeln!(out, "| {engine} | {model} |{figures} {disk} | {hits} |");
     }
     out
 }
@@ -52,20 +68,18 @@ pub fn sensor_table(rows: &[SensorRow]) -> String {
     out.push_str("| engine | model | mixed ops/s | vs skewdb | aggregates/s | vs skewdb | last-hour ranges/s | vs skewdb | appends/s | vs skewdb | disk MiB | vs skewdb |\n");
     out.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (engine, model, m) in rows {
-        let _ = writeln!(
-            out,
-            "| {engine} | {model} | {:.0} | {} | {:.0} | {} | {:.0} | {} | {:.0} | {} | {:.1} | {} |",
-            m.ops_per_second,
-            ratio(m.ops_per_second, base.ops_per_second),
-            m.aggregates_per_second,
-            ratio(m.aggregates_per_second, base.aggregates_per_second),
-            m.ranges_per_second,
-            ratio(m.ranges_per_second, base.ranges_per_second),
-            m.appends_per_second,
-            ratio(m.appends_per_second, base.appends_per_second),
-            m.disk_bytes as f64 / (1 << 20) as f64,
-            ratio(m.disk_bytes as f64, base.disk_bytes as f64),
+        let figures = cells(&[
+            (m.ops_per_second, Some(base.ops_per_second)),
+            (m.aggregates_per_second, Some(base.aggregates_per_second)),
+            (m.ranges_per_second, Some(base.ranges_per_second)),
+            (m.appends_per_second, Some(base.appends_per_second)),
+        ]);
+        let disk = format!(
+            "{:.1} | {}",
+            mib(m.disk_bytes),
+            ratio(mib(m.disk_bytes), mib(base.disk_bytes))
         );
+        let _ = writeln!(out, "| {engine} | {model} |{figures} {disk} |");
     }
     out
 }
@@ -80,18 +94,17 @@ pub fn follower_table(rows: &[FollowerRow]) -> String {
     out.push_str("| engine | model | mixed ops/s | vs skewdb | profile reads/s | vs skewdb | follows/s | vs skewdb | disk MiB | vs skewdb |\n");
     out.push_str("|---|---|---|---|---|---|---|---|---|---|\n");
     for (engine, model, m) in rows {
-        let _ = writeln!(
-            out,
-            "| {engine} | {model} | {:.0} | {} | {:.0} | {} | {:.0} | {} | {:.1} | {} |",
-            m.ops_per_second,
-            ratio(m.ops_per_second, base.ops_per_second),
-            m.profiles_per_second,
-            ratio(m.profiles_per_second, base.profiles_per_second),
-            m.follows_per_second,
-            ratio(m.follows_per_second, base.follows_per_second),
-            m.disk_bytes as f64 / (1 << 20) as f64,
-            ratio(m.disk_bytes as f64, base.disk_bytes as f64),
+        let figures = cells(&[
+            (m.ops_per_second, Some(base.ops_per_second)),
+            (m.profiles_per_second, Some(base.profiles_per_second)),
+            (m.follows_per_second, Some(base.follows_per_second)),
+        ]);
+        let disk = format!(
+            "{:.1} | {}",
+            mib(m.disk_bytes),
+            ratio(mib(m.disk_bytes), mib(base.disk_bytes))
         );
+        let _ = writeln!(out, "| {engine} | {model} |{figures} {disk} |");
     }
     out
 }

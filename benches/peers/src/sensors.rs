@@ -109,11 +109,7 @@ impl SensorStore for Skew {
             for time in (0..until).step_by(60) {
                 let item = NewItem::new([]).key(time).value(value_at(sensor, time));
                 batch.push("sensors", key(sensor), "readings", item);
-                if batch.len() >= 20_000 {
-                    std::mem::replace(&mut batch, self.db.batch())
-                        .commit()
-                        .expect("load");
-                }
+                crate::engines::commit_when_full(&self.db, &mut batch);
             }
         }
         batch.commit().expect("load");
