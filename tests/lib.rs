@@ -22,6 +22,9 @@ pub struct ModelDoc {
     pub arrays: BTreeMap<String, Vec<ModelItem>>,
 }
 
+/// Parents as (key, body), in key order.
+pub type Bodies = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// Committed state as plain maps: collection name, then key to document.
 pub type Model = BTreeMap<String, BTreeMap<Vec<u8>, ModelDoc>>;
 
@@ -366,6 +369,52 @@ pub fn all_layouts_image() -> (SimStorage, Model) {
     }
     drop(db);
     (sim.crash_image(0), normalized(&model))
+}
+
+/// Reads every parent, array and scan of the model from a (possibly damaged) database:
+/// each must agree with the model or be `Corruption`; panics otherwise. Returns the reads
+/// that agreed and those that reported corruption.
+pub fn check_reads(db: &Db, model: &Model) -> (u64, u64) {
+    let (mut good, mut corrupt) = (0, 0);
+    let mut tally = |result: Result<bool, Error>| match result {
+        Ok(true) => good += 1,
+        Ok(false) => panic!("a read returned a wrong value"),
+        Err(error) if error.is_corruption() => corrupt += 1,
+        Err(error) => panic!("unexpected error {error}"),
+    };
+    for (name, entries) in model {
+        let collection = db.collection(name).unwrap();
+        for (key, doc) in entries {
+            tally(
+                collection
+                    .get(key)
+                    .map(|d| d.is_some_and(|d| d.body() == doc.body.as_slice())),
+            );
+            for (field, _) in arrays_of(name) {
+                let expected = doc.arrays.get(field).cloned().unwrap_or_default();
+                tally(collection.items(key, field, &ItemQuery::new()).map(|page| {
+                    page.is_some_and(|page| {
+                        page.items
+                            .into_iter()
+                            .map(|i| (i.key, i.value, i.payload.to_vec()))
+                            .collect::<Vec<_>>()
+                            == expected
+                    })
+                }));
+            }
+        }
+        let scanned: Result<Bodies, Error> = collection.scan::<&[u8]>(..).and_then(|scan| {
+            scan.map(|d| d.map(|d| (d.key().to_vec(), d.body().to_vec())))
+                .collect()
+        });
+        tally(scanned.map(|s| {
+            s == entries
+                .iter()
+                .map(|(k, v)| (k.clone(), v.body.clone()))
+                .collect::<Vec<_>>()
+        }));
+    }
+    (good, corrupt)
 }
 
 /// A new simulated directory behind the trait object the engine takes.

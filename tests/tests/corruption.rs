@@ -6,21 +6,14 @@ use std::sync::Arc;
 
 use skewdb::log::{FrameLoc, parse_segment_name, scan_segment, segment_name};
 use skewdb::storage::{SimStorage, Storage};
-use skewdb::{Db, Durability, Error, ItemQuery};
-use skewdb_tests::{Model, apply, commit, normalized, open_db, small_options, workload};
-
-type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+use skewdb::{Db, Durability, Error};
+use skewdb_tests::{
+    Model, apply, check_reads, commit, normalized, open_db, small_options, workload,
+};
 
 fn frames(sim: &SimStorage) -> Vec<FrameLoc> {
-    let mut segments: Vec<u32> = sim
-        .list()
-        .unwrap()
-        .iter()
-        .filter_map(|n| parse_segment_name(n))
-        .collect();
-    segments.sort();
     let mut frames = Vec::new();
-    for segment in segments {
+    for segment in log_segments(sim) {
         let stop = scan_segment(sim, segment, 32, |_, loc, _| {
             frames.push(loc);
             Ok(())
@@ -44,6 +37,18 @@ fn damaged_copy(
     Arc::new(copy)
 }
 
+/// The log segment ids of `image`, in order.
+fn log_segments(image: &SimStorage) -> Vec<u32> {
+    let mut segments: Vec<u32> = image
+        .list()
+        .unwrap()
+        .iter()
+        .filter_map(|n| parse_segment_name(n))
+        .collect();
+    segments.sort();
+    segments
+}
+
 /// The cold segment files of `image`, in order.
 fn cold_segments(image: &SimStorage) -> Vec<String> {
     let mut segments: Vec<String> = image
@@ -54,50 +59,6 @@ fn cold_segments(image: &SimStorage) -> Vec<String> {
         .collect();
     segments.sort();
     segments
-}
-
-/// Every read of the damaged database either agrees with the model or is `Corruption`.
-fn check_reads(db: &Db, model: &Model) -> (u64, u64) {
-    let (mut good, mut corrupt) = (0, 0);
-    let mut tally = |result: Result<bool, Error>| match result {
-        Ok(true) => good += 1,
-        Ok(false) => panic!("a read returned a wrong value"),
-        Err(error) if error.is_corruption() => corrupt += 1,
-        Err(error) => panic!("unexpected error {error}"),
-    };
-    for (name, entries) in model {
-        let collection = db.collection(name).unwrap();
-        for (key, doc) in entries {
-            tally(
-                collection
-                    .get(key)
-                    .map(|d| d.is_some_and(|d| d.body() == doc.body.as_slice())),
-            );
-            for (field, _) in skewdb_tests::arrays_of(name) {
-                let expected = doc.arrays.get(field).cloned().unwrap_or_default();
-                tally(collection.items(key, field, &ItemQuery::new()).map(|page| {
-                    page.is_some_and(|page| {
-                        page.items
-                            .into_iter()
-                            .map(|i| (i.key, i.value, i.payload.to_vec()))
-                            .collect::<Vec<_>>()
-                            == expected
-                    })
-                }));
-            }
-        }
-        let scanned: Result<Entries, Error> = collection.scan::<&[u8]>(..).and_then(|scan| {
-            scan.map(|d| d.map(|d| (d.key().to_vec(), d.body().to_vec())))
-                .collect()
-        });
-        tally(scanned.map(|s| {
-            s == entries
-                .iter()
-                .map(|(k, v)| (k.clone(), v.body.clone()))
-                .collect::<Vec<_>>()
-        }));
-    }
-    (good, corrupt)
 }
 
 fn damaged_database(close_cleanly: bool) -> (SimStorage, Model) {
@@ -197,13 +158,7 @@ fn damaged_checkpoint_or_segment_header_is_corruption() {
 #[test]
 fn missing_segment_is_reported_unless_nothing_needs_it() {
     let (image, model) = damaged_database(true);
-    let mut segments: Vec<u32> = image
-        .list()
-        .unwrap()
-        .iter()
-        .filter_map(|n| parse_segment_name(n))
-        .collect();
-    segments.sort();
+    let segments = log_segments(&image);
     assert!(segments.len() >= 2, "{segments:?}");
     let mut detected = 0;
     for segment in &segments {
@@ -287,13 +242,7 @@ fn cold_segment_shorter_than_its_durable_tail_is_corruption() {
 #[test]
 fn replay_segment_cut_to_its_header_is_corruption() {
     let (image, _) = damaged_database(true);
-    let mut segments: Vec<u32> = image
-        .list()
-        .unwrap()
-        .iter()
-        .filter_map(|n| parse_segment_name(n))
-        .collect();
-    segments.sort();
+    let segments = log_segments(&image);
     let last = segment_name(*segments.last().unwrap());
     for len in [0, 16, 32] {
         let storage = damaged_copy(&image, &last, |bytes| bytes.truncate(len));

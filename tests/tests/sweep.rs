@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use skewdb::log::{parse_segment_name, scan_segment};
 use skewdb::storage::{SimStorage, Storage};
-use skewdb::{Db, Durability, Error, ItemQuery};
+use skewdb::{Db, Durability, Error};
 use skewdb_tests::{Model, all_layouts_image, small_options};
 
 /// Records the largest single allocation, to show no length read from a damaged file is
@@ -46,9 +46,6 @@ static ALLOCATOR: Tracking = Tracking;
 /// No allocation above this: the largest legitimate one is a 16 MiB record and its buffer.
 const ALLOCATION_LIMIT: usize = 40 * 1024 * 1024;
 
-/// Parents as (key, body).
-type Bodies = Vec<(Vec<u8>, Vec<u8>)>;
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Outcome {
     /// Every read right and `verify` clean: the damage hit bytes nothing needs.
@@ -69,53 +66,14 @@ fn outcome(storage: Arc<dyn Storage>, model: &Model) -> Outcome {
         Err(Error::UnsupportedVersion { .. }) => return Outcome::Unsupported,
         Err(error) => panic!("open failed with {error}"),
     };
-    let mut corrupt = match db.verify() {
+    let verify_corrupt = match db.verify() {
         Ok(_) => false,
         Err(error) if error.is_corruption() => true,
         Err(error) => panic!("verify failed with {error}"),
     };
-    let mut check = |result: Result<bool, Error>, what: &str| match result {
-        Ok(true) => {}
-        Ok(false) => panic!("a wrong value: {what}"),
-        Err(error) if error.is_corruption() => corrupt = true,
-        Err(error) => panic!("{what} failed with {error}"),
-    };
-    for (name, entries) in model {
-        let collection = db.collection(name).unwrap();
-        for (key, doc) in entries {
-            let got = collection.get(key);
-            check(
-                got.map(|d| d.is_some_and(|d| d.body() == doc.body.as_slice())),
-                "get",
-            );
-            for (field, _) in skewdb_tests::arrays_of(name) {
-                let expected = doc.arrays.get(field).cloned().unwrap_or_default();
-                let page = collection.items(key, field, &ItemQuery::new());
-                check(
-                    page.map(|page| {
-                        page.is_some_and(|page| {
-                            page.items
-                                .into_iter()
-                                .map(|i| (i.key, i.value, i.payload.to_vec()))
-                                .collect::<Vec<_>>()
-                                == expected
-                        })
-                    }),
-                    "items",
-                );
-            }
-        }
-        let scanned: Result<Bodies, Error> = collection.scan::<&[u8]>(..).and_then(|scan| {
-            scan.map(|d| d.map(|d| (d.key().to_vec(), d.body().to_vec())))
-                .collect()
-        });
-        let expected: Bodies = entries
-            .iter()
-            .map(|(k, v)| (k.clone(), v.body.clone()))
-            .collect();
-        check(scanned.map(|s| s == expected), "scan");
-    }
-    if corrupt {
+    // Every read agrees with the model or reports corruption (a wrong value panics).
+    let corrupt_reads = skewdb_tests::check_reads(&db, model).1;
+    if verify_corrupt || corrupt_reads > 0 {
         Outcome::CorruptOnRead
     } else {
         Outcome::Right
