@@ -126,9 +126,18 @@ pub struct HotLog {
     next_lsn: u64,
     durable_lsn: u64,
     segment_bytes: u64,
+    /// The length of the segment file: zeros past the tail, extended ahead of the writes.
+    allocated: u64,
     /// Set by the first failed write or sync; from then on every write is refused.
     failed: Option<String>,
     syncs: u64,
+}
+
+/// How far ahead of the writes the segment file is extended: syncing a write into a file
+/// that already has the length is cheaper than one that makes it grow (the size need not
+/// be logged with it). A sixteenth of the segment, between 4 KiB and 1 MiB.
+fn extend_step(segment_bytes: u64) -> u64 {
+    (segment_bytes / 16).clamp(4096, 1 << 20)
 }
 
 /// Where the next frame will be written and the lsn it will carry.
@@ -155,12 +164,14 @@ impl HotLog {
             next_lsn,
             durable_lsn: next_lsn - 1,
             segment_bytes,
+            allocated: SEGMENT_HEADER_BYTES as u64,
             failed: None,
             syncs: 0,
         })
     }
 
-    /// A writer appending at `tail`, everything before which is durable.
+    /// A writer appending at `tail`, the end of its segment file, everything before which
+    /// is durable.
     pub fn resume(storage: Arc<dyn Storage>, tail: LogTail, segment_bytes: u64) -> Self {
         HotLog {
             storage,
@@ -169,6 +180,7 @@ impl HotLog {
             next_lsn: tail.next_lsn,
             durable_lsn: tail.next_lsn - 1,
             segment_bytes,
+            allocated: tail.offset,
             failed: None,
             syncs: 0,
         }
@@ -245,10 +257,19 @@ impl HotLog {
             return Ok(());
         }
         let name = segment_name(self.segment_id);
+        let end = self.tail + group.buf.len() as u64;
+        if end > self.allocated {
+            let step = extend_step(self.segment_bytes);
+            let allocated = end.div_ceil(step) * step;
+            if let Err(error) = self.storage.set_len(&name, allocated) {
+                return self.fail(error);
+            }
+            self.allocated = allocated;
+        }
         if let Err(error) = self.storage.write_at(&name, self.tail, &group.buf) {
             return self.fail(error);
         }
-        self.tail += group.buf.len() as u64;
+        self.tail = end;
         self.next_lsn = group.next_lsn;
         Ok(())
     }
@@ -277,14 +298,29 @@ impl HotLog {
         Ok(())
     }
 
+    /// Cuts the segment back to its last frame (only the last segment may end in zeros) and
+    /// syncs it, then starts the next one.
     fn roll(&mut self) -> Result<()> {
-        self.sync()?;
+        if self.allocated > self.tail {
+            self.check_writable()?;
+            let name = segment_name(self.segment_id);
+            let cut = self.storage.set_len(&name, self.tail);
+            if let Err(error) = cut.and_then(|()| self.storage.sync(&name)) {
+                return self.fail(error);
+            }
+            self.allocated = self.tail;
+            self.durable_lsn = self.next_lsn - 1;
+            self.syncs += 1;
+        } else {
+            self.sync()?;
+        }
         let next = self.segment_id + 1;
         if let Err(error) = write_segment(self.storage.as_ref(), next, self.next_lsn) {
             return self.fail(error);
         }
         self.segment_id = next;
         self.tail = SEGMENT_HEADER_BYTES as u64;
+        self.allocated = self.tail;
         Ok(())
     }
 }
@@ -351,14 +387,15 @@ pub fn read_frame(storage: &dyn Storage, loc: FrameLoc) -> Result<(FrameHeader, 
 pub struct ScanStop {
     /// The offset just past the last good frame.
     pub end: u64,
-    /// The bad frame that stopped the scan before the end of the file, if any.
+    /// The bad frame that stopped the scan before the end of the file, if any (zeros up to
+    /// the end are not one).
     pub bad: Option<BadFrame>,
     /// The highest durable lsn claimed by any valid frame after the bad one.
     pub durable_after_bad: Option<u64>,
 }
 
-/// Visits every valid frame of a segment from `offset` until the end of the file or the first
-/// bad frame. The visitor gets the header, the frame's location and its payload.
+/// Visits every valid frame of a segment from `offset` until the end of the file, zeros up to
+/// its end, or the first bad frame. The visitor gets the header, the frame's location and its payload.
 pub fn scan_segment(
     storage: &dyn Storage,
     segment_id: u32,
@@ -410,7 +447,17 @@ pub fn scan_segment(
     })
 }
 
+/// The scan's stop at a frame that does not decode: the segment's unused space when every
+/// byte from there on is zero (the writer extends the file ahead of its writes), else a bad
+/// frame.
 fn stop_at(bytes: &[u8], at: usize, base: u64, bad: BadFrame, last_lsn: Option<u64>) -> ScanStop {
+    if bytes[at..].iter().all(|b| *b == 0) {
+        return ScanStop {
+            end: base + at as u64,
+            bad: None,
+            durable_after_bad: None,
+        };
+    }
     ScanStop {
         end: base + at as u64,
         bad: Some(bad),
@@ -510,6 +557,53 @@ mod tests {
         assert!(log.sync().is_err());
         assert!(matches!(log.sync(), Err(Error::WriteFailed { .. })));
         assert!(matches!(log.group(), Err(Error::WriteFailed { .. })));
+    }
+
+    #[test]
+    fn the_active_segment_runs_ahead_in_zeros_and_a_rolled_one_is_cut_to_its_frames() {
+        let segment_bytes = 256 * 1024;
+        let step = extend_step(segment_bytes);
+        assert_eq!(step, 16 * 1024);
+        let sim = Arc::new(SimStorage::new());
+        let mut log = HotLog::create(sim.clone(), 1, 1, segment_bytes).unwrap();
+        let write = |log: &mut HotLog, bytes: usize| {
+            let mut group = log.group().unwrap();
+            let start = group.begin();
+            group.buf().extend(std::iter::repeat_n(7u8, bytes));
+            let loc = group.finish(start, FrameKind::BatchEnd);
+            log.append(group).unwrap();
+            log.sync().unwrap();
+            loc
+        };
+        let first = write(&mut log, 100);
+        let len = sim.len(&segment_name(1)).unwrap();
+        assert_eq!(len, step, "extended by one step, not by the frame");
+        // Frames that fit add no length; the first one past it adds one step.
+        while log.tail().offset + 1_000 <= step {
+            write(&mut log, 900);
+        }
+        assert_eq!(sim.len(&segment_name(1)).unwrap(), step);
+        write(&mut log, 2_000);
+        assert_eq!(sim.len(&segment_name(1)).unwrap(), 2 * step);
+        // The scan ends at the zeros, which are not a bad frame.
+        let stop = scan_segment(sim.as_ref(), 1, first.offset, |_, _, _| Ok(())).unwrap();
+        assert_eq!((stop.end, stop.bad), (log.tail().offset, None));
+        // A byte that is not zero past the last frame is one.
+        let mut bytes = sim.file_bytes(&segment_name(1)).unwrap();
+        bytes[log.tail().offset as usize + 100] = 1;
+        sim.set_file_bytes(&segment_name(1), bytes);
+        let stop = scan_segment(sim.as_ref(), 1, first.offset, |_, _, _| Ok(())).unwrap();
+        assert_eq!(stop.end, log.tail().offset);
+        assert!(stop.bad.is_some());
+        // Rolling cuts the old segment back to its last frame, durably.
+        let end = log.tail().offset;
+        log.seal().unwrap();
+        assert_eq!(log.tail().segment_id, 2);
+        assert_eq!(sim.len(&segment_name(1)).unwrap(), end);
+        assert_eq!(sim.crash_image(3).len(&segment_name(1)).unwrap(), end);
+        // The limits: 4 KiB for small segments, 1 MiB for large ones.
+        assert_eq!(extend_step(16 * 1024), 4096);
+        assert_eq!(extend_step(1 << 30), 1 << 20);
     }
 
     #[test]

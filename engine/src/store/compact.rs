@@ -271,8 +271,10 @@ impl Shared {
             }
             Ok(total)
         };
-        let hot_bytes =
-            || -> Result<u64> { Ok(super::verify::segment_files(storage)?.values().sum()) };
+        let hot_bytes = || -> Result<u64> {
+            let tail = self.writer.lock().log.tail();
+            Ok(super::verify::segment_files(storage, tail)?.values().sum())
+        };
         let mut report = CompactReport {
             hot_bytes_before: hot_bytes()?,
             cold_bytes_before: cold_bytes()?,

@@ -719,17 +719,18 @@ impl Shared {
     }
 
     pub fn stats(&self) -> Result<Stats> {
-        let (next_lsn, durable_lsn, log_syncs, counters) = {
+        let (tail, durable_lsn, log_syncs, counters) = {
             let writer = self.writer.lock();
             (
-                writer.log.tail().next_lsn,
+                writer.log.tail(),
                 writer.log.durable_lsn(),
                 writer.log.syncs(),
                 writer.counters,
             )
         };
+        let next_lsn = tail.next_lsn;
         let version = self.current();
-        let segments = verify::segment_files(self.pages.storage.as_ref())?;
+        let segments = verify::segment_files(self.pages.storage.as_ref(), tail)?;
         let log_bytes = segments.values().sum();
         Ok(Stats {
             cache: self.cache_stats(),

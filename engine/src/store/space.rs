@@ -17,6 +17,8 @@ use crate::{Error, Result};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SegmentSpace {
     pub file: String,
+    /// The file's length; for the log's active segment, up to its last frame (the file
+    /// runs on in zeros, up to 1 MiB, extended ahead of the writes).
     pub file_bytes: u64,
     pub live_bytes: u64,
 }
@@ -74,7 +76,7 @@ impl Shared {
         // taken, not during the walk.
         let (version, replay_from, hot_files) = {
             let writer = self.writer.lock();
-            let files = super::verify::segment_files(storage)?;
+            let files = super::verify::segment_files(storage, writer.log.tail())?;
             (self.current(), writer.checkpoint_tail, files)
         };
         let mut cold_files = BTreeMap::new();

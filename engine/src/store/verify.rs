@@ -66,11 +66,17 @@ pub(crate) fn segment_ids(storage: &dyn Storage) -> Result<Vec<u32>> {
     Ok(ids)
 }
 
-/// The hot log segments present, each with its file's length.
-pub(crate) fn segment_files(storage: &dyn Storage) -> Result<BTreeMap<u32, u64>> {
+/// The hot log segments present, each with its file's length, except the active one (that of
+/// `tail`), which counts up to its last frame: it runs on in zeros, extended ahead of the
+/// writes.
+pub(crate) fn segment_files(storage: &dyn Storage, tail: LogTail) -> Result<BTreeMap<u32, u64>> {
     let mut files = BTreeMap::new();
     for id in segment_ids(storage)? {
-        files.insert(id, storage.len(&segment_name(id))?);
+        let len = match id == tail.segment_id {
+            true => tail.offset,
+            false => storage.len(&segment_name(id))?,
+        };
+        files.insert(id, len);
     }
     Ok(files)
 }
