@@ -14,7 +14,7 @@ use crate::page::tree::Cursor as TreeCursor;
 use crate::storage::{FsStorage, Storage};
 use crate::store::background::Background;
 use crate::store::read::array_views;
-use crate::store::stage::decode_record;
+use crate::store::stage::decode_record_fields;
 use crate::store::{
     ArrayView, BatchOp, ItemPage, ItemQuery, NewItem, Outlier, Shared, Version, check_key,
 };
@@ -333,8 +333,14 @@ pub struct Collection {
     info: Arc<CollectionInfo>,
 }
 
-fn document(info: &CollectionInfo, key: Bytes, bytes: Bytes) -> Result<Document> {
-    let record = decode_record(bytes, info, &key)?;
+/// The document of a parent record, with the inline items of the fields `wanted` names.
+fn document(
+    info: &CollectionInfo,
+    key: Bytes,
+    bytes: Bytes,
+    wanted: impl Fn(usize) -> bool,
+) -> Result<Document> {
+    let record = decode_record_fields(bytes, info, &key, wanted)?;
     Ok(Document {
         arrays: array_views(info, record.arrays),
         key,
@@ -377,8 +383,28 @@ impl Collection {
 
     /// The parent `key` with its inline arrays, or `None`. Never reads cold storage.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Document>> {
+        self.get_where(key.as_ref(), |_| true)
+    }
+
+    /// [`Collection::get`] with the inline items of the array fields named in `fields`
+    /// only, as a projection would: every other array comes with its total, overflow flag
+    /// and summary, and no inline items (`inline` empty), which spares decoding them (a
+    /// profile with its follower count, not its first thousand followers).
+    /// `Error::UnknownField` for a name the schema lacks.
+    pub fn get_projected(
+        &self,
+        key: impl AsRef<[u8]>,
+        fields: &[&str],
+    ) -> Result<Option<Document>> {
+        let mut wanted = vec![false; self.info.spec.arrays().len()];
+        for field in fields {
+            wanted[self.field(field)?] = true;
+        }
+        self.get_where(key.as_ref(), |index| wanted[index])
+    }
+
+    fn get_where(&self, key: &[u8], wanted: impl Fn(usize) -> bool) -> Result<Option<Document>> {
         let _owner = cache::attribute(self.id());
-        let key = key.as_ref();
         check_key(key)?;
         let version = self.version()?;
         match self
@@ -387,7 +413,9 @@ impl Collection {
             .read_tree(&version, &keys::parent(self.id(), key))?
         {
             None => Ok(None),
-            Some(bytes) => document(&self.info, Bytes::copy_from_slice(key), bytes).map(Some),
+            Some(bytes) => {
+                document(&self.info, Bytes::copy_from_slice(key), bytes, wanted).map(Some)
+            }
         }
     }
 
@@ -533,7 +561,7 @@ impl Iterator for Scan {
             self.shared
                 .pages
                 .value_bytes(&value)
-                .and_then(|bytes| document(&self.info, key.slice(4..), bytes)),
+                .and_then(|bytes| document(&self.info, key.slice(4..), bytes, |_| true)),
         )
     }
 }

@@ -173,19 +173,52 @@ pub(crate) fn items_len(items: &[Stored]) -> usize {
 }
 
 pub(crate) fn decode_items(bytes: &mut Bytes) -> Result<Vec<Stored>, String> {
-    // Read through a plain slice and an offset; each payload is a slice of `bytes`.
+    let mut items = Vec::new();
+    let whole = bytes.clone();
+    walk_items(bytes, |count, key, seq, value, payload| {
+        if items.capacity() == 0 {
+            items.reserve_exact(count);
+        }
+        items.push(Stored {
+            item: Item {
+                key,
+                value,
+                payload: whole.slice(payload),
+            },
+            seq,
+        })
+    })?;
+    Ok(items)
+}
+
+/// Checks an item list as [`decode_items`] does and moves past it without building the
+/// items; returns how many it holds and their stored size.
+pub(crate) fn skip_items(bytes: &mut Bytes) -> Result<(usize, usize), String> {
+    let mut count = 0;
+    let start = bytes.len();
+    walk_items(bytes, |_, _, _, _, _| count += 1)?;
+    Ok((count, start - bytes.len() - 4))
+}
+
+/// Reads an item list (checking every length and flag), calling `each` with the list's item
+/// count and the key, seq, value and payload range (in `bytes` as given) of every item, then
+/// advances `bytes` past it.
+fn walk_items(
+    bytes: &mut Bytes,
+    mut each: impl FnMut(usize, i64, u64, Option<f64>, std::ops::Range<usize>),
+) -> Result<(), String> {
+    // Read through a plain slice and an offset.
     let data: &[u8] = bytes;
     let truncated = || "item truncated".to_string();
-    let count = match data.first_chunk::<4>() {
-        Some(count) => u32::from_le_bytes(*count) as usize,
+    let items = match data.first_chunk::<4>() {
+        Some(items) => u32::from_le_bytes(*items) as usize,
         None => return Err("item list truncated".to_string()),
     };
-    if count > (data.len() - 4) / ITEM_OVERHEAD_BYTES {
-        return Err(format!("item count {count} larger than the bytes can hold"));
+    if items > (data.len() - 4) / ITEM_OVERHEAD_BYTES {
+        return Err(format!("item count {items} larger than the bytes can hold"));
     }
     let mut at = 4;
-    let mut items = Vec::with_capacity(count);
-    for _ in 0..count {
+    for _ in 0..items {
         let fixed: &[u8; 17] = data[at..]
             .first_chunk()
             .filter(|_| data.len() - at >= ITEM_OVERHEAD_BYTES)
@@ -212,19 +245,11 @@ pub(crate) fn decode_items(bytes: &mut Bytes) -> Result<Vec<Stored>, String> {
         if len > MAX_RECORD_BYTES || data.len() - at < len {
             return Err(format!("item payload of {len} bytes past the end"));
         }
-        let payload = bytes.slice(at..at + len);
+        each(items, key, seq, value, at..at + len);
         at += len;
-        items.push(Stored {
-            item: Item {
-                key,
-                value,
-                payload,
-            },
-            seq,
-        });
     }
     bytes.advance(at);
-    Ok(items)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -93,7 +93,18 @@ impl ParentRecord {
     }
 
     /// Decodes a record of a collection with `arrays` array fields.
-    pub fn decode(mut bytes: Bytes, arrays: usize) -> Result<Self, String> {
+    pub fn decode(bytes: Bytes, arrays: usize) -> Result<Self, String> {
+        Self::decode_fields(bytes, arrays, |_| true)
+    }
+
+    /// Decodes a record, building the inline items of the array fields `wanted` names (by
+    /// index) only; the others are checked and skipped, their `inline` left empty. Only for
+    /// reads: such a record must not be written back.
+    pub fn decode_fields(
+        mut bytes: Bytes,
+        arrays: usize,
+        wanted: impl Fn(usize) -> bool,
+    ) -> Result<Self, String> {
         if bytes.len() > MAX_RECORD_BYTES {
             return Err(format!("record of {} bytes over the limit", bytes.len()));
         }
@@ -118,7 +129,7 @@ impl ParentRecord {
             ));
         }
         let mut states = Vec::with_capacity(count);
-        for _ in 0..count {
+        for field in 0..count {
             if bytes.remaining() < ARRAY_HEADER_BYTES {
                 return Err("array state truncated".to_string());
             }
@@ -131,11 +142,18 @@ impl ParentRecord {
             let next_chunk = bytes.get_u32_le();
             let bucket_start = bytes.get_i64_le();
             let summary = Summary::decode(&mut bytes)?;
-            let inline = item::decode_items(&mut bytes)?;
-            if inline.len() as u64 > total || summary.items != total {
+            let (inline, inline_count, inline_bytes) = if wanted(field) {
+                let inline = item::decode_items(&mut bytes)?;
+                let stored = inline.iter().map(|s| item::stored_len(&s.item)).sum();
+                let count = inline.len();
+                (inline, count, stored)
+            } else {
+                let (count, stored) = item::skip_items(&mut bytes)?;
+                (Vec::new(), count, stored)
+            };
+            if inline_count as u64 > total || summary.items != total {
                 return Err("array counts disagree".to_string());
             }
-            let inline_bytes = inline.iter().map(|s| item::stored_len(&s.item)).sum();
             states.push(ArrayState {
                 inline_bytes,
                 total,

@@ -695,3 +695,66 @@ fn space_counts_live_against_file_bytes_per_tier() {
         "the walk went through the cache"
     );
 }
+
+#[test]
+fn get_projected_builds_only_the_named_arrays() {
+    use skewdb::{Layout, NewItem};
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::new()).unwrap();
+    let spec = CollectionSpec::new("users")
+        .array("followers", Layout::Outlier { inline_cap: 3 })
+        .array("posts", Layout::Subset { keep: 2 });
+    let users = db.create_collection(spec).unwrap();
+    let mut batch = db.batch();
+    batch.put("users", "u", "profile");
+    for i in 0..5 {
+        batch.push("users", "u", "followers", NewItem::new([]).key(i));
+        batch.push(
+            "users",
+            "u",
+            "posts",
+            NewItem::new(format!("post {i}"))
+                .key(10 + i)
+                .value(i as f64),
+        );
+    }
+    batch.commit().unwrap();
+    let whole = users.get("u").unwrap().unwrap();
+    // No array named: every meta, no inline item.
+    let head = users.get_projected("u", &[]).unwrap().unwrap();
+    assert_eq!(head.body(), b"profile");
+    for (projected, full) in head.arrays().iter().zip(whole.arrays()) {
+        assert!(projected.inline.is_empty());
+        assert!(!full.inline.is_empty());
+        assert_eq!(
+            (projected.total, projected.has_overflow, projected.summary),
+            (full.total, full.has_overflow, full.summary)
+        );
+        assert_eq!(projected.field, full.field);
+    }
+    assert_eq!(head.array("followers").unwrap().total, 5);
+    assert!(head.array("followers").unwrap().has_overflow);
+    // One named: that one whole, the other without items.
+    let posts = users.get_projected("u", &["posts"]).unwrap().unwrap();
+    assert_eq!(posts.array("posts"), whole.array("posts"));
+    assert!(posts.array("followers").unwrap().inline.is_empty());
+    // Both named: the same as `get`.
+    let both = users.get_projected("u", &["followers", "posts"]).unwrap();
+    assert_eq!(both.as_ref(), Some(&whole));
+    // A missing parent, an unknown field, a key over the limit (the longest one is fine).
+    assert!(users.get_projected("nobody", &[]).unwrap().is_none());
+    assert!(
+        users
+            .get_projected(vec![b'k'; MAX_KEY_BYTES], &[])
+            .unwrap()
+            .is_none()
+    );
+    assert!(matches!(
+        users.get_projected("u", &["likes"]),
+        Err(Error::UnknownField { .. })
+    ));
+    assert!(matches!(
+        users.get_projected(vec![b'k'; MAX_KEY_BYTES + 1], &[]),
+        Err(Error::KeyTooLarge { .. })
+    ));
+}

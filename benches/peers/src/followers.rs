@@ -118,7 +118,12 @@ impl FollowerStore for Skew {
     }
 
     fn profile(&mut self, user: u64) -> usize {
-        let doc = self.users.get(key(user)).expect("get").expect("user");
+        // The profile and the follower count: no follower is decoded.
+        let doc = self
+            .users
+            .get_projected(key(user), &[])
+            .expect("get")
+            .expect("user");
         doc.body().len()
             + doc
                 .array("followers")
@@ -171,16 +176,20 @@ fn encode(profile: &[u8], overflow: bool, total: u64, followers: &[u64]) -> Vec<
 }
 
 /// Profile, overflow flag, total, followers.
-fn decode(bytes: &[u8]) -> (Vec<u8>, bool, u64, Vec<u64>) {
+/// The profile, overflow flag and follower count of a user value, without its followers.
+fn decode_head(bytes: &[u8]) -> (&[u8], bool, u64) {
     let len = u32::from_le_bytes(bytes[..4].try_into().expect("4")) as usize;
-    let profile = bytes[4..4 + len].to_vec();
-    let overflow = bytes[4 + len] == 1;
     let total = u64::from_le_bytes(bytes[5 + len..13 + len].try_into().expect("8"));
-    let followers = bytes[13 + len..]
+    (&bytes[4..4 + len], bytes[4 + len] == 1, total)
+}
+
+fn decode(bytes: &[u8]) -> (Vec<u8>, bool, u64, Vec<u64>) {
+    let (profile, overflow, total) = decode_head(bytes);
+    let followers = bytes[13 + profile.len()..]
         .chunks_exact(8)
         .map(|c| u64::from_le_bytes(c.try_into().expect("8")))
         .collect();
-    (profile, overflow, total, followers)
+    (profile.to_vec(), overflow, total, followers)
 }
 
 const USERS_TABLE: &str = "users";
@@ -237,7 +246,7 @@ impl FollowerStore for Peer {
 
     fn profile(&mut self, user: u64) -> usize {
         let value = self.kv.get(USERS_TABLE, &key(user)).expect("user");
-        let (profile, _, total, _) = decode(&value);
+        let (profile, _, total) = decode_head(&value);
         profile.len() + (total as usize).min(1)
     }
 

@@ -765,7 +765,17 @@ pub(crate) fn decode_record(
     info: &CollectionInfo,
     key: &[u8],
 ) -> Result<ParentRecord> {
-    ParentRecord::decode(bytes, info.spec.arrays().len()).map_err(|reason| {
+    decode_record_fields(bytes, info, key, |_| true)
+}
+
+/// [`decode_record`] building the inline items of the fields `wanted` names only (for reads).
+pub(crate) fn decode_record_fields(
+    bytes: Bytes,
+    info: &CollectionInfo,
+    key: &[u8],
+    wanted: impl Fn(usize) -> bool,
+) -> Result<ParentRecord> {
+    ParentRecord::decode_fields(bytes, info.spec.arrays().len(), wanted).map_err(|reason| {
         Error::corruption(
             "page store",
             0,
