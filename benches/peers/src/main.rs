@@ -6,7 +6,8 @@
 //! gets the same cache budget and commits every write durably (fsync).
 //!
 //! Run: `cargo run --release -p skewdb-peers` (`-- --products N` to change the size,
-//! `-- --only ENGINE` to measure one engine without writing the results). It
+//! `-- --only ENGINE` to measure one engine, `-- --workload products|sensors|followers` one
+//! workload, either without writing the results). It
 //! prints a markdown table, and writes it with a bar chart to `bench-results/peers.md` and
 //! `bench-results/peers.svg`.
 
@@ -225,12 +226,19 @@ fn main() {
         .position(|a| a == "--only")
         .and_then(|i| args.get(i + 1))
         .cloned();
+    // `--workload products|sensors|followers` runs one workload (for profiling).
+    let workload = args
+        .iter()
+        .position(|a| a == "--workload")
+        .and_then(|i| args.get(i + 1))
+        .cloned();
+    let runs = |name: &str| workload.as_ref().is_none_or(|w| w == name);
     let started = Instant::now();
     let products = data::products(products_count);
     let reviews: usize = products.iter().map(|p| p.reviews.len()).sum();
     let mut rows = Vec::new();
     for (engine, model) in engines::all() {
-        if only.as_ref().is_some_and(|only| only != engine) {
+        if only.as_ref().is_some_and(|only| only != engine) || !runs("products") {
             continue;
         }
         let mut runs = Vec::new();
@@ -255,7 +263,10 @@ fn main() {
         data::STREAM,
         CACHE_BYTES >> 20,
     );
-    let sensor_rows = run_sensors(only.as_deref());
+    let sensor_rows = match runs("sensors") {
+        true => run_sensors(only.as_deref()),
+        false => Vec::new(),
+    };
     let sensor_table = report::sensor_table(&sensor_rows);
     let sensor_header = format!(
         "\nSensors: {} sensors, a month of minute readings each ({} readings); {} operations per run (50% appends, 30% last-hour ranges, 15% one-day and 5% one-month aggregates), then the aggregates alone and the ranges alone; median of {RUNS} runs; same cache and durability.\n\n",
@@ -263,7 +274,10 @@ fn main() {
         sensors::SENSORS * sensors::loaded_until() as u64 / 60,
         sensors::OPS,
     );
-    let follower_rows = run_followers(only.as_deref());
+    let follower_rows = match runs("followers") {
+        true => run_followers(only.as_deref()),
+        false => Vec::new(),
+    };
     let follower_table = report::follower_table(&follower_rows);
     let follower_header = format!(
         "\nFollowers: {} users with power-law follower counts, the celebrity with 100,000; {} operations per run (94% profile reads, 5% follows, 1% lists of the first 100 followers; Zipf 0.99 over users), then the profile reads alone; median of {RUNS} runs; same cache and durability.\n\n",
@@ -275,7 +289,7 @@ fn main() {
         started.elapsed().as_secs_f64()
     );
     print!("{whole}");
-    if only.is_none() {
+    if only.is_none() && workload.is_none() {
         report::write(&whole, &rows);
     }
 }

@@ -5,6 +5,8 @@ pub mod frame;
 
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use frame::{
     BadFrame, FRAME_HEADER_BYTES, SEGMENT_HEADER_BYTES, SegmentHeader, check_payload,
     decode_header, encode_segment_header,
@@ -358,7 +360,7 @@ pub fn read_segment_header(storage: &dyn Storage, segment_id: u32) -> Result<Seg
 }
 
 /// Reads the frame at `loc`, checking its header, length and checksum; returns the payload.
-pub fn read_frame(storage: &dyn Storage, loc: FrameLoc) -> Result<(FrameHeader, Vec<u8>)> {
+pub fn read_frame(storage: &dyn Storage, loc: FrameLoc) -> Result<(FrameHeader, Bytes)> {
     let name = segment_name(loc.segment_id);
     let bad = |reason: String| Error::corruption(&name, loc.offset, reason);
     if (loc.len as usize) < FRAME_HEADER_BYTES {
@@ -377,9 +379,8 @@ pub fn read_frame(storage: &dyn Storage, loc: FrameLoc) -> Result<(FrameHeader, 
         )));
     }
     check_payload(&bytes, &bytes[FRAME_HEADER_BYTES..]).map_err(|e| bad(e.describe()))?;
-    let mut payload = bytes;
-    payload.drain(..FRAME_HEADER_BYTES);
-    Ok((header, payload))
+    // A view past the header, not a copy.
+    Ok((header, Bytes::from(bytes).slice(FRAME_HEADER_BYTES..)))
 }
 
 /// Where a scan of a segment stopped.

@@ -83,7 +83,7 @@ impl PageStore {
         if stored_id != id {
             return Err(bad(format!("expected page {id}, found page {stored_id}")));
         }
-        let body = Bytes::from(payload).slice(PAGE_FRAME_PREFIX_BYTES..);
+        let body = payload.slice(PAGE_FRAME_PREFIX_BYTES..);
         if body.len() > self.page_bytes {
             return Err(bad(format!(
                 "page of {} bytes over the page size",
@@ -146,7 +146,7 @@ impl PageStore {
         if end > payload.len() {
             return Err(bad("large record extends past its frame".to_string()));
         }
-        Ok(Bytes::from(payload).slice(start..end))
+        Ok(payload.slice(start..end))
     }
 
     fn read_bounded(&self, name: &str, offset: u64, len: usize, file_len: u64) -> Result<Vec<u8>> {
