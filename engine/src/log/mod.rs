@@ -525,7 +525,7 @@ mod tests {
         assert_eq!(seen[1].1, locs[1]);
         assert_eq!(seen[2].2, b"three");
         let (_, payload) = read_frame(sim.as_ref(), locs[0]).unwrap();
-        assert_eq!(payload, b"one");
+        assert_eq!(&payload[..], b"one");
     }
 
     #[test]
