@@ -217,14 +217,34 @@ pub fn check_copy(bytes: &[u8], expected: &ChunkRef) -> Result<usize, String> {
     Ok(raw_len)
 }
 
+/// Decompresses a chunk's payload, through a decompression context kept per thread:
+/// making one costs more than decompressing a small chunk.
+fn decompress(payload: &[u8], raw_len: usize) -> Result<Vec<u8>, String> {
+    thread_local! {
+        static DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    DECOMPRESSOR.with_borrow_mut(|decompressor| {
+        let decompressor = match decompressor {
+            Some(decompressor) => decompressor,
+            None => decompressor.insert(
+                zstd::bulk::Decompressor::new()
+                    .map_err(|e| format!("zstd decompression context: {e}"))?,
+            ),
+        };
+        decompressor
+            .decompress(payload, raw_len)
+            .map_err(|e| format!("chunk does not decompress: {e}"))
+    })
+}
+
 /// Decodes the chunk at the start of `bytes`, checking its checksum, its sizes against the
 /// limits before decompressing, and that its items agree with its summary.
 pub fn decode_chunk(bytes: &[u8], expected: &ChunkRef) -> Result<Vec<Stored>, String> {
     let raw_len = check_copy(bytes, expected)?;
     let payload = &bytes[CHUNK_HEADER_BYTES..];
     let summary = expected.summary;
-    let raw = zstd::bulk::decompress(payload, raw_len)
-        .map_err(|e| format!("chunk does not decompress: {e}"))?;
+    let raw = decompress(payload, raw_len)?;
     if raw.len() != raw_len {
         return Err("chunk decompresses to another length".to_string());
     }
