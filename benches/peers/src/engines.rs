@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use skewdb::{Collection, CollectionSpec, Db, ItemQuery, Layout, NewItem, Options};
 
 use crate::data::{self, Product, Review};
+use crate::kv::{self, Kv};
 use crate::{CACHE_BYTES, Store};
 
 /// Newest reviews a product page shows and the Subset models keep with the product.
@@ -45,10 +46,7 @@ pub fn all() -> Vec<(&'static str, Model)> {
 pub fn open(engine: &str, model: Model, dir: &Path) -> Box<dyn Store> {
     match engine {
         "skewdb" => Box::new(Skew::open(dir)),
-        "redb" => Box::new(Redb::open(dir, model)),
-        "fjall" => Box::new(Fjall::open(dir, model)),
-        "sqlite" => Box::new(Sqlite::open(dir, model)),
-        _ => unreachable!("unknown engine {engine}"),
+        _ => Box::new(Peer::open(engine, dir, model)),
     }
 }
 
@@ -176,188 +174,34 @@ impl Store for Skew {
     }
 }
 
-// ---------------------------------------------------------------- redb
+// ---------------------------------------------------------------- the peers
 
-const REDB_PRODUCTS: redb::TableDefinition<&[u8], &[u8]> = redb::TableDefinition::new("products");
-const REDB_HISTORY: redb::TableDefinition<&[u8], &[u8]> = redb::TableDefinition::new("history");
+const PRODUCTS: &str = "products";
+const HISTORY: &str = "history";
 
-struct Redb {
-    dir: PathBuf,
-    db: redb::Database,
-    model: Model,
-    baseline: (u64, u64),
-}
-
-impl Redb {
-    fn open(dir: &Path, model: Model) -> Redb {
-        let db = redb::Database::builder()
-            .set_cache_size(CACHE_BYTES)
-            .create(dir.join("redb"))
-            .expect("open redb");
-        Redb {
-            dir: dir.to_path_buf(),
-            db,
-            model,
-            baseline: (0, 0),
-        }
-    }
-
-    fn counters(&self) -> (u64, u64) {
-        use redb::ReadableDatabase;
-        let stats = self.db.cache_stats();
-        (stats.read_hits() + stats.read_misses(), stats.read_hits())
-    }
-
-    fn product(&self, id: u64) -> Vec<u8> {
-        use redb::ReadableDatabase;
-        let read = self.db.begin_read().expect("read");
-        let table = read.open_table(REDB_PRODUCTS).expect("table");
-        let value = table
-            .get(&product_key(id)[..])
-            .expect("get")
-            .expect("product");
-        value.value().to_vec()
-    }
-}
-
-impl Store for Redb {
-    fn load(&mut self, products: &[Product]) {
-        let write = self.db.begin_write().expect("write");
-        {
-            let mut table = write.open_table(REDB_PRODUCTS).expect("table");
-            let mut history = write.open_table(REDB_HISTORY).expect("table");
-            for product in products {
-                let value = match self.model {
-                    Model::Embedded => data::encode(&product.body, &product.reviews),
-                    _ => {
-                        let split = product.reviews.len().saturating_sub(KEEP);
-                        for review in &product.reviews[..split] {
-                            let key = data::history_key(product.id, review.time);
-                            history.insert(&key[..], &review.text[..]).expect("insert");
-                        }
-                        data::encode(&product.body, &product.reviews[split..])
-                    }
-                };
-                table
-                    .insert(&product_key(product.id)[..], &value[..])
-                    .expect("insert");
-            }
-        }
-        write.commit().expect("commit");
-    }
-
-    fn view(&mut self, id: u64) -> usize {
-        let (body, reviews) = data::decode(&self.product(id));
-        data::rendered(&body, &reviews)
-    }
-
-    fn append(&mut self, id: u64, review: &Review) {
-        use redb::ReadableTable;
-        let write = self.db.begin_write().expect("write");
-        {
-            let mut table = write.open_table(REDB_PRODUCTS).expect("table");
-            let old = table
-                .get(&product_key(id)[..])
-                .expect("get")
-                .expect("product")
-                .value()
-                .to_vec();
-            let (body, mut reviews) = data::decode(&old);
-            let left = match self.model {
-                Model::Embedded => {
-                    reviews.push(review.clone());
-                    None
-                }
-                _ => data::keep_newest(&mut reviews, review.clone(), KEEP),
-            };
-            table
-                .insert(&product_key(id)[..], &data::encode(&body, &reviews)[..])
-                .expect("insert");
-            if let Some(left) = left {
-                let mut history = write.open_table(REDB_HISTORY).expect("table");
-                let key = data::history_key(id, left.time);
-                history.insert(&key[..], &left.text[..]).expect("insert");
-            }
-        }
-        write.commit().expect("commit");
-    }
-
-    fn show_all(&mut self, id: u64) -> usize {
-        use redb::ReadableDatabase;
-        let (_, newest) = data::decode(&self.product(id));
-        if self.model == Model::Embedded {
-            return newest.len();
-        }
-        let read = self.db.begin_read().expect("read");
-        let history = read.open_table(REDB_HISTORY).expect("table");
-        let start = data::history_key(id, 0);
-        let end = data::history_key(id + 1, 0);
-        let older = history
-            .range(&start[..]..&end[..])
-            .expect("range")
-            .rev()
-            .map(|entry| entry.expect("entry").1.value().len())
-            .filter(|len| *len > 0)
-            .count();
-        newest.len() + older
-    }
-
-    fn disk_bytes(&self) -> u64 {
-        dir_bytes(&self.dir)
-    }
-
-    fn hit_ratio(&self) -> Option<f64> {
-        hit_ratio_since(self.counters(), self.baseline)
-    }
-
-    fn reset_stats(&mut self) {
-        self.baseline = self.counters();
-    }
-}
-
-// ---------------------------------------------------------------- fjall
-
-struct Fjall {
-    dir: PathBuf,
-    db: fjall::Database,
-    products: fjall::Keyspace,
-    history: fjall::Keyspace,
+/// A peer with the product pages modelled by hand on its tables (see [`crate::kv`]).
+struct Peer {
+    kv: Box<dyn Kv>,
     model: Model,
 }
 
-impl Fjall {
-    fn open(dir: &Path, model: Model) -> Fjall {
-        let db = fjall::Database::builder(dir.join("fjall"))
-            .cache_size(CACHE_BYTES as u64)
-            .open()
-            .expect("open fjall");
-        let products = db
-            .keyspace("products", fjall::KeyspaceCreateOptions::default)
-            .expect("keyspace");
-        let history = db
-            .keyspace("history", fjall::KeyspaceCreateOptions::default)
-            .expect("keyspace");
-        Fjall {
-            dir: dir.to_path_buf(),
-            db,
-            products,
-            history,
+impl Peer {
+    fn open(engine: &str, dir: &Path, model: Model) -> Peer {
+        Peer {
+            kv: kv::open(engine, dir),
             model,
         }
     }
 
-    fn product(&self, id: u64) -> Vec<u8> {
-        self.products
-            .get(product_key(id))
-            .expect("get")
-            .expect("product")
-            .to_vec()
+    fn product(&self, id: u64) -> (Vec<u8>, Vec<Review>) {
+        let value = self.kv.get(PRODUCTS, &product_key(id)).expect("product");
+        data::decode(&value)
     }
 }
 
-impl Store for Fjall {
+impl Store for Peer {
     fn load(&mut self, products: &[Product]) {
-        let mut batch = self.db.batch();
+        let mut puts = Vec::new();
         for product in products {
             let value = match self.model {
                 Model::Embedded => data::encode(&product.body, &product.reviews),
@@ -365,35 +209,26 @@ impl Store for Fjall {
                     let split = product.reviews.len().saturating_sub(KEEP);
                     for review in &product.reviews[..split] {
                         let key = data::history_key(product.id, review.time);
-                        batch.insert(&self.history, key.to_vec(), review.text.clone());
+                        puts.push((HISTORY, key.to_vec(), review.text.clone()));
                     }
                     data::encode(&product.body, &product.reviews[split..])
                 }
             };
-            batch.insert(&self.products, product_key(product.id).to_vec(), value);
-            if batch.len() >= 20_000 {
-                std::mem::replace(&mut batch, self.db.batch())
-                    .commit()
-                    .expect("load");
+            puts.push((PRODUCTS, product_key(product.id).to_vec(), value));
+            if puts.len() >= 20_000 {
+                self.kv.put_all(std::mem::take(&mut puts), false);
             }
         }
-        batch.commit().expect("load");
-        self.db
-            .persist(fjall::PersistMode::SyncAll)
-            .expect("persist");
+        self.kv.put_all(puts, true);
     }
 
     fn view(&mut self, id: u64) -> usize {
-        let (body, reviews) = data::decode(&self.product(id));
+        let (body, reviews) = self.product(id);
         data::rendered(&body, &reviews)
     }
 
     fn append(&mut self, id: u64, review: &Review) {
-        let (body, mut reviews) = data::decode(&self.product(id));
-        let mut batch = self
-            .db
-            .batch()
-            .durability(Some(fjall::PersistMode::SyncAll));
+        let (body, mut reviews) = self.product(id);
         let left = match self.model {
             Model::Embedded => {
                 reviews.push(review.clone());
@@ -401,173 +236,38 @@ impl Store for Fjall {
             }
             _ => data::keep_newest(&mut reviews, review.clone(), KEEP),
         };
-        batch.insert(
-            &self.products,
+        let mut puts = vec![(
+            PRODUCTS,
             product_key(id).to_vec(),
             data::encode(&body, &reviews),
-        );
+        )];
         if let Some(left) = left {
-            batch.insert(
-                &self.history,
+            puts.push((
+                HISTORY,
                 data::history_key(id, left.time).to_vec(),
                 left.text,
-            );
+            ));
         }
-        batch.commit().expect("commit");
+        self.kv.put_all(puts, true);
     }
 
     fn show_all(&mut self, id: u64) -> usize {
-        let (_, newest) = data::decode(&self.product(id));
+        let (_, newest) = self.product(id);
         if self.model == Model::Embedded {
             return newest.len();
         }
+        let (start, end) = (data::history_key(id, 0), data::history_key(id + 1, 0));
         let older = self
-            .history
-            .prefix(product_key(id))
+            .kv
+            .range(HISTORY, &start, &end)
+            .iter()
             .rev()
-            .map(|guard| guard.value().expect("value").len())
-            .filter(|len| *len > 0)
+            .filter(|review| !review.is_empty())
             .count();
         newest.len() + older
     }
 
     fn disk_bytes(&self) -> u64 {
-        dir_bytes(&self.dir)
-    }
-}
-
-// ---------------------------------------------------------------- SQLite
-
-struct Sqlite {
-    dir: PathBuf,
-    connection: rusqlite::Connection,
-    model: Model,
-}
-
-impl Sqlite {
-    fn open(dir: &Path, model: Model) -> Sqlite {
-        let connection = rusqlite::Connection::open(dir.join("sqlite.db")).expect("open sqlite");
-        connection
-            .execute_batch(&format!(
-                "PRAGMA journal_mode = WAL;
-                 PRAGMA synchronous = FULL;
-                 PRAGMA cache_size = -{};
-                 CREATE TABLE products (id INTEGER PRIMARY KEY, doc BLOB NOT NULL);
-                 CREATE TABLE history (pid INTEGER NOT NULL, ts INTEGER NOT NULL,
-                     review BLOB NOT NULL, PRIMARY KEY (pid, ts)) WITHOUT ROWID;",
-                CACHE_BYTES >> 10
-            ))
-            .expect("schema");
-        Sqlite {
-            dir: dir.to_path_buf(),
-            connection,
-            model,
-        }
-    }
-
-    fn product(&self, id: u64) -> Vec<u8> {
-        let mut statement = self
-            .connection
-            .prepare_cached("SELECT doc FROM products WHERE id = ?1")
-            .expect("prepare");
-        statement
-            .query_row([id as i64], |row| row.get::<_, Vec<u8>>(0))
-            .expect("product")
-    }
-}
-
-impl Store for Sqlite {
-    fn load(&mut self, products: &[Product]) {
-        let transaction = self.connection.transaction().expect("transaction");
-        {
-            let mut insert = transaction
-                .prepare("INSERT INTO products (id, doc) VALUES (?1, ?2)")
-                .expect("prepare");
-            let mut history = transaction
-                .prepare("INSERT INTO history (pid, ts, review) VALUES (?1, ?2, ?3)")
-                .expect("prepare");
-            for product in products {
-                let value = match self.model {
-                    Model::Embedded => data::encode(&product.body, &product.reviews),
-                    _ => {
-                        let split = product.reviews.len().saturating_sub(KEEP);
-                        for review in &product.reviews[..split] {
-                            history
-                                .execute(rusqlite::params![
-                                    product.id as i64,
-                                    review.time,
-                                    review.text
-                                ])
-                                .expect("insert");
-                        }
-                        data::encode(&product.body, &product.reviews[split..])
-                    }
-                };
-                insert
-                    .execute(rusqlite::params![product.id as i64, value])
-                    .expect("insert");
-            }
-        }
-        transaction.commit().expect("commit");
-    }
-
-    fn view(&mut self, id: u64) -> usize {
-        let (body, reviews) = data::decode(&self.product(id));
-        data::rendered(&body, &reviews)
-    }
-
-    fn append(&mut self, id: u64, review: &Review) {
-        let model = self.model;
-        let transaction = self.connection.transaction().expect("transaction");
-        {
-            let old: Vec<u8> = transaction
-                .prepare_cached("SELECT doc FROM products WHERE id = ?1")
-                .expect("prepare")
-                .query_row([id as i64], |row| row.get(0))
-                .expect("product");
-            let (body, mut reviews) = data::decode(&old);
-            let left = match model {
-                Model::Embedded => {
-                    reviews.push(review.clone());
-                    None
-                }
-                _ => data::keep_newest(&mut reviews, review.clone(), KEEP),
-            };
-            transaction
-                .prepare_cached("UPDATE products SET doc = ?2 WHERE id = ?1")
-                .expect("prepare")
-                .execute(rusqlite::params![id as i64, data::encode(&body, &reviews)])
-                .expect("update");
-            if let Some(left) = left {
-                transaction
-                    .prepare_cached("INSERT INTO history (pid, ts, review) VALUES (?1, ?2, ?3)")
-                    .expect("prepare")
-                    .execute(rusqlite::params![id as i64, left.time, left.text])
-                    .expect("insert");
-            }
-        }
-        transaction.commit().expect("commit");
-    }
-
-    fn show_all(&mut self, id: u64) -> usize {
-        let (_, newest) = data::decode(&self.product(id));
-        if self.model == Model::Embedded {
-            return newest.len();
-        }
-        let mut statement = self
-            .connection
-            .prepare_cached("SELECT review FROM history WHERE pid = ?1 ORDER BY ts DESC")
-            .expect("prepare");
-        let older = statement
-            .query_map([id as i64], |row| row.get::<_, Vec<u8>>(0))
-            .expect("query")
-            .map(|review| review.expect("row").len())
-            .filter(|len| *len > 0)
-            .count();
-        newest.len() + older
-    }
-
-    fn disk_bytes(&self) -> u64 {
-        dir_bytes(&self.dir)
+        self.kv.disk_bytes()
     }
 }

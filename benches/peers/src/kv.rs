@@ -1,7 +1,9 @@
-//! The little each peer needs for the hand-written models of the sensor workload: get, a
-//! durable transaction of puts, and a key range, over named tables.
+//! The little each peer needs for the hand-written models of every workload (products,
+//! sensors, followers): get, a durable transaction of puts, and a key range, over named
+//! tables (redb tables, fjall keyspaces, SQLite tables with a blob primary key: rowid tables,
+//! which SQLite advises for rows as large as these values).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::CACHE_BYTES;
@@ -151,6 +153,8 @@ impl Kv for FjallKv {
 struct SqliteKv {
     dir: PathBuf,
     connection: rusqlite::Connection,
+    /// The tables created so far: one per name, keyed by the key as a blob.
+    tables: HashSet<&'static str>,
 }
 
 impl SqliteKv {
@@ -160,59 +164,72 @@ impl SqliteKv {
             .execute_batch(&format!(
                 "PRAGMA journal_mode = WAL;
                  PRAGMA synchronous = FULL;
-                 PRAGMA cache_size = -{};
-                 CREATE TABLE kv (t TEXT NOT NULL, k BLOB NOT NULL, v BLOB NOT NULL,
-                     PRIMARY KEY (t, k)) WITHOUT ROWID;",
+                 PRAGMA cache_size = -{};",
                 CACHE_BYTES >> 10
             ))
-            .expect("schema");
+            .expect("pragmas");
         SqliteKv {
             dir: dir.to_path_buf(),
             connection,
+            tables: HashSet::new(),
         }
     }
 }
 
 impl Kv for SqliteKv {
     fn get(&self, name: &'static str, key: &[u8]) -> Option<Vec<u8>> {
+        if !self.tables.contains(name) {
+            return None;
+        }
         let mut statement = self
             .connection
-            .prepare_cached("SELECT v FROM kv WHERE t = ?1 AND k = ?2")
+            .prepare_cached(&format!("SELECT v FROM {name} WHERE k = ?1"))
             .expect("prepare");
-        let mut rows = statement
-            .query(rusqlite::params![name, key])
-            .expect("query");
+        let mut rows = statement.query([key]).expect("query");
         rows.next()
             .expect("row")
             .map(|row| row.get(0).expect("value"))
     }
 
     fn put_all(&mut self, puts: Vec<(&'static str, Vec<u8>, Vec<u8>)>, durable: bool) {
+        for (name, _, _) in &puts {
+            if self.tables.insert(name) {
+                self.connection
+                    .execute_batch(&format!(
+                        "CREATE TABLE {name} (k BLOB PRIMARY KEY, v BLOB NOT NULL)"
+                    ))
+                    .expect("table");
+            }
+        }
         let synchronous = if durable { "FULL" } else { "OFF" };
         self.connection
             .execute_batch(&format!("PRAGMA synchronous = {synchronous}"))
             .expect("pragma");
         let transaction = self.connection.transaction().expect("transaction");
-        {
-            let mut insert = transaction
-                .prepare_cached("INSERT OR REPLACE INTO kv (t, k, v) VALUES (?1, ?2, ?3)")
-                .expect("prepare");
-            for (name, key, value) in &puts {
-                insert
-                    .execute(rusqlite::params![name, key, value])
-                    .expect("insert");
-            }
+        for (name, key, value) in &puts {
+            transaction
+                .prepare_cached(&format!(
+                    "INSERT OR REPLACE INTO {name} (k, v) VALUES (?1, ?2)"
+                ))
+                .expect("prepare")
+                .execute(rusqlite::params![key, value])
+                .expect("insert");
         }
         transaction.commit().expect("commit");
     }
 
     fn range(&self, name: &'static str, start: &[u8], end: &[u8]) -> Vec<Vec<u8>> {
+        if !self.tables.contains(name) {
+            return Vec::new();
+        }
         let mut statement = self
             .connection
-            .prepare_cached("SELECT v FROM kv WHERE t = ?1 AND k >= ?2 AND k < ?3 ORDER BY k")
+            .prepare_cached(&format!(
+                "SELECT v FROM {name} WHERE k >= ?1 AND k < ?2 ORDER BY k"
+            ))
             .expect("prepare");
         statement
-            .query_map(rusqlite::params![name, start, end], |row| row.get(0))
+            .query_map(rusqlite::params![start, end], |row| row.get(0))
             .expect("query")
             .map(|value| value.expect("row"))
             .collect()
