@@ -17,96 +17,123 @@ fn ratio(value: f64, base: f64) -> String {
     format!("{:.2}x", value / base)
 }
 
-/// Table cells: each figure (rounded) and, where a base is given, its ratio to it.
-fn cells(figures: &[(f64, Option<f64>)]) -> String {
-    figures
-        .iter()
-        .map(|(value, base)| match base {
-            Some(base) => format!(" {value:.0} | {} |", ratio(*value, *base)),
-            None => format!(" {value:.1} |"),
-        })
-        .collect()
-}
-
 fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1 << 20) as f64
 }
 
-pub fn table(rows: &[Row]) -> String {
-    let Some(base) = rows.first().map(|r| &r.2) else {
+/// One figure of a row: a rate, with its ratio to the first row's beside it, or a plain one.
+enum Figure {
+    Rate(&'static str, f64),
+    Plain(&'static str, f64),
+}
+
+/// A last column: its name and how a row's cell reads.
+type LastColumn<'a, M> = (&'a str, &'a dyn Fn(&M) -> String);
+
+/// A markdown table of `rows` (engine, model, measurements), skewdb's first: the `figures`
+/// of each, its disk MiB with the ratio to the first row's, and a `last` cell if given.
+fn markdown<M>(
+    rows: &[(&str, String, &M)],
+    figures: impl Fn(&M) -> Vec<Figure>,
+    disk_bytes: impl Fn(&M) -> u64,
+    last: Option<LastColumn<'_, M>>,
+) -> String {
+    let Some((_, _, base)) = rows.first() else {
         return String::new();
     };
-    let mut out = String::new();
-    out.push_str("| engine | model | mixed ops/s | vs skewdb | views/s | vs skewdb | view p50 us | view p99 us | appends/s | vs skewdb | disk MiB | vs skewdb | cache hit ratio |\n");
-    out.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    let base_figures = figures(base);
+    let mut header = vec!["engine", "model"];
+    for figure in &base_figures {
+        match figure {
+            Figure::Rate(name, _) => header.extend([*name, "vs skewdb"]),
+            Figure::Plain(name, _) => header.push(name),
+        }
+    }
+    header.extend(["disk MiB", "vs skewdb"]);
+    header.extend(last.map(|(name, _)| name));
+    let mut out = format!("| {} |\n", header.join(" | "));
+    let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
     for (engine, model, m) in rows {
-        let figures = cells(&[
-            (m.ops_per_second, Some(base.ops_per_second)),
-            (m.views_per_second, Some(base.views_per_second)),
-            (m.view_p50_us, None),
-            (m.view_p99_us, None),
-            (m.appends_per_second, Some(base.appends_per_second)),
-        ]);
-        let disk = format!(
-            "{:.1} | {}",
-            mib(m.disk_bytes),
-            ratio(mib(m.disk_bytes), mib(base.disk_bytes))
-        );
-        let hits = m.hit_ratio.map_or("-".to_string(), |h| format!("{h:.3}"));
-        let _ = writeln!(out, "| {engine} | {model} |{figures} {disk} | {hits} |");
+        let mut cells = vec![engine.to_string(), model.clone()];
+        for (figure, base) in figures(m).iter().zip(&base_figures) {
+            match (figure, base) {
+                (Figure::Rate(_, value), Figure::Rate(_, base)) => {
+                    cells.extend([format!("{value:.0}"), ratio(*value, *base)])
+                }
+                (Figure::Plain(_, value), _) | (Figure::Rate(_, value), _) => {
+                    cells.push(format!("{value:.1}"))
+                }
+            }
+        }
+        let disk = mib(disk_bytes(m));
+        cells.extend([format!("{disk:.1}"), ratio(disk, mib(disk_bytes(base)))]);
+        cells.extend(last.map(|(_, cell)| cell(m)));
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
     }
     out
+}
+
+/// The rows with their model as text, for [`markdown`].
+fn named<'a, Model: ToString, M>(
+    rows: &'a [(&'static str, Model, M)],
+) -> Vec<(&'static str, String, &'a M)> {
+    rows.iter()
+        .map(|(engine, model, m)| (*engine, model.to_string(), m))
+        .collect()
+}
+
+pub fn table(rows: &[Row]) -> String {
+    let hits: &dyn Fn(&Measured) -> String =
+        &|m| m.hit_ratio.map_or("-".to_string(), |h| format!("{h:.3}"));
+    markdown(
+        &named(rows),
+        |m| {
+            vec![
+                Figure::Rate("mixed ops/s", m.ops_per_second),
+                Figure::Rate("views/s", m.views_per_second),
+                Figure::Plain("view p50 us", m.view_p50_us),
+                Figure::Plain("view p99 us", m.view_p99_us),
+                Figure::Rate("appends/s", m.appends_per_second),
+            ]
+        },
+        |m| m.disk_bytes,
+        Some(("cache hit ratio", hits)),
+    )
 }
 
 pub type SensorRow = (&'static str, &'static str, crate::sensors::Measured);
 
 pub fn sensor_table(rows: &[SensorRow]) -> String {
-    let Some(base) = rows.first().map(|r| &r.2) else {
-        return String::new();
-    };
-    let mut out = String::new();
-    out.push_str("| engine | model | mixed ops/s | vs skewdb | aggregates/s | vs skewdb | last-hour ranges/s | vs skewdb | appends/s | vs skewdb | disk MiB | vs skewdb |\n");
-    out.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    for (engine, model, m) in rows {
-        let figures = cells(&[
-            (m.ops_per_second, Some(base.ops_per_second)),
-            (m.aggregates_per_second, Some(base.aggregates_per_second)),
-            (m.ranges_per_second, Some(base.ranges_per_second)),
-            (m.appends_per_second, Some(base.appends_per_second)),
-        ]);
-        let disk = format!(
-            "{:.1} | {}",
-            mib(m.disk_bytes),
-            ratio(mib(m.disk_bytes), mib(base.disk_bytes))
-        );
-        let _ = writeln!(out, "| {engine} | {model} |{figures} {disk} |");
-    }
-    out
+    markdown(
+        &named(rows),
+        |m| {
+            vec![
+                Figure::Rate("mixed ops/s", m.ops_per_second),
+                Figure::Rate("aggregates/s", m.aggregates_per_second),
+                Figure::Rate("last-hour ranges/s", m.ranges_per_second),
+                Figure::Rate("appends/s", m.appends_per_second),
+            ]
+        },
+        |m| m.disk_bytes,
+        None,
+    )
 }
 
 pub type FollowerRow = (&'static str, &'static str, crate::followers::Measured);
 
 pub fn follower_table(rows: &[FollowerRow]) -> String {
-    let Some(base) = rows.first().map(|r| &r.2) else {
-        return String::new();
-    };
-    let mut out = String::new();
-    out.push_str("| engine | model | mixed ops/s | vs skewdb | profile reads/s | vs skewdb | follows/s | vs skewdb | disk MiB | vs skewdb |\n");
-    out.push_str("|---|---|---|---|---|---|---|---|---|---|\n");
-    for (engine, model, m) in rows {
-        let figures = cells(&[
-            (m.ops_per_second, Some(base.ops_per_second)),
-            (m.profiles_per_second, Some(base.profiles_per_second)),
-            (m.follows_per_second, Some(base.follows_per_second)),
-        ]);
-        let disk = format!(
-            "{:.1} | {}",
-            mib(m.disk_bytes),
-            ratio(mib(m.disk_bytes), mib(base.disk_bytes))
-        );
-        let _ = writeln!(out, "| {engine} | {model} |{figures} {disk} |");
-    }
-    out
+    markdown(
+        &named(rows),
+        |m| {
+            vec![
+                Figure::Rate("mixed ops/s", m.ops_per_second),
+                Figure::Rate("profile reads/s", m.profiles_per_second),
+                Figure::Rate("follows/s", m.follows_per_second),
+            ]
+        },
+        |m| m.disk_bytes,
+        None,
+    )
 }
 
 /// Writes the tables to `bench-results/peers.md` and the chart to `bench-results/peers.svg`.
@@ -154,4 +181,58 @@ fn chart(path: &Path, rows: &[Row]) -> Result<(), Box<dyn std::error::Error>> {
     }))?;
     root.present()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_put_each_ratio_beside_its_figure() {
+        let skew = Measured {
+            ops_per_second: 1000.0,
+            views_per_second: 4000.0,
+            view_p50_us: 2.25,
+            view_p99_us: 30.0,
+            appends_per_second: 500.0,
+            disk_bytes: 2 << 20,
+            hit_ratio: Some(0.8666),
+        };
+        let peer = Measured {
+            ops_per_second: 500.0,
+            views_per_second: 8000.0,
+            appends_per_second: 1000.0,
+            disk_bytes: 1 << 20,
+            hit_ratio: None,
+            ..skew.clone()
+        };
+        let rows = vec![
+            ("skewdb", Model::Native, skew),
+            ("fjall", Model::HandSubset, peer),
+        ];
+        assert_eq!(
+            table(&rows),
+            "| engine | model | mixed ops/s | vs skewdb | views/s | vs skewdb | view p50 us | view p99 us | appends/s | vs skewdb | disk MiB | vs skewdb | cache hit ratio |\n\
+             |---|---|---|---|---|---|---|---|---|---|---|---|---|\n\
+             | skewdb | native Subset | 1000 | 1.00x | 4000 | 1.00x | 2.2 | 30.0 | 500 | 1.00x | 2.0 | 1.00x | 0.867 |\n\
+             | fjall | hand-coded Subset | 500 | 0.50x | 8000 | 2.00x | 2.2 | 30.0 | 1000 | 2.00x | 1.0 | 0.50x | - |\n"
+        );
+        let followers = vec![(
+            "skewdb",
+            "native Outlier",
+            crate::followers::Measured {
+                ops_per_second: 10.0,
+                profiles_per_second: 20.0,
+                follows_per_second: 0.0,
+                disk_bytes: 0,
+            },
+        )];
+        assert_eq!(
+            follower_table(&followers),
+            "| engine | model | mixed ops/s | vs skewdb | profile reads/s | vs skewdb | follows/s | vs skewdb | disk MiB | vs skewdb |\n\
+             |---|---|---|---|---|---|---|---|---|---|\n\
+             | skewdb | native Outlier | 10 | 1.00x | 20 | 1.00x | 0 | - | 0.0 | - |\n"
+        );
+        assert_eq!(sensor_table(&[]), "");
+    }
 }
