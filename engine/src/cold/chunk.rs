@@ -157,11 +157,28 @@ fn chunk_crc(header: &[u8], payload: &[u8]) -> u32 {
     hasher.finalize()
 }
 
+/// Compressors handed back by closed cold stores, for the next one opened in this process.
+static SPARE_COMPRESSORS: parking_lot::Mutex<Vec<zstd::bulk::Compressor<'static>>> =
+    parking_lot::const_mutex(Vec::new());
+/// The most compressors kept spare.
+const SPARE_LIMIT: usize = 4;
+
 /// A zstd compressor at the chunk level, to be reused: making one costs more than
-/// compressing a small chunk.
+/// compressing a small chunk. A spare one when there is one (see [`give_back`]).
 pub fn compressor() -> zstd::bulk::Compressor<'static> {
+    if let Some(compressor) = SPARE_COMPRESSORS.lock().pop() {
+        return compressor;
+    }
     // Creating a context only fails on allocation failure, which aborts anyway.
     zstd::bulk::Compressor::new(ZSTD_LEVEL).expect("zstd context")
+}
+
+/// Keeps a compressor no longer needed for the next [`compressor`] call (up to a few).
+pub fn give_back(compressor: zstd::bulk::Compressor<'static>) {
+    let mut spare = SPARE_COMPRESSORS.lock();
+    if spare.len() < SPARE_LIMIT {
+        spare.push(compressor);
+    }
 }
 
 /// Encodes a chunk of items (sorted by key, then push order) and returns its summary.
@@ -323,5 +340,32 @@ mod tests {
             damaged[index] ^= 0x20;
             assert!(decode_chunk(&damaged[5..], &entry).is_err(), "byte {index}");
         }
+    }
+
+    #[test]
+    fn a_compressor_given_back_writes_the_same_chunks() {
+        let items: Vec<Stored> = (0..50)
+            .map(|i| Stored {
+                item: Item {
+                    key: i,
+                    value: None,
+                    payload: Bytes::from(vec![b'x'; i as usize]),
+                },
+                seq: i as u64,
+            })
+            .collect();
+        let (mut fresh, mut reused) = (Vec::new(), Vec::new());
+        encode_chunk(ChunkKind::Items, &items, &mut compressor(), &mut fresh);
+        let mut used = compressor();
+        encode_chunk(ChunkKind::Items, &items[..7], &mut used, &mut Vec::new());
+        give_back(used);
+        encode_chunk(ChunkKind::Items, &items, &mut compressor(), &mut reused);
+        assert_eq!(fresh, reused);
+        // Only a few are kept.
+        for _ in 0..2 * SPARE_LIMIT {
+            give_back(compressor());
+            give_back(zstd::bulk::Compressor::new(ZSTD_LEVEL).unwrap());
+        }
+        assert!(SPARE_COMPRESSORS.lock().len() <= SPARE_LIMIT);
     }
 }

@@ -94,6 +94,14 @@ pub struct ColdStore {
     compressor: Mutex<Option<zstd::bulk::Compressor<'static>>>,
 }
 
+impl Drop for ColdStore {
+    fn drop(&mut self) {
+        if let Some(compressor) = self.compressor.get_mut().take() {
+            chunk::give_back(compressor);
+        }
+    }
+}
+
 impl ColdStore {
     /// A cold store appending at `tail`; segment 0 means none was ever created.
     pub fn new(storage: Arc<dyn Storage>, segment_bytes: u64, tail: ColdTail) -> Self {
