@@ -44,6 +44,12 @@ pub enum Op {
     List(u64),
 }
 
+/// The `i`-th follow of the appends taken in turns (see `appends_in_turns`): new followers of
+/// the 100 most followed users, in turn.
+pub fn turn_follow(i: usize) -> (u64, u64) {
+    (i as u64 % 100, 90_000_000 + i as u64)
+}
+
 pub fn operations(run: u64) -> Vec<Op> {
     let mut rng = StdRng::seed_from_u64(9 + run);
     let zipf = Zipf::new(USERS as f64, 0.99).expect("zipf");

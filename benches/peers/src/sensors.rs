@@ -50,6 +50,14 @@ pub enum Op {
     Aggregate(u64, i64, i64),
 }
 
+/// The `i`-th reading of the appends taken in turns (see `appends_in_turns`): a day after the
+/// mixed operations' readings, each sensor's in time order.
+pub fn turn_append(i: usize) -> (u64, i64, f64) {
+    let sensor = i as u64 % SENSORS;
+    let time = DAYS * DAY + DAY + (i as u64 / SENSORS) as i64 * 60;
+    (sensor, time, value_at(sensor, time))
+}
+
 /// The mixed operations of run `run`, from the end of the loaded month.
 pub fn operations(run: u64) -> Vec<Op> {
     let mut rng = StdRng::seed_from_u64(7 + run);
