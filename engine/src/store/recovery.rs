@@ -451,8 +451,11 @@ fn cut_cold_tail(storage: &dyn Storage, segments: &[u32], tail: ColdTail) -> Res
             }
             if len > tail.offset {
                 storage.set_len(&name, tail.offset)?;
-                storage.sync(&name)?;
             }
+            // The chunks replayed batches refer to may have reached the OS only (their
+            // writer failed or stopped before syncing them): make them durable before any
+            // new frame claims those batches durable.
+            storage.sync(&name)?;
         }
     }
     if tail.segment_id != 0 && !segments.contains(&tail.segment_id) {
