@@ -48,16 +48,3 @@ fn model_corpus_replays_cleanly() {
     let files = replay("model", skewdb_tests::fuzz::model);
     assert!(files >= 8, "{files} corpus files");
 }
-
-/// An input the `model` fuzzer found that still fails: under `Durability::Immediate`, after
-/// injected I/O errors and a reopen, a push that creates a parent is acknowledged, and the
-/// power loss that follows recovers a state without that parent (an acknowledged batch
-/// lost). Open; see RELIABILITY.md, "Bugs found by the campaigns". Run it with
-/// `cargo test -p skewdb-tests --test fuzz_corpus -- --ignored`.
-#[test]
-#[ignore = "open bug: an acknowledged push lost by a power loss after a reopen"]
-fn model_known_failure_acknowledged_push_lost_after_reopen() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../fuzz/known-failures/model-acknowledged-push-lost-after-reopen");
-    skewdb_tests::fuzz::model(&std::fs::read(path).unwrap());
-}

@@ -32,6 +32,15 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
     if names.contains(CHECKPOINT_TEMP_FILE) {
         storage.remove(CHECKPOINT_TEMP_FILE)?;
     }
+    // What this open builds on must be what a power loss would leave: a writer that failed
+    // may have renamed a checkpoint into place, or created or removed segments, without
+    // syncing the directory. Recovering from that state and then appending would let a
+    // power loss bring back the older checkpoint, whose replay may stop before frames
+    // written after this open.
+    if names.contains(CHECKPOINT_FILE) {
+        storage.sync(CHECKPOINT_FILE)?;
+    }
+    storage.sync_dir()?;
     let segments: Vec<u32> = names.iter().filter_map(|n| parse_segment_name(n)).collect();
     let cache = Arc::new(PageCache::with_config(CacheConfig {
         budget_bytes: options.cache_bytes as u64,
