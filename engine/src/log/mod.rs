@@ -282,6 +282,11 @@ impl HotLog {
         if self.durable_lsn + 1 == self.next_lsn {
             return Ok(());
         }
+        self.sync_segment()
+    }
+
+    /// Syncs the segment file whatever changed in it (frames, or only its length).
+    fn sync_segment(&mut self) -> Result<()> {
         if let Err(error) = self.storage.sync(&segment_name(self.segment_id)) {
             return self.fail(error);
         }
@@ -305,14 +310,14 @@ impl HotLog {
     fn roll(&mut self) -> Result<()> {
         if self.allocated > self.tail {
             self.check_writable()?;
-            let name = segment_name(self.segment_id);
-            let cut = self.storage.set_len(&name, self.tail);
-            if let Err(error) = cut.and_then(|()| self.storage.sync(&name)) {
+            let cut = self
+                .storage
+                .set_len(&segment_name(self.segment_id), self.tail);
+            if let Err(error) = cut {
                 return self.fail(error);
             }
             self.allocated = self.tail;
-            self.durable_lsn = self.next_lsn - 1;
-            self.syncs += 1;
+            self.sync_segment()?;
         } else {
             self.sync()?;
         }
