@@ -8,7 +8,7 @@ use crate::log::frame::{FRAME_HEADER_BYTES, check_payload, decode_header, decode
 use crate::page::MAX_TREE_KEY_BYTES;
 use crate::page::checkpoint::Checkpoint;
 use crate::page::node::Node;
-use crate::page::redo::Op;
+use crate::page::redo::{Op, apply_patch};
 use crate::record::ParentRecord;
 
 /// Runs every decoder on `data`. Each must return a value or an error; none may panic,
@@ -56,6 +56,15 @@ pub fn decoders(data: &[u8]) {
                     decoded.op.encode(&mut again);
                 }
                 assert_eq!(again, rest, "redo decode/encode is not a round trip");
+                for decoded in &ops {
+                    // A patch that decodes fits any value of its old length.
+                    if let Op::Patch { old_len, edits, .. } = &decoded.op
+                        && *old_len <= 1 << 16
+                    {
+                        let old = vec![0xa5; *old_len as usize];
+                        apply_patch(&old, *old_len, edits).expect("a decoded patch applies");
+                    }
+                }
             }
         }
         6 => {
@@ -87,6 +96,11 @@ pub fn decoders(data: &[u8]) {
                         first.inline = record.arrays[0].inline.clone();
                     }
                     assert_eq!(skipped, record);
+                    // Its parts for diffs cover it, in order.
+                    let ends = crate::record::part_ends(&Bytes::copy_from_slice(rest))
+                        .expect("a record that decodes has parts");
+                    assert!(ends.windows(2).all(|w| w[0] < w[1]));
+                    assert_eq!(ends.last(), Some(&rest.len()));
                 }
             }
             let _ = Catalog::decode(&mut Bytes::copy_from_slice(rest));

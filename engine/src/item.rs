@@ -200,6 +200,19 @@ pub(crate) fn skip_items(bytes: &mut Bytes) -> Result<(usize, usize), String> {
     Ok((count, start - bytes.len() - 4))
 }
 
+/// Pushes the end offsets of an encoded item list's parts (its count, then each item),
+/// plus `base`, and advances `bytes` past the list; for diffs of values made of items.
+pub(crate) fn part_ends(
+    bytes: &mut Bytes,
+    base: usize,
+    ends: &mut Vec<usize>,
+) -> Result<(), String> {
+    let count_end = ends.len();
+    walk_items(bytes, |_, _, _, _, payload| ends.push(base + payload.end))?;
+    ends.insert(count_end, base + 4);
+    Ok(())
+}
+
 /// Reads an item list (checking every length and flag), calling `each` with the list's item
 /// count and the key, seq, value and payload range (in `bytes` as given) of every item, then
 /// advances `bytes` past it.

@@ -178,6 +178,37 @@ impl ParentRecord {
     }
 }
 
+/// The end offsets of the parts of an encoded record, for diffs: version, body and array
+/// count as one part; per array its header, its item count and each inline item.
+pub(crate) fn part_ends(record: &Bytes) -> Result<Vec<usize>, String> {
+    let mut bytes = record.clone();
+    let at = |bytes: &Bytes| record.len() - bytes.len();
+    if bytes.remaining() < RECORD_OVERHEAD_BYTES {
+        return Err("record truncated".to_string());
+    }
+    bytes.advance(1);
+    let body_len = bytes.get_u32_le() as usize;
+    if bytes.remaining() < body_len + 2 {
+        return Err("record body past the record's end".to_string());
+    }
+    bytes.advance(body_len);
+    let count = bytes.get_u16_le() as usize;
+    let mut ends = vec![at(&bytes)];
+    for _ in 0..count {
+        if bytes.remaining() < ARRAY_HEADER_BYTES {
+            return Err("array state truncated".to_string());
+        }
+        bytes.advance(ARRAY_HEADER_BYTES - 4);
+        ends.push(at(&bytes));
+        let base = at(&bytes);
+        item::part_ends(&mut bytes, base, &mut ends)?;
+    }
+    if bytes.has_remaining() {
+        return Err("trailing bytes after the record".to_string());
+    }
+    Ok(ends)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

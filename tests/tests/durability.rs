@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use skewdb::storage::Storage;
-use skewdb::{CollectionSpec, Db, Durability, Error, Options};
+use skewdb::{CollectionSpec, Db, Durability, Error, Layout, NewItem, Options};
 use skewdb_tests::{open_db, read_all, sim, small_options};
 
 #[test]
@@ -148,5 +148,57 @@ fn dirty_pages_are_bounded_by_checkpoints() {
             "{} dirty pages",
             stats.dirty_pages
         );
+    }
+}
+
+/// Log bytes per push, over `pushes` pushes spread over `parents` parents of collection `c`
+/// (array `a`), each push of an item with a `payload`-byte payload.
+fn log_bytes_per_push(db: &Db, parents: usize, pushes: usize, payload: usize) -> u64 {
+    let before = db.stats().unwrap().log_bytes;
+    for i in 0..pushes {
+        let mut batch = db.batch();
+        let item = NewItem::new(vec![i as u8; payload]).value(i as f64);
+        batch.push("c", format!("p{}", i % parents), "a", item);
+        batch.commit().unwrap();
+    }
+    (db.stats().unwrap().log_bytes - before) / pushes as u64
+}
+
+#[test]
+fn a_push_logs_its_item_not_the_records_it_changes() {
+    for (layout, payload, bound) in [
+        // Subset: the product record and the tail the oldest review joins change.
+        (Layout::Subset { keep: 5 }, 300, 1_000),
+        // Outlier below its cap: the record grows by one small item.
+        (Layout::Outlier { inline_cap: 50 }, 16, 250),
+    ] {
+        let (sim, storage) = sim();
+        let options = Options::new()
+            .checkpoint_bytes(64 << 20)
+            .background(false)
+            .durability(Durability::Immediate);
+        let db = Db::open_with_storage(storage, options.clone()).unwrap();
+        db.create_collection(CollectionSpec::new("c").array("a", layout))
+            .unwrap();
+        let mut batch = db.batch();
+        for p in 0..20 {
+            batch.put("c", format!("p{p}"), vec![b'b'; 500]);
+        }
+        batch.commit().unwrap();
+        log_bytes_per_push(&db, 20, 200, payload);
+        // Whole records would be logged at 2,000 to 5,000 bytes a push for Subset, and
+        // 500 to 1,800 for Outlier.
+        let per_push = log_bytes_per_push(&db, 20, 400, payload);
+        assert!(
+            per_push < bound,
+            "{layout:?}: {per_push} log bytes per push"
+        );
+        // Replay rebuilds the same records from the patches.
+        let expected = read_all(&db).unwrap();
+        let image: Arc<dyn Storage> = Arc::new(sim.crash_image(1));
+        drop(db);
+        let reopened = Db::open_with_storage(image, options).unwrap();
+        assert!(reopened.stats().unwrap().replayed_bytes > 0);
+        assert_eq!(read_all(&reopened).unwrap(), expected);
     }
 }

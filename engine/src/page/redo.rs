@@ -13,8 +13,10 @@ const OP_PUT: u8 = 2;
 const OP_DELETE: u8 = 3;
 const OP_DELETE_RANGE: u8 = 4;
 const OP_COLD_CHUNK: u8 = 5;
+const OP_PATCH: u8 = 6;
 
-/// One change to the database. Physical at the record level: replay never recomputes.
+/// One change to the database. Physical at the record level (a patch edits bytes): replay
+/// never recomputes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Op {
     CreateCollection {
@@ -36,7 +38,27 @@ pub enum Op {
     },
     /// The batch wrote this cold chunk; replay checks it survived.
     ColdChunk(ChunkLoc),
+    /// Sets the tree record under `key` to its present value changed by `edits`: what a
+    /// write that changes a small part of a record logs instead of the whole value.
+    Patch {
+        key: Bytes,
+        /// The length of the value the edits apply to.
+        old_len: u32,
+        edits: Vec<Edit>,
+    },
 }
+
+/// One change of a [`Op::Patch`]: the `remove` bytes of the old value from `at` give way to
+/// `insert`. A patch's edits are in order and do not overlap.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Edit {
+    pub at: u32,
+    pub remove: u32,
+    pub insert: Bytes,
+}
+
+/// Bytes a patch edit adds to its inserted bytes: offset, removed and inserted lengths.
+const EDIT_HEADER_BYTES: usize = 12;
 
 /// A decoded op and, for `Put`, the offset of the value's bytes in the payload.
 pub struct DecodedOp {
@@ -83,6 +105,23 @@ impl Op {
                 loc.encode(out);
                 0
             }
+            Op::Patch {
+                key,
+                old_len,
+                edits,
+            } => {
+                out.put_u8(OP_PATCH);
+                put_key(out, key);
+                out.put_u32_le(*old_len);
+                out.put_u16_le(edits.len() as u16);
+                for edit in edits {
+                    out.put_u32_le(edit.at);
+                    out.put_u32_le(edit.remove);
+                    out.put_u32_le(edit.insert.len() as u32);
+                    out.put_slice(&edit.insert);
+                }
+                0
+            }
         }
     }
 
@@ -94,6 +133,15 @@ impl Op {
             Op::Delete { key } => 2 + key.len(),
             Op::DeleteRange { start, end } => 4 + start.len() + end.len(),
             Op::ColdChunk(_) => ChunkLoc::ENCODED_BYTES,
+            Op::Patch { key, edits, .. } => {
+                2 + key.len()
+                    + 4
+                    + 2
+                    + edits
+                        .iter()
+                        .map(|e| EDIT_HEADER_BYTES + e.insert.len())
+                        .sum::<usize>()
+            }
         }
     }
 
@@ -152,12 +200,126 @@ impl Op {
                     end: key(&mut bytes)?,
                 },
                 OP_COLD_CHUNK => Op::ColdChunk(ChunkLoc::decode(&mut bytes)?),
+                OP_PATCH => {
+                    let key = key(&mut bytes)?;
+                    need(&bytes, 6)?;
+                    let old_len = bytes.get_u32_le();
+                    let count = bytes.get_u16_le() as usize;
+                    if count == 0 || count > bytes.remaining() / EDIT_HEADER_BYTES {
+                        return Err(format!("patch of {count} edits"));
+                    }
+                    let mut edits = Vec::with_capacity(count);
+                    for _ in 0..count {
+                        need(&bytes, EDIT_HEADER_BYTES)?;
+                        let (at, remove) = (bytes.get_u32_le(), bytes.get_u32_le());
+                        let len = bytes.get_u32_le() as usize;
+                        need(&bytes, len)?;
+                        edits.push(Edit {
+                            at,
+                            remove,
+                            insert: bytes.split_to(len),
+                        });
+                    }
+                    patched_len(old_len, &edits)?;
+                    Op::Patch {
+                        key,
+                        old_len,
+                        edits,
+                    }
+                }
                 tag => return Err(format!("unknown redo op {tag}")),
             };
             ops.push(DecodedOp { op, value_offset });
         }
         Ok(ops)
     }
+}
+
+/// The length of a value `old_len` long after `edits`, checking that they are in order,
+/// apart (an edit that touches the next would be one edit), inside the old value, not empty,
+/// and that the result is within the record limit.
+fn patched_len(old_len: u32, edits: &[Edit]) -> Result<usize, String> {
+    let old_len = old_len as usize;
+    if old_len > MAX_RECORD_BYTES {
+        return Err(format!("patch of a {old_len}-byte value over the limit"));
+    }
+    let mut end = None;
+    let mut len = old_len;
+    for edit in edits {
+        let (at, remove) = (edit.at as usize, edit.remove as usize);
+        if end.is_some_and(|end| at <= end) || at + remove > old_len {
+            return Err(format!("patch edit at {at} out of order or past the value"));
+        }
+        if remove == 0 && edit.insert.is_empty() {
+            return Err("empty patch edit".to_string());
+        }
+        end = Some(at + remove);
+        len = len - remove + edit.insert.len();
+        if len > MAX_RECORD_BYTES {
+            return Err(format!("patch makes a value over {MAX_RECORD_BYTES} bytes"));
+        }
+    }
+    Ok(len)
+}
+
+/// `old` changed by `edits`; fails when the edits do not fit it.
+pub fn apply_patch(old: &[u8], old_len: u32, edits: &[Edit]) -> Result<Vec<u8>, String> {
+    if old.len() != old_len as usize {
+        return Err(format!(
+            "patch for a value of {old_len} bytes applied to one of {}",
+            old.len()
+        ));
+    }
+    let mut out = Vec::with_capacity(patched_len(old_len, edits)?);
+    let mut from = 0;
+    for edit in edits {
+        out.extend_from_slice(&old[from..edit.at as usize]);
+        out.extend_from_slice(&edit.insert);
+        from = (edit.at + edit.remove) as usize;
+    }
+    out.extend_from_slice(&old[from..]);
+    Ok(out)
+}
+
+/// The edits that turn `old` into `new`, found by a diff over their parts: `old_cuts` and
+/// `new_cuts` are the end offsets of the parts (items, headers) each value is made of, the
+/// last one its length. Parts equal in both are kept; runs of others become one edit each.
+pub fn diff(old: &[u8], old_cuts: &[usize], new: &[u8], new_cuts: &[usize]) -> Vec<Edit> {
+    fn parts<'v>(value: &'v [u8], cuts: &[usize]) -> (Vec<&'v [u8]>, Vec<usize>) {
+        let mut starts = Vec::with_capacity(cuts.len() + 1);
+        starts.push(0);
+        starts.extend_from_slice(cuts);
+        let parts = starts.windows(2).map(|w| &value[w[0]..w[1]]).collect();
+        (parts, starts)
+    }
+    let (old_parts, old_starts) = parts(old, old_cuts);
+    let (new_parts, new_starts) = parts(new, new_cuts);
+    let ops = similar::capture_diff_slices(similar::Algorithm::Myers, &old_parts, &new_parts);
+    let mut edits: Vec<Edit> = Vec::new();
+    for op in ops {
+        let (_, old_range, new_range) = op.as_tag_tuple();
+        if op.tag() == similar::DiffTag::Equal {
+            continue;
+        }
+        let at = old_starts[old_range.start];
+        let remove = old_starts[old_range.end] - at;
+        let insert = &new[new_starts[new_range.start]..new_starts[new_range.end]];
+        match edits.last_mut() {
+            // Next to the previous edit: one edit.
+            Some(last) if (last.at + last.remove) as usize == at => {
+                last.remove += remove as u32;
+                let mut joined = last.insert.to_vec();
+                joined.extend_from_slice(insert);
+                last.insert = Bytes::from(joined);
+            }
+            _ => edits.push(Edit {
+                at: at as u32,
+                remove: remove as u32,
+                insert: Bytes::copy_from_slice(insert),
+            }),
+        }
+    }
+    edits
 }
 
 #[cfg(test)]
@@ -187,6 +349,22 @@ mod tests {
                 offset: 64,
                 len: 100,
             }),
+            Op::Patch {
+                key: Bytes::from_static(b"k"),
+                old_len: 10,
+                edits: vec![
+                    Edit {
+                        at: 0,
+                        remove: 2,
+                        insert: Bytes::new(),
+                    },
+                    Edit {
+                        at: 10,
+                        remove: 0,
+                        insert: Bytes::from_static(b"tail"),
+                    },
+                ],
+            },
         ];
         let mut payload = Vec::new();
         let mut offsets = Vec::new();
@@ -207,6 +385,101 @@ mod tests {
         for len in 1..payload.len() {
             let cut = Op::decode_all(Bytes::copy_from_slice(&payload[..len]));
             assert_eq!(cut.is_ok(), boundaries.contains(&len), "cut at {len}");
+        }
+    }
+
+    fn patch_payload(old_len: u32, edits: &[(u32, u32, &[u8])]) -> Vec<u8> {
+        let mut out = Vec::new();
+        Op::Patch {
+            key: Bytes::from_static(b"k"),
+            old_len,
+            edits: edits
+                .iter()
+                .map(|&(at, remove, insert)| Edit {
+                    at,
+                    remove,
+                    insert: Bytes::copy_from_slice(insert),
+                })
+                .collect(),
+        }
+        .encode(&mut out);
+        out
+    }
+
+    #[test]
+    fn patches_that_do_not_fit_their_value_are_refused() {
+        let decode = |old_len, edits: &[(u32, u32, &[u8])]| {
+            Op::decode_all(Bytes::from(patch_payload(old_len, edits)))
+        };
+        assert!(decode(10, &[(0, 2, b""), (4, 0, b"x"), (10, 0, b"end")]).is_ok());
+        // No edit; an empty edit; out of order; touching the previous; past the end.
+        assert!(decode(10, &[]).is_err());
+        assert!(decode(10, &[(3, 0, b"")]).is_err());
+        assert!(decode(10, &[(5, 1, b"a"), (2, 1, b"b")]).is_err());
+        assert!(decode(10, &[(2, 2, b"a"), (4, 1, b"b")]).is_err());
+        assert!(decode(10, &[(8, 3, b"")]).is_err());
+        assert!(decode(MAX_RECORD_BYTES as u32 + 1, &[(0, 1, b"")]).is_err());
+        assert!(decode(MAX_RECORD_BYTES as u32, &[(0, 0, b"x")]).is_err());
+        let Op::Patch { edits, .. } = &decode(10, &[(1, 2, b"")]).unwrap()[0].op else {
+            panic!("a patch");
+        };
+        assert_eq!(apply_patch(b"0123456789", 10, edits).unwrap(), b"03456789");
+        assert!(apply_patch(b"012345678", 10, edits).is_err());
+    }
+
+    fn item(key: i64, payload: usize) -> crate::item::Stored {
+        crate::item::Stored {
+            item: crate::item::Item {
+                key,
+                value: (key % 3 == 0).then_some(key as f64),
+                payload: Bytes::from(vec![key as u8; payload]),
+            },
+            seq: key as u64,
+        }
+    }
+
+    fn item_list(items: &[crate::item::Stored]) -> (Vec<u8>, Vec<usize>) {
+        let mut value = Vec::new();
+        crate::item::encode_items(items, &mut value);
+        let mut ends = Vec::new();
+        crate::item::part_ends(&mut Bytes::from(value.clone()), 0, &mut ends).unwrap();
+        (value, ends)
+    }
+
+    #[test]
+    fn a_window_that_slides_patches_the_items_that_changed() {
+        let items: Vec<_> = (0..6).map(|k| item(k, 300)).collect();
+        let (old, old_ends) = item_list(&items[..5]);
+        let (new, new_ends) = item_list(&items[1..]);
+        let edits = diff(&old, &old_ends, &new, &new_ends);
+        assert_eq!(apply_patch(&old, old.len() as u32, &edits).unwrap(), new);
+        // The oldest item leaves, the newest comes: about one item's bytes.
+        let inserted: usize = edits.iter().map(|e| e.insert.len()).sum();
+        assert!(inserted < 350, "{edits:?}");
+        assert_eq!(diff(&old, &old_ends, &old, &old_ends), Vec::new());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn diff_then_patch_rebuilds_the_new_value(
+            old_keys in proptest::collection::vec(0i64..40, 0..30),
+            new_keys in proptest::collection::vec(0i64..40, 0..30),
+            payload in 0usize..40,
+        ) {
+            let old_items: Vec<_> = old_keys.iter().map(|&k| item(k, payload)).collect();
+            let new_items: Vec<_> = new_keys.iter().map(|&k| item(k, payload)).collect();
+            let (old, old_ends) = item_list(&old_items);
+            let (new, new_ends) = item_list(&new_items);
+            let edits = diff(&old, &old_ends, &new, &new_ends);
+            let mut payload = Vec::new();
+            if !edits.is_empty() {
+                let patch = Op::Patch { key: Bytes::from_static(b"k"), old_len: old.len() as u32, edits: edits.clone() };
+                patch.encode(&mut payload);
+                // What the writer makes, the decoder takes back unchanged.
+                let decoded = Op::decode_all(Bytes::from(payload)).unwrap();
+                proptest::prop_assert_eq!(&decoded[0].op, &patch);
+            }
+            proptest::prop_assert_eq!(apply_patch(&old, old.len() as u32, &edits).unwrap(), new);
         }
     }
 }

@@ -240,7 +240,7 @@ impl Shared {
         if redo.is_empty() {
             return Ok(done);
         }
-        self.encode_redo(&mut txn, &mut group, &redo)?;
+        self.encode_redo(&mut txn, &mut group, &redo, &[])?;
         self.write_group(writer, &base, txn, group, cold, 0)?;
         Ok(done)
     }
@@ -398,7 +398,7 @@ impl Shared {
         self.cold_synced_before_roll(&writer)?;
         let cold = self.cold.group()?;
         let mut group = writer.log.group()?;
-        self.encode_redo(&mut txn, &mut group, &redo)?;
+        self.encode_redo(&mut txn, &mut group, &redo, &[])?;
         self.write_group(&mut writer, &base, txn, group, cold, 0)?;
         Ok(moved)
     }

@@ -185,7 +185,10 @@ pub(crate) fn apply(
     large: Option<LargeRef>,
 ) -> Result<()> {
     let key = match op {
-        Op::Put { key, .. } | Op::Delete { key } | Op::DeleteRange { start: key, .. } => Some(key),
+        Op::Put { key, .. }
+        | Op::Delete { key }
+        | Op::DeleteRange { start: key, .. }
+        | Op::Patch { key, .. } => Some(key),
         Op::CreateCollection { .. } | Op::ColdChunk(_) => None,
     };
     let _owner = key
@@ -223,6 +226,25 @@ pub(crate) fn apply(
         }
         // The chunk is in its cold segment already; replay checks that it survived.
         Op::ColdChunk(_) => {}
+        Op::Patch {
+            key,
+            old_len,
+            edits,
+        } => {
+            let bad = |reason: String| {
+                Error::corruption("hot log", 0, format!("patch of {key:x?}: {reason}"))
+            };
+            let old = match txn.tree.get(pages, key)? {
+                Some(value) => pages.value_bytes(&value)?,
+                None => return Err(bad("no record to patch".to_string())),
+            };
+            let value = crate::page::redo::apply_patch(&old, *old_len, edits).map_err(bad)?;
+            if value.len() > max_inline_record(pages.page_bytes) {
+                return Err(bad(format!("{} bytes, too large for a leaf", value.len())));
+            }
+            txn.tree
+                .insert(pages, key.clone(), Value::Inline(Bytes::from(value)))?;
+        }
     }
     Ok(())
 }
@@ -401,13 +423,21 @@ impl Shared {
         for op in ops {
             stager.apply(op, cold)?;
         }
-        let redo = stager.finish()?;
-        self.encode_redo(txn, group, &redo)
+        let (redo, patched) = stager.finish()?;
+        self.encode_redo(txn, group, &redo, &patched)
     }
 
     /// Encodes one batch's redo into the group's frames (a large value in a frame of its
-    /// own) and applies it to the transaction.
-    fn encode_redo(&self, txn: &mut Txn, group: &mut Group, redo: &[Op]) -> Result<()> {
+    /// own) and applies it to the transaction. `patched` holds the value each `Patch` of the
+    /// redo makes, in order: the transaction takes it as it is instead of patching.
+    fn encode_redo(
+        &self,
+        txn: &mut Txn,
+        group: &mut Group,
+        redo: &[Op],
+        patched: &[Bytes],
+    ) -> Result<()> {
+        let mut patched = patched.iter();
         let mut open_frame: Option<usize> = None;
         let start_bytes = group.bytes();
         for op in redo {
@@ -435,7 +465,21 @@ impl Shared {
                     _ => 0,
                 },
             });
-            self.apply(txn, op, large_ref)?;
+            let value = match op {
+                Op::Patch { .. } => patched.next(),
+                _ => None,
+            };
+            match (op, value) {
+                (Op::Patch { key, .. }, Some(value)) => {
+                    debug_assert!(self.patch_makes(txn, op, value));
+                    let put = Op::Put {
+                        key: key.clone(),
+                        value: value.clone(),
+                    };
+                    self.apply(txn, &put, None)?;
+                }
+                _ => self.apply(txn, op, large_ref)?,
+            }
             if large {
                 group.finish(start, FrameKind::BatchPart);
                 open_frame = None;
@@ -444,6 +488,23 @@ impl Shared {
         let start = open_frame.unwrap_or_else(|| group.begin());
         group.finish(start, FrameKind::BatchEnd);
         Ok(())
+    }
+
+    /// True when applying `patch` to the transaction's record gives `value` (what replay
+    /// will build from the log).
+    fn patch_makes(&self, txn: &Txn, patch: &Op, value: &Bytes) -> bool {
+        let mut replayed = Txn {
+            tree: txn.tree.clone(),
+            catalog: txn.catalog.clone(),
+        };
+        self.apply(&mut replayed, patch, None).is_ok()
+            && matches!(
+                replayed.tree.get(&self.pages, match patch {
+                    Op::Patch { key, .. } => key,
+                    _ => return false,
+                }),
+                Ok(Some(Value::Inline(bytes))) if bytes == value
+            )
     }
 
     /// How far the state is from the last checkpoint: the redo since, the pages changed

@@ -17,9 +17,9 @@ use crate::cold::{ChunkKind, ChunkRef, ColdGroup};
 use crate::item::{self, Item, Stored, Summary};
 use crate::page::keys;
 use crate::page::max_inline_record;
-use crate::page::redo::Op;
+use crate::page::redo::{self, Op};
 use crate::pattern;
-use crate::record::ParentRecord;
+use crate::record::{self, ParentRecord};
 use crate::{Error, MAX_RECORD_BYTES, Result};
 
 /// A new item as the API receives it; the key is assigned at commit when not given.
@@ -112,6 +112,10 @@ struct ParentWork {
     stored_markers: Vec<usize>,
     /// The record as the batch leaves it.
     record: Option<ParentRecord>,
+    /// The stored record's bytes, which a patch of it applies to.
+    stored_bytes: Option<Bytes>,
+    /// The stored tail records' bytes, by array field.
+    stored_tails: BTreeMap<usize, Bytes>,
     /// The stored parent and all its array records go before the new state is written.
     deleted: bool,
     tails: BTreeMap<usize, Tail>,
@@ -173,13 +177,14 @@ impl<'a> Stager<'a> {
         if !self.parents.contains_key(&id) {
             // A collection without arrays has nothing in a stored record worth keeping: a put
             // replaces it whole and a delete leaves no array records behind. Skip the read.
-            let stored = if info.spec.arrays().is_empty() {
+            let stored_bytes = if info.spec.arrays().is_empty() {
                 None
             } else {
-                match self.read(&keys::parent(info.id, key))? {
-                    Some(bytes) => Some(decode_record(bytes, &info, key)?),
-                    None => None,
-                }
+                self.read(&keys::parent(info.id, key))?
+            };
+            let stored = match &stored_bytes {
+                Some(bytes) => Some(decode_record(bytes.clone(), &info, key)?),
+                None => None,
             };
             // Only the markers are needed of the stored state: copying the record (up to
             // 16 MiB under Embed) to keep it beside the working one would be wasted.
@@ -198,6 +203,8 @@ impl<'a> Stager<'a> {
                 info,
                 key: key.clone(),
                 record: stored,
+                stored_bytes,
+                stored_tails: BTreeMap::new(),
                 stored_markers,
                 deleted: false,
                 tails: BTreeMap::new(),
@@ -306,15 +313,22 @@ impl<'a> Stager<'a> {
             // Loaded once per batch and array; a deleted parent starts with an empty tail.
             let deleted = self.parents[&(info.id, key.clone())].deleted;
             let tail_key = keys::tail(info.id, key, index);
-            let items = match self.read(&tail_key)? {
-                Some(bytes) if !deleted => decode_items(bytes, &tail_key)?,
-                _ => Vec::new(),
+            let stored = match self.read(&tail_key)? {
+                Some(bytes) if !deleted => Some(bytes),
+                _ => None,
+            };
+            let items = match &stored {
+                Some(bytes) => decode_items(bytes.clone(), &tail_key)?,
+                None => Vec::new(),
             };
             let work = self
                 .parents
                 .get_mut(&(info.id, key.clone()))
                 .expect("loaded above");
             work.tails.insert(index, Tail::new(items));
+            if let Some(bytes) = stored {
+                work.stored_tails.insert(index, bytes);
+            }
         }
         Ok((info, index, layout))
     }
@@ -677,9 +691,12 @@ impl<'a> Stager<'a> {
         Ok(chunk.items.as_mut().expect("read above"))
     }
 
-    /// The redo of the whole batch; fails when any record would exceed the limit.
-    pub fn finish(self) -> Result<Vec<Op>> {
+    /// The redo of the whole batch, and the value each `Patch` in it makes (in order); fails
+    /// when any record would exceed the limit.
+    pub fn finish(self) -> Result<(Vec<Op>, Vec<Bytes>)> {
+        let max_inline = max_inline_record(self.shared.pages.page_bytes);
         let mut ops = self.created;
+        let mut patched = Vec::new();
         // In key order: the same redo for the same batch, and tree inserts that walk forward.
         let mut parents: Vec<_> = self.parents.into_iter().collect();
         parents.sort_unstable_by(|a, b| a.0.cmp(&b.0));
@@ -714,10 +731,19 @@ impl<'a> Stager<'a> {
                     limit: MAX_RECORD_BYTES as u64,
                 });
             }
-            ops.push(Op::Put {
+            // What the batch's own delete left is gone from the tree: nothing to patch.
+            let stored = |bytes: Option<&Bytes>| bytes.filter(|_| !work.deleted).cloned();
+            let put = Op::Put {
                 key: parent_key,
                 value: Bytes::from(record.encode()),
-            });
+            };
+            ops.push(patch_or_put(
+                put,
+                stored(work.stored_bytes.as_ref()),
+                max_inline,
+                &mut patched,
+                record::part_ends,
+            ));
             for index in &work.dirty_tails {
                 let key = keys::tail(id, &work.key, *index);
                 let tail = &work.tails[index].items;
@@ -726,10 +752,21 @@ impl<'a> Stager<'a> {
                 } else {
                     let mut value = Vec::with_capacity(item::items_len(tail));
                     item::encode_items(tail, &mut value);
-                    ops.push(Op::Put {
+                    let put = Op::Put {
                         key,
                         value: Bytes::from(value),
-                    });
+                    };
+                    ops.push(patch_or_put(
+                        put,
+                        stored(work.stored_tails.get(index)),
+                        max_inline,
+                        &mut patched,
+                        |bytes| {
+                            let mut ends = Vec::new();
+                            item::part_ends(&mut bytes.clone(), 0, &mut ends)?;
+                            Ok(ends)
+                        },
+                    ));
                 }
             }
             for key in &work.dropped_chunks {
@@ -756,8 +793,43 @@ impl<'a> Stager<'a> {
                 });
             }
         }
-        Ok(ops)
+        Ok((ops, patched))
     }
+}
+
+/// `put`, or the patch that turns `stored` (the value in the tree before the op) into its
+/// value when both fit a leaf and the patch logs fewer bytes; a patch's value goes to
+/// `patched`. `part_ends` cuts a value into the parts the diff compares.
+fn patch_or_put(
+    put: Op,
+    stored: Option<Bytes>,
+    max_inline: usize,
+    patched: &mut Vec<Bytes>,
+    part_ends: impl Fn(&Bytes) -> std::result::Result<Vec<usize>, String>,
+) -> Op {
+    let (Op::Put { key, value }, Some(old)) = (&put, stored) else {
+        return put;
+    };
+    if old.len() > max_inline || value.len() > max_inline {
+        return put;
+    }
+    let (Ok(old_ends), Ok(new_ends)) = (part_ends(&old), part_ends(value)) else {
+        return put;
+    };
+    let edits = redo::diff(&old, &old_ends, value, &new_ends);
+    if edits.is_empty() {
+        return put;
+    }
+    let patch = Op::Patch {
+        key: key.clone(),
+        old_len: old.len() as u32,
+        edits,
+    };
+    if patch.encoded_len() >= put.encoded_len() {
+        return put;
+    }
+    patched.push(value.clone());
+    patch
 }
 
 pub(crate) fn decode_record(
