@@ -171,6 +171,17 @@ fn a_push_logs_its_item_not_the_records_it_changes() {
         (Layout::Subset { keep: 5 }, 300, 1_000),
         // Outlier below its cap: the record grows by one small item.
         (Layout::Outlier { inline_cap: 50 }, 16, 250),
+        // Records past the inline bound (held in memory between checkpoints): an outlier
+        // with hundreds of items inline, an open bucket of up to 1,000 readings.
+        (Layout::Outlier { inline_cap: 1000 }, 16, 250),
+        (
+            Layout::Bucket {
+                max_items: 1000,
+                span: None,
+            },
+            16,
+            250,
+        ),
     ] {
         let (sim, storage) = sim();
         let options = Options::new()
@@ -186,6 +197,14 @@ fn a_push_logs_its_item_not_the_records_it_changes() {
         }
         batch.commit().unwrap();
         log_bytes_per_push(&db, 20, 200, payload);
+        if matches!(
+            layout,
+            Layout::Outlier { inline_cap: 1000 } | Layout::Bucket { .. }
+        ) {
+            // 20 parents of 300 items each: every record past the inline bound.
+            log_bytes_per_push(&db, 20, 5_800, payload);
+            db.checkpoint().unwrap();
+        }
         // Whole records would be logged at 2,000 to 5,000 bytes a push for Subset, and
         // 500 to 1,800 for Outlier.
         let per_push = log_bytes_per_push(&db, 20, 400, payload);
@@ -201,4 +220,25 @@ fn a_push_logs_its_item_not_the_records_it_changes() {
         assert!(reopened.stats().unwrap().replayed_bytes > 0);
         assert_eq!(read_all(&reopened).unwrap(), expected);
     }
+}
+
+#[test]
+fn records_past_four_pages_are_logged_whole() {
+    let (_sim, storage) = sim();
+    let options = Options::new()
+        .page_bytes(4096)
+        .checkpoint_bytes(64 << 20)
+        .background(false);
+    let db = Db::open_with_storage(storage, options).unwrap();
+    db.create_collection(CollectionSpec::new("c").array("a", Layout::Embed))
+        .unwrap();
+    // Items of 16-byte payloads take 45 bytes in the record: 360 of them make it about
+    // 16,200 bytes, just under four 4 KiB pages; pushes patch it.
+    log_bytes_per_push(&db, 1, 40, 16);
+    let below = log_bytes_per_push(&db, 1, 320, 16);
+    assert!(below < 250, "{below} log bytes per push below the bound");
+    // Past 16,384 bytes every push logs the whole record.
+    log_bytes_per_push(&db, 1, 10, 16);
+    let above = log_bytes_per_push(&db, 1, 50, 16);
+    assert!(above > 16_384, "{above} log bytes per push past the bound");
 }

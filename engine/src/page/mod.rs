@@ -97,7 +97,7 @@ impl PageStore {
     /// The record bytes of a leaf value, reading a large record from the log if need be.
     pub fn value_bytes(&self, value: &Value) -> Result<Bytes> {
         match value {
-            Value::Inline(bytes) => Ok(bytes.clone()),
+            Value::Inline(bytes) | Value::Held(bytes) => Ok(bytes.clone()),
             Value::Large(large) => self.read_large(*large),
         }
     }

@@ -47,20 +47,24 @@ impl LargeRef {
 pub enum Value {
     Inline(Bytes),
     Large(LargeRef),
+    /// A large record a patch made, held in memory until the next checkpoint writes it to
+    /// the log and leaves a `Large` in its place; never in a page image.
+    Held(Bytes),
 }
 
 impl Value {
     fn encoded_len(&self) -> usize {
         1 + match self {
             Value::Inline(bytes) => 4 + bytes.len(),
-            Value::Large(_) => LARGE_REF_BYTES,
+            // The reference it becomes at the next checkpoint.
+            Value::Large(_) | Value::Held(_) => LARGE_REF_BYTES,
         }
     }
 
     /// The record's length in bytes, wherever it is.
     pub fn record_len(&self) -> usize {
         match self {
-            Value::Inline(bytes) => bytes.len(),
+            Value::Inline(bytes) | Value::Held(bytes) => bytes.len(),
             Value::Large(large) => large.value_len as usize,
         }
     }
@@ -256,6 +260,9 @@ impl Node {
                             out.put_u32_le(large.value_offset);
                             out.put_u32_le(large.value_len);
                         }
+                        // Invariant: a checkpoint writes every held record to the log
+                        // (`Shared::write_held`) before it encodes a page.
+                        Value::Held(_) => unreachable!("held record in a page image"),
                     }
                 }
             }

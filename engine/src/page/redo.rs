@@ -2,6 +2,7 @@
 //! The one place that encodes and decodes them; see `format-spec/hot-log.md`.
 
 use bytes::{Buf, BufMut, Bytes};
+use rustc_hash::FxHashSet;
 
 use crate::MAX_RECORD_BYTES;
 use crate::catalog::{CollectionId, CollectionSpec};
@@ -281,10 +282,15 @@ pub fn apply_patch(old: &[u8], old_len: u32, edits: &[Edit]) -> Result<Vec<u8>, 
     Ok(out)
 }
 
+/// The most parts a diff lets differ (found in one value and not the other): the diff's
+/// work grows with their number times the parts, and a patch of many is no saving.
+const MAX_DIFFERING_PARTS: usize = 64;
+
 /// The edits that turn `old` into `new`, found by a diff over their parts: `old_cuts` and
 /// `new_cuts` are the end offsets of the parts (items, headers) each value is made of, the
 /// last one its length. Parts equal in both are kept; runs of others become one edit each.
-pub fn diff(old: &[u8], old_cuts: &[usize], new: &[u8], new_cuts: &[usize]) -> Vec<Edit> {
+/// `None` when more than [`MAX_DIFFERING_PARTS`] parts differ.
+pub fn diff(old: &[u8], old_cuts: &[usize], new: &[u8], new_cuts: &[usize]) -> Option<Vec<Edit>> {
     fn parts<'v>(value: &'v [u8], cuts: &[usize]) -> (Vec<&'v [u8]>, Vec<usize>) {
         let mut starts = Vec::with_capacity(cuts.len() + 1);
         starts.push(0);
@@ -294,32 +300,73 @@ pub fn diff(old: &[u8], old_cuts: &[usize], new: &[u8], new_cuts: &[usize]) -> V
     }
     let (old_parts, old_starts) = parts(old, old_cuts);
     let (new_parts, new_starts) = parts(new, new_cuts);
-    let ops = similar::capture_diff_slices(similar::Algorithm::Myers, &old_parts, &new_parts);
-    let mut edits: Vec<Edit> = Vec::new();
-    for op in ops {
-        let (_, old_range, new_range) = op.as_tag_tuple();
-        if op.tag() == similar::DiffTag::Equal {
-            continue;
-        }
-        let at = old_starts[old_range.start];
-        let remove = old_starts[old_range.end] - at;
-        let insert = &new[new_starts[new_range.start]..new_starts[new_range.end]];
-        match edits.last_mut() {
-            // Next to the previous edit: one edit.
+    let only_in = |these: &[&[u8]], others: &[&[u8]]| {
+        let others: FxHashSet<&[u8]> = others.iter().copied().collect();
+        these.iter().filter(|part| !others.contains(*part)).count()
+    };
+    if only_in(&old_parts, &new_parts) + only_in(&new_parts, &old_parts) > MAX_DIFFERING_PARTS {
+        return None;
+    }
+    let mut edits = Edits {
+        old_starts: &old_starts,
+        new_starts: &new_starts,
+        new,
+        edits: Vec::new(),
+    };
+    // The plain algorithm: `capture_diff_slices` compacts its ops afterwards, and the
+    // compacted ops can name a wrong old position for an insertion.
+    let Ok(()) = similar::algorithms::myers::diff(
+        &mut edits,
+        &old_parts,
+        0..old_parts.len(),
+        &new_parts,
+        0..new_parts.len(),
+    );
+    Some(edits.edits)
+}
+
+/// Builds a patch's edits from a diff over parts, in old-value order; edits that touch
+/// become one.
+struct Edits<'a> {
+    old_starts: &'a [usize],
+    new_starts: &'a [usize],
+    new: &'a [u8],
+    edits: Vec<Edit>,
+}
+
+impl Edits<'_> {
+    fn push(&mut self, old_parts: std::ops::Range<usize>, new_parts: std::ops::Range<usize>) {
+        let at = self.old_starts[old_parts.start];
+        let remove = self.old_starts[old_parts.end] - at;
+        let insert = &self.new[self.new_starts[new_parts.start]..self.new_starts[new_parts.end]];
+        match self.edits.last_mut() {
             Some(last) if (last.at + last.remove) as usize == at => {
                 last.remove += remove as u32;
                 let mut joined = last.insert.to_vec();
                 joined.extend_from_slice(insert);
                 last.insert = Bytes::from(joined);
             }
-            _ => edits.push(Edit {
+            _ => self.edits.push(Edit {
                 at: at as u32,
                 remove: remove as u32,
                 insert: Bytes::copy_from_slice(insert),
             }),
         }
     }
-    edits
+}
+
+impl similar::algorithms::DiffHook for Edits<'_> {
+    type Error = std::convert::Infallible;
+
+    fn delete(&mut self, old: usize, len: usize, new: usize) -> Result<(), Self::Error> {
+        self.push(old..old + len, new..new);
+        Ok(())
+    }
+
+    fn insert(&mut self, old: usize, new: usize, len: usize) -> Result<(), Self::Error> {
+        self.push(old..old, new..new + len);
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -451,12 +498,16 @@ mod tests {
         let items: Vec<_> = (0..6).map(|k| item(k, 300)).collect();
         let (old, old_ends) = item_list(&items[..5]);
         let (new, new_ends) = item_list(&items[1..]);
-        let edits = diff(&old, &old_ends, &new, &new_ends);
+        let edits = diff(&old, &old_ends, &new, &new_ends).unwrap();
         assert_eq!(apply_patch(&old, old.len() as u32, &edits).unwrap(), new);
         // The oldest item leaves, the newest comes: about one item's bytes.
         let inserted: usize = edits.iter().map(|e| e.insert.len()).sum();
         assert!(inserted < 350, "{edits:?}");
-        assert_eq!(diff(&old, &old_ends, &old, &old_ends), Vec::new());
+        assert_eq!(diff(&old, &old_ends, &old, &old_ends), Some(Vec::new()));
+        // Too many parts differ: no patch.
+        let others: Vec<_> = (100..200).map(|k| item(k, 1)).collect();
+        let (other, other_ends) = item_list(&others);
+        assert_eq!(diff(&old, &old_ends, &other, &other_ends), None);
     }
 
     proptest::proptest! {
@@ -470,7 +521,7 @@ mod tests {
             let new_items: Vec<_> = new_keys.iter().map(|&k| item(k, payload)).collect();
             let (old, old_ends) = item_list(&old_items);
             let (new, new_ends) = item_list(&new_items);
-            let edits = diff(&old, &old_ends, &new, &new_ends);
+            let edits = diff(&old, &old_ends, &new, &new_ends).unwrap();
             let mut payload = Vec::new();
             if !edits.is_empty() {
                 let patch = Op::Patch { key: Bytes::from_static(b"k"), old_len: old.len() as u32, edits: edits.clone() };

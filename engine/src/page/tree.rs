@@ -27,6 +27,8 @@ pub struct Tree {
     /// Bytes of chunks the chunk index refers to, per cold segment: a segment with none
     /// can be deleted once no reader holds an older version. Kept like `large_live`.
     pub cold_live: Arc<BTreeMap<u32, u64>>,
+    /// Bytes of the held records (`Value::Held`) in the tree: memory a checkpoint gives back.
+    pub held_bytes: u64,
     /// The root page as last published, held outside the cache: every lookup starts there,
     /// so it skips the cache's lock and bookkeeping. Used only while the root's slot still
     /// names the same place in the log.
@@ -73,14 +75,24 @@ impl Tree {
             table,
             large_live: Arc::default(),
             cold_live: Arc::default(),
+            held_bytes: 0,
             pinned: None,
         }
     }
 
-    /// Counts a large record, or a chunk named by a chunk index entry, in (`added`) or out
-    /// of the tree.
+    /// Counts a large record, a held record or a chunk named by a chunk index entry, in
+    /// (`added`) or out of the tree.
     fn account(&mut self, key: &Bytes, value: &Value, added: bool) {
         let (live, segment_id, bytes) = match value {
+            Value::Held(bytes) => {
+                let held = bytes.len() as u64;
+                if added {
+                    self.held_bytes += held;
+                } else {
+                    self.held_bytes -= held;
+                }
+                return;
+            }
             Value::Large(large) => (
                 &mut self.large_live,
                 large.segment_id,
@@ -100,6 +112,26 @@ impl Tree {
             Value::Inline(_) => return,
         };
         count(Arc::make_mut(live), segment_id, bytes, added);
+    }
+
+    /// Every held record, by key. Only changed pages can hold one.
+    pub fn held(&self) -> Vec<(Bytes, Bytes)> {
+        let mut held = Vec::new();
+        if self.held_bytes == 0 {
+            return held;
+        }
+        for (_, slot) in self.table.iter() {
+            if let Slot::Dirty(node) = slot
+                && let Node::Leaf { entries, .. } = node.as_ref()
+            {
+                for (key, value) in entries {
+                    if let Value::Held(bytes) = value {
+                        held.push((key.clone(), bytes.clone()));
+                    }
+                }
+            }
+        }
+        held
     }
 
     pub fn node(&self, store: &PageStore, id: PageId) -> Result<Arc<Node>> {

@@ -239,14 +239,21 @@ pub(crate) fn apply(
                 None => return Err(bad("no record to patch".to_string())),
             };
             let value = crate::page::redo::apply_patch(&old, *old_len, edits).map_err(bad)?;
-            if value.len() > max_inline_record(pages.page_bytes) {
-                return Err(bad(format!("{} bytes, too large for a leaf", value.len())));
-            }
             txn.tree
-                .insert(pages, key.clone(), Value::Inline(Bytes::from(value)))?;
+                .insert(pages, key.clone(), patched_value(pages, Bytes::from(value)))?;
         }
     }
     Ok(())
+}
+
+/// A patch's result as a leaf holds it: inline, or held until the next checkpoint when too
+/// large for a leaf.
+fn patched_value(pages: &PageStore, value: Bytes) -> Value {
+    if value.len() > max_inline_record(pages.page_bytes) {
+        Value::Held(value)
+    } else {
+        Value::Inline(value)
+    }
 }
 
 /// True when a `Put` value of this length stays in the log rather than in a leaf.
@@ -472,11 +479,8 @@ impl Shared {
             match (op, value) {
                 (Op::Patch { key, .. }, Some(value)) => {
                     debug_assert!(self.patch_makes(txn, op, value));
-                    let put = Op::Put {
-                        key: key.clone(),
-                        value: value.clone(),
-                    };
-                    self.apply(txn, &put, None)?;
+                    let value = patched_value(&self.pages, value.clone());
+                    txn.tree.insert(&self.pages, key.clone(), value)?;
                 }
                 _ => self.apply(txn, op, large_ref)?,
             }
@@ -497,14 +501,38 @@ impl Shared {
             tree: txn.tree.clone(),
             catalog: txn.catalog.clone(),
         };
+        let Op::Patch { key, .. } = patch else {
+            return false;
+        };
         self.apply(&mut replayed, patch, None).is_ok()
             && matches!(
-                replayed.tree.get(&self.pages, match patch {
-                    Op::Patch { key, .. } => key,
-                    _ => return false,
-                }),
-                Ok(Some(Value::Inline(bytes))) if bytes == value
+                replayed.tree.get(&self.pages, key),
+                Ok(Some(Value::Inline(bytes) | Value::Held(bytes))) if bytes == value
             )
+    }
+
+    /// Writes every held record to the log as a put of its present value, in a commit of
+    /// its own (the frames a large put gets, which leaves references in its place), so that
+    /// a checkpoint's pages refer to the log for them.
+    fn write_held(&self, writer: &mut Writer) -> Result<()> {
+        let base = self.current();
+        let held = base.tree.held();
+        if held.is_empty() {
+            return Ok(());
+        }
+        let mut txn = Txn {
+            tree: base.tree.clone(),
+            catalog: base.catalog.clone(),
+        };
+        let redo: Vec<Op> = held
+            .into_iter()
+            .map(|(key, value)| Op::Put { key, value })
+            .collect();
+        self.cold_synced_before_roll(writer)?;
+        let cold = self.cold.group()?;
+        let mut group = writer.log.group()?;
+        self.encode_redo(&mut txn, &mut group, &redo, &[])?;
+        self.write_group(writer, &base, txn, group, cold, 0)
     }
 
     /// How far the state is from the last checkpoint: the redo since, the pages changed
@@ -513,8 +541,9 @@ impl Shared {
     /// recovery, the second the memory that changed pages hold, the third the cold space
     /// that waits for a checkpoint to be given back.
     fn checkpoint_pressure(&self, writer: &Writer) -> u64 {
+        let tree = &self.current().tree;
         let dirty_bytes =
-            self.current().tree.table.dirty_count() as u64 * self.pages.page_bytes as u64;
+            tree.table.dirty_count() as u64 * self.pages.page_bytes as u64 + tree.held_bytes;
         writer
             .bytes_since_checkpoint
             .max(dirty_bytes)
@@ -686,6 +715,7 @@ impl Shared {
     }
 
     fn write_checkpoint(&self, writer: &mut Writer, clean: bool) -> Result<()> {
+        self.write_held(writer)?;
         let version = self.current();
         // Chunks before the redo and pages that refer to them.
         self.cold.sync()?;

@@ -117,7 +117,8 @@ impl Shared {
                     Value::Large(large) if before_replay(large.segment_id, large.frame_offset) => {
                         *hot_live.entry(large.segment_id).or_default() += large.value_len as u64;
                     }
-                    Value::Large(_) => {}
+                    // In memory until the next checkpoint: in no file yet.
+                    Value::Large(_) | Value::Held(_) => {}
                     Value::Inline(bytes) if keys::is_chunk_entry(key) => {
                         let entry = ChunkRef::decode_slice(bytes).map_err(|reason| {
                             Error::corruption(

@@ -694,7 +694,7 @@ impl<'a> Stager<'a> {
     /// The redo of the whole batch, and the value each `Patch` in it makes (in order); fails
     /// when any record would exceed the limit.
     pub fn finish(self) -> Result<(Vec<Op>, Vec<Bytes>)> {
-        let max_inline = max_inline_record(self.shared.pages.page_bytes);
+        let page_bytes = self.shared.pages.page_bytes;
         let mut ops = self.created;
         let mut patched = Vec::new();
         // In key order: the same redo for the same batch, and tree inserts that walk forward.
@@ -740,7 +740,7 @@ impl<'a> Stager<'a> {
             ops.push(patch_or_put(
                 put,
                 stored(work.stored_bytes.as_ref()),
-                max_inline,
+                page_bytes,
                 &mut patched,
                 record::part_ends,
             ));
@@ -759,7 +759,7 @@ impl<'a> Stager<'a> {
                     ops.push(patch_or_put(
                         put,
                         stored(work.stored_tails.get(index)),
-                        max_inline,
+                        page_bytes,
                         &mut patched,
                         |bytes| {
                             let mut ends = Vec::new();
@@ -797,27 +797,39 @@ impl<'a> Stager<'a> {
     }
 }
 
+/// Pages' worth of bytes a patched record may have. One past the inline bound is held in
+/// memory, outside the cache's budget, until the next checkpoint: larger records are
+/// logged whole, as the memory they would hold and the diff's work grow with them.
+const MAX_PATCHED_PAGES: usize = 4;
+
 /// `put`, or the patch that turns `stored` (the value in the tree before the op) into its
-/// value when both fit a leaf and the patch logs fewer bytes; a patch's value goes to
-/// `patched`. `part_ends` cuts a value into the parts the diff compares.
+/// value when the patch logs fewer bytes and the value is at most `MAX_PATCHED_PAGES`
+/// pages; a patch's value goes to `patched`. `part_ends` cuts a value into the parts the
+/// diff compares.
 fn patch_or_put(
     put: Op,
     stored: Option<Bytes>,
-    max_inline: usize,
+    page_bytes: usize,
     patched: &mut Vec<Bytes>,
     part_ends: impl Fn(&Bytes) -> std::result::Result<Vec<usize>, String>,
 ) -> Op {
     let (Op::Put { key, value }, Some(old)) = (&put, stored) else {
         return put;
     };
-    if old.len() > max_inline || value.len() > max_inline {
+    if value.len() > MAX_PATCHED_PAGES * page_bytes {
         return put;
     }
     let (Ok(old_ends), Ok(new_ends)) = (part_ends(&old), part_ends(value)) else {
         return put;
     };
-    let edits = redo::diff(&old, &old_ends, value, &new_ends);
-    if edits.is_empty() {
+    let edits = match redo::diff(&old, &old_ends, value, &new_ends) {
+        Some(edits) if !edits.is_empty() => edits,
+        _ => return put,
+    };
+    // What replay will build, checked before it is logged.
+    let rebuilt = redo::apply_patch(&old, old.len() as u32, &edits);
+    if !rebuilt.is_ok_and(|rebuilt| rebuilt == value.as_ref()) {
+        debug_assert!(false, "a patch that does not rebuild its value");
         return put;
     }
     let patch = Op::Patch {
