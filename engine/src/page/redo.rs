@@ -2,7 +2,6 @@
 //! The one place that encodes and decodes them; see `format-spec/hot-log.md`.
 
 use bytes::{Buf, BufMut, Bytes};
-use rustc_hash::FxHashSet;
 
 use crate::MAX_RECORD_BYTES;
 use crate::catalog::{CollectionId, CollectionSpec};
@@ -282,14 +281,15 @@ pub fn apply_patch(old: &[u8], old_len: u32, edits: &[Edit]) -> Result<Vec<u8>, 
     Ok(out)
 }
 
-/// The most parts a diff lets differ (found in one value and not the other): the diff's
-/// work grows with their number times the parts, and a patch of many is no saving.
-const MAX_DIFFERING_PARTS: usize = 64;
+/// The most the part counts of a diff's two values may differ by: the diff's work grows
+/// with the parts that differ (at least this many) times the parts, and a patch of many
+/// is no saving.
+const MAX_PART_COUNT_CHANGE: usize = 64;
 
 /// The edits that turn `old` into `new`, found by a diff over their parts: `old_cuts` and
 /// `new_cuts` are the end offsets of the parts (items, headers) each value is made of, the
 /// last one its length. Parts equal in both are kept; runs of others become one edit each.
-/// `None` when more than [`MAX_DIFFERING_PARTS`] parts differ.
+/// `None` when the part counts differ by more than [`MAX_PART_COUNT_CHANGE`].
 pub fn diff(old: &[u8], old_cuts: &[usize], new: &[u8], new_cuts: &[usize]) -> Option<Vec<Edit>> {
     fn parts<'v>(value: &'v [u8], cuts: &[usize]) -> (Vec<&'v [u8]>, Vec<usize>) {
         let mut starts = Vec::with_capacity(cuts.len() + 1);
@@ -300,11 +300,7 @@ pub fn diff(old: &[u8], old_cuts: &[usize], new: &[u8], new_cuts: &[usize]) -> O
     }
     let (old_parts, old_starts) = parts(old, old_cuts);
     let (new_parts, new_starts) = parts(new, new_cuts);
-    let only_in = |these: &[&[u8]], others: &[&[u8]]| {
-        let others: FxHashSet<&[u8]> = others.iter().copied().collect();
-        these.iter().filter(|part| !others.contains(*part)).count()
-    };
-    if only_in(&old_parts, &new_parts) + only_in(&new_parts, &old_parts) > MAX_DIFFERING_PARTS {
+    if old_parts.len().abs_diff(new_parts.len()) > MAX_PART_COUNT_CHANGE {
         return None;
     }
     let mut edits = Edits {
@@ -504,7 +500,7 @@ mod tests {
         let inserted: usize = edits.iter().map(|e| e.insert.len()).sum();
         assert!(inserted < 350, "{edits:?}");
         assert_eq!(diff(&old, &old_ends, &old, &old_ends), Some(Vec::new()));
-        // Too many parts differ: no patch.
+        // The part counts differ too much: no patch.
         let others: Vec<_> = (100..200).map(|k| item(k, 1)).collect();
         let (other, other_ends) = item_list(&others);
         assert_eq!(diff(&old, &old_ends, &other, &other_ends), None);
