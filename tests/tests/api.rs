@@ -758,3 +758,68 @@ fn get_projected_builds_only_the_named_arrays() {
         Err(Error::KeyTooLarge { .. })
     ));
 }
+
+/// Range summaries add whole index leaves at once (each leaf's summary is built on first
+/// use and forgotten when the leaf changes); they agree with the items they summarise,
+/// before and after removals, expiry and new buckets change the leaves.
+#[test]
+fn range_summaries_agree_with_items_across_index_leaves() {
+    use skewdb::{ItemQuery, Layout, NewItem, Summary};
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::new().page_bytes(4096)).unwrap();
+    let layout = Layout::Bucket {
+        max_items: 4,
+        span: None,
+    };
+    let docs = db
+        .create_collection(CollectionSpec::new("s").array("r", layout))
+        .unwrap();
+    let push = |sensor: &str, keys: std::ops::Range<i64>| {
+        let mut batch = db.batch();
+        for k in keys {
+            let value = (k * 7 % 13 - 6) as f64;
+            batch.push("s", sensor, "r", NewItem::new([]).key(k).value(value));
+        }
+        batch.commit().unwrap();
+    };
+    // 500 sealed buckets each: their index entries fill many 4 KiB leaves.
+    for sensor in ["a", "b", "c"] {
+        push(sensor, 0..2_000);
+    }
+    db.checkpoint().unwrap();
+    let check = || {
+        for sensor in ["a", "b", "c"] {
+            for (from, to) in [
+                (0, 2_000),
+                (-5, 3_000),
+                (10, 1_990),
+                (500, 1_500),
+                (333, 777),
+                (0, 10),
+                (1_999, 2_000),
+                (2_100, 2_200),
+            ] {
+                let query = ItemQuery::new().range(from..to).limit(usize::MAX);
+                let page = docs.items(sensor, "r", &query).unwrap().unwrap();
+                assert!(page.next.is_none());
+                let mut expected = Summary::default();
+                for item in &page.items {
+                    expected.add(item);
+                }
+                let summary = docs.summary(sensor, "r", from..to).unwrap().unwrap();
+                assert_eq!(summary, expected, "{sensor} {from}..{to}");
+            }
+        }
+    };
+    check();
+    check();
+    let mut batch = db.batch();
+    batch.remove("s", "a", "r", 1_000);
+    batch.remove("s", "a", "r", 1_501);
+    batch.expire_buckets("s", "b", "r", 400);
+    batch.commit().unwrap();
+    push("c", 2_000..2_300);
+    check();
+    db.checkpoint().unwrap();
+    check();
+}

@@ -6,6 +6,7 @@ use std::sync::OnceLock;
 
 use bytes::{Buf, BufMut, Bytes};
 
+use crate::item::Summary;
 use crate::log::FrameLoc;
 
 /// A page's identity; the page table maps it to the page image's location in the log.
@@ -87,12 +88,16 @@ pub enum Node {
     },
 }
 
-/// A search index over a node's keys, built on first use by a reader: the length of the
-/// prefix all keys share, and for each key the 8 bytes after it as a big-endian number.
-/// Binary search then runs over one dense array instead of chasing a pointer per probe,
-/// which is what a lookup in a cached page costs. Never stored; not part of equality.
+/// What readers build over a node on first use, never stored and not part of equality:
+/// a search index over its keys (the length of the prefix all keys share, and for each key
+/// the 8 bytes after it as a big-endian number: binary search then runs over one dense
+/// array instead of chasing a pointer per probe, which is what a lookup in a cached page
+/// costs), and for a leaf the summary of all its entries read as chunk index entries.
 #[derive(Clone, Debug, Default)]
-pub struct SearchAid(OnceLock<Fingerprints>);
+pub struct SearchAid {
+    prints: OnceLock<Fingerprints>,
+    chunks: OnceLock<Option<Summary>>,
+}
 
 /// Keys' common prefix is kept inline up to this length (longer shared prefixes are cut
 /// here, which keeps the search correct: any common prefix will do).
@@ -129,7 +134,7 @@ fn lower_bound<'a>(
     if count == 0 {
         return 0;
     }
-    let prints = aid.0.get_or_init(|| {
+    let prints = aid.prints.get_or_init(|| {
         let (first, last) = (keys(0), keys(count - 1));
         let prefix_len = first
             .iter()
@@ -202,7 +207,27 @@ impl Node {
         }
     }
 
-    /// Forgets the search index; called before the node is changed.
+    /// The summaries of every entry of a leaf merged, each entry read by `summary` (`None`
+    /// when one is not a chunk index entry, or for an internal node); computed once per
+    /// node, by the first reader that asks. An aggregate that covers the whole leaf takes
+    /// it instead of visiting the entries.
+    pub fn chunk_summary(
+        &self,
+        summary: impl Fn(&Bytes, &Value) -> Option<Summary>,
+    ) -> Option<Summary> {
+        let Node::Leaf { entries, aid } = self else {
+            return None;
+        };
+        *aid.chunks.get_or_init(|| {
+            let mut merged = Summary::default();
+            for (key, value) in entries {
+                merged.merge(&summary(key, value)?);
+            }
+            Some(merged)
+        })
+    }
+
+    /// Forgets the readers' aids; called before the node is changed.
     pub fn changing(&mut self) -> &mut Self {
         match self {
             Node::Leaf { aid, .. } | Node::Internal { aid, .. } => *aid = SearchAid::default(),
@@ -285,7 +310,8 @@ impl Node {
     /// Memory a decoded page holds beside its image: the entry vectors, and the search
     /// aid a reader builds on first use. A page's cache weight is its image plus this.
     pub fn decoded_overhead(&self) -> usize {
-        let aid = |count: usize| MAX_INDEXED_PREFIX + count * size_of::<u64>();
+        let aid =
+            |count: usize| MAX_INDEXED_PREFIX + count * size_of::<u64>() + size_of::<Summary>();
         size_of::<Node>()
             + match self {
                 Node::Leaf { entries, .. } => {

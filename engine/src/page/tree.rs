@@ -568,6 +568,24 @@ impl Cursor {
         }
     }
 
+    /// Calls `visit` with each leaf from the cursor's on and the index of its first entry
+    /// not yet visited, until it returns `false` or the tree ends.
+    pub fn for_each_leaf(
+        &mut self,
+        tree: &Tree,
+        store: &PageStore,
+        mut visit: impl FnMut(&Node, usize) -> Result<bool>,
+    ) -> Result<()> {
+        loop {
+            if !visit(&self.leaf, self.position)? {
+                return Ok(());
+            }
+            if !self.next_leaf(tree, store)? {
+                return Ok(());
+            }
+        }
+    }
+
     /// Moves to the first entry of the next leaf; `false` at the end of the tree.
     fn next_leaf(&mut self, tree: &Tree, store: &PageStore) -> Result<bool> {
         // Up to the nearest ancestor with a child to the right, then down its left edge.

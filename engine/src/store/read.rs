@@ -14,7 +14,7 @@ use crate::catalog::{CollectionInfo, Layout};
 use crate::cold::ChunkRef;
 use crate::item::{Item, Stored, Summary};
 use crate::page::keys;
-use crate::page::node::Value;
+use crate::page::node::{Node, Value};
 use crate::page::tree::Tree;
 use crate::record::{ArrayState, ParentRecord};
 use crate::{Error, Result};
@@ -271,28 +271,44 @@ impl Shared {
         from: Bound<i64>,
         mut visit: impl FnMut(&Bytes, &ChunkRef) -> Result<bool>,
     ) -> Result<()> {
-        let start = match from {
-            Bound::Included(k) | Bound::Excluded(k) => keys::chunk(info.id, key, field, k, 0),
-            Bound::Unbounded => Bytes::from(keys::chunks(info.id, key, field)),
-        };
-        let end = keys::chunks_end(info.id, key, field);
-        let mut cursor = tree.cursor(&self.pages, Bound::Included(&start))?;
+        let (mut cursor, end) = self.chunk_cursor(tree, info, key, field, from)?;
         cursor.for_each(tree, &self.pages, |tree_key, value| {
             if *tree_key >= end {
                 return Ok(false);
             }
-            let entry = match value {
-                Value::Inline(bytes) => ChunkRef::decode_slice(bytes).map_err(|reason| {
-                    Error::corruption(
-                        "page store",
-                        0,
-                        format!("chunk entry {tree_key:x?}: {reason}"),
-                    )
-                })?,
-                large => self.chunk_entry(tree_key, large.clone())?,
-            };
-            visit(tree_key, &entry)
+            visit(tree_key, &self.decode_chunk_entry(tree_key, value)?)
         })
+    }
+
+    /// A cursor at the first index entry of one array's chunks whose max key is at least
+    /// `from`, and the key where that array's entries end.
+    fn chunk_cursor(
+        &self,
+        tree: &Tree,
+        info: &CollectionInfo,
+        key: &[u8],
+        field: usize,
+        from: Bound<i64>,
+    ) -> Result<(crate::page::tree::Cursor, Bytes)> {
+        let start = match from {
+            Bound::Included(k) | Bound::Excluded(k) => keys::chunk(info.id, key, field, k, 0),
+            Bound::Unbounded => Bytes::from(keys::chunks(info.id, key, field)),
+        };
+        let cursor = tree.cursor(&self.pages, Bound::Included(&start))?;
+        Ok((cursor, keys::chunks_end(info.id, key, field)))
+    }
+
+    fn decode_chunk_entry(&self, tree_key: &[u8], value: &Value) -> Result<ChunkRef> {
+        match value {
+            Value::Inline(bytes) => ChunkRef::decode_slice(bytes).map_err(|reason| {
+                Error::corruption(
+                    "page store",
+                    0,
+                    format!("chunk entry {tree_key:x?}: {reason}"),
+                )
+            }),
+            large => self.chunk_entry(tree_key, large.clone()),
+        }
     }
 
     fn chunk_entry(&self, tree_key: &[u8], value: Value) -> Result<ChunkRef> {
@@ -472,14 +488,36 @@ impl Shared {
             {
                 summary.add(&stored.item);
             }
-            // Whole chunks add their stored summaries, read in place from the index leaves;
-            // only chunks that straddle an end of the range are decoded.
+            // Whole chunks add their stored summaries, read in place from the index leaves
+            // (a leaf of this array's entries alone, all inside the range, adds the summary
+            // of all of them, built once per leaf); only chunks that straddle an end of the
+            // range are decoded.
             let mut straddling = Vec::new();
-            self.for_each_chunk_entry(&version.tree, info, key, field, range.0, |_, entry| {
-                if query.covers(&entry.summary) {
-                    summary.merge(&entry.summary);
-                } else if query.overlaps(&entry.summary) {
-                    straddling.push(*entry);
+            let tree = &version.tree;
+            let (mut cursor, end) = self.chunk_cursor(tree, info, key, field, range.0)?;
+            cursor.for_each_leaf(tree, &self.pages, |leaf, from| {
+                let Node::Leaf { entries, .. } = leaf else {
+                    return Ok(false);
+                };
+                let rest = &entries[from.min(entries.len())..];
+                if from == 0
+                    && rest.last().is_some_and(|(last, _)| *last < end)
+                    && let Some(whole) = leaf.chunk_summary(chunk_entry_summary)
+                    && query.covers(&whole)
+                {
+                    summary.merge(&whole);
+                    return Ok(true);
+                }
+                for (tree_key, value) in rest {
+                    if *tree_key >= end {
+                        return Ok(false);
+                    }
+                    let entry = self.decode_chunk_entry(tree_key, value)?;
+                    if query.covers(&entry.summary) {
+                        summary.merge(&entry.summary);
+                    } else if query.overlaps(&entry.summary) {
+                        straddling.push(entry);
+                    }
                 }
                 Ok(true)
             })?;
@@ -523,5 +561,15 @@ impl Shared {
             });
         }
         Ok(outliers)
+    }
+}
+
+/// The summary of a chunk index entry held in its leaf; `None` for anything else.
+fn chunk_entry_summary(key: &Bytes, value: &Value) -> Option<Summary> {
+    match value {
+        Value::Inline(bytes) if keys::is_chunk_entry(key) => ChunkRef::decode_slice(bytes)
+            .ok()
+            .map(|entry| entry.summary),
+        _ => None,
     }
 }
