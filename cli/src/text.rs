@@ -200,6 +200,7 @@ pub fn stats_json(stats: &Stats, space: &SpaceStats) -> Value {
         "checkpoints": stats.checkpoints,
         "replayed_bytes": stats.replayed_bytes,
         "dirty_pages": stats.dirty_pages,
+        "held_bytes": stats.held_bytes,
         "next_lsn": stats.next_lsn,
         "durable_lsn": stats.durable_lsn,
         "log_segments": stats.log_segments,
@@ -248,7 +249,7 @@ pub fn cache_text(cache: &CacheStats) -> String {
 
 pub fn stats_text(stats: &Stats, space: &SpaceStats) -> String {
     format!(
-        "{}{}log: {} segments, {} bytes, next lsn {}, durable lsn {}, {} syncs\ncommits {} in {} groups (this process), checkpoints {}, dirty pages {}, replayed at open {} B\n",
+        "{}{}log: {} segments, {} bytes, next lsn {}, durable lsn {}, {} syncs\ncommits {} in {} groups (this process), checkpoints {}, dirty pages {}, held records {} B, replayed at open {} B\n",
         space_text(space),
         cache_text(&stats.cache),
         stats.log_segments,
@@ -260,6 +261,7 @@ pub fn stats_text(stats: &Stats, space: &SpaceStats) -> String {
         stats.commit_groups,
         stats.checkpoints,
         stats.dirty_pages,
+        stats.held_bytes,
         stats.replayed_bytes
     )
 }

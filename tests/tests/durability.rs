@@ -242,3 +242,45 @@ fn records_past_four_pages_are_logged_whole() {
     let above = log_bytes_per_push(&db, 1, 50, 16);
     assert!(above > 16_384, "{above} log bytes per push past the bound");
 }
+
+#[test]
+fn held_records_stay_within_a_quarter_of_the_cache() {
+    let cache = 256 * 1024;
+    let (sim, storage) = sim();
+    let options = Options::new()
+        .cache_bytes(cache)
+        .checkpoint_bytes(64 << 20)
+        .background(false);
+    let db = Db::open_with_storage(storage, options.clone()).unwrap();
+    db.create_collection(CollectionSpec::new("c").array("a", Layout::Outlier { inline_cap: 1000 }))
+        .unwrap();
+    // 40 parents of 300 items (about 13.5 KB each, past the inline bound): 540 KB held
+    // if nothing were logged.
+    let mut batch = db.batch();
+    for p in 0..40 {
+        for k in 0..300 {
+            batch.push("c", format!("p{p}"), "a", NewItem::new([7; 16]).key(k));
+        }
+    }
+    batch.commit().unwrap();
+    let mut most = 0;
+    for round in 0..5 {
+        for p in 0..40 {
+            let mut batch = db.batch();
+            batch.push("c", format!("p{p}"), "a", NewItem::new([round; 16]));
+            batch.commit().unwrap();
+            let held = db.stats().unwrap().held_bytes;
+            assert!(held <= cache as u64 / 4, "{held} bytes held");
+            most = most.max(held);
+        }
+    }
+    assert!(
+        most > cache as u64 / 8,
+        "records were held: at most {most} bytes"
+    );
+    let expected = read_all(&db).unwrap();
+    let image: Arc<dyn Storage> = Arc::new(sim.crash_image(2));
+    drop(db);
+    let reopened = Db::open_with_storage(image, options).unwrap();
+    assert_eq!(read_all(&reopened).unwrap(), expected);
+}

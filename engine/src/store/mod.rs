@@ -126,6 +126,9 @@ pub struct Stats {
     /// Log bytes replayed at open; bounded by `Options::checkpoint_bytes` plus one group.
     pub replayed_bytes: u64,
     pub dirty_pages: u64,
+    /// Bytes of large records changed by patches and held in memory until they are logged
+    /// whole (at most a quarter of `Options::cache_bytes` after any commit).
+    pub held_bytes: u64,
     pub next_lsn: u64,
     pub durable_lsn: u64,
     pub log_segments: u64,
@@ -246,6 +249,11 @@ pub(crate) fn apply(
     Ok(())
 }
 
+/// Held records (large records changed by patches, in memory until logged whole) are
+/// logged once they hold more than this share of the cache's budget: memory outside the
+/// cache stays in proportion with it.
+const HELD_SHARE_OF_CACHE: usize = 4;
+
 /// A patch's result as a leaf holds it: inline, or held until the next checkpoint when too
 /// large for a leaf.
 fn patched_value(pages: &PageStore, value: Bytes) -> Value {
@@ -305,6 +313,11 @@ impl Shared {
         }
         let requests = std::mem::take(&mut *self.queue.lock());
         self.commit_group(&mut writer, &requests);
+        if self.current().tree.held_bytes > (self.options.cache_bytes / HELD_SHARE_OF_CACHE) as u64
+        {
+            // The batches are committed; a failed write makes the next write fail.
+            let _ = self.write_held(&mut writer);
+        }
         let pressure = self.checkpoint_pressure(&writer);
         if pressure >= self.options.checkpoint_bytes {
             if self.maintenance.running() && pressure < 2 * self.options.checkpoint_bytes {
@@ -831,6 +844,7 @@ impl Shared {
             checkpoints: counters.checkpoints,
             replayed_bytes: counters.replayed_bytes,
             dirty_pages: version.tree.table.dirty_count() as u64,
+            held_bytes: version.tree.held_bytes,
             next_lsn,
             durable_lsn,
             log_segments: segments.len() as u64,
