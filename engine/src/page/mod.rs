@@ -102,6 +102,15 @@ impl PageStore {
         }
     }
 
+    /// A record's bytes for a maintenance copy: a large record is read from its segment
+    /// and not kept in the cache, so moving records does not evict the readers' pages.
+    pub fn value_bytes_uncached(&self, value: &Value) -> Result<Bytes> {
+        match value {
+            Value::Inline(bytes) | Value::Held(bytes) => Ok(bytes.clone()),
+            Value::Large(large) => self.read_large_uncached(*large),
+        }
+    }
+
     fn read_large(&self, large: LargeRef) -> Result<Bytes> {
         let key = CacheKey::Large {
             segment_id: large.segment_id,

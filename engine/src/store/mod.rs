@@ -750,11 +750,30 @@ impl Shared {
             })
             .collect();
         let mut written = Vec::with_capacity(dirty.len());
+        // Each group's buffer is sized once for the frames it will hold: grown by doubling
+        // it would reach twice `CHECKPOINT_GROUP_BYTES`, and the allocator keeps what such
+        // transient buffers freed.
+        let frame_lens: Vec<usize> = dirty
+            .iter()
+            .map(|(_, node)| crate::log::frame::FRAME_HEADER_BYTES + 8 + node.encoded_len())
+            .collect();
+        let group_len = |from: usize| {
+            let mut len = 0;
+            for frame_len in &frame_lens[from..] {
+                if len >= CHECKPOINT_GROUP_BYTES {
+                    break;
+                }
+                len += frame_len;
+            }
+            len
+        };
         let mut group = writer.log.group()?;
-        for (id, node) in dirty {
+        group.buf().reserve_exact(group_len(0));
+        for (index, (id, node)) in dirty.into_iter().enumerate() {
             if group.bytes() >= CHECKPOINT_GROUP_BYTES {
                 writer.log.append(group)?;
                 group = writer.log.group()?;
+                group.buf().reserve_exact(group_len(index));
             }
             let start = group.begin();
             group.buf().put_u64_le(id);
