@@ -161,9 +161,20 @@ fn lower_bound<'a>(
         Ordering::Equal => {}
     }
     let wanted = fingerprint(key, prints.prefix_len);
-    let low = prints.values.partition_point(|f| *f < wanted);
-    let high = low + prints.values[low..].partition_point(|f| *f == wanted);
-    low + (low..high).take_while(|i| keys(*i) < key).count()
+    let mut low = prints.values.partition_point(|f| *f < wanted);
+    let mut high = low + prints.values[low..].partition_point(|f| *f == wanted);
+    // Keys whose fingerprints tie are told apart by the keys themselves, by bisection: a
+    // node whose keys agree on the 8 bytes past the shared prefix (keys of two key spaces
+    // in one node make that prefix empty) would otherwise cost a comparison per key.
+    while low < high {
+        let middle = low + (high - low) / 2;
+        if keys(middle) < key {
+            low = middle + 1;
+        } else {
+            high = middle;
+        }
+    }
+    low
 }
 
 /// Bytes one leaf entry takes in its page.
@@ -511,6 +522,44 @@ mod tests {
                     "{keys:?} {probe:?}"
                 );
             }
+        }
+    }
+
+    /// Parent keys and array keys in one node: the shared prefix is empty and every parent
+    /// key has the same fingerprint, so the ties are bisected.
+    #[test]
+    fn search_bisects_keys_whose_fingerprints_tie() {
+        let mut keys: Vec<Vec<u8>> = (0..300u64)
+            .map(|id| [&1u32.to_be_bytes()[..], &(id * 2).to_be_bytes()].concat())
+            .collect();
+        keys.extend(
+            (0..20u64).map(|id| [&0x8000_0001u32.to_be_bytes()[..], &id.to_be_bytes()].concat()),
+        );
+        let entries = keys
+            .iter()
+            .map(|k| (Bytes::copy_from_slice(k), Value::Inline(Bytes::new())))
+            .collect();
+        let leaf = Node::leaf(entries);
+        let separators: Vec<Bytes> = keys.iter().map(|k| Bytes::copy_from_slice(k)).collect();
+        let internal = Node::internal(separators, (0..=keys.len() as u64).collect());
+        let mut probes: Vec<Vec<u8>> = (0..=601u64)
+            .map(|id| [&1u32.to_be_bytes()[..], &id.to_be_bytes()].concat())
+            .collect();
+        probes.extend(keys.iter().cloned());
+        probes.push(vec![0, 0, 0, 1]);
+        probes.push(vec![0x80, 0, 0, 1, 0xff]);
+        for probe in &probes {
+            let probe = probe.as_slice();
+            assert_eq!(
+                leaf.search(probe),
+                keys.partition_point(|k| k.as_slice() < probe),
+                "{probe:?}"
+            );
+            assert_eq!(
+                internal.search(probe),
+                keys.partition_point(|k| k.as_slice() <= probe),
+                "{probe:?}"
+            );
         }
     }
 
