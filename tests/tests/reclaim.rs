@@ -549,3 +549,47 @@ fn large_records_move_out_of_sparse_segments() {
     assert!(!hot_files(dir.path()).contains(&first));
     db.verify().unwrap();
 }
+
+/// Automatic reclamation moves large records a bounded amount per step (about 1 MiB past
+/// the first record), so a sparse segment whose live records add up to more than one step
+/// still empties over the following steps.
+#[test]
+fn large_records_beyond_one_step_all_move_in_later_steps() {
+    let body = |i: u32| format!("{i} {}", "B".repeat(200_000 + i as usize));
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options()).unwrap();
+    db.create_collection(CollectionSpec::new("docs")).unwrap();
+    let mut batch = db.batch();
+    for i in 0..24 {
+        batch.put("docs", format!("big{i:02}"), body(i));
+    }
+    batch.commit().unwrap();
+    let first = hot_files(dir.path())[0].clone();
+    // 11 of 24 stay: about 2.2 MB, under half the segment, over two steps.
+    let kept: Vec<u32> = (0..24).filter(|i| i % 2 == 0 && *i < 22).collect();
+    let mut batch = db.batch();
+    for i in (0..24).filter(|i| !kept.contains(i)) {
+        batch.delete("docs", format!("big{i:02}"));
+    }
+    batch.commit().unwrap();
+    let mut rounds = 0;
+    while hot_files(dir.path()).contains(&first) {
+        rewrite(&db, 2_000, rounds);
+        rounds += 1;
+        assert!(
+            rounds < 200,
+            "{first} still there: {:?}",
+            hot_files(dir.path())
+        );
+    }
+    let docs = db.collection("docs").unwrap();
+    for i in 0..24 {
+        let doc = docs.get(format!("big{i:02}")).unwrap();
+        if kept.contains(&i) {
+            assert_eq!(doc.unwrap().body(), body(i).as_bytes());
+        } else {
+            assert!(doc.is_none(), "big{i:02}");
+        }
+    }
+    db.verify().unwrap();
+}
