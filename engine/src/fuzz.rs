@@ -76,21 +76,28 @@ pub fn decoders(data: &[u8]) {
         _ => {
             for arrays in 0..3 {
                 let decoded = ParentRecord::decode(Bytes::copy_from_slice(rest), arrays);
-                // Skipping the items of the first array (a projection) accepts exactly
-                // what decoding them does, and agrees on everything else.
+                // Skipping the items of the first array (a projection) accepts whatever
+                // decoding them does (it steps over the items by their length without
+                // reading them), and agrees on everything else.
                 let skipped =
                     ParentRecord::decode_fields(Bytes::copy_from_slice(rest), arrays, |f| f > 0);
-                assert_eq!(
-                    decoded.is_ok(),
-                    skipped.is_ok(),
+                assert!(
+                    decoded.is_err() || skipped.is_ok(),
                     "{decoded:?} / {skipped:?}"
                 );
                 if let (Ok(record), Ok(mut skipped)) = (decoded, skipped) {
-                    assert_eq!(
-                        record.encode(),
-                        rest,
-                        "record decode/encode is not a round trip"
-                    );
+                    // Records are written in the current version; one of the older version
+                    // reads as the same record.
+                    let encoded = record.encode();
+                    if rest.first() == Some(&crate::record::RECORD_VERSION) {
+                        assert_eq!(encoded, rest, "record decode/encode is not a round trip");
+                    } else {
+                        assert_eq!(
+                            ParentRecord::decode(Bytes::from(encoded), arrays).as_ref(),
+                            Ok(&record),
+                            "an older record does not encode to itself"
+                        );
+                    }
                     if let Some(first) = skipped.arrays.first_mut() {
                         assert!(first.inline.is_empty());
                         first.inline = record.arrays[0].inline.clone();

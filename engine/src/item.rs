@@ -200,6 +200,19 @@ pub(crate) fn skip_items(bytes: &mut Bytes) -> Result<(usize, usize), String> {
     Ok((count, start - bytes.len() - 4))
 }
 
+/// The item count of an encoded item list, checked against the bytes the list has, without
+/// reading its items.
+pub(crate) fn list_count(list: &[u8]) -> Result<usize, String> {
+    let items = match list.first_chunk::<4>() {
+        Some(items) => u32::from_le_bytes(*items) as usize,
+        None => return Err("item list truncated".to_string()),
+    };
+    if items > (list.len() - 4) / ITEM_OVERHEAD_BYTES {
+        return Err(format!("item count {items} larger than the bytes can hold"));
+    }
+    Ok(items)
+}
+
 /// Pushes the end offsets of an encoded item list's parts (its count, then each item),
 /// plus `base`, and advances `bytes` past the list; for diffs of values made of items.
 pub(crate) fn part_ends(
@@ -223,13 +236,7 @@ fn walk_items(
     // Read through a plain slice and an offset.
     let data: &[u8] = bytes;
     let truncated = || "item truncated".to_string();
-    let items = match data.first_chunk::<4>() {
-        Some(items) => u32::from_le_bytes(*items) as usize,
-        None => return Err("item list truncated".to_string()),
-    };
-    if items > (data.len() - 4) / ITEM_OVERHEAD_BYTES {
-        return Err(format!("item count {items} larger than the bytes can hold"));
-    }
+    let items = list_count(data)?;
     let mut at = 4;
     for _ in 0..items {
         let fixed: &[u8; 17] = data[at..]

@@ -7,13 +7,17 @@ use bytes::{Buf, BufMut, Bytes};
 use crate::MAX_RECORD_BYTES;
 use crate::item::{self, SUMMARY_BYTES, Stored, Summary};
 
-const RECORD_VERSION: u8 = 1;
+/// The version records are written in: each array's inline item list is preceded by its
+/// length in bytes, so that a read can step over an array it does not want.
+pub(crate) const RECORD_VERSION: u8 = 2;
+/// Records written before item lists had a length: still read, never written.
+const RECORD_VERSION_UNSIZED: u8 = 1;
 /// Bytes a parent record adds to its body when its collection has no array fields:
 /// version, body length, array count.
 pub const RECORD_OVERHEAD_BYTES: usize = 1 + 4 + 2;
 /// Bytes each array adds before its inline items: total, flags, next seq, next chunk,
-/// bucket start, summary, inline item count.
-pub const ARRAY_HEADER_BYTES: usize = 8 + 1 + 8 + 4 + 8 + SUMMARY_BYTES + 4;
+/// bucket start, summary, the inline items' length in bytes, inline item count.
+pub const ARRAY_HEADER_BYTES: usize = 8 + 1 + 8 + 4 + 8 + SUMMARY_BYTES + 4 + 4;
 
 const HAS_OVERFLOW: u8 = 1;
 const BUCKET_OPEN: u8 = 2;
@@ -86,6 +90,7 @@ impl ParentRecord {
             out.put_u32_le(array.next_chunk);
             out.put_i64_le(array.bucket_start.unwrap_or(0));
             array.summary.encode(&mut out);
+            out.put_u32_le(item::items_len(&array.inline) as u32);
             item::encode_items(&array.inline, &mut out);
         }
         debug_assert_eq!(out.len() as u64, self.encoded_len());
@@ -98,8 +103,9 @@ impl ParentRecord {
     }
 
     /// Decodes a record, building the inline items of the array fields `wanted` names (by
-    /// index) only; the others are checked and skipped, their `inline` left empty. Only for
-    /// reads: such a record must not be written back.
+    /// index) only; the others are stepped over by their length, their item count checked
+    /// against it but their items not read, their `inline` left empty. Only for reads: such
+    /// a record must not be written back.
     pub fn decode_fields(
         mut bytes: Bytes,
         arrays: usize,
@@ -112,9 +118,12 @@ impl ParentRecord {
             return Err("record truncated".to_string());
         }
         let version = bytes.get_u8();
-        if version != RECORD_VERSION {
+        if version != RECORD_VERSION && version != RECORD_VERSION_UNSIZED {
             return Err(format!("unknown record version {version}"));
         }
+        let sized = version == RECORD_VERSION;
+        // An unsized record's arrays lack the items' length.
+        let header_bytes = ARRAY_HEADER_BYTES - if sized { 0 } else { 4 };
         let body_len = bytes.get_u32_le() as usize;
         if bytes.remaining() < body_len + 2 {
             return Err(format!(
@@ -130,7 +139,7 @@ impl ParentRecord {
         }
         let mut states = Vec::with_capacity(count);
         for field in 0..count {
-            if bytes.remaining() < ARRAY_HEADER_BYTES {
+            if bytes.remaining() < header_bytes {
                 return Err("array state truncated".to_string());
             }
             let total = bytes.get_u64_le();
@@ -142,7 +151,25 @@ impl ParentRecord {
             let next_chunk = bytes.get_u32_le();
             let bucket_start = bytes.get_i64_le();
             let summary = Summary::decode(&mut bytes)?;
-            let (inline, inline_count, inline_bytes) = if wanted(field) {
+            let (inline, inline_count, inline_bytes) = if sized {
+                let list_len = bytes.get_u32_le() as usize;
+                if bytes.remaining() < list_len {
+                    return Err(format!(
+                        "inline items of {list_len} bytes past the record's end"
+                    ));
+                }
+                let mut list = bytes.split_to(list_len);
+                if wanted(field) {
+                    let inline = item::decode_items(&mut list)?;
+                    if list.has_remaining() {
+                        return Err("inline items shorter than their length".to_string());
+                    }
+                    let count = inline.len();
+                    (inline, count, list_len - 4)
+                } else {
+                    (Vec::new(), item::list_count(&list)?, list_len - 4)
+                }
+            } else if wanted(field) {
                 let inline = item::decode_items(&mut bytes)?;
                 let stored = inline.iter().map(|s| item::stored_len(&s.item)).sum();
                 let count = inline.len();
@@ -179,14 +206,20 @@ impl ParentRecord {
 }
 
 /// The end offsets of the parts of an encoded record, for diffs: version, body and array
-/// count as one part; per array its header, its item count and each inline item.
+/// count as one part; per array its header (with the items' length), its item count and
+/// each inline item.
 pub(crate) fn part_ends(record: &Bytes) -> Result<Vec<usize>, String> {
     let mut bytes = record.clone();
     let at = |bytes: &Bytes| record.len() - bytes.len();
     if bytes.remaining() < RECORD_OVERHEAD_BYTES {
         return Err("record truncated".to_string());
     }
-    bytes.advance(1);
+    let header_bytes = ARRAY_HEADER_BYTES
+        - match bytes.get_u8() {
+            RECORD_VERSION => 0,
+            RECORD_VERSION_UNSIZED => 4,
+            version => return Err(format!("unknown record version {version}")),
+        };
     let body_len = bytes.get_u32_le() as usize;
     if bytes.remaining() < body_len + 2 {
         return Err("record body past the record's end".to_string());
@@ -195,10 +228,10 @@ pub(crate) fn part_ends(record: &Bytes) -> Result<Vec<usize>, String> {
     let count = bytes.get_u16_le() as usize;
     let mut ends = vec![at(&bytes)];
     for _ in 0..count {
-        if bytes.remaining() < ARRAY_HEADER_BYTES {
+        if bytes.remaining() < header_bytes {
             return Err("array state truncated".to_string());
         }
-        bytes.advance(ARRAY_HEADER_BYTES - 4);
+        bytes.advance(header_bytes - 4);
         ends.push(at(&bytes));
         let base = at(&bytes);
         item::part_ends(&mut bytes, base, &mut ends)?;
@@ -241,5 +274,93 @@ mod tests {
         }
         let plain = ParentRecord::new(Bytes::from_static(b"x"), 0);
         assert_eq!(plain.encoded_len() as usize, 1 + RECORD_OVERHEAD_BYTES);
+    }
+
+    /// A record with two arrays of `items` inline items each.
+    fn two_arrays(items: i64) -> ParentRecord {
+        let mut record = ParentRecord::new(Bytes::from_static(b"body"), 2);
+        for array in &mut record.arrays {
+            for key in 0..items {
+                let item = Item {
+                    key,
+                    value: (key % 2 == 0).then_some(key as f64),
+                    payload: Bytes::from(vec![b'p'; key as usize]),
+                };
+                array.summary.add(&item);
+                array.total += 1;
+                array.inline_bytes += crate::item::stored_len(&item);
+                array.inline.push(Stored {
+                    item,
+                    seq: key as u64,
+                });
+            }
+        }
+        record
+    }
+
+    /// The same record in the unsized version: no items' length before each item list.
+    fn unsized_encoding(record: &ParentRecord) -> Vec<u8> {
+        let sized = record.encode();
+        let mut out = vec![RECORD_VERSION_UNSIZED];
+        let mut at = 1 + 4 + record.body.len() + 2;
+        out.extend_from_slice(&sized[1..at]);
+        for array in &record.arrays {
+            let header = ARRAY_HEADER_BYTES - 8;
+            out.extend_from_slice(&sized[at..at + header]);
+            at += header + 4;
+            let list = crate::item::items_len(&array.inline);
+            out.extend_from_slice(&sized[at..at + list]);
+            at += list;
+        }
+        assert_eq!(at, sized.len());
+        out
+    }
+
+    #[test]
+    fn unsized_records_still_read_and_are_written_sized() {
+        let record = two_arrays(5);
+        let old = unsized_encoding(&record);
+        assert_eq!(old.len() + 8, record.encode().len());
+        assert_eq!(
+            ParentRecord::decode(Bytes::from(old.clone()), 2).unwrap(),
+            record
+        );
+        let projected =
+            ParentRecord::decode_fields(Bytes::from(old.clone()), 2, |f| f == 1).unwrap();
+        assert!(projected.arrays[0].inline.is_empty());
+        assert_eq!(projected.arrays[1], record.arrays[1]);
+        assert_eq!(
+            (projected.arrays[0].total, projected.arrays[0].inline_bytes),
+            (5, record.arrays[0].inline_bytes)
+        );
+        let ends = part_ends(&Bytes::from(old.clone())).unwrap();
+        assert_eq!(ends.last(), Some(&old.len()));
+        for len in 0..old.len() {
+            assert!(ParentRecord::decode(Bytes::copy_from_slice(&old[..len]), 2).is_err());
+        }
+    }
+
+    /// A projection steps over an unwanted item list by its length: it does not read the
+    /// items (a damaged one goes unseen) but checks the count against the length.
+    #[test]
+    fn projections_step_over_unwanted_items() {
+        let record = two_arrays(4);
+        let mut bytes = record.encode();
+        let list_at = 1 + 4 + record.body.len() + 2 + ARRAY_HEADER_BYTES - 4;
+        // The first item's flags byte of the first array.
+        bytes[list_at + 4 + 16] = 0x7f;
+        assert!(ParentRecord::decode(Bytes::from(bytes.clone()), 2).is_err());
+        assert!(ParentRecord::decode_fields(Bytes::from(bytes.clone()), 2, |f| f == 0).is_err());
+        let projected =
+            ParentRecord::decode_fields(Bytes::from(bytes.clone()), 2, |f| f == 1).unwrap();
+        assert_eq!(projected.arrays[0].total, 4);
+        assert_eq!(projected.arrays[1], record.arrays[1]);
+        // A count the length cannot hold is refused all the same.
+        bytes[list_at..list_at + 4].copy_from_slice(&1000u32.to_le_bytes());
+        assert!(ParentRecord::decode_fields(Bytes::from(bytes.clone()), 2, |f| f == 1).is_err());
+        // So is a length past the record's end.
+        let mut bytes = record.encode();
+        bytes[list_at - 4..list_at].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(ParentRecord::decode_fields(Bytes::from(bytes), 2, |f| f == 1).is_err());
     }
 }

@@ -188,7 +188,7 @@ fn record_limit_both_sides() {
         .unwrap()
         .spec()
         .record_overhead_bytes();
-    assert_eq!(overhead, RECORD_OVERHEAD_BYTES + 2 * 89, "two empty arrays");
+    assert_eq!(overhead, RECORD_OVERHEAD_BYTES + 2 * 93, "two empty arrays");
     let largest_body = MAX_RECORD_BYTES - overhead;
     for (body_len, accepted) in [
         (largest_body, true),
