@@ -150,6 +150,9 @@ impl ParentRecord {
             let next_seq = bytes.get_u64_le();
             let next_chunk = bytes.get_u32_le();
             let bucket_start = bytes.get_i64_le();
+            if flags & BUCKET_OPEN == 0 && bucket_start != 0 {
+                return Err("a bucket start without an open bucket".to_string());
+            }
             let summary = Summary::decode(&mut bytes)?;
             let (inline, inline_count, inline_bytes) = if sized {
                 let list_len = bytes.get_u32_le() as usize;
@@ -269,6 +272,11 @@ mod tests {
             record
         );
         assert!(ParentRecord::decode(Bytes::from(bytes.clone()), 1).is_err());
+        // The first array has no open bucket: its bucket start must be 0, so that every
+        // record that decodes encodes back to the same bytes.
+        let mut stray = bytes.clone();
+        stray[1 + 4 + 5 + 2 + 8 + 1 + 8 + 4] = 1;
+        assert!(ParentRecord::decode(Bytes::from(stray), 2).is_err());
         for len in 0..bytes.len() {
             assert!(ParentRecord::decode(Bytes::copy_from_slice(&bytes[..len]), 2).is_err());
         }
