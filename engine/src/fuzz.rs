@@ -92,17 +92,24 @@ pub fn decoders(data: &[u8]) {
                     if rest.first() == Some(&crate::record::RECORD_VERSION) {
                         assert_eq!(encoded, rest, "record decode/encode is not a round trip");
                     } else {
-                        assert_eq!(
-                            ParentRecord::decode(Bytes::from(encoded), arrays).as_ref(),
-                            Ok(&record),
-                            "an older record does not encode to itself"
-                        );
+                        let again = ParentRecord::decode(Bytes::from(encoded.clone()), arrays)
+                            .expect("an older record encodes to one that decodes");
+                        assert_eq!(again.encode(), encoded, "an older record reads differently");
                     }
+                    // Compared by their encodings: a summary's sum may be NaN (infinities of
+                    // both signs added), which no decoded record equals.
                     if let Some(first) = skipped.arrays.first_mut() {
                         assert!(first.inline.is_empty());
                         first.inline = record.arrays[0].inline.clone();
                     }
-                    assert_eq!(skipped, record);
+                    assert_eq!(skipped.encode(), encoded);
+                    assert!(
+                        skipped
+                            .arrays
+                            .iter()
+                            .zip(&record.arrays)
+                            .all(|(a, b)| a.inline_bytes == b.inline_bytes)
+                    );
                     // Its parts for diffs cover it, in order.
                     let ends = crate::record::part_ends(&Bytes::copy_from_slice(rest))
                         .expect("a record that decodes has parts");
