@@ -550,14 +550,14 @@ fn large_records_move_out_of_sparse_segments() {
     db.verify().unwrap();
 }
 
-/// Automatic reclamation moves large records a bounded amount per step (about 1 MiB past
-/// the first record), so a sparse segment whose live records add up to more than one step
-/// still empties over the following steps.
+/// Automatic reclamation moves large records a bounded amount per step (an eighth of the
+/// cache budget past the first record, 1 MiB at least: 1 MiB here), so a sparse segment
+/// whose live records add up to more than one step still empties over the following steps.
 #[test]
 fn large_records_beyond_one_step_all_move_in_later_steps() {
     let body = |i: u32| format!("{i} {}", "B".repeat(200_000 + i as usize));
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), options()).unwrap();
+    let db = Db::open(dir.path(), options().cache_bytes(8 << 20)).unwrap();
     db.create_collection(CollectionSpec::new("docs")).unwrap();
     let mut batch = db.batch();
     for i in 0..24 {

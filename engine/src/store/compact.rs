@@ -25,11 +25,9 @@ pub(super) const COMPACT_BELOW: f64 = 0.5;
 /// time commits wait for a step.
 pub(super) const STEP_BYTES: u64 = 8 * 1024 * 1024;
 
-/// The large-record bytes one automatic reclamation step moves (past the first record).
-/// The step holds the records and their encoded copy at once, and commits wait for it:
-/// steps of `STEP_BYTES` on the maintenance thread raised a reviews benchmark's peak process
-/// memory from about 52 to 77 MiB. Checkpoints come often enough that a small step keeps up.
-pub(super) const AUTO_RELOCATE_BYTES: u64 = 1024 * 1024;
+/// The least large-record bytes one automatic reclamation step moves (past its first
+/// record); see `Shared::auto_relocate_bytes`.
+const AUTO_RELOCATE_MIN_BYTES: u64 = 1024 * 1024;
 /// A chunk of kind items holding fewer bytes of encoded items than this is small (a sealed
 /// tail holds at most 7 KiB with 16 KiB pages).
 const SMALL_RAW_BYTES: usize = 16 * 1024;
@@ -409,11 +407,21 @@ impl Shared {
         Ok(moved)
     }
 
+    /// The large-record bytes one automatic reclamation step moves (past its first record):
+    /// an eighth of the cache budget, from 1 MiB to `STEP_BYTES`. The step holds the records
+    /// and their encoded copy at once, so at most about a quarter of the budget; with
+    /// `STEP_BYTES` whatever the budget, a reviews benchmark at an 8 MiB budget peaked at
+    /// 77 MiB of process memory instead of about 52-59. Steps smaller than needed leave
+    /// large records pinning their segments longer.
+    fn auto_relocate_bytes(&self) -> u64 {
+        (self.options.cache_bytes as u64 / 8).clamp(AUTO_RELOCATE_MIN_BYTES, STEP_BYTES)
+    }
+
     /// The automatic reclamation step that follows a checkpoint: large records out of
     /// sparse log segments (for the next checkpoint's cleaning), then a cold compaction
     /// step.
     pub(super) fn reclaim_step(&self) -> Result<()> {
-        self.relocate_large(AUTO_RELOCATE_BYTES)?;
+        self.relocate_large(self.auto_relocate_bytes())?;
         self.cold_step()
     }
 
