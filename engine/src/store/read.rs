@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::stage::{decode_items, decode_record};
+use super::stage::{decode_items, decode_record_fields};
 use super::{Shared, Version};
 use crate::cache::{CacheKey, CacheValue, Tier};
 use crate::catalog::{CollectionInfo, Layout};
@@ -217,14 +217,17 @@ impl Shared {
         }
     }
 
+    /// A parent's record, with the inline items of the array fields `wanted` names only
+    /// (the others are stepped over; their state is all there but their `inline`).
     pub(crate) fn parent_record(
         &self,
         version: &Version,
         info: &CollectionInfo,
         key: &[u8],
+        wanted: impl Fn(usize) -> bool,
     ) -> Result<Option<ParentRecord>> {
         match self.read_tree(version, &keys::parent(info.id, key))? {
-            Some(bytes) => decode_record(bytes, info, key).map(Some),
+            Some(bytes) => decode_record_fields(bytes, info, key, wanted).map(Some),
             None => Ok(None),
         }
     }
@@ -356,7 +359,7 @@ impl Shared {
         field: usize,
         query: &ItemQuery,
     ) -> Result<Option<ItemPage>> {
-        let Some(record) = self.parent_record(version, info, key)? else {
+        let Some(record) = self.parent_record(version, info, key, |f| f == field)? else {
             return Ok(None);
         };
         let array = &record.arrays[field];
@@ -465,11 +468,12 @@ impl Shared {
         field: usize,
         range: (Bound<i64>, Bound<i64>),
     ) -> Result<Option<Summary>> {
-        let Some(record) = self.parent_record(version, info, key)? else {
+        let whole = range == (Bound::Unbounded, Bound::Unbounded);
+        let Some(record) = self.parent_record(version, info, key, |f| f == field && !whole)? else {
             return Ok(None);
         };
         let array = &record.arrays[field];
-        if range == (Bound::Unbounded, Bound::Unbounded) {
+        if whole {
             return Ok(Some(array.summary));
         }
         let query = ItemQuery::new().range(range);
@@ -548,13 +552,15 @@ impl Shared {
         }
         let mut outliers = Vec::with_capacity(parents.len());
         for key in parents {
-            let record = self.parent_record(version, info, &key)?.ok_or_else(|| {
-                Error::corruption(
-                    "page store",
-                    0,
-                    format!("outlier marker for missing parent {key:x?}"),
-                )
-            })?;
+            let record = self
+                .parent_record(version, info, &key, |_| false)?
+                .ok_or_else(|| {
+                    Error::corruption(
+                        "page store",
+                        0,
+                        format!("outlier marker for missing parent {key:x?}"),
+                    )
+                })?;
             outliers.push(Outlier {
                 total: record.arrays[field].total,
                 key,
