@@ -34,7 +34,12 @@ impl Stored {
 }
 
 /// Count, sum, min and max of the values of a set of items, and its key bounds.
-#[derive(Clone, Copy, Debug, PartialEq)]
+///
+/// Values may be infinite, and large ones overflow the sum: `sum` is then infinite, or NaN
+/// once infinities of both signs meet. Summaries are equal when every field is, the sums
+/// compared bit for bit, so a summary with a NaN sum equals itself (a chunk's stored
+/// summary is checked against its items' this way).
+#[derive(Clone, Copy, Debug)]
 pub struct Summary {
     /// Items in the set, with or without a value.
     pub items: u64,
@@ -45,6 +50,18 @@ pub struct Summary {
     pub max: Option<f64>,
     pub min_key: Option<i64>,
     pub max_key: Option<i64>,
+}
+
+impl PartialEq for Summary {
+    fn eq(&self, other: &Self) -> bool {
+        self.items == other.items
+            && self.count == other.count
+            && self.sum.to_bits() == other.sum.to_bits()
+            && self.min == other.min
+            && self.max == other.max
+            && self.min_key == other.min_key
+            && self.max_key == other.max_key
+    }
 }
 
 impl Default for Summary {

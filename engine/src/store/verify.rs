@@ -407,7 +407,11 @@ struct Checker {
 }
 
 fn same_summary(a: &Summary, b: &Summary) -> bool {
-    let close = (a.sum - b.sum).abs() <= 1e-9 * a.sum.abs().max(b.sum.abs()).max(1.0);
+    // Sums added in another order differ in their last bits, and an overflow (to an
+    // infinity, or NaN once both meet) can happen in one order and not another: a sum is
+    // checked only when both are finite.
+    let close = !(a.sum.is_finite() && b.sum.is_finite())
+        || (a.sum - b.sum).abs() <= 1e-9 * a.sum.abs().max(b.sum.abs()).max(1.0);
     a.items == b.items
         && a.count == b.count
         && a.min == b.min
