@@ -176,7 +176,8 @@ pub fn model(data: &[u8]) {
                 let (collection, parent_key) = parent(p);
                 let fields = arrays_of(collection);
                 let field = fields[field as usize % fields.len()].0;
-                let item: ModelItem = (key as i64, value.map(f64::from), vec![b'i'; size.bytes()]);
+                let item: ModelItem =
+                    (key as i64, value.map(model_value), vec![b'i'; size.bytes()]);
                 batch.push(Step::Push(collection, parent_key, field, item));
             }
             Operation::Delete { parent: p } => {
@@ -263,4 +264,16 @@ fn check(db: &Db, allowed: &[Model], when: &str) -> Model {
         allowed.len()
     );
     state
+}
+
+/// An item value: small integers, and at the ends of the range the values that overflow a
+/// summary's sum (the largest finite ones) or make it infinite or NaN (the infinities).
+fn model_value(value: i8) -> f64 {
+    match value {
+        i8::MIN => f64::NEG_INFINITY,
+        i8::MAX => f64::INFINITY,
+        -127 => -f64::MAX,
+        126 => f64::MAX,
+        value => f64::from(value),
+    }
 }
