@@ -143,7 +143,16 @@ impl Summary {
         let sum = bytes.get_f64_le();
         let (min, max) = (bytes.get_f64_le(), bytes.get_f64_le());
         let (min_key, max_key) = (bytes.get_i64_le(), bytes.get_i64_le());
-        if count > items || (count == 0) != (min > max) || (items == 0) != (min_key > max_key) {
+        // An empty set has exactly the stored form `encode` gives it, so that every summary
+        // that decodes encodes back to the same bytes.
+        let no_values = min == f64::INFINITY && max == f64::NEG_INFINITY && sum.to_bits() == 0;
+        let no_keys = min_key == i64::MAX && max_key == i64::MIN;
+        if count > items
+            || (count == 0) != no_values
+            || (count > 0 && min > max)
+            || (items == 0) != no_keys
+            || (items > 0 && min_key > max_key)
+        {
             return Err("summary fields disagree".to_string());
         }
         Ok(Summary {
@@ -329,6 +338,19 @@ mod tests {
             summary.encode(&mut out);
             assert_eq!(out.len(), SUMMARY_BYTES);
             assert_eq!(Summary::decode(&mut Bytes::from(out)).unwrap(), summary);
+        }
+        // An empty set has one stored form: any other value in its unused fields is refused,
+        // so that what decodes encodes back to the same bytes.
+        let mut empty = Vec::new();
+        Summary::default().encode(&mut empty);
+        for (at, byte) in [(16, 1), (24, 0x3f), (32, 0x3f), (40, 0), (48, 1)] {
+            let mut other = empty.clone();
+            other[at] = byte;
+            assert_ne!(other, empty);
+            assert!(
+                Summary::decode(&mut Bytes::from(other)).is_err(),
+                "byte {at}"
+            );
         }
     }
 
