@@ -466,6 +466,30 @@ mod tests {
         }
     }
 
+    /// A leaf and an internal node over `keys` (sorted, distinct) find every probe where a
+    /// plain binary search over the keys does.
+    fn assert_search_agrees(keys: &[&[u8]], probes: &[&[u8]]) {
+        let entries = keys
+            .iter()
+            .map(|k| (Bytes::copy_from_slice(k), Value::Inline(Bytes::new())))
+            .collect();
+        let leaf = Node::leaf(entries);
+        let separators: Vec<Bytes> = keys.iter().map(|k| Bytes::copy_from_slice(k)).collect();
+        let internal = Node::internal(separators, (0..=keys.len() as u64).collect());
+        for probe in probes {
+            assert_eq!(
+                leaf.search(probe),
+                keys.partition_point(|k| *k < *probe),
+                "{keys:?} {probe:?}"
+            );
+            assert_eq!(
+                internal.search(probe),
+                keys.partition_point(|k| *k <= *probe),
+                "{keys:?} {probe:?}"
+            );
+        }
+    }
+
     #[test]
     fn search_agrees_with_plain_binary_search() {
         let sets: Vec<Vec<&[u8]>> = vec![
@@ -503,25 +527,7 @@ mod tests {
             b"\xff",
         ];
         for keys in sets {
-            let entries = keys
-                .iter()
-                .map(|k| (Bytes::copy_from_slice(k), Value::Inline(Bytes::new())))
-                .collect();
-            let leaf = Node::leaf(entries);
-            let separators: Vec<Bytes> = keys.iter().map(|k| Bytes::copy_from_slice(k)).collect();
-            let internal = Node::internal(separators, (0..=keys.len() as u64).collect());
-            for probe in &probes {
-                assert_eq!(
-                    leaf.search(probe),
-                    keys.partition_point(|k| *k < *probe),
-                    "{keys:?} {probe:?}"
-                );
-                assert_eq!(
-                    internal.search(probe),
-                    keys.partition_point(|k| *k <= *probe),
-                    "{keys:?} {probe:?}"
-                );
-            }
+            assert_search_agrees(&keys, &probes);
         }
     }
 
@@ -535,32 +541,15 @@ mod tests {
         keys.extend(
             (0..20u64).map(|id| [&0x8000_0001u32.to_be_bytes()[..], &id.to_be_bytes()].concat()),
         );
-        let entries = keys
-            .iter()
-            .map(|k| (Bytes::copy_from_slice(k), Value::Inline(Bytes::new())))
-            .collect();
-        let leaf = Node::leaf(entries);
-        let separators: Vec<Bytes> = keys.iter().map(|k| Bytes::copy_from_slice(k)).collect();
-        let internal = Node::internal(separators, (0..=keys.len() as u64).collect());
         let mut probes: Vec<Vec<u8>> = (0..=601u64)
             .map(|id| [&1u32.to_be_bytes()[..], &id.to_be_bytes()].concat())
             .collect();
         probes.extend(keys.iter().cloned());
         probes.push(vec![0, 0, 0, 1]);
         probes.push(vec![0x80, 0, 0, 1, 0xff]);
-        for probe in &probes {
-            let probe = probe.as_slice();
-            assert_eq!(
-                leaf.search(probe),
-                keys.partition_point(|k| k.as_slice() < probe),
-                "{probe:?}"
-            );
-            assert_eq!(
-                internal.search(probe),
-                keys.partition_point(|k| k.as_slice() <= probe),
-                "{probe:?}"
-            );
-        }
+        let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        let probes: Vec<&[u8]> = probes.iter().map(Vec::as_slice).collect();
+        assert_search_agrees(&keys, &probes);
     }
 
     #[test]
