@@ -333,19 +333,18 @@ pub struct Collection {
     info: Arc<CollectionInfo>,
 }
 
-/// The document of a parent record, with the inline items of the fields `wanted` names.
-fn document(
-    info: &CollectionInfo,
-    key: Bytes,
-    bytes: Bytes,
-    wanted: impl Fn(usize) -> bool,
-) -> Result<Document> {
-    let record = decode_record_fields(bytes, info, &key, wanted)?;
-    Ok(Document {
+/// The document of an encoded parent record, every array with its inline items.
+fn document(info: &CollectionInfo, key: Bytes, bytes: Bytes) -> Result<Document> {
+    let record = decode_record_fields(bytes, info, &key, |_| true)?;
+    Ok(document_of(info, key, record))
+}
+
+fn document_of(info: &CollectionInfo, key: Bytes, record: crate::record::ParentRecord) -> Document {
+    Document {
         arrays: array_views(info, record.arrays),
         key,
         body: record.body,
-    })
+    }
 }
 
 impl Collection {
@@ -407,16 +406,11 @@ impl Collection {
         let _owner = cache::attribute(self.id());
         check_key(key)?;
         let version = self.version()?;
-        match self
+        let record = self
             .db
             .shared
-            .read_tree(&version, &keys::parent(self.id(), key))?
-        {
-            None => Ok(None),
-            Some(bytes) => {
-                document(&self.info, Bytes::copy_from_slice(key), bytes, wanted).map(Some)
-            }
-        }
+            .parent_record(&version, &self.info, key, wanted)?;
+        Ok(record.map(|record| document_of(&self.info, Bytes::copy_from_slice(key), record)))
     }
 
     /// Items of array `field` of parent `key`, merged from wherever they live, in key
@@ -561,7 +555,7 @@ impl Iterator for Scan {
             self.shared
                 .pages
                 .value_bytes(&value)
-                .and_then(|bytes| document(&self.info, key.slice(4..), bytes, |_| true)),
+                .and_then(|bytes| document(&self.info, key.slice(4..), bytes)),
         )
     }
 }
