@@ -79,8 +79,12 @@ pub fn finish_frame(buf: &mut [u8], start: usize, kind: FrameKind, lsn: u64, dur
 /// Why a frame could not be read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BadFrame {
-    /// The header's fields are impossible (length over the limit, unknown kind).
-    Header(String),
+    /// The header names a frame kind that does not exist.
+    UnknownKind(u8),
+    /// The header's payload length is over the limit.
+    TooLong(u32),
+    /// The header's durable lsn is not below its own lsn.
+    DurableNotBelow { durable_lsn: u64, lsn: u64 },
     /// The frame would extend past the end of the file.
     Truncated,
     /// The checksum does not match.
@@ -90,7 +94,13 @@ pub enum BadFrame {
 impl BadFrame {
     pub fn describe(&self) -> String {
         match self {
-            BadFrame::Header(reason) => format!("bad frame header: {reason}"),
+            BadFrame::UnknownKind(kind) => format!("bad frame header: unknown frame kind {kind}"),
+            BadFrame::TooLong(len) => {
+                format!("bad frame header: payload length {len} over the limit {MAX_FRAME_PAYLOAD}")
+            }
+            BadFrame::DurableNotBelow { durable_lsn, lsn } => {
+                format!("bad frame header: durable lsn {durable_lsn} not below lsn {lsn}")
+            }
             BadFrame::Truncated => "frame extends past the end of the file".to_string(),
             BadFrame::Checksum => "frame checksum mismatch".to_string(),
         }
@@ -104,19 +114,14 @@ pub fn decode_header(bytes: &[u8], available: u64) -> Result<FrameHeader, BadFra
     }
     let payload_len = u32::from_le_bytes(bytes[0..4].try_into().expect("4 bytes"));
     let crc = u32::from_le_bytes(bytes[4..8].try_into().expect("4 bytes"));
-    let kind = FrameKind::from_byte(bytes[8])
-        .ok_or_else(|| BadFrame::Header(format!("unknown frame kind {}", bytes[8])))?;
+    let kind = FrameKind::from_byte(bytes[8]).ok_or(BadFrame::UnknownKind(bytes[8]))?;
     let lsn = u64::from_le_bytes(bytes[9..17].try_into().expect("8 bytes"));
     let durable_lsn = u64::from_le_bytes(bytes[17..25].try_into().expect("8 bytes"));
     if payload_len as usize > MAX_FRAME_PAYLOAD {
-        return Err(BadFrame::Header(format!(
-            "payload length {payload_len} over the limit {MAX_FRAME_PAYLOAD}"
-        )));
+        return Err(BadFrame::TooLong(payload_len));
     }
     if durable_lsn >= lsn {
-        return Err(BadFrame::Header(format!(
-            "durable lsn {durable_lsn} not below lsn {lsn}"
-        )));
+        return Err(BadFrame::DurableNotBelow { durable_lsn, lsn });
     }
     if FRAME_HEADER_BYTES as u64 + payload_len as u64 > available {
         return Err(BadFrame::Truncated);
@@ -230,10 +235,31 @@ mod tests {
             Err(BadFrame::Truncated)
         );
         buf[0..4].copy_from_slice(&(MAX_FRAME_PAYLOAD as u32 + 1).to_le_bytes());
-        assert!(matches!(
+        assert_eq!(
             decode_header(&buf, u64::MAX),
-            Err(BadFrame::Header(_))
-        ));
+            Err(BadFrame::TooLong(MAX_FRAME_PAYLOAD as u32 + 1))
+        );
+    }
+
+    #[test]
+    fn impossible_header_fields_are_named() {
+        let mut unknown = frame(b"x");
+        unknown[8] = 0xEE;
+        let bad = decode_header(&unknown, u64::MAX).unwrap_err();
+        assert_eq!(bad, BadFrame::UnknownKind(0xEE));
+        assert!(bad.describe().contains("unknown frame kind 238"));
+
+        let mut backwards = frame(b"x");
+        backwards[17..25].copy_from_slice(&7u64.to_le_bytes());
+        let bad = decode_header(&backwards, u64::MAX).unwrap_err();
+        assert_eq!(
+            bad,
+            BadFrame::DurableNotBelow {
+                durable_lsn: 7,
+                lsn: 7
+            }
+        );
+        assert!(bad.describe().contains("durable lsn 7 not below lsn 7"));
     }
 
     #[test]
