@@ -367,15 +367,43 @@ pub fn read_segment_header(storage: &dyn Storage, segment_id: u32) -> Result<Seg
 /// Reads the frame at `loc`, checking its header, length and checksum; returns the payload.
 pub fn read_frame(storage: &dyn Storage, loc: FrameLoc) -> Result<(FrameHeader, Bytes)> {
     let name = segment_name(loc.segment_id);
-    let bad = |reason: String| Error::corruption(&name, loc.offset, reason);
+    let bytes = storage.read_vec(&name, loc.offset, frame_len(&name, loc)?)?;
+    let header = check_frame(&name, loc, &bytes)?;
+    // A view past the header, not a copy.
+    Ok((header, Bytes::from(bytes).slice(FRAME_HEADER_BYTES..)))
+}
+
+/// `read_frame` into a buffer taken from `buffers`; the buffer goes back to them when the
+/// last view of the payload is dropped.
+pub fn read_frame_pooled(
+    storage: &dyn Storage,
+    loc: FrameLoc,
+    buffers: &Arc<ReadBuffers>,
+) -> Result<(FrameHeader, Bytes)> {
+    let name = segment_name(loc.segment_id);
+    let mut buffer = buffers.take(frame_len(&name, loc)?);
+    storage.read_at(&name, loc.offset, &mut buffer.bytes)?;
+    let header = check_frame(&name, loc, &buffer.bytes)?;
+    Ok((
+        header,
+        Bytes::from_owner(buffer).slice(FRAME_HEADER_BYTES..),
+    ))
+}
+
+fn frame_len(name: &str, loc: FrameLoc) -> Result<usize> {
     if (loc.len as usize) < FRAME_HEADER_BYTES {
-        return Err(bad(format!(
-            "frame length {} below the header size",
-            loc.len
-        )));
+        return Err(Error::corruption(
+            name,
+            loc.offset,
+            format!("frame length {} below the header size", loc.len),
+        ));
     }
-    let bytes = storage.read_vec(&name, loc.offset, loc.len as usize)?;
-    let header = decode_header(&bytes, bytes.len() as u64).map_err(|e| bad(e.describe()))?;
+    Ok(loc.len as usize)
+}
+
+fn check_frame(name: &str, loc: FrameLoc, bytes: &[u8]) -> Result<FrameHeader> {
+    let bad = |reason: String| Error::corruption(name, loc.offset, reason);
+    let header = decode_header(bytes, bytes.len() as u64).map_err(|e| bad(e.describe()))?;
     if header.payload_len as usize + FRAME_HEADER_BYTES != loc.len as usize {
         return Err(bad(format!(
             "frame length {} differs from the expected {}",
@@ -383,9 +411,78 @@ pub fn read_frame(storage: &dyn Storage, loc: FrameLoc) -> Result<(FrameHeader, 
             loc.len
         )));
     }
-    check_payload(&bytes, &bytes[FRAME_HEADER_BYTES..]).map_err(|e| bad(e.describe()))?;
-    // A view past the header, not a copy.
-    Ok((header, Bytes::from(bytes).slice(FRAME_HEADER_BYTES..)))
+    check_payload(bytes, &bytes[FRAME_HEADER_BYTES..]).map_err(|e| bad(e.describe()))?;
+    Ok(header)
+}
+
+/// Read buffers kept for reuse. Every page read that misses the cache needs a buffer of
+/// about a page, freed when the page leaves the cache: taking it from here instead of the
+/// allocator spares a large allocation, its zeroing and its free per miss. At most
+/// `keep` buffers wait here; the rest are freed.
+pub struct ReadBuffers {
+    free: parking_lot::Mutex<Vec<Vec<u8>>>,
+    keep: usize,
+    /// The capacity new buffers get, so that one buffer serves any page.
+    capacity: usize,
+}
+
+/// A buffer on loan from `ReadBuffers`; returned when dropped.
+pub struct ReadBuffer {
+    bytes: Vec<u8>,
+    home: Arc<ReadBuffers>,
+}
+
+impl ReadBuffers {
+    pub fn new(keep: usize, capacity: usize) -> Arc<ReadBuffers> {
+        Arc::new(ReadBuffers {
+            free: parking_lot::Mutex::new(Vec::with_capacity(keep)),
+            keep,
+            capacity,
+        })
+    }
+
+    /// A buffer of exactly `len` bytes. Its contents are whatever an earlier read left
+    /// (the caller overwrites all of them); only bytes past an earlier length are zeroed.
+    pub fn take(self: &Arc<Self>, len: usize) -> ReadBuffer {
+        let mut bytes = self
+            .free
+            .lock()
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(self.capacity.max(len)));
+        if bytes.len() >= len {
+            bytes.truncate(len);
+        } else {
+            bytes.resize(len, 0);
+        }
+        ReadBuffer {
+            bytes,
+            home: self.clone(),
+        }
+    }
+
+    /// How many buffers wait for reuse.
+    pub fn waiting(&self) -> usize {
+        self.free.lock().len()
+    }
+}
+
+impl AsRef<[u8]> for ReadBuffer {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+impl Drop for ReadBuffer {
+    fn drop(&mut self) {
+        let bytes = std::mem::take(&mut self.bytes);
+        // Buffers that grew for an unusually large frame are not kept.
+        if bytes.capacity() <= self.home.capacity {
+            let mut free = self.home.free.lock();
+            if free.len() < self.home.keep {
+                free.push(bytes);
+            }
+        }
+    }
 }
 
 /// Where a scan of a segment stopped.
@@ -552,6 +649,43 @@ mod tests {
         assert_eq!(seen[2].2, b"three");
         let (_, payload) = read_frame(sim.as_ref(), locs[0]).unwrap();
         assert_eq!(&payload[..], b"one");
+    }
+
+    #[test]
+    fn pooled_reads_reuse_buffers_once_their_views_are_gone() {
+        let (sim, _log, locs) = log_with(&[b"a longer payload", b"short", b"x"]);
+        let buffers = ReadBuffers::new(1, 64);
+        let (_, long) = read_frame_pooled(sim.as_ref(), locs[0], &buffers).unwrap();
+        let (_, short) = read_frame_pooled(sim.as_ref(), locs[1], &buffers).unwrap();
+        assert_eq!(buffers.waiting(), 0, "both buffers are lent");
+        // A view outlives its frame's other views and keeps the buffer lent.
+        let kept = long.slice(2..6);
+        drop(long);
+        assert_eq!(buffers.waiting(), 0);
+        drop(kept);
+        drop(short);
+        assert_eq!(buffers.waiting(), 1, "one buffer kept, the other freed");
+        // The kept buffer held a longer frame: a shorter read sees only its own bytes.
+        let (_, x) = read_frame_pooled(sim.as_ref(), locs[2], &buffers).unwrap();
+        assert_eq!(&x[..], b"x");
+        drop(x);
+        let (_, long) = read_frame_pooled(sim.as_ref(), locs[0], &buffers).unwrap();
+        assert_eq!(&long[..], b"a longer payload");
+        // Damage is found in a reused buffer as in a new one.
+        drop(long);
+        let name = segment_name(1);
+        let mut bytes = sim.file_bytes(&name).unwrap();
+        bytes[locs[1].offset as usize + FRAME_HEADER_BYTES] ^= 0x01;
+        sim.set_file_bytes(&name, bytes);
+        assert!(matches!(
+            read_frame_pooled(sim.as_ref(), locs[1], &buffers),
+            Err(Error::Corruption { .. })
+        ));
+        let below_header = FrameLoc { len: 8, ..locs[0] };
+        assert!(matches!(
+            read_frame_pooled(sim.as_ref(), below_header, &buffers),
+            Err(Error::Corruption { .. })
+        ));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::cache::{CacheKey, CacheValue, PageCache, Tier};
-use crate::log::{self, FrameKind, FrameLoc, frame::FRAME_HEADER_BYTES, segment_name};
+use crate::log::{self, FrameKind, FrameLoc, ReadBuffers, frame::FRAME_HEADER_BYTES, segment_name};
 use crate::storage::Storage;
 use crate::{Error, Result};
 use node::{LargeRef, Node, PageId, Value};
@@ -37,12 +37,28 @@ pub struct PageStore {
     pub storage: Arc<dyn Storage>,
     pub cache: Arc<PageCache>,
     pub page_bytes: usize,
+    /// Buffers for page reads that miss the cache.
+    buffers: Arc<ReadBuffers>,
 }
 
 /// The first bytes of a page frame's payload: the page id.
 pub const PAGE_FRAME_PREFIX_BYTES: usize = 8;
 
+/// How many page read buffers wait for reuse at most (a few hundred KiB at the default
+/// page size: a bounded addition to the cache's budget).
+const KEPT_READ_BUFFERS: usize = 32;
+
 impl PageStore {
+    pub fn new(storage: Arc<dyn Storage>, cache: Arc<PageCache>, page_bytes: usize) -> PageStore {
+        let frame_bytes = FRAME_HEADER_BYTES + PAGE_FRAME_PREFIX_BYTES + page_bytes;
+        PageStore {
+            storage,
+            cache,
+            page_bytes,
+            buffers: ReadBuffers::new(KEPT_READ_BUFFERS, frame_bytes),
+        }
+    }
+
     /// The node of page `id` in `table`.
     pub fn node(&self, table: &PageTable, id: PageId) -> Result<Arc<Node>> {
         match table.get(id) {
@@ -70,9 +86,9 @@ impl PageStore {
 
     /// Reads and decodes a page image, bypassing the cache.
     pub fn read_page(&self, id: PageId, loc: FrameLoc) -> Result<Arc<Node>> {
-        let (header, payload) = log::read_frame(self.storage.as_ref(), loc)?;
-        let name = segment_name(loc.segment_id);
-        let bad = |reason: String| Error::corruption(&name, loc.offset, reason);
+        let (header, payload) = log::read_frame_pooled(self.storage.as_ref(), loc, &self.buffers)?;
+        let bad =
+            |reason: String| Error::corruption(segment_name(loc.segment_id), loc.offset, reason);
         if header.kind != FrameKind::Page || payload.len() < PAGE_FRAME_PREFIX_BYTES {
             return Err(bad(format!(
                 "expected page {id}, found a {:?} frame",

@@ -124,15 +124,16 @@ fn fingerprint(key: &[u8], prefix_len: usize) -> u64 {
     u64::from_be_bytes(bytes)
 }
 
-/// The number of keys below `key` (the keys are sorted and distinct).
+/// The number of keys below `key` (the keys are sorted and distinct), and whether the key
+/// at that index is `key`.
 fn lower_bound<'a>(
     keys: impl Fn(usize) -> &'a [u8],
     count: usize,
     aid: &SearchAid,
     key: &[u8],
-) -> usize {
+) -> (usize, bool) {
     if count == 0 {
-        return 0;
+        return (0, false);
     }
     let prints = aid.prints.get_or_init(|| {
         let (first, last) = (keys(0), keys(count - 1));
@@ -155,9 +156,9 @@ fn lower_bound<'a>(
     let prefix = &prints.prefix[..prints.prefix_len];
     let key_prefix = &key[..prints.prefix_len.min(key.len())];
     match key_prefix.cmp(prefix) {
-        Ordering::Less => return 0,
-        Ordering::Greater => return count,
-        Ordering::Equal if key.len() < prints.prefix_len => return 0,
+        Ordering::Less => return (0, false),
+        Ordering::Greater => return (count, false),
+        Ordering::Equal if key.len() < prints.prefix_len => return (0, false),
         Ordering::Equal => {}
     }
     let wanted = fingerprint(key, prints.prefix_len);
@@ -165,16 +166,17 @@ fn lower_bound<'a>(
     let mut high = low + prints.values[low..].partition_point(|f| *f == wanted);
     // Keys whose fingerprints tie are told apart by the keys themselves, by bisection: a
     // node whose keys agree on the 8 bytes past the shared prefix (keys of two key spaces
-    // in one node make that prefix empty) would otherwise cost a comparison per key.
+    // in one node make that prefix empty) would otherwise cost a comparison per key. A key
+    // whose fingerprint no key shares is absent, and is placed without reading any key.
     while low < high {
         let middle = low + (high - low) / 2;
-        if keys(middle) < key {
-            low = middle + 1;
-        } else {
-            high = middle;
+        match keys(middle).cmp(key) {
+            Ordering::Less => low = middle + 1,
+            Ordering::Equal => return (middle, true),
+            Ordering::Greater => high = middle,
         }
     }
-    low
+    (low, false)
 }
 
 /// Bytes one leaf entry takes in its page.
@@ -209,12 +211,25 @@ impl Node {
 
     /// In a leaf: the index of the first key above `key`.
     pub fn search_past(&self, key: &[u8]) -> usize {
-        let index = self.search(key);
         match self {
-            Node::Leaf { entries, .. } => {
-                index + usize::from(entries.get(index).is_some_and(|(k, _)| k.as_ref() == key))
+            Node::Leaf { entries, aid } => {
+                let (index, equal) = lower_bound(|i| &entries[i].0, entries.len(), aid, key);
+                index + usize::from(equal)
             }
-            Node::Internal { .. } => index,
+            Node::Internal { .. } => self.search(key),
+        }
+    }
+
+    /// In a leaf: the index of `key`'s entry, or where it would go.
+    pub fn find(&self, key: &[u8]) -> std::result::Result<usize, usize> {
+        match self {
+            Node::Leaf { entries, aid } => {
+                match lower_bound(|i| &entries[i].0, entries.len(), aid, key) {
+                    (index, true) => Ok(index),
+                    (index, false) => Err(index),
+                }
+            }
+            Node::Internal { .. } => Err(self.search(key)),
         }
     }
 
@@ -250,10 +265,12 @@ impl Node {
     /// index of the child that holds `key`.
     pub fn search(&self, key: &[u8]) -> usize {
         match self {
-            Node::Leaf { entries, aid } => lower_bound(|i| &entries[i].0, entries.len(), aid, key),
+            Node::Leaf { entries, aid } => {
+                lower_bound(|i| &entries[i].0, entries.len(), aid, key).0
+            }
             Node::Internal { keys, aid, .. } => {
-                let low = lower_bound(|i| &keys[i], keys.len(), aid, key);
-                low + usize::from(keys.get(low).is_some_and(|k| k.as_ref() == key))
+                let (low, equal) = lower_bound(|i| &keys[i], keys.len(), aid, key);
+                low + usize::from(equal)
             }
         }
     }
@@ -484,6 +501,12 @@ mod tests {
             );
             assert_eq!(
                 internal.search(probe),
+                keys.partition_point(|k| *k <= *probe),
+                "{keys:?} {probe:?}"
+            );
+            assert_eq!(leaf.find(probe), keys.binary_search(probe), "{keys:?} {probe:?}");
+            assert_eq!(
+                leaf.search_past(probe),
                 keys.partition_point(|k| *k <= *probe),
                 "{keys:?} {probe:?}"
             );

@@ -213,14 +213,10 @@ impl Tree {
         let mut id = self.root;
         for _ in 0..=MAX_DEPTH {
             let node = self.node(store, id)?;
-            let index = node.search(key);
             match node.as_ref() {
-                Node::Internal { children, .. } => id = children[index],
+                Node::Internal { children, .. } => id = children[node.search(key)],
                 Node::Leaf { entries, .. } => {
-                    return Ok(entries
-                        .get(index)
-                        .filter(|(k, _)| k.as_ref() == key)
-                        .map(|(_, value)| value.clone()));
+                    return Ok(node.find(key).ok().map(|index| entries[index].1.clone()));
                 }
             }
         }
@@ -689,11 +685,11 @@ mod tests {
     use crate::storage::SimStorage;
 
     fn store() -> PageStore {
-        PageStore {
-            storage: Arc::new(SimStorage::new()),
-            cache: Arc::new(PageCache::new(1 << 20)),
-            page_bytes: 4096,
-        }
+        PageStore::new(
+            Arc::new(SimStorage::new()),
+            Arc::new(PageCache::new(1 << 20)),
+            4096,
+        )
     }
 
     #[test]

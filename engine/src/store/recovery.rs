@@ -69,11 +69,7 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
             ));
         }
     }
-    let pages = PageStore {
-        storage: storage.clone(),
-        cache,
-        page_bytes,
-    };
+    let pages = PageStore::new(storage.clone(), cache, page_bytes);
     let tree = if checkpoint.pages.is_empty() {
         Tree::new()
     } else {
@@ -198,11 +194,7 @@ fn create(
     };
     checkpoint.write(storage.as_ref())?;
     let cold = ColdStore::new(storage.clone(), options.segment_bytes, ColdTail::default());
-    let pages = PageStore {
-        storage,
-        cache,
-        page_bytes: options.page_bytes,
-    };
+    let pages = PageStore::new(storage, cache, options.page_bytes);
     Ok(Shared {
         pages,
         cold,
