@@ -135,9 +135,11 @@ pub struct HotLog {
     syncs: u64,
 }
 
-/// How far ahead of the writes the segment file is extended: syncing a write into a file
-/// that already has the length is cheaper than one that makes it grow (the size need not
-/// be logged with it). A sixteenth of the segment, between 4 KiB and 1 MiB.
+/// How far ahead of the writes the segment file is extended, by writing zeros: syncing a
+/// write into blocks the file already has is cheaper than one that makes it grow (the size
+/// need not be logged with it) or fills a hole (the file system must allocate the block and
+/// log that: on ext4 a sync that first touches a block of a sparse file took about twice as
+/// long). A sixteenth of the segment, between 4 KiB and 1 MiB.
 fn extend_step(segment_bytes: u64) -> u64 {
     (segment_bytes / 16).clamp(4096, 1 << 20)
 }
@@ -263,7 +265,8 @@ impl HotLog {
         if end > self.allocated {
             let step = extend_step(self.segment_bytes);
             let allocated = end.div_ceil(step) * step;
-            if let Err(error) = self.storage.set_len(&name, allocated) {
+            let zeros = vec![0u8; (allocated - self.allocated) as usize];
+            if let Err(error) = self.storage.write_at(&name, self.allocated, &zeros) {
                 return self.fail(error);
             }
             self.allocated = allocated;
@@ -718,6 +721,26 @@ mod tests {
         assert!(log.sync().is_err());
         assert!(matches!(log.sync(), Err(Error::WriteFailed { .. })));
         assert!(matches!(log.group(), Err(Error::WriteFailed { .. })));
+    }
+
+    #[test]
+    fn the_zeros_ahead_are_written_blocks_not_a_hole() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Arc::new(crate::storage::FsStorage::new(dir.path()).unwrap());
+        let segment_bytes = 1 << 20;
+        let mut log = HotLog::create(storage, 1, 1, segment_bytes).unwrap();
+        let mut group = log.group().unwrap();
+        let start = group.begin();
+        group.buf().extend_from_slice(b"one small frame");
+        group.finish(start, FrameKind::BatchEnd);
+        log.append(group).unwrap();
+        log.sync().unwrap();
+        let meta = std::fs::metadata(dir.path().join(segment_name(1))).unwrap();
+        let step = extend_step(segment_bytes);
+        assert_eq!(meta.len(), step);
+        // A file system that stores zeros as holes would report fewer blocks than that.
+        assert!(meta.blocks() * 512 >= step, "{} blocks", meta.blocks());
     }
 
     #[test]

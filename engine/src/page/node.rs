@@ -504,7 +504,11 @@ mod tests {
                 keys.partition_point(|k| *k <= *probe),
                 "{keys:?} {probe:?}"
             );
-            assert_eq!(leaf.find(probe), keys.binary_search(probe), "{keys:?} {probe:?}");
+            assert_eq!(
+                leaf.find(probe),
+                keys.binary_search(probe),
+                "{keys:?} {probe:?}"
+            );
             assert_eq!(
                 leaf.search_past(probe),
                 keys.partition_point(|k| *k <= *probe),
