@@ -8,6 +8,7 @@ pub mod chunk;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use parking_lot::Mutex;
 
 pub use chunk::{ChunkKind, ChunkLoc, ChunkRef};
@@ -60,6 +61,20 @@ impl ColdGroup {
             },
             ..*entry
         }
+    }
+
+    /// Where the bytes added since `mark` go, and a copy of them, for redo that carries
+    /// them; `None` when none were.
+    pub fn written_since(&self, mark: usize) -> Option<(ChunkLoc, Bytes)> {
+        let bytes = &self.buf[mark..];
+        (!bytes.is_empty()).then(|| {
+            let loc = ChunkLoc {
+                segment_id: self.tail.segment_id,
+                offset: self.tail.offset + mark as u64,
+                len: bytes.len() as u32,
+            };
+            (loc, Bytes::copy_from_slice(bytes))
+        })
     }
 
     pub fn mark(&self) -> usize {
@@ -333,6 +348,39 @@ impl ColdStore {
             Ok(bytes) => chunk::check_framing(&bytes),
             Err(_) => false,
         }
+    }
+
+    /// Writes cold bytes that replayed redo carries back where the segment does not hold
+    /// them (they were written after the segment's last sync and lost). Returns whether it
+    /// wrote. The segment must exist and reach their start: segments are created durably
+    /// before anything is written into them, and what a batch wrote before these bytes is
+    /// durable or was restored first (replay goes in log order).
+    pub fn restore(&self, loc: ChunkLoc, bytes: &[u8]) -> Result<bool> {
+        let name = segment_name(loc.segment_id);
+        let file_len = match self.storage.len(&name) {
+            Ok(len) => len,
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::corruption(
+                    &name,
+                    loc.offset,
+                    "cold segment of replayed chunks is missing",
+                ));
+            }
+            Err(error) => return Err(error),
+        };
+        if file_len < loc.offset {
+            return Err(Error::corruption(
+                &name,
+                file_len,
+                format!("cold segment ends before replayed chunks at {}", loc.offset),
+            ));
+        }
+        if file_len >= loc.end() && self.storage.read_vec(&name, loc.offset, bytes.len())? == bytes
+        {
+            return Ok(false);
+        }
+        self.storage.write_at(&name, loc.offset, bytes)?;
+        Ok(true)
     }
 
     /// Forgets maps (when segments are truncated or removed at open).

@@ -14,6 +14,7 @@ const OP_DELETE: u8 = 3;
 const OP_DELETE_RANGE: u8 = 4;
 const OP_COLD_CHUNK: u8 = 5;
 const OP_PATCH: u8 = 6;
+const OP_COLD_BYTES: u8 = 7;
 
 /// One change to the database. Physical at the record level (a patch edits bytes): replay
 /// never recomputes.
@@ -36,8 +37,16 @@ pub enum Op {
         start: Bytes,
         end: Bytes,
     },
-    /// The batch wrote this cold chunk; replay checks it survived.
+    /// The batch wrote this cold chunk; replay checks it survived. It was made durable
+    /// before the redo, or a `ColdBytes` op earlier in the batch carries it.
     ColdChunk(ChunkLoc),
+    /// The bytes the batch wrote to a cold segment at `loc` (its chunks, one after another),
+    /// carried by the redo: they need not be durable before it, and replay writes them again
+    /// where they did not survive.
+    ColdBytes {
+        loc: ChunkLoc,
+        bytes: Bytes,
+    },
     /// Sets the tree record under `key` to its present value changed by `edits`: what a
     /// write that changes a small part of a record logs instead of the whole value.
     Patch {
@@ -105,6 +114,13 @@ impl Op {
                 loc.encode(out);
                 0
             }
+            Op::ColdBytes { loc, bytes } => {
+                debug_assert_eq!(bytes.len(), loc.len as usize);
+                out.put_u8(OP_COLD_BYTES);
+                loc.encode(out);
+                out.put_slice(bytes);
+                0
+            }
             Op::Patch {
                 key,
                 old_len,
@@ -133,6 +149,7 @@ impl Op {
             Op::Delete { key } => 2 + key.len(),
             Op::DeleteRange { start, end } => 4 + start.len() + end.len(),
             Op::ColdChunk(_) => ChunkLoc::ENCODED_BYTES,
+            Op::ColdBytes { bytes, .. } => ChunkLoc::ENCODED_BYTES + bytes.len(),
             Op::Patch { key, edits, .. } => {
                 2 + key.len()
                     + 4
@@ -200,6 +217,14 @@ impl Op {
                     end: key(&mut bytes)?,
                 },
                 OP_COLD_CHUNK => Op::ColdChunk(ChunkLoc::decode(&mut bytes)?),
+                OP_COLD_BYTES => {
+                    let loc = ChunkLoc::decode(&mut bytes)?;
+                    need(&bytes, loc.len as usize)?;
+                    Op::ColdBytes {
+                        loc,
+                        bytes: bytes.split_to(loc.len as usize),
+                    }
+                }
                 OP_PATCH => {
                     let key = key(&mut bytes)?;
                     need(&bytes, 6)?;
@@ -408,6 +433,14 @@ mod tests {
                 offset: 64,
                 len: 100,
             }),
+            Op::ColdBytes {
+                loc: ChunkLoc {
+                    segment_id: 3,
+                    offset: 32,
+                    len: 5,
+                },
+                bytes: Bytes::from_static(b"chunk"),
+            },
             Op::Patch {
                 key: Bytes::from_static(b"k"),
                 old_len: 10,

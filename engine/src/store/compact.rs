@@ -10,7 +10,7 @@ use std::ops::Bound;
 
 use bytes::Bytes;
 
-use super::{Shared, Txn, Writer};
+use super::{ChunkRedo, Shared, Txn, Writer};
 use crate::cold::chunk::{self as cold_chunk, ChunkKind, ChunkRef};
 use crate::item::{self, Stored};
 use crate::page::keys;
@@ -245,7 +245,7 @@ impl Shared {
             return Ok(done);
         }
         self.encode_redo(&mut txn, &mut group, &redo, &[])?;
-        self.write_group(writer, &base, txn, group, cold, 0)?;
+        self.write_group(writer, &base, txn, (group, cold, ChunkRedo::Located), 0)?;
         Ok(done)
     }
 
@@ -403,7 +403,13 @@ impl Shared {
         let cold = self.cold.group()?;
         let mut group = writer.log.group()?;
         self.encode_redo(&mut txn, &mut group, &redo, &[])?;
-        self.write_group(&mut writer, &base, txn, group, cold, 0)?;
+        self.write_group(
+            &mut writer,
+            &base,
+            txn,
+            (group, cold, ChunkRedo::Located),
+            0,
+        )?;
         Ok(moved)
     }
 

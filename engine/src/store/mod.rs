@@ -192,7 +192,7 @@ pub(crate) fn apply(
         | Op::Delete { key }
         | Op::DeleteRange { start: key, .. }
         | Op::Patch { key, .. } => Some(key),
-        Op::CreateCollection { .. } | Op::ColdChunk(_) => None,
+        Op::CreateCollection { .. } | Op::ColdChunk(_) | Op::ColdBytes { .. } => None,
     };
     let _owner = key
         .and_then(|key| crate::page::keys::collection_of(key))
@@ -227,8 +227,9 @@ pub(crate) fn apply(
                 txn.tree.remove(pages, &key)?;
             }
         }
-        // The chunk is in its cold segment already; replay checks that it survived.
-        Op::ColdChunk(_) => {}
+        // The chunk is in its cold segment already; replay checks that it survived, or
+        // writes it again from the redo that carries it.
+        Op::ColdChunk(_) | Op::ColdBytes { .. } => {}
         Op::Patch {
             key,
             old_len,
@@ -277,6 +278,16 @@ pub(crate) fn check_key(key: &[u8]) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// How a group's redo refers to the cold chunks it wrote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum ChunkRedo {
+    /// The redo carries their bytes: they need not be durable before it (replay writes
+    /// back those that were lost).
+    Carried,
+    /// The redo names where they are: they are made durable before it.
+    Located,
 }
 
 impl Shared {
@@ -381,7 +392,14 @@ impl Shared {
             return;
         }
         let batches = accepted.len() as u64;
-        if let Err(error) = self.write_group(writer, &base, txn, group, cold, batches) {
+        let written = self.write_group(
+            writer,
+            &base,
+            txn,
+            (group, cold, ChunkRedo::Carried),
+            batches,
+        );
+        if let Err(error) = written {
             return fail_all(&accepted, error);
         }
         for request in accepted {
@@ -389,7 +407,8 @@ impl Shared {
         }
     }
 
-    /// Writes a group's chunks, then its redo (synced in the same order under `Immediate`),
+    /// Writes a group's chunks, then its redo (under `Immediate` the log is synced, and the
+    /// chunks before it when the redo does not carry them),
     /// and publishes the transaction as the new version; `batches` counts the user batches
     /// in it.
     fn write_group(
@@ -397,8 +416,7 @@ impl Shared {
         writer: &mut Writer,
         base: &Version,
         txn: Txn,
-        group: Group,
-        cold: ColdGroup,
+        (group, cold, chunks): (Group, ColdGroup, ChunkRedo),
         batches: u64,
     ) -> Result<()> {
         let bytes = group.bytes() as u64;
@@ -406,7 +424,9 @@ impl Shared {
         self.cold.append(cold)?;
         writer.log.append(group)?;
         if self.options.durability == Durability::Immediate {
-            self.cold.sync()?;
+            if chunks == ChunkRedo::Located {
+                self.cold.sync()?;
+            }
             writer.log.sync()?;
         }
         self.publish(Version {
@@ -440,10 +460,15 @@ impl Shared {
         ops: Vec<BatchOp>,
     ) -> Result<()> {
         let mut stager = stage::Stager::new(self, txn);
+        let cold_mark = cold.mark();
         for op in ops {
             stager.apply(op, cold)?;
         }
-        let (redo, patched) = stager.finish()?;
+        let (mut redo, patched) = stager.finish()?;
+        // The chunks' bytes go first: replay puts back what was lost before it checks them.
+        if let Some((loc, bytes)) = cold.written_since(cold_mark) {
+            redo.insert(0, Op::ColdBytes { loc, bytes });
+        }
         self.encode_redo(txn, group, &redo, &patched)
     }
 
@@ -545,7 +570,7 @@ impl Shared {
         let cold = self.cold.group()?;
         let mut group = writer.log.group()?;
         self.encode_redo(&mut txn, &mut group, &redo, &[])?;
-        self.write_group(writer, &base, txn, group, cold, 0)
+        self.write_group(writer, &base, txn, (group, cold, ChunkRedo::Located), 0)
     }
 
     /// How far the state is from the last checkpoint: the redo since, the pages changed

@@ -256,6 +256,8 @@ fn replay(
     let mut next_lsn = from.next_lsn;
     let mut tail = from;
     let mut bytes = 0u64;
+    // Cold segments replay wrote chunks back into.
+    let mut restored = BTreeSet::new();
     for (index, &segment_id) in later.iter().enumerate() {
         let is_last = index + 1 == later.len();
         let name = segment_name(segment_id);
@@ -361,6 +363,16 @@ fn replay(
                                 chunks.push(chunk);
                                 Op::ColdChunk(chunk)
                             }
+                            Op::ColdBytes { loc, bytes } => {
+                                // Written after the segment's last sync, they may be lost:
+                                // the redo has them. (Past the end of the last complete
+                                // batch, they are cut off again below.)
+                                if cold.restore(loc, &bytes)? {
+                                    restored.insert(loc.segment_id);
+                                }
+                                chunks.push(loc);
+                                Op::ColdBytes { loc, bytes }
+                            }
                             op => op,
                         };
                         apply(pages, staged, &op, large)?;
@@ -422,7 +434,10 @@ fn replay(
         next_lsn = lsn;
     }
     // Whatever replay read may sit in the OS cache only; sync it so that every frame
-    // written from now on can rightly claim it durable.
+    // written from now on can rightly claim it durable. The same for chunks it restored.
+    for id in restored {
+        storage.sync(&cold_chunk::segment_name(id))?;
+    }
     storage.sync(&segment_name(tail.segment_id))?;
     Ok(Replayed {
         txn,
