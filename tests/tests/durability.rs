@@ -344,7 +344,11 @@ fn a_sealing_push_syncs_only_the_log_and_a_lost_chunk_comes_back() {
         inner: sim.clone(),
         count: Default::default(),
     });
-    let options = small_options(Durability::Immediate);
+    // Segments and checkpoint intervals large enough that no rollover or checkpoint syncs
+    // the cold segment on its own.
+    let options = small_options(Durability::Immediate)
+        .segment_bytes(16 << 20)
+        .checkpoint_bytes(64 << 20);
     let db = Db::open_with_storage(counting.clone(), options.clone()).unwrap();
     let layout = Layout::Bucket {
         max_items: 4,
@@ -403,4 +407,23 @@ fn a_sealing_push_syncs_only_the_log_and_a_lost_chunk_comes_back() {
         assert_eq!(image.file_bytes("cold-00000001.seg").unwrap(), live_cold);
     }
     assert!(lost_chunks > 0, "no image lost a chunk write");
+
+    // A batch that writes more than 256 KiB of chunks syncs them before its redo instead.
+    let mut noise = 1u64;
+    let mut batch = db.batch();
+    for i in 41..341 {
+        let payload: Vec<u8> = (0..1000)
+            .map(|_| {
+                noise = noise.wrapping_mul(6364136223846793005).wrapping_add(1);
+                (noise >> 56) as u8
+            })
+            .collect();
+        batch.push("s", "sensor", "r", NewItem::new(payload).key(i));
+    }
+    batch.commit().unwrap();
+    assert_eq!(
+        counting.count.load(std::sync::atomic::Ordering::Relaxed),
+        syncs + 1
+    );
+    assert_eq!(items(&db), (0..341).collect::<Vec<_>>());
 }

@@ -280,6 +280,10 @@ pub(crate) fn check_key(key: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// The most cold bytes a batch's redo carries (its sealed buckets and tails, typically a
+/// few KiB); a batch that writes more syncs them before its redo.
+const MAX_CARRIED_COLD_BYTES: usize = 256 * 1024;
+
 /// How a group's redo refers to the cold chunks it wrote.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum ChunkRedo {
@@ -370,13 +374,19 @@ impl Shared {
             Err(error) => return fail_all(requests, error),
         };
         let mut accepted = Vec::with_capacity(requests.len());
+        let mut chunks = ChunkRedo::Carried;
         for request in requests {
             let marks = (group.mark(), cold.mark());
             // A savepoint costs copies; only a group of several batches needs one.
             let savepoint = (requests.len() > 1).then(|| (txn.tree.clone(), txn.catalog.clone()));
             let ops = std::mem::take(&mut *request.ops.lock());
             match self.stage(&mut txn, &mut group, &mut cold, ops) {
-                Ok(()) => accepted.push(request.clone()),
+                Ok(redo) => {
+                    if redo == ChunkRedo::Located {
+                        chunks = ChunkRedo::Located;
+                    }
+                    accepted.push(request.clone());
+                }
                 Err(error) => {
                     *request.result.lock() = Some(Err(error));
                     group.rollback(marks.0);
@@ -392,13 +402,7 @@ impl Shared {
             return;
         }
         let batches = accepted.len() as u64;
-        let written = self.write_group(
-            writer,
-            &base,
-            txn,
-            (group, cold, ChunkRedo::Carried),
-            batches,
-        );
+        let written = self.write_group(writer, &base, txn, (group, cold, chunks), batches);
         if let Err(error) = written {
             return fail_all(&accepted, error);
         }
@@ -451,25 +455,37 @@ impl Shared {
     }
 
     /// Resolves a batch into redo, encodes it into the group's frames and applies it to the
-    /// transaction. Every limit is checked before anything is encoded.
+    /// transaction; returns how its redo refers to the cold chunks it wrote. Every limit is
+    /// checked before anything is encoded.
     fn stage(
         &self,
         txn: &mut Txn,
         group: &mut Group,
         cold: &mut ColdGroup,
         ops: Vec<BatchOp>,
-    ) -> Result<()> {
+    ) -> Result<ChunkRedo> {
         let mut stager = stage::Stager::new(self, txn);
         let cold_mark = cold.mark();
         for op in ops {
             stager.apply(op, cold)?;
         }
         let (mut redo, patched) = stager.finish()?;
-        // The chunks' bytes go first: replay puts back what was lost before it checks them.
-        if let Some((loc, bytes)) = cold.written_since(cold_mark) {
-            redo.insert(0, Op::ColdBytes { loc, bytes });
-        }
-        self.encode_redo(txn, group, &redo, &patched)
+        let chunks = match cold.written_since(cold_mark) {
+            None => ChunkRedo::Carried,
+            // The chunks' bytes go first: replay puts back what was lost before it checks
+            // them. Carried only where that spares a sync (an `Immediate` commit) and costs
+            // little: a bulk load's chunks are written once, and synced.
+            Some((loc, bytes))
+                if self.options.durability == Durability::Immediate
+                    && bytes.len() <= MAX_CARRIED_COLD_BYTES =>
+            {
+                redo.insert(0, Op::ColdBytes { loc, bytes });
+                ChunkRedo::Carried
+            }
+            Some(_) => ChunkRedo::Located,
+        };
+        self.encode_redo(txn, group, &redo, &patched)?;
+        Ok(chunks)
     }
 
     /// Encodes one batch's redo into the group's frames (a large value in a frame of its
