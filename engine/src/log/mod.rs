@@ -144,6 +144,19 @@ fn extend_step(segment_bytes: u64) -> u64 {
     (segment_bytes / 16).clamp(4096, 1 << 20)
 }
 
+/// Writes zeros over `from..to` of a file, from one static block (no buffer the size of
+/// the range is allocated).
+fn write_zeros(storage: &dyn Storage, name: &str, from: u64, to: u64) -> Result<()> {
+    static ZEROS: [u8; 64 * 1024] = [0; 64 * 1024];
+    let mut at = from;
+    while at < to {
+        let len = (to - at).min(ZEROS.len() as u64);
+        storage.write_at(name, at, &ZEROS[..len as usize])?;
+        at += len;
+    }
+    Ok(())
+}
+
 /// Where the next frame will be written and the lsn it will carry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LogTail {
@@ -265,8 +278,8 @@ impl HotLog {
         if end > self.allocated {
             let step = extend_step(self.segment_bytes);
             let allocated = end.div_ceil(step) * step;
-            let zeros = vec![0u8; (allocated - self.allocated) as usize];
-            if let Err(error) = self.storage.write_at(&name, self.allocated, &zeros) {
+            if let Err(error) = write_zeros(self.storage.as_ref(), &name, self.allocated, allocated)
+            {
                 return self.fail(error);
             }
             self.allocated = allocated;
@@ -377,19 +390,22 @@ pub fn read_frame(storage: &dyn Storage, loc: FrameLoc) -> Result<(FrameHeader, 
 }
 
 /// `read_frame` into a buffer taken from `buffers`; the buffer goes back to them when the
-/// last view of the payload is dropped.
+/// last view of the payload is dropped. Also returns the bytes the buffer holds in memory
+/// (its capacity), for the cache to weigh.
 pub fn read_frame_pooled(
     storage: &dyn Storage,
     loc: FrameLoc,
     buffers: &Arc<ReadBuffers>,
-) -> Result<(FrameHeader, Bytes)> {
+) -> Result<(FrameHeader, Bytes, usize)> {
     let name = segment_name(loc.segment_id);
     let mut buffer = buffers.take(frame_len(&name, loc)?);
     storage.read_at(&name, loc.offset, &mut buffer.bytes)?;
     let header = check_frame(&name, loc, &buffer.bytes)?;
+    let held = buffer.bytes.capacity();
     Ok((
         header,
         Bytes::from_owner(buffer).slice(FRAME_HEADER_BYTES..),
+        held,
     ))
 }
 
@@ -421,12 +437,13 @@ fn check_frame(name: &str, loc: FrameLoc, bytes: &[u8]) -> Result<FrameHeader> {
 /// Read buffers kept for reuse. Every page read that misses the cache needs a buffer of
 /// about a page, freed when the page leaves the cache: taking it from here instead of the
 /// allocator spares a large allocation, its zeroing and its free per miss. At most
-/// `keep` buffers wait here; the rest are freed.
+/// `keep` buffers, none larger than `largest`, wait here; the rest are freed. A read takes
+/// a buffer at most an eighth larger than it needs, so that what the cache weighs (the
+/// buffer's capacity) stays close to what it holds.
 pub struct ReadBuffers {
     free: parking_lot::Mutex<Vec<Vec<u8>>>,
     keep: usize,
-    /// The capacity new buffers get, so that one buffer serves any page.
-    capacity: usize,
+    largest: usize,
 }
 
 /// A buffer on loan from `ReadBuffers`; returned when dropped.
@@ -436,22 +453,24 @@ pub struct ReadBuffer {
 }
 
 impl ReadBuffers {
-    pub fn new(keep: usize, capacity: usize) -> Arc<ReadBuffers> {
+    pub fn new(keep: usize, largest: usize) -> Arc<ReadBuffers> {
         Arc::new(ReadBuffers {
             free: parking_lot::Mutex::new(Vec::with_capacity(keep)),
             keep,
-            capacity,
+            largest,
         })
     }
 
     /// A buffer of exactly `len` bytes. Its contents are whatever an earlier read left
     /// (the caller overwrites all of them); only bytes past an earlier length are zeroed.
     pub fn take(self: &Arc<Self>, len: usize) -> ReadBuffer {
-        let mut bytes = self
-            .free
-            .lock()
-            .pop()
-            .unwrap_or_else(|| Vec::with_capacity(self.capacity.max(len)));
+        let fits = |buffer: &Vec<u8>| (len..=len + len / 8).contains(&buffer.capacity());
+        let kept = {
+            let mut free = self.free.lock();
+            let at = free.iter().position(fits);
+            at.map(|at| free.swap_remove(at))
+        };
+        let mut bytes = kept.unwrap_or_else(|| Vec::with_capacity(len));
         if bytes.len() >= len {
             bytes.truncate(len);
         } else {
@@ -478,8 +497,8 @@ impl AsRef<[u8]> for ReadBuffer {
 impl Drop for ReadBuffer {
     fn drop(&mut self) {
         let bytes = std::mem::take(&mut self.bytes);
-        // Buffers that grew for an unusually large frame are not kept.
-        if bytes.capacity() <= self.home.capacity {
+        // Buffers of unusually large frames are not kept.
+        if bytes.capacity() <= self.home.largest {
             let mut free = self.home.free.lock();
             if free.len() < self.home.keep {
                 free.push(bytes);
@@ -656,26 +675,34 @@ mod tests {
 
     #[test]
     fn pooled_reads_reuse_buffers_once_their_views_are_gone() {
-        let (sim, _log, locs) = log_with(&[b"a longer payload", b"short", b"x"]);
+        let (sim, _log, locs) = log_with(&[b"a longer payload", b"a longer payloa", b"x"]);
         let buffers = ReadBuffers::new(1, 64);
-        let (_, long) = read_frame_pooled(sim.as_ref(), locs[0], &buffers).unwrap();
-        let (_, short) = read_frame_pooled(sim.as_ref(), locs[1], &buffers).unwrap();
+        let (_, long, held) = read_frame_pooled(sim.as_ref(), locs[0], &buffers).unwrap();
+        assert_eq!(
+            held, locs[0].len as usize,
+            "a new buffer is as long as its frame"
+        );
+        let (_, other, _) = read_frame_pooled(sim.as_ref(), locs[1], &buffers).unwrap();
         assert_eq!(buffers.waiting(), 0, "both buffers are lent");
         // A view outlives its frame's other views and keeps the buffer lent.
         let kept = long.slice(2..6);
         drop(long);
         assert_eq!(buffers.waiting(), 0);
         drop(kept);
-        drop(short);
+        drop(other);
         assert_eq!(buffers.waiting(), 1, "one buffer kept, the other freed");
-        // The kept buffer held a longer frame: a shorter read sees only its own bytes.
-        let (_, x) = read_frame_pooled(sim.as_ref(), locs[2], &buffers).unwrap();
-        assert_eq!(&x[..], b"x");
+        // A frame much shorter than the kept buffer gets a buffer of its own.
+        let (_, x, held) = read_frame_pooled(sim.as_ref(), locs[2], &buffers).unwrap();
+        assert_eq!((&x[..], held), (&b"x"[..], locs[2].len as usize));
+        assert_eq!(buffers.waiting(), 1);
         drop(x);
-        let (_, long) = read_frame_pooled(sim.as_ref(), locs[0], &buffers).unwrap();
-        assert_eq!(&long[..], b"a longer payload");
+        // One a byte shorter takes the kept buffer and sees only its own bytes.
+        let (_, shorter, held) = read_frame_pooled(sim.as_ref(), locs[1], &buffers).unwrap();
+        assert_eq!(buffers.waiting(), 0);
+        assert_eq!(&shorter[..], b"a longer payloa");
+        assert!(held > locs[1].len as usize, "the longer frame's buffer");
+        drop(shorter);
         // Damage is found in a reused buffer as in a new one.
-        drop(long);
         let name = segment_name(1);
         let mut bytes = sim.file_bytes(&name).unwrap();
         bytes[locs[1].offset as usize + FRAME_HEADER_BYTES] ^= 0x01;

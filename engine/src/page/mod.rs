@@ -74,8 +74,8 @@ impl PageStore {
             offset: loc.offset,
         };
         let value = self.cache.get_or_load(key, Tier::HotPage, || {
-            let node = self.read_page(id, loc)?;
-            let weight = loc.len as usize + node.decoded_overhead();
+            let (node, held) = self.read_page_held(id, loc)?;
+            let weight = held + node.decoded_overhead();
             Ok((CacheValue::Node(node), weight, loc.len as u64))
         })?;
         match value {
@@ -86,7 +86,13 @@ impl PageStore {
 
     /// Reads and decodes a page image, bypassing the cache.
     pub fn read_page(&self, id: PageId, loc: FrameLoc) -> Result<Arc<Node>> {
-        let (header, payload) = log::read_frame_pooled(self.storage.as_ref(), loc, &self.buffers)?;
+        self.read_page_held(id, loc).map(|(node, _)| node)
+    }
+
+    /// `read_page`, and the bytes of memory the page image takes.
+    fn read_page_held(&self, id: PageId, loc: FrameLoc) -> Result<(Arc<Node>, usize)> {
+        let (header, payload, held) =
+            log::read_frame_pooled(self.storage.as_ref(), loc, &self.buffers)?;
         let bad =
             |reason: String| Error::corruption(segment_name(loc.segment_id), loc.offset, reason);
         if header.kind != FrameKind::Page || payload.len() < PAGE_FRAME_PREFIX_BYTES {
@@ -107,7 +113,7 @@ impl PageStore {
             )));
         }
         let node = Node::decode(body, MAX_TREE_KEY_BYTES).map_err(bad)?;
-        Ok(Arc::new(node))
+        Ok((Arc::new(node), held))
     }
 
     /// The record bytes of a leaf value, reading a large record from the log if need be.
