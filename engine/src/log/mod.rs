@@ -391,7 +391,7 @@ pub fn read_frame(storage: &dyn Storage, loc: FrameLoc) -> Result<(FrameHeader, 
 
 /// `read_frame` into a buffer taken from `buffers`; the buffer goes back to them when the
 /// last view of the payload is dropped. Also returns the bytes the buffer holds in memory
-/// (its capacity), for the cache to weigh.
+/// (its size), for the cache to weigh.
 pub fn read_frame_pooled(
     storage: &dyn Storage,
     loc: FrameLoc,
@@ -401,7 +401,7 @@ pub fn read_frame_pooled(
     let mut buffer = buffers.take(frame_len(&name, loc)?);
     storage.read_at(&name, loc.offset, &mut buffer.bytes)?;
     let header = check_frame(&name, loc, &buffer.bytes)?;
-    let held = buffer.bytes.capacity();
+    let held = ReadBuffers::size_for(buffer.bytes.len());
     Ok((
         header,
         Bytes::from_owner(buffer).slice(FRAME_HEADER_BYTES..),
@@ -437,9 +437,10 @@ fn check_frame(name: &str, loc: FrameLoc, bytes: &[u8]) -> Result<FrameHeader> {
 /// Read buffers kept for reuse. Every page read that misses the cache needs a buffer of
 /// about a page, freed when the page leaves the cache: taking it from here instead of the
 /// allocator spares a large allocation, its zeroing and its free per miss. At most
-/// `keep` buffers, none larger than `largest`, wait here; the rest are freed. A read takes
-/// a buffer at most an eighth larger than it needs, so that what the cache weighs (the
-/// buffer's capacity) stays close to what it holds.
+/// `keep` buffers, none larger than `largest`, wait here; the rest are freed. Buffers come
+/// in sizes of whole KiB, and a read takes one of the size its length rounds up to: what it
+/// holds in memory is a function of the frame's length alone, which the cache weighs (so a
+/// simulation of the cache on its trace decides as the cache did).
 pub struct ReadBuffers {
     free: parking_lot::Mutex<Vec<Vec<u8>>>,
     keep: usize,
@@ -457,20 +458,20 @@ impl ReadBuffers {
         Arc::new(ReadBuffers {
             free: parking_lot::Mutex::new(Vec::with_capacity(keep)),
             keep,
-            largest,
+            largest: Self::size_for(largest),
         })
     }
 
     /// A buffer of exactly `len` bytes. Its contents are whatever an earlier read left
     /// (the caller overwrites all of them); only bytes past an earlier length are zeroed.
     pub fn take(self: &Arc<Self>, len: usize) -> ReadBuffer {
-        let fits = |buffer: &Vec<u8>| (len..=len + len / 8).contains(&buffer.capacity());
+        let size = Self::size_for(len);
         let kept = {
             let mut free = self.free.lock();
-            let at = free.iter().position(fits);
+            let at = free.iter().position(|buffer| buffer.capacity() == size);
             at.map(|at| free.swap_remove(at))
         };
-        let mut bytes = kept.unwrap_or_else(|| Vec::with_capacity(len));
+        let mut bytes = kept.unwrap_or_else(|| Vec::with_capacity(size));
         if bytes.len() >= len {
             bytes.truncate(len);
         } else {
@@ -480,6 +481,11 @@ impl ReadBuffers {
             bytes,
             home: self.clone(),
         }
+    }
+
+    /// The size of the buffer a read of `len` bytes takes.
+    pub fn size_for(len: usize) -> usize {
+        len.next_multiple_of(1024)
     }
 
     /// How many buffers wait for reuse.
@@ -675,13 +681,11 @@ mod tests {
 
     #[test]
     fn pooled_reads_reuse_buffers_once_their_views_are_gone() {
-        let (sim, _log, locs) = log_with(&[b"a longer payload", b"a longer payloa", b"x"]);
-        let buffers = ReadBuffers::new(1, 64);
+        let big = vec![b'b'; 1500];
+        let (sim, _log, locs) = log_with(&[b"a longer payload", b"a longer payloa", &big]);
+        let buffers = ReadBuffers::new(1, 4096);
         let (_, long, held) = read_frame_pooled(sim.as_ref(), locs[0], &buffers).unwrap();
-        assert_eq!(
-            held, locs[0].len as usize,
-            "a new buffer is as long as its frame"
-        );
+        assert_eq!(held, 1024, "a frame's length rounded up to a whole KiB");
         let (_, other, _) = read_frame_pooled(sim.as_ref(), locs[1], &buffers).unwrap();
         assert_eq!(buffers.waiting(), 0, "both buffers are lent");
         // A view outlives its frame's other views and keeps the buffer lent.
@@ -691,16 +695,16 @@ mod tests {
         drop(kept);
         drop(other);
         assert_eq!(buffers.waiting(), 1, "one buffer kept, the other freed");
-        // A frame much shorter than the kept buffer gets a buffer of its own.
-        let (_, x, held) = read_frame_pooled(sim.as_ref(), locs[2], &buffers).unwrap();
-        assert_eq!((&x[..], held), (&b"x"[..], locs[2].len as usize));
+        // A frame of another size gets a buffer of its own.
+        let (_, third, held) = read_frame_pooled(sim.as_ref(), locs[2], &buffers).unwrap();
+        assert_eq!((&third[..], held), (&big[..], 2048));
         assert_eq!(buffers.waiting(), 1);
-        drop(x);
-        // One a byte shorter takes the kept buffer and sees only its own bytes.
+        drop(third);
+        // One of the same size takes the kept buffer and sees only its own bytes (the
+        // buffer last held a longer frame).
         let (_, shorter, held) = read_frame_pooled(sim.as_ref(), locs[1], &buffers).unwrap();
         assert_eq!(buffers.waiting(), 0);
-        assert_eq!(&shorter[..], b"a longer payloa");
-        assert!(held > locs[1].len as usize, "the longer frame's buffer");
+        assert_eq!((&shorter[..], held), (&b"a longer payloa"[..], 1024));
         drop(shorter);
         // Damage is found in a reused buffer as in a new one.
         let name = segment_name(1);
