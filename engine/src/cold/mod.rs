@@ -221,8 +221,9 @@ impl ColdStore {
         Ok(())
     }
 
-    /// Makes every chunk written so far durable. Called before the hot log is synced, so a
-    /// durable batch never refers to a chunk that is not.
+    /// Makes every chunk written so far durable. Called before the hot log is synced for
+    /// chunks its redo does not carry, and before checkpoints and log rollovers, so a
+    /// durable batch never refers to a chunk that is neither durable nor in its redo.
     pub fn sync(&self) -> Result<()> {
         self.check_writable()?;
         let mut unsynced = self.unsynced.lock();
