@@ -389,3 +389,48 @@ fn infinite_values_and_overflowing_sums_are_served_and_verify() {
         assert_eq!(s.summary("p", field, 5..).unwrap().unwrap().sum, 1.0);
     }
 }
+
+/// Values that cancel add up to different sums in different orders: pushed in one order
+/// (-MAX, MAX, 88: the parent's running sum is 88) and stored in key order (MAX, 88, -MAX:
+/// 0 when added that way). Both are sums of the same values, and `verify` accepts either
+/// (it checks a sum within what rounding can explain for the summary's count and
+/// magnitude), while it still refuses a sum off by more than that. Found by the model
+/// fuzzer, whose values include +-f64::MAX.
+#[test]
+fn sums_that_cancel_verify_in_any_order() {
+    for layout in [
+        Layout::Subset { keep: 1 },
+        Layout::Outlier { inline_cap: 1 },
+        Layout::Reference,
+        Layout::Embed,
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let db = Db::open(dir.path(), Options::new()).unwrap();
+            db.create_collection(CollectionSpec::new("s").array("r", layout))
+                .unwrap();
+            for (key, value) in [(3, -f64::MAX), (1, f64::MAX), (2, 88.0)] {
+                let mut batch = db.batch();
+                batch.push("s", "p", "r", NewItem::new([]).key(key).value(value));
+                batch.commit().unwrap();
+            }
+            db.verify().unwrap_or_else(|e| panic!("{layout:?}: {e}"));
+            db.checkpoint().unwrap();
+        }
+        let db = Db::open(dir.path(), Options::new()).unwrap();
+        db.verify().unwrap_or_else(|e| panic!("{layout:?}: {e}"));
+        let s = db.collection("s").unwrap();
+        let whole = s.summary("p", "r", ..).unwrap().unwrap();
+        assert_eq!((whole.items, whole.count), (3, 3), "{layout:?}");
+        assert!([0.0, 88.0].contains(&whole.sum), "{layout:?}: {whole:?}");
+        let keys: Vec<i64> = s
+            .items("p", "r", &ItemQuery::new())
+            .unwrap()
+            .unwrap()
+            .items
+            .iter()
+            .map(|i| i.key)
+            .collect();
+        assert_eq!(keys, [1, 2, 3], "{layout:?}");
+    }
+}

@@ -407,11 +407,12 @@ struct Checker {
 }
 
 fn same_summary(a: &Summary, b: &Summary) -> bool {
-    // Sums added in another order differ in their last bits, and an overflow (to an
-    // infinity, or NaN once both meet) can happen in one order and not another: a sum is
-    // checked only when both are finite.
-    let close = !(a.sum.is_finite() && b.sum.is_finite())
-        || (a.sum - b.sum).abs() <= 1e-9 * a.sum.abs().max(b.sum.abs()).max(1.0);
+    // Sums of the same values added in another order or grouping differ by rounding, and an
+    // overflow (to an infinity, or NaN once both meet) can happen in one order and not
+    // another: a sum is checked only when both are finite, and then within what rounding
+    // can explain.
+    let close =
+        !(a.sum.is_finite() && b.sum.is_finite()) || (a.sum - b.sum).abs() <= sum_rounding_bound(a);
     a.items == b.items
         && a.count == b.count
         && a.min == b.min
@@ -419,6 +420,23 @@ fn same_summary(a: &Summary, b: &Summary) -> bool {
         && a.min_key == b.min_key
         && a.max_key == b.max_key
         && close
+}
+
+/// How far apart two sums of a summary's values, added in any two orders, can be. Adding
+/// n values one after another is off by at most (n - 1) * u * sum(|x|), u being half the
+/// machine epsilon, whatever the order or grouping; sum(|x|) is at most n times the largest
+/// magnitude, which the summary's min and max bound. So two sums differ by at most
+/// n * n * epsilon * that magnitude (twice the bound, with room for the second-order term).
+/// Values that cancel make this wide: -MAX, 88 and MAX add up to 0 or to 88 depending on
+/// the order.
+fn sum_rounding_bound(summary: &Summary) -> f64 {
+    let magnitude = summary
+        .min
+        .unwrap_or(0.0)
+        .abs()
+        .max(summary.max.unwrap_or(0.0).abs());
+    let n = summary.count as f64;
+    n * n * f64::EPSILON * magnitude
 }
 
 impl Checker {
@@ -465,5 +483,42 @@ impl Checker {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(count: u64, sum: f64, min: f64, max: f64) -> Summary {
+        Summary {
+            items: count,
+            count,
+            sum,
+            min: Some(min),
+            max: Some(max),
+            min_key: Some(0),
+            max_key: Some(count as i64 - 1),
+        }
+    }
+
+    #[test]
+    fn sums_are_compared_within_rounding_only() {
+        // A thousand readings of about 20: rounding explains about 1e-8, not a reading.
+        let claimed = summary(1000, 20_000.0, 15.0, 25.0);
+        let found = |sum| summary(1000, sum, 15.0, 25.0);
+        assert!(same_summary(&found(20_000.0 + 1e-9), &claimed));
+        assert!(!same_summary(&found(20_000.0 + 1e-3), &claimed));
+        assert!(!same_summary(&found(20_020.0), &claimed));
+        // Values that cancel: 0 and 88 are both sums of -MAX, 88 and MAX.
+        let cancel = |sum| summary(3, sum, -f64::MAX, f64::MAX);
+        assert!(same_summary(&cancel(0.0), &cancel(88.0)));
+        // Any sum that overflowed in one order is not checked.
+        assert!(same_summary(&cancel(f64::INFINITY), &cancel(88.0)));
+        // Everything else still must agree.
+        assert!(!same_summary(
+            &found(20_000.0),
+            &summary(999, 20_000.0, 15.0, 25.0)
+        ));
     }
 }
