@@ -437,7 +437,7 @@ fn check_frame(name: &str, loc: FrameLoc, bytes: &[u8]) -> Result<FrameHeader> {
 /// Read buffers kept for reuse. Every page read that misses the cache needs a buffer of
 /// about a page, freed when the page leaves the cache: taking it from here instead of the
 /// allocator spares a large allocation, its zeroing and its free per miss. At most
-/// `keep` buffers, none larger than `largest`, wait here; the rest are freed. Buffers come
+/// `keep` buffers, none larger than `largest`, wait here (the latest returned). Buffers come
 /// in sizes of whole KiB, and a read takes one of the size its length rounds up to: what it
 /// holds in memory is a function of the frame's length alone, which the cache weighs (so a
 /// simulation of the cache on its trace decides as the cache did).
@@ -505,10 +505,13 @@ impl Drop for ReadBuffer {
         let bytes = std::mem::take(&mut self.bytes);
         // Buffers of unusually large frames are not kept.
         if bytes.capacity() <= self.home.largest {
+            // When full, the buffer kept longest makes room: the kept sizes follow the
+            // frames being read.
             let mut free = self.home.free.lock();
-            if free.len() < self.home.keep {
-                free.push(bytes);
+            if free.len() == self.home.keep {
+                free.remove(0);
             }
+            free.push(bytes);
         }
     }
 }
@@ -695,16 +698,27 @@ mod tests {
         drop(kept);
         drop(other);
         assert_eq!(buffers.waiting(), 1, "one buffer kept, the other freed");
+        // The latest returned stays: a returned 2 KiB buffer replaces the kept 1 KiB one,
+        // and a 1 KiB one replaces it back.
+        let (_, third, _) = read_frame_pooled(sim.as_ref(), locs[2], &buffers).unwrap();
+        drop(third);
+        let (_, third, held) = read_frame_pooled(sim.as_ref(), locs[2], &buffers).unwrap();
+        let waiting = buffers.waiting();
+        assert_eq!((held, waiting), (2048, 0), "the 2 KiB buffer was kept");
+        let (_, long, _) = read_frame_pooled(sim.as_ref(), locs[0], &buffers).unwrap();
+        drop(third);
+        drop(long);
+        assert_eq!(buffers.waiting(), 1);
         // A frame of another size gets a buffer of its own.
         let (_, third, held) = read_frame_pooled(sim.as_ref(), locs[2], &buffers).unwrap();
         assert_eq!((&third[..], held), (&big[..], 2048));
         assert_eq!(buffers.waiting(), 1);
-        drop(third);
         // One of the same size takes the kept buffer and sees only its own bytes (the
         // buffer last held a longer frame).
         let (_, shorter, held) = read_frame_pooled(sim.as_ref(), locs[1], &buffers).unwrap();
         assert_eq!(buffers.waiting(), 0);
         assert_eq!((&shorter[..], held), (&b"a longer payloa"[..], 1024));
+        drop(third);
         drop(shorter);
         // Damage is found in a reused buffer as in a new one.
         let name = segment_name(1);
