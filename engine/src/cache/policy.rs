@@ -13,10 +13,13 @@ use rustc_hash::FxHashMap;
 #[non_exhaustive]
 pub enum CachePolicy {
     /// S3-FIFO (Yang et al., SOSP 2023): new objects enter a small FIFO holding a tenth of
-    /// the budget; only those hit again while there move to the main FIFO, which gives each
-    /// object as many second chances as it was hit (up to 3). Keys evicted from the small
-    /// queue are remembered in a ghost queue, so an object that comes back soon goes
-    /// straight to main. A scan passes through the small queue without flushing main.
+    /// the budget; those hit while there move to the main FIFO, a CLOCK that gives an object
+    /// hit since its last pass one more round. Keys evicted from the small queue are
+    /// remembered in a ghost queue, so an object that comes back soon goes straight to main.
+    /// A scan passes through the small queue without flushing main. Of the paper's settings,
+    /// one hit moves an object to main and main keeps one bit per object (not a count to 3):
+    /// chosen on the working-set benchmark's traces, where it had the fewest configurations
+    /// with more misses than LRU and the smallest excess where it had any.
     #[default]
     S3Fifo,
     /// SIEVE (Zhang et al., NSDI 2024): one FIFO with a visited bit and a hand that keeps
@@ -88,7 +91,7 @@ impl<K: Copy + Eq + Hash> Policy<K> {
         match self {
             Policy::S3Fifo(p) => {
                 if let Some(meta) = p.meta.get_mut(key) {
-                    meta.freq = (meta.freq + 1).min(3);
+                    meta.freq = (meta.freq + 1).min(MAX_FREQ);
                 }
             }
             Policy::Sieve(p) => {
@@ -129,6 +132,13 @@ impl<K: Copy + Eq + Hash> Policy<K> {
         }
     }
 }
+
+/// Hits in the small queue that move an object to main (the paper's first setting; its
+/// later one is 2).
+const PROMOTE_HITS: u8 = 1;
+/// The most hits an object's count keeps: main gives an object one more round per hit
+/// counted (the paper keeps up to 3; 1 makes main a CLOCK).
+const MAX_FREQ: u8 = 1;
 
 #[derive(Clone, Copy)]
 struct Meta {
@@ -182,11 +192,11 @@ impl<K: Copy + Eq + Hash> S3Fifo<K> {
         }
     }
 
-    /// The key's frequency with the hits recorded outside the policy added, capped at 3.
+    /// The key's frequency with the hits recorded outside the policy added, capped.
     fn freq(&mut self, key: &K, marks: &mut dyn Marks<K>) -> Meta {
         let meta = self.meta.get_mut(key).expect("queued keys have metadata");
         let hits = marks.take_hits(key);
-        meta.freq = (meta.freq as u32 + hits).min(3) as u8;
+        meta.freq = (meta.freq as u32 + hits).min(MAX_FREQ as u32) as u8;
         *meta
     }
 
@@ -196,7 +206,7 @@ impl<K: Copy + Eq + Hash> S3Fifo<K> {
                 let key = self.small.pop_front()?;
                 let meta = self.freq(&key, marks);
                 self.small_bytes -= meta.weight;
-                if meta.freq > 1 {
+                if meta.freq >= PROMOTE_HITS {
                     self.meta.insert(key, Meta { freq: 0, ..meta });
                     self.main.push_back(key);
                     continue;
@@ -551,6 +561,20 @@ mod tests {
         // the scan.
         assert_eq!(s3.hits, 19 * 50);
         assert_eq!(lru.hits, 18 * 50);
+    }
+
+    #[test]
+    fn s3fifo_moves_an_object_hit_once_to_main() {
+        // Key 0 is hit once while in the small queue, then 200 keys seen once each flood the
+        // cache (100 objects fit). Hit once is enough to move it to main, so it outlives the
+        // flood; the rest leave through the small queue.
+        let mut trace = vec![(0, 10), (0, 10)];
+        trace.extend((1..=200).map(|key| (key, 10)));
+        trace.push((0, 10));
+        let s3 = replay(CachePolicy::S3Fifo, 1000, &trace);
+        assert_eq!(s3.hits, 2);
+        let lru = replay(CachePolicy::Lru, 1000, &trace);
+        assert_eq!(lru.hits, 1);
     }
 
     #[test]
