@@ -11,8 +11,13 @@ pub const MAX_FRAME_PAYLOAD: usize = MAX_RECORD_BYTES + 64 * 1024;
 /// Bytes of a segment header.
 pub const SEGMENT_HEADER_BYTES: usize = 32;
 const SEGMENT_MAGIC: &[u8; 8] = b"SKEWHOT\0";
-/// The hot log format version this build writes and reads.
-pub const LOG_VERSION: u32 = 1;
+/// The hot log format version this build writes.
+pub const LOG_VERSION: u32 = 2;
+/// The oldest version this build reads. Version 2 frames are version 1's; 2 marks the logs
+/// whose batches may hold redo ops 6 (patch) and 7 (cold bytes), so that a build from before
+/// them refuses such a log by its version instead of failing on the first op it does not
+/// know. (Logs of version 1 written before the bump may hold them too: they are read alike.)
+pub const OLDEST_LOG_VERSION: u32 = 1;
 
 /// What a frame carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -176,7 +181,7 @@ pub fn decode_segment_header(bytes: &[u8], file: &str) -> Result<SegmentHeader, 
         return Err(bad("not a hot log segment (bad magic)"));
     }
     let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
-    if version != LOG_VERSION {
+    if !(OLDEST_LOG_VERSION..=LOG_VERSION).contains(&version) {
         return Err(Error::UnsupportedVersion {
             file: file.to_string(),
             found: version,
@@ -277,5 +282,32 @@ mod tests {
                 .unwrap_err()
                 .is_corruption()
         );
+    }
+
+    #[test]
+    fn versions_one_and_two_are_read_and_others_refused() {
+        let header = SegmentHeader {
+            segment_id: 4,
+            first_lsn: 99,
+        };
+        let written = encode_segment_header(header);
+        assert_eq!(u32::from_le_bytes(written[8..12].try_into().unwrap()), 2);
+        let with_version = |version: u32| {
+            let mut bytes = written;
+            bytes[8..12].copy_from_slice(&version.to_le_bytes());
+            let crc = crc32fast::hash(&bytes[0..28]);
+            bytes[28..32].copy_from_slice(&crc.to_le_bytes());
+            decode_segment_header(&bytes, "f")
+        };
+        assert_eq!(with_version(1).unwrap(), header);
+        assert_eq!(with_version(2).unwrap(), header);
+        for version in [0, 3, u32::MAX] {
+            match with_version(version) {
+                Err(Error::UnsupportedVersion {
+                    found, supported, ..
+                }) => assert_eq!((found, supported), (version, 2)),
+                other => panic!("version {version}: {other:?}"),
+            }
+        }
     }
 }
