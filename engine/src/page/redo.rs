@@ -314,10 +314,15 @@ const MAX_PART_COUNT_CHANGE: usize = 64;
 /// Parts of the new value looked for in the old before a diff of a long value.
 const PROBES: usize = 8;
 
+/// Unequal pairs of parts that [`Edits::in_place`] always takes (an eighth of the pairs
+/// when that is more).
+const MIN_IN_PLACE_CHANGES: usize = 2;
+
 /// The edits that turn `old` into `new`, found by a diff over their parts: `old_cuts` and
 /// `new_cuts` are the end offsets of the parts (items, headers) each value is made of, the
 /// last one its length. Parts equal in both are kept; runs of others become one edit each.
-/// `None` when the part counts differ by more than [`MAX_PART_COUNT_CHANGE`], or when fewer
+/// The parts are first compared in place (see [`Edits::in_place`]); a diff runs only when
+/// that finds too many unequal. `None` when the part counts differ by more than [`MAX_PART_COUNT_CHANGE`], or when fewer
 /// than half of [`PROBES`] parts spread over a long new value are found in the old one.
 pub fn diff(old: &[u8], old_cuts: &[usize], new: &[u8], new_cuts: &[usize]) -> Option<Vec<Edit>> {
     fn parts<'v>(value: &'v [u8], cuts: &[usize]) -> (Vec<&'v [u8]>, Vec<usize>) {
@@ -332,6 +337,15 @@ pub fn diff(old: &[u8], old_cuts: &[usize], new: &[u8], new_cuts: &[usize]) -> O
     if old_parts.len().abs_diff(new_parts.len()) > MAX_PART_COUNT_CHANGE {
         return None;
     }
+    let mut edits = Edits {
+        old_starts: &old_starts,
+        new_starts: &new_starts,
+        new,
+        edits: Vec::new(),
+    };
+    if edits.in_place(&old_parts, &new_parts) {
+        return Some(edits.edits);
+    }
     // A value worth patching keeps most of its parts. A few parts spread over the new value
     // are looked for in the old one first, so that a value changed throughout (a tail
     // sealed and refilled in one batch) costs a few scans, not a diff of everything.
@@ -344,12 +358,6 @@ pub fn diff(old: &[u8], old_cuts: &[usize], new: &[u8], new_cuts: &[usize]) -> O
             return None;
         }
     }
-    let mut edits = Edits {
-        old_starts: &old_starts,
-        new_starts: &new_starts,
-        new,
-        edits: Vec::new(),
-    };
     // The plain algorithm: `capture_diff_slices` compacts its ops afterwards, and the
     // compacted ops can name a wrong old position for an insertion.
     let Ok(()) = similar::algorithms::myers::diff(
@@ -372,6 +380,38 @@ struct Edits<'a> {
 }
 
 impl Edits<'_> {
+    /// Most writes change a few parts where they are and add or drop parts at the end (a
+    /// push to a tail: the array's header, its item count and one more item). Compared part
+    /// by part in place, such a change shows as a few unequal pairs, and its edits follow
+    /// without a diff. Builds them and returns true when at most
+    /// [`MIN_IN_PLACE_CHANGES`] pairs, or an eighth of the pairs, differ; otherwise builds
+    /// nothing.
+    fn in_place(&mut self, old_parts: &[&[u8]], new_parts: &[&[u8]]) -> bool {
+        let pairs = old_parts.len().min(new_parts.len());
+        let allowed = MIN_IN_PLACE_CHANGES.max(pairs / 8);
+        let mut unequal = Vec::new();
+        for (index, (old, new)) in old_parts.iter().zip(new_parts).enumerate() {
+            if old != new {
+                if unequal.len() == allowed {
+                    return false;
+                }
+                unequal.push(index);
+            }
+        }
+        let mut runs = unequal.into_iter().peekable();
+        while let Some(start) = runs.next() {
+            let mut end = start + 1;
+            while runs.next_if_eq(&end).is_some() {
+                end += 1;
+            }
+            self.push(start..end, start..end);
+        }
+        if old_parts.len() != new_parts.len() {
+            self.push(pairs..old_parts.len(), pairs..new_parts.len());
+        }
+        true
+    }
+
     fn push(&mut self, old_parts: std::ops::Range<usize>, new_parts: std::ops::Range<usize>) {
         let at = self.old_starts[old_parts.start];
         let remove = self.old_starts[old_parts.end] - at;
@@ -573,6 +613,29 @@ mod tests {
         let others: Vec<_> = (100..200).map(|k| item(k, 1)).collect();
         let (other, other_ends) = item_list(&others);
         assert_eq!(diff(&old, &old_ends, &other, &other_ends), None);
+    }
+
+    #[test]
+    fn parts_changed_in_place_are_patched_where_they_are() {
+        let old_items: Vec<_> = (0..40).map(|k| item(k, 20)).collect();
+        let mut new_items = old_items.clone();
+        new_items[10] = item(10, 21);
+        new_items[30] = item(30, 19);
+        new_items.push(item(40, 20));
+        let (old, old_ends) = item_list(&old_items);
+        let (new, new_ends) = item_list(&new_items);
+        let edits = diff(&old, &old_ends, &new, &new_ends).unwrap();
+        assert_eq!(apply_patch(&old, old.len() as u32, &edits).unwrap(), new);
+        // The count, the two items and the one more at the end; each edit in its place.
+        let starts: Vec<u32> = edits.iter().map(|e| e.at).collect();
+        let item_start = |i: usize| old_ends[i] as u32;
+        assert_eq!(
+            starts,
+            [0, item_start(10), item_start(30), old.len() as u32]
+        );
+        let inserted: Vec<usize> = edits.iter().map(|e| e.insert.len()).collect();
+        let item_len = |i: usize| new_ends[i + 1] - new_ends[i];
+        assert_eq!(inserted, [4, item_len(10), item_len(30), item_len(40)]);
     }
 
     /// The patch from `old` to `new` when the diff finds one: it round-trips through the
