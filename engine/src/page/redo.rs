@@ -322,8 +322,9 @@ const MIN_IN_PLACE_CHANGES: usize = 2;
 /// `new_cuts` are the end offsets of the parts (items, headers) each value is made of, the
 /// last one its length. Parts equal in both are kept; runs of others become one edit each.
 /// The parts are first compared in place (see [`Edits::in_place`]); a diff runs only when
-/// that finds too many unequal. `None` when the part counts differ by more than [`MAX_PART_COUNT_CHANGE`], or when fewer
-/// than half of [`PROBES`] parts spread over a long new value are found in the old one.
+/// that finds too many unequal. `None` when the part counts differ by more than
+/// [`MAX_PART_COUNT_CHANGE`], or when fewer than half of [`PROBES`] parts spread over a long
+/// new value are found in the old one.
 pub fn diff(old: &[u8], old_cuts: &[usize], new: &[u8], new_cuts: &[usize]) -> Option<Vec<Edit>> {
     fn parts<'v>(value: &'v [u8], cuts: &[usize]) -> (Vec<&'v [u8]>, Vec<usize>) {
         let mut starts = Vec::with_capacity(cuts.len() + 1);
