@@ -676,6 +676,34 @@ mod tests {
         }
 
         #[test]
+        fn items_replaced_where_they_are_and_a_changed_end_are_patched(
+            old_keys in proptest::collection::vec(0i64..40, 0..60),
+            replaced in proptest::collection::vec((0usize..60, 40i64..80), 0..4),
+            end in proptest::collection::vec(80i64..90, 0..5),
+            cut in 0usize..3,
+        ) {
+            let old_items: Vec<_> = old_keys.iter().map(|&k| item(k, 3)).collect();
+            let mut new_items = old_items.clone();
+            for &(at, key) in &replaced {
+                if at < new_items.len() {
+                    new_items[at] = item(key, 3);
+                }
+            }
+            new_items.truncate(new_items.len().saturating_sub(cut));
+            new_items.extend(end.iter().map(|&k| item(k, 3)));
+            // Parts: the item count, then the items. Few enough unequal pairs: compared in
+            // place, a patch must come; otherwise the diff decides. Either way, a patch
+            // rebuilds the new value.
+            let pairs = 1 + old_items.len().min(new_items.len());
+            let unequal = usize::from(old_items.len() != new_items.len())
+                + old_items.iter().zip(&new_items).filter(|(a, b)| a != b).count();
+            let patched = check_patch(&old_items, &new_items);
+            if unequal <= MIN_IN_PLACE_CHANGES.max(pairs / 8) {
+                proptest::prop_assert!(patched);
+            }
+        }
+
+        #[test]
         fn a_value_edited_in_places_is_patched(
             old_keys in proptest::collection::vec(0i64..40, 0..60),
             kept in proptest::collection::vec(proptest::bool::weighted(0.9), 60),
