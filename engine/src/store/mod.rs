@@ -532,7 +532,7 @@ impl Shared {
             };
             match (op, value) {
                 (Op::Patch { key, .. }, Some(value)) => {
-                    debug_assert!(self.patch_makes(txn, op, value));
+                    debug_assert!(self.patch_makes(txn, op, value).unwrap_or(true));
                     let value = patched_value(&self.pages, value.clone());
                     txn.tree.insert(&self.pages, key.clone(), value)?;
                 }
@@ -548,21 +548,23 @@ impl Shared {
         Ok(())
     }
 
-    /// True when applying `patch` to the transaction's record gives `value` (what replay
-    /// will build from the log).
-    fn patch_makes(&self, txn: &Txn, patch: &Op, value: &Bytes) -> bool {
+    /// Whether applying `patch` to the transaction's record gives `value` (what replay will
+    /// build from the log). A debug check: reading the record may fail (an I/O error, or a
+    /// fault injected by a test), which says nothing about the patch and is returned as
+    /// the error.
+    fn patch_makes(&self, txn: &Txn, patch: &Op, value: &Bytes) -> Result<bool> {
         let mut replayed = Txn {
             tree: txn.tree.clone(),
             catalog: txn.catalog.clone(),
         };
         let Op::Patch { key, .. } = patch else {
-            return false;
+            return Ok(false);
         };
-        self.apply(&mut replayed, patch, None).is_ok()
-            && matches!(
-                replayed.tree.get(&self.pages, key),
-                Ok(Some(Value::Inline(bytes) | Value::Held(bytes))) if bytes == value
-            )
+        self.apply(&mut replayed, patch, None)?;
+        Ok(matches!(
+            replayed.tree.get(&self.pages, key)?,
+            Some(Value::Inline(bytes) | Value::Held(bytes)) if bytes == value
+        ))
     }
 
     /// Writes every held record to the log as a put of its present value, in a commit of
