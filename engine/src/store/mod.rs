@@ -549,9 +549,9 @@ impl Shared {
     }
 
     /// Whether applying `patch` to the transaction's record gives `value` (what replay will
-    /// build from the log). A debug check: reading the record may fail (an I/O error, or a
-    /// fault injected by a test), which says nothing about the patch and is returned as
-    /// the error.
+    /// build from the log). A debug check: reading the record may fail with an I/O error
+    /// (or a fault injected by a test), which says nothing about the patch and is returned
+    /// as the error; any other failure (a patch that does not fit its record) is `false`.
     fn patch_makes(&self, txn: &Txn, patch: &Op, value: &Bytes) -> Result<bool> {
         let mut replayed = Txn {
             tree: txn.tree.clone(),
@@ -560,11 +560,17 @@ impl Shared {
         let Op::Patch { key, .. } = patch else {
             return Ok(false);
         };
-        self.apply(&mut replayed, patch, None)?;
-        Ok(matches!(
-            replayed.tree.get(&self.pages, key)?,
-            Some(Value::Inline(bytes) | Value::Held(bytes)) if bytes == value
-        ))
+        let rebuilt = self
+            .apply(&mut replayed, patch, None)
+            .and_then(|()| replayed.tree.get(&self.pages, key));
+        match rebuilt {
+            Ok(rebuilt) => Ok(matches!(
+                rebuilt,
+                Some(Value::Inline(bytes) | Value::Held(bytes)) if bytes == value
+            )),
+            Err(error @ Error::Io { .. }) => Err(error),
+            Err(_) => Ok(false),
+        }
     }
 
     /// Writes every held record to the log as a put of its present value, in a commit of
