@@ -7,7 +7,7 @@ use skewdb::{Collection, CollectionSpec, Db, ItemQuery, Layout, NewItem, Options
 
 use crate::data::{self, Product, Review};
 use crate::kv::{self, Kv};
-use crate::{CACHE_BYTES, Store};
+use crate::{CACHE_BYTES, CacheCounters, Store};
 
 /// Newest reviews a product page shows and the Subset models keep with the product.
 const KEEP: usize = 5;
@@ -64,10 +64,13 @@ pub fn dir_bytes(dir: &Path) -> u64 {
     total
 }
 
-/// Hits per request between two readings of (requests, hits) counters.
-fn hit_ratio_since(now: (u64, u64), baseline: (u64, u64)) -> Option<f64> {
-    let requests = now.0 - baseline.0;
-    (requests > 0).then(|| (now.1 - baseline.1) as f64 / requests as f64)
+/// A skewdb cache's (requests, hits) counters.
+pub fn skew_counters(db: &Db) -> CacheCounters {
+    let total = db.cache_stats().total();
+    CacheCounters {
+        requests: total.requests,
+        hits: total.hits,
+    }
 }
 
 /// Commits a loading batch once it holds 20,000 operations, and starts the next.
@@ -87,7 +90,6 @@ struct Skew {
     dir: PathBuf,
     db: Db,
     products: Collection,
-    baseline: (u64, u64),
 }
 
 impl Skew {
@@ -99,13 +101,7 @@ impl Skew {
             dir: dir.to_path_buf(),
             db,
             products,
-            baseline: (0, 0),
         }
-    }
-
-    fn counters(&self) -> (u64, u64) {
-        let total = self.db.cache_stats().total();
-        (total.requests, total.hits)
     }
 }
 
@@ -165,12 +161,8 @@ impl Store for Skew {
         dir_bytes(&self.dir)
     }
 
-    fn hit_ratio(&self) -> Option<f64> {
-        hit_ratio_since(self.counters(), self.baseline)
-    }
-
-    fn reset_stats(&mut self) {
-        self.baseline = self.counters();
+    fn cache_counters(&self) -> Option<CacheCounters> {
+        Some(skew_counters(&self.db))
     }
 }
 
@@ -269,5 +261,9 @@ impl Store for Peer {
 
     fn disk_bytes(&self) -> u64 {
         self.kv.disk_bytes()
+    }
+
+    fn cache_counters(&self) -> Option<CacheCounters> {
+        Some(self.kv.cache_counters())
     }
 }

@@ -13,8 +13,8 @@ use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Zipf};
 use skewdb::{Collection, CollectionSpec, Db, ItemQuery, Layout, NewItem, Options};
 
-use crate::CACHE_BYTES;
 use crate::kv::{self, Kv};
+use crate::{CACHE_BYTES, CacheCounters, Latencies, Percentiles, median_of};
 
 pub const USERS: u64 = 20_000;
 const CELEBRITY_FOLLOWERS: u64 = 100_000;
@@ -77,6 +77,7 @@ pub trait FollowerStore {
     /// The first `LIST` followers; returns how many.
     fn list(&mut self, user: u64) -> usize;
     fn disk_bytes(&self) -> u64;
+    fn cache_counters(&self) -> Option<CacheCounters>;
 }
 
 fn key(user: u64) -> [u8; 8] {
@@ -156,6 +157,10 @@ impl FollowerStore for Skew {
 
     fn disk_bytes(&self) -> u64 {
         crate::engines::dir_bytes(&self.dir)
+    }
+
+    fn cache_counters(&self) -> Option<CacheCounters> {
+        Some(crate::engines::skew_counters(&self.db))
     }
 }
 
@@ -301,49 +306,75 @@ impl FollowerStore for Peer {
     fn disk_bytes(&self) -> u64 {
         self.kv.disk_bytes()
     }
+
+    fn cache_counters(&self) -> Option<CacheCounters> {
+        Some(self.kv.cache_counters())
+    }
 }
 
 /// What one run of the followers workload measured.
 #[derive(Clone, Debug, Default)]
 pub struct Measured {
     pub ops_per_second: f64,
+    /// Profile reads alone, after the mixed run.
     pub profiles_per_second: f64,
+    /// Profile reads in the mixed run.
+    pub profile_latency: Percentiles,
     pub follows_per_second: f64,
+    /// Follows in turns.
+    pub follow_latency: Percentiles,
     pub disk_bytes: u64,
+    /// Over the mixed run.
+    pub hit_ratio: Option<f64>,
+}
+
+impl crate::Run for Measured {
+    fn mixed_rate(&self) -> f64 {
+        self.ops_per_second
+    }
+
+    fn take_medians(&mut self, runs: &[Self]) {
+        self.profiles_per_second = median_of(runs, |r| r.profiles_per_second);
+    }
+
+    fn set_appends(&mut self, rate: f64, latency: Percentiles) {
+        self.follows_per_second = rate;
+        self.follow_latency = latency;
+    }
 }
 
 pub fn run(store: &mut dyn FollowerStore, ops: &[Op]) -> Measured {
+    let counters = store.cache_counters();
+    let mut profiles = Latencies::default();
     let started = Instant::now();
-    let mut follows = (0, 0.0);
     for op in ops {
         match *op {
             Op::Profile(user) => {
-                std::hint::black_box(store.profile(user));
+                std::hint::black_box(profiles.time(|| store.profile(user)));
             }
-            Op::Follow(user, follower) => {
-                let at = Instant::now();
-                store.follow(user, follower);
-                follows.0 += 1;
-                follows.1 += at.elapsed().as_secs_f64();
-            }
+            // Durable follows are timed in turns.
+            Op::Follow(user, follower) => store.follow(user, follower),
             Op::List(user) => {
                 std::hint::black_box(store.list(user));
             }
         }
     }
     let ops_per_second = ops.len() as f64 / started.elapsed().as_secs_f64();
+    let hit_ratio = CacheCounters::ratio(counters, store.cache_counters());
     let started = Instant::now();
-    let mut profiles = 0;
+    let mut alone = 0;
     for op in ops {
         if let Op::Profile(user) = *op {
             std::hint::black_box(store.profile(user));
-            profiles += 1;
+            alone += 1;
         }
     }
     Measured {
         ops_per_second,
-        profiles_per_second: profiles as f64 / started.elapsed().as_secs_f64(),
-        follows_per_second: follows.0 as f64 / follows.1,
+        profiles_per_second: alone as f64 / started.elapsed().as_secs_f64(),
+        profile_latency: profiles.percentiles(),
         disk_bytes: store.disk_bytes(),
+        hit_ratio,
+        ..Measured::default()
     }
 }

@@ -6,7 +6,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use crate::CACHE_BYTES;
+use crate::{CACHE_BYTES, CacheCounters};
 
 pub trait Kv {
     fn get(&self, table: &'static str, key: &[u8]) -> Option<Vec<u8>>;
@@ -15,6 +15,10 @@ pub trait Kv {
     /// The values of keys in `start..end`, in key order.
     fn range(&self, table: &'static str, start: &[u8], end: &[u8]) -> Vec<Vec<u8>>;
     fn disk_bytes(&self) -> u64;
+    /// The engine's own cache counters: redb's read hits and misses (its `cache_metrics`
+    /// feature), fjall's block loads from its cache and from disk (its `metrics` feature),
+    /// SQLite's page cache hits and misses (`sqlite3_db_status`).
+    fn cache_counters(&self) -> CacheCounters;
 }
 
 pub fn open(engine: &str, dir: &Path) -> Box<dyn Kv> {
@@ -84,6 +88,15 @@ impl Kv for RedbKv {
     fn disk_bytes(&self) -> u64 {
         crate::engines::dir_bytes(&self.dir)
     }
+
+    fn cache_counters(&self) -> CacheCounters {
+        use redb::ReadableDatabase;
+        let stats = self.db.cache_stats();
+        CacheCounters {
+            requests: stats.read_hits() + stats.read_misses(),
+            hits: stats.read_hits(),
+        }
+    }
 }
 
 struct FjallKv {
@@ -147,6 +160,16 @@ impl Kv for FjallKv {
 
     fn disk_bytes(&self) -> u64 {
         crate::engines::dir_bytes(&self.dir)
+    }
+
+    fn cache_counters(&self) -> CacheCounters {
+        let mut counters = CacheCounters::default();
+        for keyspace in self.keyspaces.values() {
+            let metrics = keyspace.metrics();
+            counters.requests += metrics.block_loads() as u64;
+            counters.hits += metrics.block_load_cached_count() as u64;
+        }
+        counters
     }
 }
 
@@ -237,5 +260,30 @@ impl Kv for SqliteKv {
 
     fn disk_bytes(&self) -> u64 {
         crate::engines::dir_bytes(&self.dir)
+    }
+
+    fn cache_counters(&self) -> CacheCounters {
+        let status = |op| {
+            let (mut current, mut highwater) = (0, 0);
+            // SAFETY: the handle is this open connection's, and sqlite3_db_status only
+            // reads its counters into the two integers given.
+            let rc = unsafe {
+                rusqlite::ffi::sqlite3_db_status(
+                    self.connection.handle(),
+                    op,
+                    &mut current,
+                    &mut highwater,
+                    0,
+                )
+            };
+            assert_eq!(rc, rusqlite::ffi::SQLITE_OK, "sqlite3_db_status");
+            current as u64
+        };
+        let hits = status(rusqlite::ffi::SQLITE_DBSTATUS_CACHE_HIT);
+        let misses = status(rusqlite::ffi::SQLITE_DBSTATUS_CACHE_MISS);
+        CacheCounters {
+            requests: hits + misses,
+            hits,
+        }
     }
 }

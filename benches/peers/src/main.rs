@@ -1,15 +1,15 @@
-//! skewdb beside redb, fjall and SQLite (rusqlite, bundled, WAL) on the product-page
-//! workload, in one run: each peer as applications model the data today (everything
-//! embedded in one value per product; the Subset pattern coded by hand: the product value
-//! with its 5 newest reviews plus a history table keyed by product and time, both written in
-//! one transaction), and skewdb with its native `Subset { keep: 5 }` layout. Every engine
-//! gets the same cache budget and commits every write durably (fsync).
+//! skewdb beside redb, fjall and SQLite (rusqlite, bundled, WAL) on the seed workloads
+//! (product pages, sensor readings, followers), in one run: each peer as applications model
+//! the data today (everything embedded in one value per parent, and the pattern coded by
+//! hand: for product pages the product value with its 5 newest reviews plus a history table
+//! keyed by product and time, both written in one transaction), and skewdb with its native
+//! layouts. Every engine gets the same cache budget and commits every write durably (fsync).
 //!
 //! Run: `cargo run --release -p skewdb-peers` (`-- --products N` to change the size,
 //! `-- --only ENGINE` to measure one engine, `-- --workload products|sensors|followers` one
-//! workload, either without writing the results). It
-//! prints a markdown table, and writes it with a bar chart to `bench-results/peers.md` and
-//! `bench-results/peers.svg`.
+//! workload, each without writing the results). It prints the tables, and writes them into
+//! `BENCHMARKS.md` (between its two marker lines) and `bench-results/peers.md`, with a bar
+//! chart of product views in `bench-results/peers.svg`.
 
 mod data;
 mod engines;
@@ -22,6 +22,8 @@ use std::time::Instant;
 
 use data::{Op, Product, Review};
 
+/// Products of the measured run (`--products` changes it, for a trial).
+const PRODUCTS: u64 = 100_000;
 /// The cache every engine gets.
 pub const CACHE_BYTES: usize = 32 << 20;
 /// Runs per engine and model; the median is reported.
@@ -43,11 +45,63 @@ pub trait Store {
     fn show_all(&mut self, id: u64) -> usize;
     /// Bytes of the engine's files.
     fn disk_bytes(&self) -> u64;
-    /// The cache hit ratio since the last reset, where the engine exposes it.
-    fn hit_ratio(&self) -> Option<f64> {
-        None
+    /// The cache's counters, where the engine exposes them.
+    fn cache_counters(&self) -> Option<CacheCounters>;
+}
+
+/// A cache's counters of requests and hits, as the engine counts them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheCounters {
+    pub requests: u64,
+    pub hits: u64,
+}
+
+impl CacheCounters {
+    /// Hits per request between two readings; `None` without requests or counters.
+    pub fn ratio(before: Option<CacheCounters>, after: Option<CacheCounters>) -> Option<f64> {
+        let (before, after) = (before?, after?);
+        let requests = after.requests - before.requests;
+        (requests > 0).then(|| (after.hits - before.hits) as f64 / requests as f64)
     }
-    fn reset_stats(&mut self) {}
+}
+
+/// The median and 99th percentile of one kind of operation's latencies, in microseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Percentiles {
+    pub p50_us: f64,
+    pub p99_us: f64,
+}
+
+/// Latencies of one kind of operation as they are measured.
+#[derive(Debug, Default)]
+pub struct Latencies(Vec<f64>);
+
+impl Latencies {
+    /// Runs `op` and records how long it took.
+    pub fn time<T>(&mut self, op: impl FnOnce() -> T) -> T {
+        let at = Instant::now();
+        let out = op();
+        self.0.push(at.elapsed().as_secs_f64() * 1e6);
+        out
+    }
+
+    /// Operations recorded per second spent in them.
+    pub fn per_second(&self) -> f64 {
+        self.0.len() as f64 / (self.0.iter().sum::<f64>() / 1e6)
+    }
+
+    /// Zeros when nothing was recorded.
+    pub fn percentiles(mut self) -> Percentiles {
+        if self.0.is_empty() {
+            return Percentiles::default();
+        }
+        self.0.sort_by(f64::total_cmp);
+        let at = |q: f64| self.0[((self.0.len() as f64 * q) as usize).min(self.0.len() - 1)];
+        Percentiles {
+            p50_us: at(0.5),
+            p99_us: at(0.99),
+        }
+    }
 }
 
 /// What one run measured.
@@ -56,29 +110,25 @@ pub struct Measured {
     pub ops_per_second: f64,
     /// Product pages per second, views only (the same products as the mixed run's views).
     pub views_per_second: f64,
-    pub view_p50_us: f64,
-    pub view_p99_us: f64,
+    /// Views in the mixed run.
+    pub view_latency: Percentiles,
     pub appends_per_second: f64,
+    /// Appends in turns.
+    pub append_latency: Percentiles,
     pub disk_bytes: u64,
     pub hit_ratio: Option<f64>,
-}
-
-fn percentile(sorted: &[f64], q: f64) -> f64 {
-    sorted[((sorted.len() as f64 * q) as usize).min(sorted.len() - 1)]
 }
 
 /// One run: the mixed operations, then the views alone. (Appends are timed in turns
 /// across every store, see [`appends_in_turns`].)
 fn run(store: &mut dyn Store, ops: &[Op]) -> Measured {
-    store.reset_stats();
-    let mut views = Vec::new();
+    let counters = store.cache_counters();
+    let mut views = Latencies::default();
     let started = Instant::now();
     for op in ops {
         match op {
             Op::View(id) => {
-                let at = Instant::now();
-                std::hint::black_box(store.view(*id));
-                views.push(at.elapsed().as_secs_f64() * 1e6);
+                std::hint::black_box(views.time(|| store.view(*id)));
             }
             Op::Append(id, review) => store.append(*id, review),
             Op::ShowAll(id) => {
@@ -87,7 +137,7 @@ fn run(store: &mut dyn Store, ops: &[Op]) -> Measured {
         }
     }
     let seconds = started.elapsed().as_secs_f64();
-    let hit_ratio = store.hit_ratio();
+    let hit_ratio = CacheCounters::ratio(counters, store.cache_counters());
     let viewed: Vec<u64> = ops
         .iter()
         .filter_map(|op| match op {
@@ -100,24 +150,28 @@ fn run(store: &mut dyn Store, ops: &[Op]) -> Measured {
         std::hint::black_box(store.view(*id));
     }
     let views_per_second = viewed.len() as f64 / started.elapsed().as_secs_f64();
-    views.sort_by(f64::total_cmp);
     Measured {
         ops_per_second: ops.len() as f64 / seconds,
         views_per_second,
-        view_p50_us: percentile(&views, 0.5),
-        view_p99_us: percentile(&views, 0.99),
-        appends_per_second: 0.0,
+        view_latency: views.percentiles(),
         disk_bytes: store.disk_bytes(),
         hit_ratio,
+        ..Measured::default()
     }
 }
 
+/// The median over `runs` of one figure.
+pub fn median_of<M>(runs: &[M], figure: impl Fn(&M) -> f64) -> f64 {
+    let mut values: Vec<f64> = runs.iter().map(figure).collect();
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// The run with the median mixed rate, with the views' rate the median of their own.
 fn median(mut runs: Vec<Measured>) -> Measured {
     runs.sort_by(|a, b| a.ops_per_second.total_cmp(&b.ops_per_second));
     let mut middle = runs[runs.len() / 2].clone();
-    let mut views: Vec<f64> = runs.iter().map(|r| r.views_per_second).collect();
-    views.sort_by(f64::total_cmp);
-    middle.views_per_second = views[views.len() / 2];
+    middle.views_per_second = median_of(&runs, |r| r.views_per_second);
     middle
 }
 
@@ -125,28 +179,26 @@ fn median(mut runs: Vec<Measured>) -> Measured {
 /// for `TURNS` rounds, so that every engine meets the disk in the same minutes (on a shared
 /// machine its sync rate drifts by half within minutes). `append(store, i)` makes the `i`-th
 /// append; each store gets the same sequence. Returns each store's appends per second over
-/// its own turns.
+/// its own turns, and their latencies.
 fn appends_in_turns<S: ?Sized>(
     stores: &mut [(tempfile::TempDir, Box<S>)],
     append: impl Fn(&mut S, usize),
-) -> Vec<f64> {
-    let mut seconds = vec![0.0; stores.len()];
+) -> Vec<(f64, Percentiles)> {
+    let mut latencies: Vec<Latencies> = stores.iter().map(|_| Latencies::default()).collect();
     for turn in 0..TURNS {
         // Each turn starts one store further on, so that no store always follows the same
         // one (and meets the disk as that store's writes left it).
         for k in 0..stores.len() {
             let at = (turn + k) % stores.len();
             let store = &mut stores[at].1;
-            let started = Instant::now();
             for i in turn * PER_TURN..(turn + 1) * PER_TURN {
-                append(store.as_mut(), i);
+                latencies[at].time(|| append(store.as_mut(), i));
             }
-            seconds[at] += started.elapsed().as_secs_f64();
         }
     }
-    seconds
-        .iter()
-        .map(|s| (TURNS * PER_TURN) as f64 / s)
+    latencies
+        .into_iter()
+        .map(|l| (l.per_second(), l.percentiles()))
         .collect()
 }
 
@@ -158,19 +210,27 @@ fn turns_note(what: &str) -> String {
     )
 }
 
+/// What one run of a workload measured, as [`run_all`] combines runs.
+pub trait Run: Clone {
+    /// The rate of the mixed operations, which picks the median run.
+    fn mixed_rate(&self) -> f64;
+    /// Sets the rates measured alone (after the mixed operations) to their medians over `runs`.
+    fn take_medians(&mut self, runs: &[Self]);
+    /// The appends taken in turns: their rate and latencies.
+    fn set_appends(&mut self, rate: f64, latency: Percentiles);
+}
+
 /// Runs every engine and model of a workload (skewdb's native layout, then each peer's
 /// hand-coded pattern and embedded model) `RUNS` times and keeps the run with the median
-/// mixed rate. `open(engine, hand_coded, dir)` opens a loaded store; `run` measures it. The
-/// last run's stores then take their appends in turns (`append`), whose rate `set_appends`
-/// writes into each row.
-fn run_all<S: ?Sized, M: Clone>(
+/// mixed rate, its other rates the medians of their own. `open(engine, hand_coded, dir)`
+/// opens a loaded store; `run` measures it. The last run's stores then take their appends in
+/// turns (`append`).
+fn run_all<S: ?Sized, M: Run>(
     only: Option<&str>,
     names: (&'static str, &'static str),
     open: impl Fn(&'static str, bool, &std::path::Path) -> Box<S>,
     run: impl Fn(&mut S, u64) -> M,
-    rate: impl Fn(&M) -> f64,
     append: impl Fn(&mut S, usize),
-    set_appends: impl Fn(&mut M, f64),
 ) -> Vec<(&'static str, &'static str, M)> {
     let mut configs = vec![("skewdb", names.0, true)];
     for engine in ["redb", "fjall", "sqlite"] {
@@ -192,14 +252,15 @@ fn run_all<S: ?Sized, M: Clone>(
                 kept.push((dir, store));
             }
         }
-        runs.sort_by(|a, b| rate(a).total_cmp(&rate(b)));
-        let measured = runs[runs.len() / 2].clone();
-        eprintln!("{engine} {model}: {:.0} ops/s", rate(&measured));
+        runs.sort_by(|a, b| a.mixed_rate().total_cmp(&b.mixed_rate()));
+        let mut measured = runs[runs.len() / 2].clone();
+        measured.take_medians(&runs);
+        eprintln!("{engine} {model}: {:.0} ops/s", measured.mixed_rate());
         rows.push((engine, model, measured));
     }
     let appends = appends_in_turns(&mut kept, append);
-    for ((_, _, measured), appends) in rows.iter_mut().zip(appends) {
-        set_appends(measured, appends);
+    for ((_, _, measured), (rate, latency)) in rows.iter_mut().zip(appends) {
+        measured.set_appends(rate, latency);
     }
     rows
 }
@@ -225,12 +286,10 @@ fn run_sensors(only: Option<&str>) -> Vec<report::SensorRow> {
             store
         },
         |store, run_index| sensors::run(store, &sensors::operations(run_index)),
-        |m| m.ops_per_second,
         |store, i| {
             let (sensor, time, value) = sensors::turn_append(i);
             store.append(sensor, time, value);
         },
-        |m, appends| m.appends_per_second = appends,
     )
 }
 
@@ -258,12 +317,10 @@ fn run_followers(only: Option<&str>) -> Vec<report::FollowerRow> {
             store
         },
         |store, run_index| followers::run(store, &followers::operations(run_index)),
-        |m| m.ops_per_second,
         |store, i| {
             let (user, follower) = followers::turn_follow(i);
             store.follow(user, follower);
         },
-        |m, follows| m.follows_per_second = follows,
     )
 }
 
@@ -274,7 +331,7 @@ fn main() {
         .position(|a| a == "--products")
         .and_then(|i| args.get(i + 1))
         .and_then(|s| s.parse().ok())
-        .unwrap_or(100_000u64);
+        .unwrap_or(PRODUCTS);
     // `--only ENGINE` measures one engine (for profiling).
     let only = args
         .iter()
@@ -311,7 +368,7 @@ fn main() {
         let measured = median(runs);
         eprintln!(
             "{engine} {model}: {:.0} ops/s, view p50 {:.1} us",
-            measured.ops_per_second, measured.view_p50_us
+            measured.ops_per_second, measured.view_latency.p50_us
         );
         rows.push((engine, model, measured));
     }
@@ -322,46 +379,61 @@ fn main() {
         let (id, review) = &stream[i];
         store.append(*id, review);
     });
-    for ((_, _, measured), appends) in rows.iter_mut().zip(appends) {
-        measured.appends_per_second = appends;
+    for ((_, _, measured), (rate, latency)) in rows.iter_mut().zip(appends) {
+        measured.appends_per_second = rate;
+        measured.append_latency = latency;
     }
     drop(kept);
-    let table = report::table(&rows);
-    let header = format!(
-        "Product pages: {products_count} products, {reviews} reviews (Zipf-shaped counts, the largest on the most viewed); {} operations per run (94% views, 5% new reviews, 1% show all; Zipf 0.99 over products), then the views alone; median of {RUNS} runs; cache {} MiB each; every write durable. {}\n\n",
-        data::OPS,
-        CACHE_BYTES >> 20,
-        turns_note("new reviews"),
-    );
+    // Each workload's description and table, for the workloads that ran.
+    let mut sections = Vec::new();
+    if !rows.is_empty() {
+        sections.push(format!(
+            "Product pages: {products_count} products, {reviews} reviews (Zipf-shaped counts, the largest on the most viewed); {} operations per run (94% views, 5% new reviews, 1% show all; Zipf 0.99 over products), then the same views alone (views/s). Hand-coded Subset: the product value with its 5 newest reviews, the others in a history table keyed by product and time, both written in one transaction; skewdb `Subset {{ keep: 5 }}`. {}\n\n{}",
+            data::OPS,
+            turns_note("new reviews"),
+            report::table(&rows),
+        ));
+    }
     let sensor_rows = match runs("sensors") {
         true => run_sensors(only.as_deref()),
         false => Vec::new(),
     };
-    let sensor_table = report::sensor_table(&sensor_rows);
-    let sensor_header = format!(
-        "\nSensors: {} sensors, a month of minute readings each ({} readings); {} operations per run (50% appends, 30% last-hour ranges, 15% one-day and 5% one-month aggregates), then the aggregates alone and the ranges alone; median of {RUNS} runs; same cache and durability. {}\n\n",
-        sensors::SENSORS,
-        sensors::SENSORS * sensors::loaded_until() as u64 / 60,
-        sensors::OPS,
-        turns_note("readings"),
-    );
+    if !sensor_rows.is_empty() {
+        sections.push(format!(
+            "Sensors: {} sensors, a month of minute readings each ({} readings); {} operations per run (50% appends, 30% last-hour ranges, 15% one-day and 5% one-month aggregates), then the aggregates alone (aggregates/s) and the ranges alone (ranges/s). Hand-coded buckets: one value per sensor and hour with count, sum, min and max kept by the application (whole buckets add their header, the two partial ones are decoded); skewdb `Bucket {{ max_items: 1000, span: 3600 }}` (summaries of sealed buckets from the chunk index, without decoding). {}\n\n{}",
+            sensors::SENSORS,
+            sensors::SENSORS * sensors::loaded_until() as u64 / 60,
+            sensors::OPS,
+            turns_note("readings"),
+            report::sensor_table(&sensor_rows),
+        ));
+    }
     let follower_rows = match runs("followers") {
         true => run_followers(only.as_deref()),
         false => Vec::new(),
     };
-    let follower_table = report::follower_table(&follower_rows);
-    let follower_header = format!(
-        "\nFollowers: {} users with power-law follower counts, the celebrity with 100,000; {} operations per run (94% profile reads, 5% follows, 1% lists of the first 100 followers; Zipf 0.99 over users), then the profile reads alone; median of {RUNS} runs; same cache and durability. {}\n\n",
-        followers::USERS,
-        followers::OPS,
-        turns_note("follows"),
-    );
+    if !follower_rows.is_empty() {
+        sections.push(format!(
+            "Followers: {} users with power-law follower counts, the celebrity with 100,000; {} operations per run (94% profile reads, 5% follows, 1% lists of the first 100 followers; Zipf 0.99 over users), then the profile reads alone (profile reads/s). Hand-coded Outlier: the first 1,000 followers in the user's value, the rest in an overflow table keyed by user and follower, the value flagged; skewdb `Outlier {{ inline_cap: 1000 }}`. A profile read is the profile and the follower count: skewdb reads it with `get_projected(key, &[])`, the peers read the user's value and decode its head only. {}\n\n{}",
+            followers::USERS,
+            followers::OPS,
+            turns_note("follows"),
+            report::follower_table(&follower_rows),
+        ));
+    }
     let whole = format!(
-        "{header}{table}{sensor_header}{sensor_table}{follower_header}{follower_table}\nWhole run {:.0} s.\n",
+        "Every engine: cache {} MiB, every write durable, median of {RUNS} runs (the run with the median mixed rate; views, aggregates, ranges and profile reads alone: the median of their own). Latencies: reads in the mixed runs, appends in the turns. Cache hit ratio over the mixed run, as each engine counts it: skewdb page and chunk requests, redb read hits and misses (`cache_metrics` feature), fjall block loads (`metrics` feature; reads its memtable serves count none), SQLite pager hits and misses (`sqlite3_db_status`).\n\n{}\n\nWhole run {:.0} s.\n",
+        CACHE_BYTES >> 20,
+        sections.join("\n\n"),
         started.elapsed().as_secs_f64()
     );
     print!("{whole}");
-    if only.is_none() && workload.is_none() {
-        report::write(&whole, &rows);
+    if only.is_none()
+        && workload.is_none()
+        && products_count == PRODUCTS
+        && let Err(e) = report::write(&whole, &rows)
+    {
+        eprintln!("skewdb-peers: {e}");
+        std::process::exit(1);
     }
 }

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use crate::Measured;
 use crate::engines::Model;
+use crate::{Measured, Percentiles};
 
 pub type Row = (&'static str, Model, Measured);
 
@@ -21,10 +21,11 @@ fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1 << 20) as f64
 }
 
-/// One figure of a row: a rate, with its ratio to the first row's beside it, or a plain one.
+/// One figure of a row: a rate, with its ratio to the first row's beside it, or latencies.
 enum Figure {
     Rate(&'static str, f64),
-    Plain(&'static str, f64),
+    /// Two columns, "NAME p50 us" and "NAME p99 us".
+    Latency(&'static str, Percentiles),
 }
 
 /// A last column: its name and how a row's cell reads.
@@ -42,15 +43,17 @@ fn markdown<M>(
         return String::new();
     };
     let base_figures = figures(base);
-    let mut header = vec!["engine", "model"];
+    let mut header: Vec<String> = vec!["engine".into(), "model".into()];
     for figure in &base_figures {
         match figure {
-            Figure::Rate(name, _) => header.extend([*name, "vs skewdb"]),
-            Figure::Plain(name, _) => header.push(name),
+            Figure::Rate(name, _) => header.extend([name.to_string(), "vs skewdb".into()]),
+            Figure::Latency(name, _) => {
+                header.extend([format!("{name} p50 us"), format!("{name} p99 us")])
+            }
         }
     }
-    header.extend(["disk MiB", "vs skewdb"]);
-    header.extend(last.map(|(name, _)| name));
+    header.extend(["disk MiB".into(), "vs skewdb".into()]);
+    header.extend(last.map(|(name, _)| name.to_string()));
     let mut out = format!("| {} |\n", header.join(" | "));
     let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
     for (engine, model, m) in rows {
@@ -60,9 +63,10 @@ fn markdown<M>(
                 (Figure::Rate(_, value), Figure::Rate(_, base)) => {
                     cells.extend([format!("{value:.0}"), ratio(*value, *base)])
                 }
-                (Figure::Plain(_, value), _) | (Figure::Rate(_, value), _) => {
-                    cells.push(format!("{value:.1}"))
+                (Figure::Latency(_, p), _) => {
+                    cells.extend([format!("{:.1}", p.p50_us), format!("{:.1}", p.p99_us)])
                 }
+                (Figure::Rate(_, value), _) => cells.push(format!("{value:.0}")),
             }
         }
         let disk = mib(disk_bytes(m));
@@ -82,22 +86,25 @@ fn named<'a, Model: ToString, M>(
         .collect()
 }
 
+/// A cache hit ratio cell: three decimals, or "-" where the engine does not expose it.
+fn hits(ratio: Option<f64>) -> String {
+    ratio.map_or("-".to_string(), |h| format!("{h:.3}"))
+}
+
 pub fn table(rows: &[Row]) -> String {
-    let hits: &dyn Fn(&Measured) -> String =
-        &|m| m.hit_ratio.map_or("-".to_string(), |h| format!("{h:.3}"));
     markdown(
         &named(rows),
         |m| {
             vec![
                 Figure::Rate("mixed ops/s", m.ops_per_second),
                 Figure::Rate("views/s", m.views_per_second),
-                Figure::Plain("view p50 us", m.view_p50_us),
-                Figure::Plain("view p99 us", m.view_p99_us),
+                Figure::Latency("view", m.view_latency),
                 Figure::Rate("appends/s", m.appends_per_second),
+                Figure::Latency("append", m.append_latency),
             ]
         },
         |m| m.disk_bytes,
-        Some(("cache hit ratio", hits)),
+        Some(("cache hit ratio", &|m| hits(m.hit_ratio))),
     )
 }
 
@@ -110,12 +117,15 @@ pub fn sensor_table(rows: &[SensorRow]) -> String {
             vec![
                 Figure::Rate("mixed ops/s", m.ops_per_second),
                 Figure::Rate("aggregates/s", m.aggregates_per_second),
+                Figure::Latency("aggregate", m.aggregate_latency),
                 Figure::Rate("last-hour ranges/s", m.ranges_per_second),
+                Figure::Latency("range", m.range_latency),
                 Figure::Rate("appends/s", m.appends_per_second),
+                Figure::Latency("append", m.append_latency),
             ]
         },
         |m| m.disk_bytes,
-        None,
+        Some(("cache hit ratio", &|m| hits(m.hit_ratio))),
     )
 }
 
@@ -128,20 +138,47 @@ pub fn follower_table(rows: &[FollowerRow]) -> String {
             vec![
                 Figure::Rate("mixed ops/s", m.ops_per_second),
                 Figure::Rate("profile reads/s", m.profiles_per_second),
+                Figure::Latency("profile read", m.profile_latency),
                 Figure::Rate("follows/s", m.follows_per_second),
+                Figure::Latency("follow", m.follow_latency),
             ]
         },
         |m| m.disk_bytes,
-        None,
+        Some(("cache hit ratio", &|m| hits(m.hit_ratio))),
     )
 }
 
-/// Writes the tables to `bench-results/peers.md` and the chart to `bench-results/peers.svg`.
-pub fn write(text: &str, rows: &[Row]) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench-results");
-    std::fs::create_dir_all(&dir).expect("results directory");
-    std::fs::write(dir.join("peers.md"), text).expect("write table");
-    chart(&dir.join("peers.svg"), rows).expect("chart");
+/// Where the tables go in `BENCHMARKS.md`: everything between these two lines.
+const BEGIN: &str = "<!-- peers tables: written by `cargo run --release -p skewdb-peers` -->";
+const END: &str = "<!-- end of peers tables -->";
+
+/// `document` with the text between the lines `BEGIN` and `END` replaced by `text`; `None`
+/// when the markers are missing or out of order.
+fn replace_tables(document: &str, text: &str) -> Option<String> {
+    let begin = document.find(BEGIN)? + BEGIN.len();
+    let end = begin + document[begin..].find(END)?;
+    Some(format!(
+        "{}\n\n{}\n\n{}",
+        &document[..begin],
+        text.trim(),
+        &document[end..]
+    ))
+}
+
+/// Writes the tables to `bench-results/peers.md` and into `BENCHMARKS.md` (between its
+/// markers), and the chart to `bench-results/peers.svg`.
+pub fn write(text: &str, rows: &[Row]) -> Result<(), String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = root.join("bench-results");
+    let failed = |what: &str, e: &dyn std::fmt::Display| format!("{what}: {e}");
+    std::fs::create_dir_all(&dir).map_err(|e| failed("results directory", &e))?;
+    std::fs::write(dir.join("peers.md"), text).map_err(|e| failed("peers.md", &e))?;
+    chart(&dir.join("peers.svg"), rows).map_err(|e| failed("peers.svg", &e))?;
+    let benchmarks = root.join("BENCHMARKS.md");
+    let document = std::fs::read_to_string(&benchmarks).map_err(|e| failed("BENCHMARKS.md", &e))?;
+    let updated = replace_tables(&document, text)
+        .ok_or_else(|| format!("BENCHMARKS.md lacks the lines {BEGIN} and {END}"))?;
+    std::fs::write(&benchmarks, updated).map_err(|e| failed("BENCHMARKS.md", &e))
 }
 
 fn chart(path: &Path, rows: &[Row]) -> Result<(), Box<dyn std::error::Error>> {
@@ -188,13 +225,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_tables_replace_only_what_lies_between_the_markers() {
+        let document = format!("# Title\n\nprose\n\n{BEGIN}\n\nold table\n\n{END}\n\nmore prose\n");
+        assert_eq!(
+            replace_tables(&document, "new table\n").unwrap(),
+            format!("# Title\n\nprose\n\n{BEGIN}\n\nnew table\n\n{END}\n\nmore prose\n")
+        );
+        let again = replace_tables(&document, "new table\n").unwrap();
+        assert_eq!(replace_tables(&again, "new table").unwrap(), again);
+        assert_eq!(replace_tables("no markers", "table"), None);
+        assert_eq!(replace_tables(&format!("{END}\n{BEGIN}"), "table"), None);
+    }
+
+    #[test]
     fn tables_put_each_ratio_beside_its_figure() {
         let skew = Measured {
             ops_per_second: 1000.0,
             views_per_second: 4000.0,
-            view_p50_us: 2.25,
-            view_p99_us: 30.0,
+            view_latency: Percentiles {
+                p50_us: 2.25,
+                p99_us: 30.0,
+            },
             appends_per_second: 500.0,
+            append_latency: Percentiles {
+                p50_us: 180.0,
+                p99_us: 412.34,
+            },
             disk_bytes: 2 << 20,
             hit_ratio: Some(0.8666),
         };
@@ -212,10 +268,10 @@ mod tests {
         ];
         assert_eq!(
             table(&rows),
-            "| engine | model | mixed ops/s | vs skewdb | views/s | vs skewdb | view p50 us | view p99 us | appends/s | vs skewdb | disk MiB | vs skewdb | cache hit ratio |\n\
-             |---|---|---|---|---|---|---|---|---|---|---|---|---|\n\
-             | skewdb | native Subset | 1000 | 1.00x | 4000 | 1.00x | 2.2 | 30.0 | 500 | 1.00x | 2.0 | 1.00x | 0.867 |\n\
-             | fjall | hand-coded Subset | 500 | 0.50x | 8000 | 2.00x | 2.2 | 30.0 | 1000 | 2.00x | 1.0 | 0.50x | - |\n"
+            "| engine | model | mixed ops/s | vs skewdb | views/s | vs skewdb | view p50 us | view p99 us | appends/s | vs skewdb | append p50 us | append p99 us | disk MiB | vs skewdb | cache hit ratio |\n\
+             |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n\
+             | skewdb | native Subset | 1000 | 1.00x | 4000 | 1.00x | 2.2 | 30.0 | 500 | 1.00x | 180.0 | 412.3 | 2.0 | 1.00x | 0.867 |\n\
+             | fjall | hand-coded Subset | 500 | 0.50x | 8000 | 2.00x | 2.2 | 30.0 | 1000 | 2.00x | 180.0 | 412.3 | 1.0 | 0.50x | - |\n"
         );
         let followers = vec![(
             "skewdb",
@@ -223,15 +279,19 @@ mod tests {
             crate::followers::Measured {
                 ops_per_second: 10.0,
                 profiles_per_second: 20.0,
-                follows_per_second: 0.0,
-                disk_bytes: 0,
+                profile_latency: Percentiles {
+                    p50_us: 1.04,
+                    p99_us: 7.0,
+                },
+                hit_ratio: Some(1.0),
+                ..Default::default()
             },
         )];
         assert_eq!(
             follower_table(&followers),
-            "| engine | model | mixed ops/s | vs skewdb | profile reads/s | vs skewdb | follows/s | vs skewdb | disk MiB | vs skewdb |\n\
-             |---|---|---|---|---|---|---|---|---|---|\n\
-             | skewdb | native Outlier | 10 | 1.00x | 20 | 1.00x | 0 | - | 0.0 | - |\n"
+            "| engine | model | mixed ops/s | vs skewdb | profile reads/s | vs skewdb | profile read p50 us | profile read p99 us | follows/s | vs skewdb | follow p50 us | follow p99 us | disk MiB | vs skewdb | cache hit ratio |\n\
+             |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n\
+             | skewdb | native Outlier | 10 | 1.00x | 20 | 1.00x | 1.0 | 7.0 | 0 | - | 0.0 | 0.0 | 0.0 | - | 1.000 |\n"
         );
         assert_eq!(sensor_table(&[]), "");
     }

@@ -11,8 +11,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use skewdb::{Collection, CollectionSpec, Db, ItemQuery, Layout, NewItem, Options};
 
-use crate::CACHE_BYTES;
 use crate::kv::{self, Kv};
+use crate::{CACHE_BYTES, CacheCounters, Latencies, Percentiles, median_of};
 
 pub const SENSORS: u64 = 50;
 const DAYS: i64 = 30;
@@ -41,6 +41,7 @@ pub trait SensorStore {
     fn range(&mut self, sensor: u64, from: i64, to: i64) -> usize;
     fn aggregate(&mut self, sensor: u64, from: i64, to: i64) -> Aggregate;
     fn disk_bytes(&self) -> u64;
+    fn cache_counters(&self) -> Option<CacheCounters>;
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -157,6 +158,10 @@ impl SensorStore for Skew {
 
     fn disk_bytes(&self) -> u64 {
         crate::engines::dir_bytes(&self.dir)
+    }
+
+    fn cache_counters(&self) -> Option<CacheCounters> {
+        Some(crate::engines::skew_counters(&self.db))
     }
 }
 
@@ -363,38 +368,66 @@ impl SensorStore for Peer {
     fn disk_bytes(&self) -> u64 {
         self.kv.disk_bytes()
     }
+
+    fn cache_counters(&self) -> Option<CacheCounters> {
+        Some(self.kv.cache_counters())
+    }
 }
 
 /// What one run of the sensor workload measured.
 #[derive(Clone, Debug, Default)]
 pub struct Measured {
     pub ops_per_second: f64,
+    /// Aggregates alone, after the mixed run.
     pub aggregates_per_second: f64,
+    /// One-day and one-month aggregates in the mixed run.
+    pub aggregate_latency: Percentiles,
+    /// Last-hour ranges alone, after the mixed run.
     pub ranges_per_second: f64,
+    /// Last-hour ranges in the mixed run.
+    pub range_latency: Percentiles,
     pub appends_per_second: f64,
+    /// Appends in turns.
+    pub append_latency: Percentiles,
     pub disk_bytes: u64,
+    /// Over the mixed run.
+    pub hit_ratio: Option<f64>,
+}
+
+impl crate::Run for Measured {
+    fn mixed_rate(&self) -> f64 {
+        self.ops_per_second
+    }
+
+    fn take_medians(&mut self, runs: &[Self]) {
+        self.aggregates_per_second = median_of(runs, |r| r.aggregates_per_second);
+        self.ranges_per_second = median_of(runs, |r| r.ranges_per_second);
+    }
+
+    fn set_appends(&mut self, rate: f64, latency: Percentiles) {
+        self.appends_per_second = rate;
+        self.append_latency = latency;
+    }
 }
 
 pub fn run(store: &mut dyn SensorStore, ops: &[Op]) -> Measured {
+    let counters = store.cache_counters();
+    let (mut aggregates, mut ranges) = (Latencies::default(), Latencies::default());
     let started = Instant::now();
-    let mut appends = (0, 0.0);
     for op in ops {
         match *op {
-            Op::Append(sensor, time, value) => {
-                let at = Instant::now();
-                store.append(sensor, time, value);
-                appends.0 += 1;
-                appends.1 += at.elapsed().as_secs_f64();
-            }
+            // Durable appends are timed in turns.
+            Op::Append(sensor, time, value) => store.append(sensor, time, value),
             Op::LastHour(sensor, now) => {
-                std::hint::black_box(store.range(sensor, now - HOUR, now));
+                std::hint::black_box(ranges.time(|| store.range(sensor, now - HOUR, now)));
             }
             Op::Aggregate(sensor, from, to) => {
-                std::hint::black_box(store.aggregate(sensor, from, to));
+                std::hint::black_box(aggregates.time(|| store.aggregate(sensor, from, to)));
             }
         }
     }
     let ops_per_second = ops.len() as f64 / started.elapsed().as_secs_f64();
+    let hit_ratio = CacheCounters::ratio(counters, store.cache_counters());
     let timed = |store: &mut dyn SensorStore, aggregates: bool| {
         let started = Instant::now();
         let mut count = 0;
@@ -416,9 +449,12 @@ pub fn run(store: &mut dyn SensorStore, ops: &[Op]) -> Measured {
     Measured {
         ops_per_second,
         aggregates_per_second: timed(store, true),
+        aggregate_latency: aggregates.percentiles(),
         ranges_per_second: timed(store, false),
-        appends_per_second: appends.0 as f64 / appends.1,
+        range_latency: ranges.percentiles(),
         disk_bytes: store.disk_bytes(),
+        hit_ratio,
+        ..Measured::default()
     }
 }
 
