@@ -21,10 +21,10 @@ fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1 << 20) as f64
 }
 
-/// One figure of a row: a rate, with its ratio to the first row's beside it, or latencies.
+/// One figure of a row, with its ratio to the first row's beside it: a rate, or latencies.
 enum Figure {
     Rate(&'static str, f64),
-    /// Two columns, "NAME p50 us" and "NAME p99 us".
+    /// Columns "NAME p50 us" and "NAME p99 us", each with its ratio.
     Latency(&'static str, Percentiles),
 }
 
@@ -47,9 +47,12 @@ fn markdown<M>(
     for figure in &base_figures {
         match figure {
             Figure::Rate(name, _) => header.extend([name.to_string(), "vs skewdb".into()]),
-            Figure::Latency(name, _) => {
-                header.extend([format!("{name} p50 us"), format!("{name} p99 us")])
-            }
+            Figure::Latency(name, _) => header.extend([
+                format!("{name} p50 us"),
+                "vs skewdb".into(),
+                format!("{name} p99 us"),
+                "vs skewdb".into(),
+            ]),
         }
     }
     header.extend(["disk MiB".into(), "vs skewdb".into()]);
@@ -63,10 +66,13 @@ fn markdown<M>(
                 (Figure::Rate(_, value), Figure::Rate(_, base)) => {
                     cells.extend([format!("{value:.0}"), ratio(*value, *base)])
                 }
-                (Figure::Latency(_, p), _) => {
-                    cells.extend([format!("{:.1}", p.p50_us), format!("{:.1}", p.p99_us)])
-                }
-                (Figure::Rate(_, value), _) => cells.push(format!("{value:.0}")),
+                (Figure::Latency(_, p), Figure::Latency(_, base)) => cells.extend([
+                    format!("{:.1}", p.p50_us),
+                    ratio(p.p50_us, base.p50_us),
+                    format!("{:.1}", p.p99_us),
+                    ratio(p.p99_us, base.p99_us),
+                ]),
+                _ => unreachable!("every row has the same figures"),
             }
         }
         let disk = mib(disk_bytes(m));
@@ -257,6 +263,10 @@ mod tests {
         let peer = Measured {
             ops_per_second: 500.0,
             views_per_second: 8000.0,
+            view_latency: Percentiles {
+                p50_us: 4.5,
+                p99_us: 15.0,
+            },
             appends_per_second: 1000.0,
             disk_bytes: 1 << 20,
             hit_ratio: None,
@@ -268,10 +278,10 @@ mod tests {
         ];
         assert_eq!(
             table(&rows),
-            "| engine | model | mixed ops/s | vs skewdb | views/s | vs skewdb | view p50 us | view p99 us | appends/s | vs skewdb | append p50 us | append p99 us | disk MiB | vs skewdb | cache hit ratio |\n\
-             |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n\
-             | skewdb | native Subset | 1000 | 1.00x | 4000 | 1.00x | 2.2 | 30.0 | 500 | 1.00x | 180.0 | 412.3 | 2.0 | 1.00x | 0.867 |\n\
-             | fjall | hand-coded Subset | 500 | 0.50x | 8000 | 2.00x | 2.2 | 30.0 | 1000 | 2.00x | 180.0 | 412.3 | 1.0 | 0.50x | - |\n"
+            "| engine | model | mixed ops/s | vs skewdb | views/s | vs skewdb | view p50 us | vs skewdb | view p99 us | vs skewdb | appends/s | vs skewdb | append p50 us | vs skewdb | append p99 us | vs skewdb | disk MiB | vs skewdb | cache hit ratio |\n\
+             |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n\
+             | skewdb | native Subset | 1000 | 1.00x | 4000 | 1.00x | 2.2 | 1.00x | 30.0 | 1.00x | 500 | 1.00x | 180.0 | 1.00x | 412.3 | 1.00x | 2.0 | 1.00x | 0.867 |\n\
+             | fjall | hand-coded Subset | 500 | 0.50x | 8000 | 2.00x | 4.5 | 2.00x | 15.0 | 0.50x | 1000 | 2.00x | 180.0 | 1.00x | 412.3 | 1.00x | 1.0 | 0.50x | - |\n"
         );
         let followers = vec![(
             "skewdb",
@@ -289,9 +299,9 @@ mod tests {
         )];
         assert_eq!(
             follower_table(&followers),
-            "| engine | model | mixed ops/s | vs skewdb | profile reads/s | vs skewdb | profile read p50 us | profile read p99 us | follows/s | vs skewdb | follow p50 us | follow p99 us | disk MiB | vs skewdb | cache hit ratio |\n\
-             |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n\
-             | skewdb | native Outlier | 10 | 1.00x | 20 | 1.00x | 1.0 | 7.0 | 0 | - | 0.0 | 0.0 | 0.0 | - | 1.000 |\n"
+            "| engine | model | mixed ops/s | vs skewdb | profile reads/s | vs skewdb | profile read p50 us | vs skewdb | profile read p99 us | vs skewdb | follows/s | vs skewdb | follow p50 us | vs skewdb | follow p99 us | vs skewdb | disk MiB | vs skewdb | cache hit ratio |\n\
+             |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n\
+             | skewdb | native Outlier | 10 | 1.00x | 20 | 1.00x | 1.0 | 1.00x | 7.0 | 1.00x | 0 | - | 0.0 | - | 0.0 | - | 0.0 | - | 1.000 |\n"
         );
         assert_eq!(sensor_table(&[]), "");
     }
