@@ -154,6 +154,8 @@ pub fn follower_table(rows: &[FollowerRow]) -> String {
     )
 }
 
+/// The chart of product views, from the repository's root.
+const CHART: &str = "bench-results/peers.svg";
 /// Where the tables go in `BENCHMARKS.md`: everything between these two lines.
 const BEGIN: &str = "<!-- peers tables: written by `cargo run --release -p skewdb-peers` -->";
 const END: &str = "<!-- end of peers tables -->";
@@ -171,18 +173,19 @@ fn replace_tables(document: &str, text: &str) -> Option<String> {
     ))
 }
 
-/// Writes the tables to `bench-results/peers.md` and into `BENCHMARKS.md` (between its
-/// markers), and the chart to `bench-results/peers.svg`.
+/// Writes the tables to `bench-results/peers.md` and the chart to `bench-results/peers.svg`,
+/// and both into `BENCHMARKS.md` (between its markers).
 pub fn write(text: &str, rows: &[Row]) -> Result<(), String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let dir = root.join("bench-results");
     let failed = |what: &str, e: &dyn std::fmt::Display| format!("{what}: {e}");
     std::fs::create_dir_all(&dir).map_err(|e| failed("results directory", &e))?;
     std::fs::write(dir.join("peers.md"), text).map_err(|e| failed("peers.md", &e))?;
-    chart(&dir.join("peers.svg"), rows).map_err(|e| failed("peers.svg", &e))?;
+    chart(&root.join(CHART), rows).map_err(|e| failed(CHART, &e))?;
     let benchmarks = root.join("BENCHMARKS.md");
     let document = std::fs::read_to_string(&benchmarks).map_err(|e| failed("BENCHMARKS.md", &e))?;
-    let updated = replace_tables(&document, text)
+    let text = format!("{text}\n![Product page views per second]({CHART})\n");
+    let updated = replace_tables(&document, &text)
         .ok_or_else(|| format!("BENCHMARKS.md lacks the lines {BEGIN} and {END}"))?;
     std::fs::write(&benchmarks, updated).map_err(|e| failed("BENCHMARKS.md", &e))
 }
