@@ -136,8 +136,11 @@ fn cache_json(cache: &CacheStats) -> Value {
     json!({
         "policy": cache.policy.name(),
         "budget_bytes": cache.budget_bytes,
+        "record_budget_bytes": cache.record_budget_bytes,
         "hot": tier_json(&cache.hot),
         "cold": tier_json(&cache.cold),
+        "records": tier_json(&cache.records),
+        "record_invalidations": cache.record_invalidations,
         "collections": cache.collections.iter().map(|c| json!({
             "collection": c.collection, "hot": tier_json(&c.hot), "cold": tier_json(&c.cold),
         })).collect::<Vec<_>>(),
@@ -223,11 +226,13 @@ fn tier_text(name: &str, t: &TierStats) -> String {
 
 pub fn cache_text(cache: &CacheStats) -> String {
     let mut out = format!(
-        "cache: {} budget {} B\n{}{}",
+        "cache: {} budget {} B (records {} B)\n{}{}{}",
         cache.policy.name(),
         cache.budget_bytes,
+        cache.record_budget_bytes,
         tier_text("hot pages", &cache.hot),
-        tier_text("cold chunks", &cache.cold)
+        tier_text("cold chunks", &cache.cold),
+        tier_text("records", &cache.records)
     );
     for row in &cache.collections {
         let name = row.collection.as_deref().unwrap_or("(no collection)");

@@ -90,7 +90,13 @@ fn put_get_scan_del_round_trip() {
     let inspect = skewdb(&["inspect", &db, "--json"]);
     assert_eq!(json_lines(&inspect)[0]["records"], json!(1));
     let stats = skewdb(&["stats", &db, "--json"]);
-    assert!(json_lines(&stats)[0]["cache"]["hot"]["requests"].is_u64());
+    let cache = &json_lines(&stats)[0]["cache"];
+    assert!(cache["hot"]["requests"].is_u64());
+    assert!(cache["records"]["requests"].is_u64());
+    assert_eq!(
+        cache["record_budget_bytes"],
+        json!(cache["budget_bytes"].as_u64().unwrap() / 4)
+    );
 }
 
 #[test]

@@ -18,6 +18,9 @@ pub enum Durability {
     Buffered,
 }
 
+/// The largest share of the cache the record tier may take, in percent.
+pub const MAX_RECORD_CACHE_PERCENT: u8 = 90;
+
 /// The smallest and largest hot log segment.
 pub const MIN_SEGMENT_BYTES: u64 = 64 * 1024;
 pub const MAX_SEGMENT_BYTES: u64 = 1024 * 1024 * 1024;
@@ -26,6 +29,7 @@ pub const MAX_SEGMENT_BYTES: u64 = 1024 * 1024 * 1024;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
     pub(crate) cache_bytes: usize,
+    pub(crate) record_cache_percent: u8,
     pub(crate) page_bytes: usize,
     pub(crate) durability: Durability,
     pub(crate) checkpoint_bytes: u64,
@@ -41,6 +45,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             cache_bytes: 64 * 1024 * 1024,
+            record_cache_percent: 25,
             page_bytes: DEFAULT_PAGE_BYTES,
             durability: Durability::Immediate,
             checkpoint_bytes: 64 * 1024 * 1024,
@@ -63,6 +68,20 @@ impl Options {
     pub fn cache_bytes(mut self, bytes: usize) -> Self {
         self.cache_bytes = bytes;
         self
+    }
+
+    /// The share of `cache_bytes`, in percent, that keeps parent records whole as point
+    /// reads (`Collection::get`, `get_projected`) found them (default 25; 0 to 90): a
+    /// record found there costs no tree walk and no page lookup. Pages and chunks get the
+    /// rest. Commits remove the records they change; scans and writes put none there.
+    pub fn record_cache_percent(mut self, percent: u8) -> Self {
+        self.record_cache_percent = percent;
+        self
+    }
+
+    /// The bytes of `cache_bytes` the record tier gets.
+    pub(crate) fn record_cache_bytes(&self) -> u64 {
+        self.cache_bytes as u64 * self.record_cache_percent as u64 / 100
     }
 
     /// Which objects the cache evicts first (default S3-FIFO; LRU and SIEVE for comparison).
@@ -132,6 +151,15 @@ impl Options {
 
     pub(crate) fn validate(&self) -> Result<()> {
         let invalid = |option, reason: String| Err(Error::InvalidOption { option, reason });
+        if self.record_cache_percent > MAX_RECORD_CACHE_PERCENT {
+            return invalid(
+                "record_cache_percent",
+                format!(
+                    "{} is above {MAX_RECORD_CACHE_PERCENT}: pages need a share of the cache",
+                    self.record_cache_percent
+                ),
+            );
+        }
         if !(MIN_PAGE_BYTES..=MAX_PAGE_BYTES).contains(&self.page_bytes)
             || !self.page_bytes.is_multiple_of(1024)
         {

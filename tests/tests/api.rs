@@ -292,6 +292,7 @@ fn invalid_options_are_refused() {
         Options::new().page_bytes(5000),
         Options::new().segment_bytes(1024),
         Options::new().checkpoint_bytes(10),
+        Options::new().record_cache_percent(91),
     ] {
         assert!(matches!(
             Db::open_with_storage(storage.clone(), options),
@@ -309,6 +310,68 @@ fn invalid_options_are_refused() {
         assert_eq!(read_all(&db).unwrap()["users"].len(), 2000);
         db.verify().unwrap();
     }
+}
+
+/// A point read keeps the parent record in the record tier; the next read of it asks the
+/// page cache for nothing. A commit that changes the record (a put, a push logged as a
+/// patch, a delete) takes it out; records it does not change stay.
+#[test]
+fn point_reads_are_answered_by_the_record_tier_until_a_commit_changes_the_record() {
+    let (_sim, storage) = sim();
+    let options = Options::new().cache_bytes(1 << 20).record_cache_percent(50);
+    let db = open_db(storage, options).unwrap();
+    db.create_collection(CollectionSpec::new("p").array("r", skewdb::Layout::Subset { keep: 2 }))
+        .unwrap();
+    let mut batch = db.batch();
+    for k in ["a", "b"] {
+        batch.put("p", k, format!("body of {k}"));
+        batch.push("p", k, "r", skewdb::NewItem::new("first").key(1));
+    }
+    batch.commit().unwrap();
+    db.checkpoint().unwrap();
+    let p = db.collection("p").unwrap();
+    let total = |k: &str| p.get(k).unwrap().map(|d| d.array("r").unwrap().total);
+    assert_eq!(total("a"), Some(1));
+    assert_eq!(total("b"), Some(1));
+    db.reset_stats();
+    assert_eq!(total("a"), Some(1));
+    assert_eq!(total("b"), Some(1));
+    let stats = db.cache_stats();
+    assert_eq!((stats.records.requests, stats.records.hits), (2, 2));
+    assert_eq!(stats.hot.requests + stats.cold.requests, 0);
+    assert!(stats.records.resident_bytes > 0);
+    assert_eq!(stats.record_budget_bytes, 512 * 1024);
+    // A push to "a" (logged as a patch) takes its record out; "b" stays.
+    let mut batch = db.batch();
+    batch.push("p", "a", "r", skewdb::NewItem::new("second").key(2));
+    batch.commit().unwrap();
+    assert_eq!(total("a"), Some(2));
+    assert_eq!(total("b"), Some(1));
+    let stats = db.cache_stats();
+    assert_eq!(stats.record_invalidations, 1);
+    assert_eq!((stats.records.requests, stats.records.hits), (4, 3));
+    // A put and a delete too; a missing parent is never kept.
+    let mut batch = db.batch();
+    batch.put("p", "b", "new body");
+    batch.delete("p", "a");
+    batch.commit().unwrap();
+    assert_eq!(p.get("b").unwrap().unwrap().body(), b"new body");
+    assert!(p.get("a").unwrap().is_none());
+    assert!(p.get("a").unwrap().is_none());
+    assert_eq!(db.cache_stats().record_invalidations, 3);
+    // Without a record tier every get walks the tree.
+    let (_sim, storage) = sim();
+    let db = open_db(storage, Options::new().record_cache_percent(0)).unwrap();
+    db.create_collection(CollectionSpec::new("p")).unwrap();
+    let mut batch = db.batch();
+    batch.put("p", "a", "x");
+    batch.commit().unwrap();
+    for _ in 0..3 {
+        assert!(db.collection("p").unwrap().get("a").unwrap().is_some());
+    }
+    let stats = db.cache_stats();
+    assert_eq!(stats.records, skewdb::TierStats::default());
+    assert_eq!(stats.record_budget_bytes, 0);
 }
 
 #[test]
@@ -475,7 +538,8 @@ fn readers_see_whole_pushes_while_items_move_cold() {
 #[test]
 fn the_root_page_is_pinned_and_follows_the_tree() {
     let dir = tempfile::tempdir().unwrap();
-    let options = || Options::new().page_bytes(4096);
+    // No record tier: every get walks the tree.
+    let options = || Options::new().page_bytes(4096).record_cache_percent(0);
     let value = |i: u32, round: u32| format!("value {i} of round {round} {}", "x".repeat(60));
     let check = |db: &Db, count: u32, round: u32| {
         let docs = db.collection("docs").unwrap();

@@ -1,6 +1,7 @@
 //! Readers on several threads while one writer commits, the maintenance thread checkpoints
 //! and reclaims, and compactions run: every read sees one committed state, never part of a
-//! batch, and never an older state than one it saw before.
+//! batch, and never an older state than one it saw before (scans, item reads, and point
+//! reads answered by the record tier).
 //!
 //! CI runs it for 3 seconds; the long mode runs as many as `SKEWDB_CONCURRENCY_SECONDS`
 //! says (60 or more for the campaign in RELIABILITY.md):
@@ -70,6 +71,13 @@ fn scan_generation(db: &Db) -> Option<i64> {
     Some(g)
 }
 
+/// The generation key `k`'s body shows, read with `get`.
+fn get_generation(docs: &skewdb::Collection, k: usize) -> Option<i64> {
+    let doc = docs.get(format!("k{k:02}")).unwrap()?;
+    let body = std::str::from_utf8(doc.body()).unwrap();
+    Some(body.split(' ').next().unwrap().parse().unwrap())
+}
+
 #[test]
 fn readers_see_only_committed_states() {
     let seconds: u64 = std::env::var("SKEWDB_CONCURRENCY_SECONDS")
@@ -87,13 +95,23 @@ fn readers_see_only_committed_states() {
         .unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let reads = Arc::new(AtomicU64::new(0));
-    let readers: Vec<_> = (0..3)
+    let readers: Vec<_> = (0..4)
         .map(|r| {
             let (db, stop, reads) = (db.clone(), stop.clone(), reads.clone());
             std::thread::spawn(move || {
                 let mut last = 0;
                 while !stop.load(Ordering::Relaxed) {
-                    if r == 2 {
+                    if r == 3 {
+                        // Point reads, through the record tier: each get sees the newest
+                        // generation or a later one, so the bodies never go back.
+                        let docs = db.collection("docs").unwrap();
+                        for k in 0..KEYS {
+                            if let Some(g) = get_generation(&docs, k) {
+                                assert!(g >= last, "k{k:02} went back from {last} to {g}");
+                                last = g;
+                            }
+                        }
+                    } else if r == 2 {
                         // The history through inline items, tail and chunks: whole
                         // generations only, consecutive keys, never going back.
                         let page = db
@@ -142,11 +160,20 @@ fn readers_see_only_committed_states() {
     let reads = reads.load(Ordering::Relaxed);
     let stats = db.stats().unwrap();
     println!(
-        "{} s: {g} batches, {reads} reads by 3 readers, {} checkpoints ({checkpoints} asked for), {compactions} compactions",
+        "{} s: {g} batches, {reads} reads by 4 readers, {} checkpoints ({checkpoints} asked for), {compactions} compactions",
         started.elapsed().as_secs(),
         stats.checkpoints
     );
     assert!(reads >= 100, "the readers never overlapped the writer");
     assert_eq!(scan_generation(&db), Some(g));
+    let docs = db.collection("docs").unwrap();
+    for k in 0..KEYS {
+        assert_eq!(get_generation(&docs, k), Some(g), "k{k:02}");
+    }
+    let records = db.cache_stats().records;
+    assert!(
+        records.hits > 0,
+        "the point reads never hit the record tier: {records:?}"
+    );
     db.verify().unwrap();
 }

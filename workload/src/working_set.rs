@@ -245,8 +245,12 @@ fn run_one(
     std::fs::create_dir_all(&dir).map_err(io)?;
     copy_dir(source, &dir)?;
     let trace_path = scratch.join("trace.csv");
+    // The page cache alone, as the benchmark studies it: all of the budget for pages and
+    // chunks, every read a request to it (the record tier would answer repeated gets
+    // before they reach it, and its hits are not in the trace the optimum replays).
     let options: Options = build_options()
         .cache_bytes(budget.1 as usize)
+        .record_cache_percent(0)
         .cache_policy(policy)
         .cache_what_if(false)
         .cache_trace(&trace_path);

@@ -1,7 +1,8 @@
 //! The page cache: one byte budget over decoded hot pages, large records and decompressed
-//! cold chunks. Every such read goes through [`PageCache::get_or_load`]. Objects are keyed
-//! by their location in a file, which never changes once written, so nothing is ever
-//! invalidated.
+//! cold chunks, and a share of it for parent records ([`records`]). Every page or chunk
+//! read goes through [`PageCache::get_or_load`]. Pages and chunks are keyed by their
+//! location in a file, which never changes once written, so none is ever invalidated; the
+//! record tier's entries are, by the commits that change them.
 //!
 //! Values live in 16 shards, each a hash map behind its own lock, so hits from many threads
 //! meet only when they hash to one shard. The eviction policy lives behind a second lock that
@@ -13,6 +14,7 @@
 //! shard under the shard lock, per tier and per collection, and summed when asked for.
 
 pub mod policy;
+pub mod records;
 mod trace;
 
 use std::cell::Cell;
@@ -29,6 +31,7 @@ use crate::item::Stored;
 use crate::page::node::Node;
 pub use policy::{CachePolicy, Simulator, belady_hits};
 use policy::{Marks, Policy, ratio};
+use records::RecordCache;
 use trace::TraceWriter;
 
 /// What a cached object is, for statistics.
@@ -143,9 +146,18 @@ pub struct WhatIf {
 #[derive(Clone, Debug, PartialEq)]
 pub struct CacheStats {
     pub policy: CachePolicy,
+    /// Pages, chunks and records together.
     pub budget_bytes: u64,
+    /// The share of the budget for parent records.
+    pub record_budget_bytes: u64,
     pub hot: TierStats,
     pub cold: TierStats,
+    /// Parent records kept whole for `Collection::get` (no bytes read: a miss reads the
+    /// record's pages through the hot tier). Counted for the cache as a whole, not per
+    /// collection.
+    pub records: TierStats,
+    /// Records removed because a commit changed them.
+    pub record_invalidations: u64,
     pub collections: Vec<CollectionCacheStats>,
     /// The fraction of objects (by hash of their identity) the what-if caches see; 0 when
     /// the estimate is off.
@@ -158,10 +170,11 @@ pub struct CacheStats {
 }
 
 impl CacheStats {
-    /// Both tiers together.
+    /// Every tier together.
     pub fn total(&self) -> TierStats {
         let mut total = self.hot;
         total.add(&self.cold);
+        total.add(&self.records);
         total
     }
 }
@@ -178,7 +191,10 @@ const MIN_SAMPLE_RATE: f64 = 1.0 / 4096.0;
 /// How the cache is set up.
 #[derive(Clone, Debug)]
 pub struct CacheConfig {
+    /// Pages, chunks and records together.
     pub budget_bytes: u64,
+    /// The share of `budget_bytes` for parent records (0: no record tier).
+    pub record_bytes: u64,
     pub policy: CachePolicy,
     pub what_if: bool,
     pub trace: Option<std::path::PathBuf>,
@@ -344,6 +360,10 @@ struct Estimator {
 /// A sharded cache with a byte budget. Resident bytes never exceed the budget.
 pub struct PageCache {
     config: CacheConfig,
+    /// What pages and chunks may hold: the budget less the records' share.
+    page_budget: u64,
+    /// Parent records, in their share of the budget.
+    pub records: RecordCache,
     shards: Box<[Mutex<Shard>]>,
     core: Mutex<Core>,
     estimator: Option<Estimator>,
@@ -371,6 +391,7 @@ impl PageCache {
     pub fn new(budget_bytes: usize) -> Self {
         Self::with_config(CacheConfig {
             budget_bytes: budget_bytes as u64,
+            record_bytes: 0,
             policy: CachePolicy::default(),
             what_if: false,
             trace: None,
@@ -380,13 +401,15 @@ impl PageCache {
 
     /// Fails only when the trace file cannot be created.
     pub fn with_config(config: CacheConfig) -> Result<Self> {
+        let record_bytes = config.record_bytes.min(config.budget_bytes);
+        let page_budget = config.budget_bytes - record_bytes;
         let estimator = config.what_if.then(|| {
-            let rate = (WHAT_IF_SAMPLED_BYTES as f64 / config.budget_bytes.max(1) as f64)
+            let rate = (WHAT_IF_SAMPLED_BYTES as f64 / page_budget.max(1) as f64)
                 .clamp(MIN_SAMPLE_RATE, 1.0);
             let caches = WHAT_IF_FACTORS
                 .iter()
                 .map(|factor| {
-                    let budget = (config.budget_bytes as f64 * factor * rate).round() as u64;
+                    let budget = (page_budget as f64 * factor * rate).round() as u64;
                     Simulator::new(config.policy, budget)
                 })
                 .collect();
@@ -407,11 +430,13 @@ impl PageCache {
         };
         Ok(PageCache {
             core: Mutex::new(Core {
-                policy: Policy::new(config.policy, config.budget_bytes),
+                policy: Policy::new(config.policy, page_budget),
                 resident_bytes: 0,
                 counts: OwnerCounts::default(),
             }),
             config,
+            page_budget,
+            records: RecordCache::new(record_bytes),
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
             estimator,
             trace,
@@ -547,7 +572,7 @@ impl PageCache {
         weight: u64,
         owner: Owner,
     ) {
-        let budget = self.config.budget_bytes;
+        let budget = self.page_budget;
         if weight > budget {
             return;
         }
@@ -689,7 +714,7 @@ impl PageCache {
                     .zip(caches.iter())
                     .map(|(&factor, cache)| WhatIf {
                         factor,
-                        budget_bytes: (self.config.budget_bytes as f64 * factor) as u64,
+                        budget_bytes: (self.page_budget as f64 * factor) as u64,
                         sampled_requests: cache.requests,
                         hit_ratio: cache.hit_ratio(),
                     })
@@ -699,11 +724,22 @@ impl PageCache {
         };
         self.flush_trace();
         let trace_error = self.trace.as_ref().and_then(|t| t.lock().error());
+        let counts = self.records.counts();
         CacheStats {
             policy: self.config.policy,
             budget_bytes: self.config.budget_bytes,
+            record_budget_bytes: self.records.budget_bytes(),
             hot,
             cold,
+            records: TierStats {
+                requests: counts.requests,
+                hits: counts.hits,
+                misses: counts.requests - counts.hits,
+                bytes_read: 0,
+                evictions: counts.evictions,
+                resident_bytes: counts.resident_bytes,
+            },
+            record_invalidations: counts.invalidations,
             collections,
             sample_rate,
             what_if,
@@ -715,6 +751,7 @@ impl PageCache {
     /// state stay as they are.
     pub fn reset_stats(&self) {
         self.drain();
+        self.records.reset_counts();
         for shard in self.shards.iter() {
             shard.lock().counts = OwnerCounts::default();
         }

@@ -18,6 +18,7 @@ fn load(weight: usize) -> Result<(CacheValue, usize, u64)> {
 fn cache(budget: u64, policy: CachePolicy, what_if: bool) -> PageCache {
     PageCache::with_config(CacheConfig {
         budget_bytes: budget,
+        record_bytes: 0,
         policy,
         what_if,
         trace: None,
@@ -291,6 +292,7 @@ fn trace_has_one_line_per_request() {
     let path = dir.path().join("trace.csv");
     let cache = PageCache::with_config(CacheConfig {
         budget_bytes: 1000,
+        record_bytes: 0,
         policy: CachePolicy::S3Fifo,
         what_if: false,
         trace: Some(path.clone()),
@@ -326,6 +328,7 @@ fn a_trace_that_cannot_be_created_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let result = PageCache::with_config(CacheConfig {
         budget_bytes: 1000,
+        record_bytes: 0,
         policy: CachePolicy::S3Fifo,
         what_if: false,
         trace: Some(dir.path().join("missing").join("trace.csv")),

@@ -39,6 +39,12 @@ pub fn collection_of(key: &[u8]) -> Option<CollectionId> {
     Some(lead & !(ARRAY_SPACE | OUTLIER_SPACE))
 }
 
+/// Whether a tree key is a parent record's (not an array record's or an outlier marker's).
+pub fn is_parent(key: &[u8]) -> bool {
+    key.get(..4)
+        .is_some_and(|lead| lead[0] & ((ARRAY_SPACE | OUTLIER_SPACE) >> 24) as u8 == 0)
+}
+
 pub fn parent(collection: CollectionId, key: &[u8]) -> Bytes {
     let mut out = Vec::with_capacity(4 + key.len());
     out.put_u32(collection);

@@ -191,10 +191,7 @@ impl Shared {
     /// cold tail, and the chunk index is pointed at them.
     fn run_cold_work(&self, writer: &mut Writer, work: &[Work]) -> Result<Done> {
         let base = self.current();
-        let mut txn = Txn {
-            tree: base.tree.clone(),
-            catalog: base.catalog.clone(),
-        };
+        let mut txn = Txn::new(base.tree.clone(), base.catalog.clone());
         self.cold_synced_before_roll(writer)?;
         let mut cold = self.cold.group()?;
         let mut group = writer.log.group()?;
@@ -382,10 +379,7 @@ impl Shared {
         drop(version);
         let mut writer = self.writer.lock();
         let base = self.current();
-        let mut txn = Txn {
-            tree: base.tree.clone(),
-            catalog: base.catalog.clone(),
-        };
+        let mut txn = Txn::new(base.tree.clone(), base.catalog.clone());
         let mut redo = Vec::new();
         let mut moved = 0;
         for (key, large) in found {

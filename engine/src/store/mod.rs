@@ -10,6 +10,7 @@ pub(crate) mod stage;
 mod verify;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 use bytes::{BufMut, Bytes};
@@ -50,6 +51,10 @@ pub(crate) struct Version {
     pub catalog: Arc<Catalog>,
     /// Batches committed since the database was opened.
     pub commits: u64,
+    /// Even, and grows by two with each commit group that may change records; a version
+    /// that changes none (a checkpoint's) keeps its predecessor's. The record tier keeps
+    /// what readers read with the generation they read it at (see `parent_record`).
+    pub generation: u64,
 }
 
 /// A batch's operations as the API received them, before they are resolved to redo.
@@ -145,6 +150,9 @@ pub(crate) struct Shared {
     queue: Mutex<Vec<Arc<Request>>>,
     /// Replaced versions some reader still holds.
     retired: Mutex<Vec<Weak<Version>>>,
+    /// The current version's generation, odd while a commit group removes the records it
+    /// changes and publishes (see `publish_changes`).
+    pub(crate) record_epoch: AtomicU64,
     /// Log segments no checkpoint needs any more, each removed once the readers that could
     /// still read from it are gone.
     doomed: Mutex<Vec<Doomed>>,
@@ -177,6 +185,27 @@ struct Doomed {
 pub(crate) struct Txn {
     pub tree: Tree,
     pub catalog: Arc<Catalog>,
+    /// Parent records the transaction put, patched or deleted: what its commit takes out of
+    /// the record tier.
+    pub written: Vec<Bytes>,
+}
+
+impl Txn {
+    pub fn new(tree: Tree, catalog: Arc<Catalog>) -> Txn {
+        Txn {
+            tree,
+            catalog,
+            written: Vec::new(),
+        }
+    }
+
+    /// Lists `key` among the records the commit changes, if it is a parent record's (the
+    /// only records the record tier keeps).
+    pub fn note_written(&mut self, key: &Bytes) {
+        if crate::page::keys::is_parent(key) {
+            self.written.push(key.clone());
+        }
+    }
 }
 
 /// Applies one redo op to a transaction; shared by commit and replay so both build the
@@ -197,6 +226,9 @@ pub(crate) fn apply(
     let _owner = key
         .and_then(|key| crate::page::keys::collection_of(key))
         .map(crate::cache::attribute);
+    if let Op::Put { key, .. } | Op::Delete { key } | Op::Patch { key, .. } = op {
+        txn.note_written(key);
+    }
     match op {
         Op::CreateCollection { id, spec } => {
             Arc::make_mut(&mut txn.catalog).insert(CollectionInfo {
@@ -225,6 +257,7 @@ pub(crate) fn apply(
             }
             for key in doomed {
                 txn.tree.remove(pages, &key)?;
+                txn.note_written(&key);
             }
         }
         // The chunk is in its cold segment already; replay checks that it survived, or
@@ -361,10 +394,7 @@ impl Shared {
 
     fn commit_group(&self, writer: &mut Writer, requests: &[Arc<Request>]) {
         let base = self.current();
-        let mut txn = Txn {
-            tree: base.tree.clone(),
-            catalog: base.catalog.clone(),
-        };
+        let mut txn = Txn::new(base.tree.clone(), base.catalog.clone());
         let groups = self.cold_synced_before_roll(writer).and_then(|()| {
             let cold = self.cold.group()?;
             Ok((writer.log.group()?, cold))
@@ -392,7 +422,12 @@ impl Shared {
                     group.rollback(marks.0);
                     cold.rollback(marks.1);
                     match savepoint {
-                        Some((tree, catalog)) => txn = Txn { tree, catalog },
+                        Some((tree, catalog)) => {
+                            // The keys it wrote stay listed: removing a record from the
+                            // record tier that did not change costs one read.
+                            txn.tree = tree;
+                            txn.catalog = catalog;
+                        }
                         None => return,
                     }
                 }
@@ -433,11 +468,15 @@ impl Shared {
             }
             writer.log.sync()?;
         }
-        self.publish(Version {
-            tree: txn.tree.pin_root(&self.pages),
-            catalog: txn.catalog,
-            commits: base.commits + batches,
-        });
+        self.publish_changes(
+            Version {
+                tree: txn.tree.pin_root(&self.pages),
+                catalog: txn.catalog,
+                commits: base.commits + batches,
+                generation: base.generation,
+            },
+            &txn.written,
+        );
         writer.bytes_since_checkpoint += bytes;
         writer.cold_since_checkpoint += cold_bytes;
         writer.counters.commit_groups += 1;
@@ -535,6 +574,7 @@ impl Shared {
                     debug_assert!(self.patch_makes(txn, op, value).unwrap_or(true));
                     let value = patched_value(&self.pages, value.clone());
                     txn.tree.insert(&self.pages, key.clone(), value)?;
+                    txn.note_written(key);
                 }
                 _ => self.apply(txn, op, large_ref)?,
             }
@@ -553,10 +593,7 @@ impl Shared {
     /// (or a fault injected by a test), which says nothing about the patch and is returned
     /// as the error; any other failure (a patch that does not fit its record) is `false`.
     fn patch_makes(&self, txn: &Txn, patch: &Op, value: &Bytes) -> Result<bool> {
-        let mut replayed = Txn {
-            tree: txn.tree.clone(),
-            catalog: txn.catalog.clone(),
-        };
+        let mut replayed = Txn::new(txn.tree.clone(), txn.catalog.clone());
         let Op::Patch { key, .. } = patch else {
             return Ok(false);
         };
@@ -582,10 +619,7 @@ impl Shared {
         if held.is_empty() {
             return Ok(());
         }
-        let mut txn = Txn {
-            tree: base.tree.clone(),
-            catalog: base.catalog.clone(),
-        };
+        let mut txn = Txn::new(base.tree.clone(), base.catalog.clone());
         let redo: Vec<Op> = held
             .into_iter()
             .map(|(key, value)| Op::Put { key, value })
@@ -689,6 +723,23 @@ impl Shared {
             moved += segment.page_bytes;
         }
         Ok(moved)
+    }
+
+    /// Publishes a version whose records differ from the current one's in (at most) the
+    /// parent records `written`, which leave the record tier first, under the next
+    /// generation. While the epoch is odd no reader adds a record to the tier, and a reader
+    /// that read before it turned odd adds nothing after (its check of the epoch and its
+    /// insertion are under a shard lock, as is each removal here): every record in the tier
+    /// is the current version's, as of the generation it carries.
+    fn publish_changes(&self, mut version: Version, written: &[Bytes]) {
+        let records = &self.pages.cache.records;
+        let epoch = self.record_epoch.fetch_add(1, Ordering::SeqCst) + 1;
+        for key in written {
+            records.remove(key);
+        }
+        version.generation = epoch + 1;
+        self.publish(version);
+        self.record_epoch.store(epoch + 1, Ordering::SeqCst);
     }
 
     /// Makes `version` the one readers see; the one it replaces is remembered while a
@@ -863,10 +914,12 @@ impl Shared {
             cold_live: tree.cold_live.iter().map(|(s, b)| (*s, *b)).collect(),
         };
         checkpoint.write(self.pages.storage.as_ref())?;
+        // The same records as the version it replaces: their generation too.
         self.publish(Version {
             tree: tree.pin_root(&self.pages),
             catalog: version.catalog.clone(),
             commits: version.commits,
+            generation: version.generation,
         });
         drop(version);
         writer.checkpoint_sequence += 1;

@@ -4,6 +4,7 @@
 
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
@@ -226,10 +227,32 @@ impl Shared {
         key: &[u8],
         wanted: impl Fn(usize) -> bool,
     ) -> Result<Option<ParentRecord>> {
-        match self.read_tree(version, &keys::parent(info.id, key))? {
+        match self.record_bytes(version, keys::parent(info.id, key))? {
             Some(bytes) => decode_record_fields(bytes, info, key, wanted).map(Some),
             None => Ok(None),
         }
+    }
+
+    /// A parent record's bytes at `version`: from the record tier when it holds them as of
+    /// a generation no newer than the version's, else from the tree, and then kept there if
+    /// `version` is the current one and no commit is publishing (see `publish_changes`).
+    fn record_bytes(&self, version: &Version, tree_key: Bytes) -> Result<Option<Bytes>> {
+        let records = &self.pages.cache.records;
+        if let Some(bytes) = records.get(&tree_key, version.generation) {
+            return Ok(Some(bytes));
+        }
+        let epoch = self.record_epoch.load(Ordering::SeqCst);
+        let bytes = self.read_tree(version, &tree_key)?;
+        if let Some(bytes) = &bytes
+            && epoch == version.generation
+        {
+            // A copy: the bytes are a slice of the page's buffer, which a kept slice
+            // would hold in memory whole after the page left the cache.
+            records.insert(tree_key, Bytes::copy_from_slice(bytes), epoch, || {
+                self.record_epoch.load(Ordering::SeqCst) == epoch
+            });
+        }
+        Ok(bytes)
     }
 
     fn tail_items(
@@ -577,5 +600,53 @@ fn chunk_entry_summary(key: &Bytes, value: &Value) -> Option<Summary> {
             .ok()
             .map(|entry| entry.summary),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CollectionSpec, Db, Options};
+
+    fn body(db: &Db, version: &Version, key: &str) -> Option<Bytes> {
+        let info = version.catalog.by_name.get("docs").unwrap().clone();
+        db.shared
+            .parent_record(version, &info, key.as_bytes(), |_| true)
+            .unwrap()
+            .map(|record| record.body)
+    }
+
+    /// A reader still on the version before a commit reads the record as it was, and leaves
+    /// nothing in the record tier: were it kept, readers of the new version would find it.
+    #[test]
+    fn a_reader_of_an_older_version_puts_nothing_in_the_record_tier() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), Options::new()).unwrap();
+        db.create_collection(CollectionSpec::new("docs")).unwrap();
+        let mut batch = db.batch();
+        batch.put("docs", "k", "old");
+        batch.commit().unwrap();
+        let old = db.shared.current();
+        let mut batch = db.batch();
+        batch.put("docs", "k", "new");
+        batch.commit().unwrap();
+        let new = db.shared.current();
+        assert!(new.generation > old.generation);
+        assert_eq!(body(&db, &old, "k").as_deref(), Some(&b"old"[..]));
+        assert_eq!(db.shared.pages.cache.records.counts().resident_bytes, 0);
+        assert_eq!(body(&db, &new, "k").as_deref(), Some(&b"new"[..]));
+        assert_eq!(body(&db, &new, "k").as_deref(), Some(&b"new"[..]));
+        assert_eq!(db.shared.pages.cache.records.counts().hits, 1);
+        // And the old reader does not take the new version's record.
+        assert_eq!(body(&db, &old, "k").as_deref(), Some(&b"old"[..]));
+        // A checkpoint changes no record: its version keeps the generation, and the
+        // record stays where readers of either find it.
+        db.checkpoint().unwrap();
+        assert_eq!(db.shared.current().generation, new.generation);
+        assert_eq!(
+            body(&db, &db.shared.current(), "k").as_deref(),
+            Some(&b"new"[..])
+        );
+        assert_eq!(db.shared.pages.cache.records.counts().hits, 2);
     }
 }

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
@@ -44,6 +45,7 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
     let segments: Vec<u32> = names.iter().filter_map(|n| parse_segment_name(n)).collect();
     let cache = Arc::new(PageCache::with_config(CacheConfig {
         budget_bytes: options.cache_bytes as u64,
+        record_bytes: options.record_cache_bytes(),
         policy: options.cache_policy,
         what_if: options.cache_what_if,
         trace: options.cache_trace.clone(),
@@ -86,10 +88,7 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
         tree.cold_live = Arc::new(checkpoint.cold_live.iter().copied().collect());
         tree
     };
-    let txn = Txn {
-        tree,
-        catalog: Arc::new(checkpoint.catalog.clone()),
-    };
+    let txn = Txn::new(tree, Arc::new(checkpoint.catalog.clone()));
     let cold_segments: Vec<u32> = names
         .iter()
         .filter_map(|n| cold_chunk::parse_segment_name(n))
@@ -141,7 +140,9 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
             tree,
             catalog: replayed.txn.catalog,
             commits: 0,
+            generation: 0,
         })),
+        record_epoch: AtomicU64::new(0),
         writer: Mutex::new(writer),
         queue: Mutex::new(Vec::new()),
         retired: Mutex::new(Vec::new()),
@@ -202,7 +203,9 @@ fn create(
             tree: Tree::new(),
             catalog: Arc::new(Catalog::default()),
             commits: 0,
+            generation: 0,
         })),
+        record_epoch: AtomicU64::new(0),
         writer: Mutex::new(Writer {
             log,
             checkpoint_tail: tail,
@@ -327,10 +330,7 @@ fn replay(
                 }
                 FrameKind::BatchPart | FrameKind::BatchEnd => {
                     let (staged, began, chunks) = batch.get_or_insert_with(|| {
-                        let txn = Txn {
-                            tree: txn.tree.clone(),
-                            catalog: txn.catalog.clone(),
-                        };
+                        let txn = Txn::new(txn.tree.clone(), txn.catalog.clone());
                         (txn, (loc.offset, header.lsn), Vec::new())
                     });
                     let ops = Op::decode_all(Bytes::copy_from_slice(payload))
