@@ -143,6 +143,7 @@ fn cache_json(cache: &CacheStats) -> Value {
         "record_invalidations": cache.record_invalidations,
         "collections": cache.collections.iter().map(|c| json!({
             "collection": c.collection, "hot": tier_json(&c.hot), "cold": tier_json(&c.cold),
+            "records": tier_json(&c.records),
         })).collect::<Vec<_>>(),
         "sample_rate": cache.sample_rate,
         "what_if": cache.what_if.iter().map(|w| json!({
@@ -238,6 +239,7 @@ pub fn cache_text(cache: &CacheStats) -> String {
         let name = row.collection.as_deref().unwrap_or("(no collection)");
         out += &tier_text(&format!("{name} hot"), &row.hot);
         out += &tier_text(&format!("{name} cold"), &row.cold);
+        out += &tier_text(&format!("{name} records"), &row.records);
     }
     if !cache.what_if.is_empty() {
         out += &format!("  what-if (sample rate {:.4}):", cache.sample_rate);

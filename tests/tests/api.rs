@@ -341,6 +341,15 @@ fn point_reads_are_answered_by_the_record_tier_until_a_commit_changes_the_record
     assert_eq!(stats.hot.requests + stats.cold.requests, 0);
     assert!(stats.records.resident_bytes > 0);
     assert_eq!(stats.record_budget_bytes, 512 * 1024);
+    let row = stats
+        .collections
+        .iter()
+        .find(|c| c.collection.as_deref() == Some("p"));
+    assert_eq!(
+        row.unwrap().records,
+        stats.records,
+        "counted for its collection"
+    );
     // A push to "a" (logged as a patch) takes its record out; "b" stays.
     let mut batch = db.batch();
     batch.push("p", "a", "r", skewdb::NewItem::new("second").key(2));

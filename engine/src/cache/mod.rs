@@ -18,6 +18,7 @@ pub mod records;
 mod trace;
 
 use std::cell::Cell;
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -129,6 +130,8 @@ pub struct CollectionCacheStats {
     pub collection: Option<String>,
     pub hot: TierStats,
     pub cold: TierStats,
+    /// Parent records of the collection in the record tier.
+    pub records: TierStats,
 }
 
 /// The estimated hit ratio at another budget.
@@ -153,8 +156,7 @@ pub struct CacheStats {
     pub hot: TierStats,
     pub cold: TierStats,
     /// Parent records kept whole for `Collection::get` (no bytes read: a miss reads the
-    /// record's pages through the hot tier). Counted for the cache as a whole, not per
-    /// collection.
+    /// record's pages through the hot tier).
     pub records: TierStats,
     /// Records removed because a commit changed them.
     pub record_invalidations: u64,
@@ -690,18 +692,43 @@ impl PageCache {
                 }
             }
         }
-        let (mut hot, mut cold) = (TierStats::default(), TierStats::default());
+        // Records count for the collection their key names (owner: its id + 1).
+        let record_rows: BTreeMap<usize, TierStats> = self
+            .records
+            .counts_by_collection()
+            .iter()
+            .map(|(id, c)| {
+                let stats = TierStats {
+                    requests: c.requests,
+                    hits: c.hits,
+                    misses: c.requests - c.hits,
+                    bytes_read: 0,
+                    evictions: c.evictions,
+                    resident_bytes: c.resident_bytes,
+                };
+                (*id as usize + 1, stats)
+            })
+            .collect();
+        if let Some((&last, _)) = record_rows.last_key_value()
+            && rows.len() <= last
+        {
+            rows.resize_with(last + 1, Default::default);
+        }
+        let (mut hot, mut cold, mut records) = Default::default();
         let mut collections = Vec::new();
         for (owner, [h, c]) in rows.iter().enumerate() {
-            hot.add(h);
-            cold.add(c);
-            if *h != TierStats::default() || *c != TierStats::default() {
+            let r = record_rows.get(&owner).copied().unwrap_or_default();
+            TierStats::add(&mut hot, h);
+            TierStats::add(&mut cold, c);
+            TierStats::add(&mut records, &r);
+            if [h, c, &r].iter().any(|t| **t != TierStats::default()) {
                 collections.push(CollectionCacheStats {
                     collection: owner
                         .checked_sub(1)
                         .map(|id| name_of(id as CollectionId).unwrap_or_else(|| format!("#{id}"))),
                     hot: *h,
                     cold: *c,
+                    records: r,
                 });
             }
         }
@@ -724,22 +751,15 @@ impl PageCache {
         };
         self.flush_trace();
         let trace_error = self.trace.as_ref().and_then(|t| t.lock().error());
-        let counts = self.records.counts();
+        let invalidations = self.records.counts().invalidations;
         CacheStats {
             policy: self.config.policy,
             budget_bytes: self.config.budget_bytes,
             record_budget_bytes: self.records.budget_bytes(),
             hot,
             cold,
-            records: TierStats {
-                requests: counts.requests,
-                hits: counts.hits,
-                misses: counts.requests - counts.hits,
-                bytes_read: 0,
-                evictions: counts.evictions,
-                resident_bytes: counts.resident_bytes,
-            },
-            record_invalidations: counts.invalidations,
+            records,
+            record_invalidations: invalidations,
             collections,
             sample_rate,
             what_if,

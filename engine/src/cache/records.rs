@@ -52,10 +52,30 @@ struct Shard {
     ring: VecDeque<(Bytes, u64)>,
     bytes: u64,
     next_stamp: u64,
-    counts: RecordCounts,
+    /// By collection id (a parent record's key starts with it).
+    counts: FxHashMap<u32, RecordCounts>,
+}
+
+impl RecordCounts {
+    fn add(&mut self, other: &RecordCounts) {
+        self.requests += other.requests;
+        self.hits += other.hits;
+        self.evictions += other.evictions;
+        self.invalidations += other.invalidations;
+        self.resident_bytes += other.resident_bytes;
+    }
+}
+
+/// The collection a parent record's tree key belongs to.
+fn collection_of(key: &[u8]) -> u32 {
+    crate::page::keys::collection_of(key).unwrap_or(0)
 }
 
 impl Shard {
+    fn counts(&mut self, key: &[u8]) -> &mut RecordCounts {
+        self.counts.entry(collection_of(key)).or_default()
+    }
+
     /// Evicts until `weight` more bytes fit in `budget`.
     fn make_room(&mut self, weight: u64, budget: u64) {
         while self.bytes + weight > budget {
@@ -73,7 +93,9 @@ impl Shard {
             let weight = slot.weight;
             self.map.remove(&key);
             self.bytes -= weight;
-            self.counts.evictions += 1;
+            let counts = self.counts(&key);
+            counts.evictions += 1;
+            counts.resident_bytes -= weight;
         }
     }
 
@@ -81,6 +103,9 @@ impl Shard {
         match self.map.remove(key) {
             Some(slot) => {
                 self.bytes -= slot.weight;
+                let counts = self.counts(key);
+                counts.resident_bytes -= slot.weight;
+                counts.invalidations += 1;
                 true
             }
             None => false,
@@ -132,14 +157,14 @@ impl RecordCache {
             return None;
         }
         let mut shard = self.shard(key).lock();
-        shard.counts.requests += 1;
+        shard.counts(key).requests += 1;
         let slot = shard.map.get_mut(key)?;
         if slot.generation > generation {
             return None;
         }
         slot.visited = true;
         let value = slot.value.clone();
-        shard.counts.hits += 1;
+        shard.counts(key).hits += 1;
         Some(value)
     }
 
@@ -163,6 +188,7 @@ impl RecordCache {
             return;
         }
         shard.make_room(weight, self.shard_budget);
+        let key_for_counts = key.clone();
         let stamp = shard.next_stamp;
         shard.next_stamp += 1;
         shard.ring.push_back((key.clone(), stamp));
@@ -177,6 +203,7 @@ impl RecordCache {
             },
         );
         shard.bytes += weight;
+        shard.counts(&key_for_counts).resident_bytes += weight;
         shard.compact_ring();
     }
 
@@ -187,21 +214,28 @@ impl RecordCache {
         }
         let mut shard = self.shard(key).lock();
         if shard.remove(key) {
-            shard.counts.invalidations += 1;
             shard.compact_ring();
         }
     }
 
-    /// Every counter, summed over the shards.
+    /// Every counter by collection id, summed over the shards.
+    pub fn counts_by_collection(&self) -> std::collections::BTreeMap<u32, RecordCounts> {
+        let mut all = std::collections::BTreeMap::new();
+        for shard in self.shards.iter() {
+            for (collection, counts) in &shard.lock().counts {
+                all.entry(*collection)
+                    .or_insert_with(RecordCounts::default)
+                    .add(counts);
+            }
+        }
+        all
+    }
+
+    /// Every counter, summed over the shards and collections.
     pub fn counts(&self) -> RecordCounts {
         let mut total = RecordCounts::default();
-        for shard in self.shards.iter() {
-            let shard = shard.lock();
-            total.requests += shard.counts.requests;
-            total.hits += shard.counts.hits;
-            total.evictions += shard.counts.evictions;
-            total.invalidations += shard.counts.invalidations;
-            total.resident_bytes += shard.bytes;
+        for counts in self.counts_by_collection().values() {
+            total.add(counts);
         }
         total
     }
@@ -209,7 +243,12 @@ impl RecordCache {
     /// Zeroes the counters (resident bytes stay).
     pub fn reset_counts(&self) {
         for shard in self.shards.iter() {
-            shard.lock().counts = RecordCounts::default();
+            for counts in shard.lock().counts.values_mut() {
+                *counts = RecordCounts {
+                    resident_bytes: counts.resident_bytes,
+                    ..RecordCounts::default()
+                };
+            }
         }
     }
 }
