@@ -3,11 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
-use skewdb::{Collection, CollectionSpec, Db, ItemQuery, Layout, NewItem, Options};
+use skewdb::{Collection, CollectionSpec, Db, ItemQuery, Layout, NewItem};
 
 use crate::data::{self, Product, Review};
 use crate::kv::{self, Kv};
-use crate::{CACHE_BYTES, CacheCounters, Store};
+use crate::{CacheCounters, Store};
 
 /// Newest reviews a product page shows and the Subset models keep with the product.
 const KEEP: usize = 5;
@@ -94,7 +94,7 @@ struct Skew {
 
 impl Skew {
     fn open(dir: &Path) -> Skew {
-        let db = Db::open(dir, Options::new().cache_bytes(CACHE_BYTES)).expect("open skewdb");
+        let db = Db::open(dir, crate::skew_options()).expect("open skewdb");
         let spec = CollectionSpec::new("products").array("reviews", Layout::Subset { keep: 5 });
         let products = db.create_collection(spec).expect("collection");
         Skew {

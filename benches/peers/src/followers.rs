@@ -11,10 +11,10 @@ use std::time::Instant;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Zipf};
-use skewdb::{Collection, CollectionSpec, Db, ItemQuery, Layout, NewItem, Options};
+use skewdb::{Collection, CollectionSpec, Db, ItemQuery, Layout, NewItem};
 
 use crate::kv::{self, Kv};
-use crate::{CACHE_BYTES, CacheCounters, Latencies, Percentiles, median_of};
+use crate::{CacheCounters, Latencies, Percentiles, median_of};
 
 pub const USERS: u64 = 20_000;
 const CELEBRITY_FOLLOWERS: u64 = 100_000;
@@ -94,7 +94,7 @@ pub struct Skew {
 
 impl Skew {
     pub fn open(dir: &Path) -> Skew {
-        let db = Db::open(dir, Options::new().cache_bytes(CACHE_BYTES)).expect("open skewdb");
+        let db = Db::open(dir, crate::skew_options()).expect("open skewdb");
         let layout = Layout::Outlier {
             inline_cap: INLINE_CAP as u32,
         };

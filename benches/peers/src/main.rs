@@ -7,7 +7,8 @@
 //!
 //! Run: `cargo run --release -p skewdb-peers` (`-- --products N` to change the size,
 //! `-- --only ENGINE` to measure one engine, `-- --workload products|sensors|followers` one
-//! workload, each without writing the results). It prints the tables, and writes them into
+//! workload, `-- --record-cache-percent N` to give skewdb's record tier another share of its
+//! cache, each without writing the results). It prints the tables, and writes them into
 //! `BENCHMARKS.md` (between its two marker lines) and `bench-results/peers.md`, with a bar
 //! chart of product views in `bench-results/peers.svg`.
 
@@ -21,6 +22,19 @@ mod sensors;
 use std::time::Instant;
 
 use data::{Op, Product, Review};
+
+/// `--record-cache-percent N`: skewdb's record tier share, for a comparison (the measured
+/// run keeps the default).
+static RECORD_CACHE_PERCENT: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
+
+/// How skewdb is opened: the same cache budget as every peer.
+pub fn skew_options() -> skewdb::Options {
+    let options = skewdb::Options::new().cache_bytes(CACHE_BYTES);
+    match RECORD_CACHE_PERCENT.get() {
+        Some(&percent) => options.record_cache_percent(percent),
+        None => options,
+    }
+}
 
 /// Products of the measured run (`--products` changes it, for a trial).
 const PRODUCTS: u64 = 100_000;
@@ -345,6 +359,17 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .cloned();
     let runs = |name: &str| workload.as_ref().is_none_or(|w| w == name);
+    let record_percent = args
+        .iter()
+        .position(|a| a == "--record-cache-percent")
+        .and_then(|i| args.get(i + 1))
+        .map(|s| {
+            s.parse::<u8>()
+                .expect("--record-cache-percent takes 0 to 90")
+        });
+    if let Some(percent) = record_percent {
+        RECORD_CACHE_PERCENT.set(percent).expect("set once");
+    }
     let started = Instant::now();
     let products = data::products(products_count);
     let reviews: usize = products.iter().map(|p| p.reviews.len()).sum();
@@ -430,6 +455,7 @@ fn main() {
     print!("{whole}");
     if only.is_none()
         && workload.is_none()
+        && record_percent.is_none()
         && products_count == PRODUCTS
         && let Err(e) = report::write(&whole, &rows)
     {

@@ -9,10 +9,10 @@ use std::time::Instant;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use skewdb::{Collection, CollectionSpec, Db, ItemQuery, Layout, NewItem, Options};
+use skewdb::{Collection, CollectionSpec, Db, ItemQuery, Layout, NewItem};
 
 use crate::kv::{self, Kv};
-use crate::{CACHE_BYTES, CacheCounters, Latencies, Percentiles, median_of};
+use crate::{CacheCounters, Latencies, Percentiles, median_of};
 
 pub const SENSORS: u64 = 50;
 const DAYS: i64 = 30;
@@ -94,7 +94,7 @@ pub struct Skew {
 
 impl Skew {
     pub fn open(dir: &Path) -> Skew {
-        let db = Db::open(dir, Options::new().cache_bytes(CACHE_BYTES)).expect("open skewdb");
+        let db = Db::open(dir, crate::skew_options()).expect("open skewdb");
         let layout = Layout::Bucket {
             max_items: 1000,
             span: Some(HOUR),
