@@ -6,7 +6,7 @@
 //! change the record under it. Each entry carries the generation of the version it was read
 //! at; the store bumps the generation when a commit changes records, removes the records it
 //! changes before publishing, and lets a reader insert only what it read at the newest
-//! generation while no commit is between those two steps (see `Shared::parent_record`).
+//! generation while no commit is between those two steps (see `Shared::record_bytes`).
 //! A reader uses an entry only when its version is at least as new as the entry's.
 //!
 //! Sixteen shards, each with its own lock, its own share of the budget and a CLOCK ring:
@@ -168,13 +168,15 @@ impl RecordCache {
         Some(value)
     }
 
-    /// Keeps `value` as the record under `key` read at `generation`, if `still_current()`
-    /// holds under the shard's lock (which [`RecordCache::remove`] takes too). A key
-    /// already kept stays as it is: it was read at this generation or a newer one.
+    /// Keeps a copy of `value` as the record under `key` read at `generation`, if
+    /// `still_current()` holds under the shard's lock (which [`RecordCache::remove`] takes
+    /// too). A key already kept stays as it is: it was read at this generation or a newer
+    /// one. The copy is the tier's own: a record read from a page is a slice of the page's
+    /// buffer, which a kept slice would hold in memory whole after the page left the cache.
     pub fn insert(
         &self,
         key: Bytes,
-        value: Bytes,
+        value: &[u8],
         generation: u64,
         still_current: impl FnOnce() -> bool,
     ) {
@@ -195,7 +197,7 @@ impl RecordCache {
         shard.map.insert(
             key,
             Slot {
-                value,
+                value: Bytes::copy_from_slice(value),
                 generation,
                 weight,
                 visited: false,
@@ -268,7 +270,7 @@ mod tests {
     #[test]
     fn a_record_is_found_at_its_generation_and_newer_only() {
         let cache = RecordCache::new(1 << 20);
-        cache.insert(key(1), value(10), 4, || true);
+        cache.insert(key(1), &value(10), 4, || true);
         assert_eq!(cache.get(&key(1), 4), Some(value(10)));
         assert_eq!(cache.get(&key(1), 6), Some(value(10)));
         assert_eq!(
@@ -284,7 +286,7 @@ mod tests {
     #[test]
     fn nothing_is_kept_unless_still_current_under_the_lock() {
         let cache = RecordCache::new(1 << 20);
-        cache.insert(key(1), value(10), 0, || false);
+        cache.insert(key(1), &value(10), 0, || false);
         assert_eq!(cache.get(&key(1), 0), None);
         assert_eq!(cache.counts().resident_bytes, 0);
     }
@@ -292,7 +294,7 @@ mod tests {
     #[test]
     fn a_removed_record_is_gone_and_its_bytes_given_back() {
         let cache = RecordCache::new(1 << 20);
-        cache.insert(key(1), value(100), 0, || true);
+        cache.insert(key(1), &value(100), 0, || true);
         assert!(cache.counts().resident_bytes > 100);
         cache.remove(&key(1));
         assert_eq!(cache.get(&key(1), 0), None);
@@ -300,7 +302,7 @@ mod tests {
         assert_eq!((counts.resident_bytes, counts.invalidations), (0, 1));
         // Kept again after its removal, it is found, and the ring's old place of it is
         // skipped when the hand passes.
-        cache.insert(key(1), value(50), 2, || true);
+        cache.insert(key(1), &value(50), 2, || true);
         assert_eq!(cache.get(&key(1), 2), Some(value(50)));
     }
 
@@ -316,23 +318,23 @@ mod tests {
             .collect();
         // 200 + 8 + 96 bytes each: 13 fit in a shard's 4,096.
         let hot = same_shard[0].clone();
-        cache.insert(hot.clone(), value(200), 0, || true);
+        cache.insert(hot.clone(), &value(200), 0, || true);
         for k in &same_shard[1..] {
             assert!(cache.get(&hot, 0).is_some(), "a record read again stays");
-            cache.insert(k.clone(), value(200), 0, || true);
+            cache.insert(k.clone(), &value(200), 0, || true);
             assert!(cache.counts().resident_bytes <= budget / 16);
         }
         let counts = cache.counts();
         assert!(counts.evictions >= 39 - 12, "{counts:?}");
         // Too large for a shard: not kept at all.
-        cache.insert(key(99_999), value(5000), 0, || true);
+        cache.insert(key(99_999), &value(5000), 0, || true);
         assert_eq!(cache.get(&key(99_999), 0), None);
     }
 
     #[test]
     fn a_tier_of_no_bytes_keeps_nothing() {
         let cache = RecordCache::new(0);
-        cache.insert(key(1), value(1), 0, || true);
+        cache.insert(key(1), &value(1), 0, || true);
         assert_eq!(cache.get(&key(1), 0), None);
         assert_eq!(cache.counts(), RecordCounts::default());
     }

@@ -51,9 +51,9 @@ pub(crate) struct Version {
     pub catalog: Arc<Catalog>,
     /// Batches committed since the database was opened.
     pub commits: u64,
-    /// Even, and grows by two with each commit group that may change records; a version
-    /// that changes none (a checkpoint's) keeps its predecessor's. The record tier keeps
-    /// what readers read with the generation they read it at (see `parent_record`).
+    /// Even, and grows by two with each commit group; a version that changes no record (a
+    /// checkpoint's) keeps its predecessor's. The record tier keeps what readers read with
+    /// the generation they read it at (see `record_bytes`, `publish_changes`).
     pub generation: u64,
 }
 
@@ -473,6 +473,7 @@ impl Shared {
                 tree: txn.tree.pin_root(&self.pages),
                 catalog: txn.catalog,
                 commits: base.commits + batches,
+                // Set by `publish_changes`.
                 generation: base.generation,
             },
             &txn.written,

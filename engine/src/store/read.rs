@@ -246,9 +246,7 @@ impl Shared {
         if let Some(bytes) = &bytes
             && epoch == version.generation
         {
-            // A copy: the bytes are a slice of the page's buffer, which a kept slice
-            // would hold in memory whole after the page left the cache.
-            records.insert(tree_key, Bytes::copy_from_slice(bytes), epoch, || {
+            records.insert(tree_key, bytes, epoch, || {
                 self.record_epoch.load(Ordering::SeqCst) == epoch
             });
         }
