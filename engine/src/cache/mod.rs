@@ -134,10 +134,12 @@ pub struct CollectionCacheStats {
     pub records: TierStats,
 }
 
-/// The estimated hit ratio at another budget.
+/// The estimated hit ratio of pages and chunks at another budget (the record tier is not
+/// simulated).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct WhatIf {
-    /// The budget as a multiple of the live one.
+    /// The budget as a multiple of the live one for pages and chunks (the whole budget less
+    /// the record tier's share).
     pub factor: f64,
     pub budget_bytes: u64,
     /// Requests that fell in the sample since the last reset.

@@ -157,16 +157,20 @@ impl RecordCache {
         if self.shard_budget == 0 {
             return None;
         }
-        let mut shard = self.shard(key).lock();
-        shard.counts(key).requests += 1;
-        let slot = shard.map.get_mut(key)?;
-        if slot.generation > generation {
-            return None;
-        }
-        slot.visited = true;
-        let value = slot.value.clone();
-        shard.counts(key).hits += 1;
-        Some(value)
+        let mut guard = self.shard(key).lock();
+        let shard = &mut *guard;
+        let found = shard
+            .map
+            .get_mut(key)
+            .filter(|slot| slot.generation <= generation)
+            .map(|slot| {
+                slot.visited = true;
+                slot.value.clone()
+            });
+        let counts = shard.counts(key);
+        counts.requests += 1;
+        counts.hits += found.is_some() as u64;
+        found
     }
 
     /// Keeps a copy of `value` as the record under `key` read at `generation`, if
