@@ -695,9 +695,9 @@ impl PageCache {
             }
         }
         // Records count for the collection their key names (owner: its id + 1).
-        let record_rows: BTreeMap<usize, TierStats> = self
-            .records
-            .counts_by_collection()
+        let record_counts = self.records.counts_by_collection();
+        let invalidations = record_counts.values().map(|c| c.invalidations).sum();
+        let record_rows: BTreeMap<usize, TierStats> = record_counts
             .iter()
             .map(|(id, c)| {
                 let stats = TierStats {
@@ -753,7 +753,6 @@ impl PageCache {
         };
         self.flush_trace();
         let trace_error = self.trace.as_ref().and_then(|t| t.lock().error());
-        let invalidations = self.records.counts().invalidations;
         CacheStats {
             policy: self.config.policy,
             budget_bytes: self.config.budget_bytes,

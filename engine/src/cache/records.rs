@@ -195,10 +195,10 @@ impl RecordCache {
             return;
         }
         shard.make_room(weight, self.shard_budget);
-        let key_for_counts = key.clone();
         let stamp = shard.next_stamp;
         shard.next_stamp += 1;
         shard.ring.push_back((key.clone(), stamp));
+        shard.counts(&key).resident_bytes += weight;
         shard.map.insert(
             key,
             Slot {
@@ -210,7 +210,6 @@ impl RecordCache {
             },
         );
         shard.bytes += weight;
-        shard.counts(&key_for_counts).resident_bytes += weight;
         shard.compact_ring();
     }
 
