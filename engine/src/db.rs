@@ -13,10 +13,9 @@ use crate::page::keys;
 use crate::page::tree::Cursor as TreeCursor;
 use crate::storage::{FsStorage, Storage};
 use crate::store::background::Background;
-use crate::store::read::array_views;
-use crate::store::stage::decode_record_fields;
+use crate::store::read::decode_read_record;
 use crate::store::{
-    ArrayView, BatchOp, ItemPage, ItemQuery, NewItem, Outlier, Shared, Version, check_key,
+    BatchOp, Document, ItemPage, ItemQuery, NewItem, Outlier, Shared, Version, check_key,
 };
 use crate::{
     CacheStats, CompactReport, Error, Inspection, Options, Result, SpaceStats, Stats, VerifyReport,
@@ -298,34 +297,6 @@ impl Batch {
     }
 }
 
-/// A parent document: its body and, per array field, its meta and inline items.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Document {
-    key: Bytes,
-    body: Bytes,
-    arrays: Vec<ArrayView>,
-}
-
-impl Document {
-    pub fn key(&self) -> &[u8] {
-        &self.key
-    }
-
-    pub fn body(&self) -> &[u8] {
-        &self.body
-    }
-
-    /// Every array field, in schema order.
-    pub fn arrays(&self) -> &[ArrayView] {
-        &self.arrays
-    }
-
-    /// The array field named `field`.
-    pub fn array(&self, field: &str) -> Option<&ArrayView> {
-        self.arrays.iter().find(|a| a.field == field)
-    }
-}
-
 /// A handle on one collection.
 #[derive(Clone)]
 pub struct Collection {
@@ -335,16 +306,8 @@ pub struct Collection {
 
 /// The document of an encoded parent record, every array with its inline items.
 fn document(info: &CollectionInfo, key: Bytes, bytes: Bytes) -> Result<Document> {
-    let record = decode_record_fields(bytes, info, &key, |_| true)?;
-    Ok(document_of(info, key, record))
-}
-
-fn document_of(info: &CollectionInfo, key: Bytes, record: crate::record::ParentRecord) -> Document {
-    Document {
-        arrays: array_views(info, record.arrays),
-        key,
-        body: record.body,
-    }
+    let record = decode_read_record(bytes, info, &key, |_| true)?;
+    Ok(Document::new(info, key, record))
 }
 
 impl Collection {
@@ -382,7 +345,11 @@ impl Collection {
 
     /// The parent `key` with its inline arrays, or `None`. Never reads cold storage.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Document>> {
-        self.get_where(key.as_ref(), |_| true)
+        let key = key.as_ref();
+        let _owner = cache::attribute(self.id());
+        check_key(key)?;
+        let version = self.version()?;
+        self.db.shared.document(&version, &self.info, key)
     }
 
     /// [`Collection::get`] with the inline items of the array fields named in `fields`
@@ -409,8 +376,8 @@ impl Collection {
         let record = self
             .db
             .shared
-            .parent_record(&version, &self.info, key, wanted)?;
-        Ok(record.map(|record| document_of(&self.info, Bytes::copy_from_slice(key), record)))
+            .read_record(&version, &self.info, key, wanted)?;
+        Ok(record.map(|(key, record)| Document::new(&self.info, key, record)))
     }
 
     /// Items of array `field` of parent `key`, merged from wherever they live, in key

@@ -217,6 +217,44 @@ pub(crate) fn decode_items(bytes: &mut Bytes) -> Result<Vec<Stored>, String> {
     Ok(items)
 }
 
+/// The items of an encoded list as a reader sees them, in (key, push) order: built as
+/// `Item`s straight away, and sorted only when the list is not in that order already (an
+/// `Outlier`'s first N stay in push order, which is key order when keys grow with pushes).
+pub(crate) fn decode_read_items(bytes: &mut Bytes) -> Result<Vec<Item>, String> {
+    let whole = bytes.clone();
+    let mut items = Vec::new();
+    let mut last = None;
+    let mut in_order = true;
+    walk_items(bytes, |count, key, seq, value, payload| {
+        if items.capacity() == 0 {
+            items.reserve_exact(count);
+        }
+        in_order &= last.is_none_or(|last| last <= (key, seq));
+        last = Some((key, seq));
+        items.push(Item {
+            key,
+            value,
+            payload: whole.slice(payload),
+        })
+    })?;
+    if !in_order {
+        let mut stored = decode_items(&mut whole.clone())?;
+        stored.sort_by_key(Stored::order);
+        items = items_of(stored);
+    }
+    Ok(items)
+}
+
+/// The items of `stored`, moved into a new vector of their own size. Collecting in place
+/// would keep the stored items' larger buffer for as long as the document lives; measured on
+/// the followers workload under Embed (100,000-item documents), that raised the process's
+/// peak memory from 31 MB to 75-103 MB.
+pub(crate) fn items_of(stored: Vec<Stored>) -> Vec<Item> {
+    let mut items = Vec::with_capacity(stored.len());
+    items.extend(stored.into_iter().map(|s| s.item));
+    items
+}
+
 /// Checks an item list as [`decode_items`] does and moves past it without building the
 /// items; returns how many it holds and their stored size.
 pub(crate) fn skip_items(bytes: &mut Bytes) -> Result<(usize, usize), String> {
@@ -311,6 +349,41 @@ mod tests {
             },
             seq,
         }
+    }
+
+    #[test]
+    fn a_reader_gets_the_items_in_key_then_push_order() {
+        let read = |items: &[Stored]| {
+            let mut bytes = Vec::new();
+            encode_items(items, &mut bytes);
+            let mut reader = Bytes::from(bytes);
+            let read = decode_read_items(&mut reader).unwrap();
+            assert!(!reader.has_remaining());
+            read.into_iter()
+                .map(|item| item.payload)
+                .collect::<Vec<_>>()
+        };
+        // In order already (every layout but Outlier keeps them so).
+        let sorted = [
+            stored(1, None, b"a", 0),
+            stored(1, None, b"b", 1),
+            stored(2, None, b"c", 2),
+        ];
+        assert_eq!(read(&sorted), [&b"a"[..], b"b", b"c"]);
+        // In push order with keys out of order (an Outlier's first N): sorted by key, and
+        // equal keys by push order whatever their place in the list.
+        let pushed = [
+            stored(9, None, b"late", 0),
+            stored(3, None, b"second", 5),
+            stored(3, None, b"first", 4),
+            stored(5, Some(1.0), b"mid", 2),
+        ];
+        assert_eq!(read(&pushed), [&b"first"[..], b"second", b"mid", b"late"]);
+        assert_eq!(read(&[]), Vec::<Bytes>::new());
+        let mut truncated = Vec::new();
+        encode_items(&pushed, &mut truncated);
+        truncated.pop();
+        assert!(decode_read_items(&mut Bytes::from(truncated)).is_err());
     }
 
     #[test]

@@ -37,12 +37,12 @@ pub use cache::{CachePolicy, CacheStats, CollectionCacheStats, TierStats, WhatIf
 pub use catalog::{
     ArraySpec, CollectionSpec, Layout, MAX_ARRAYS, MAX_COLLECTION_NAME_BYTES, MAX_INLINE_ITEMS,
 };
-pub use db::{Batch, Collection, Db, Document, Scan};
+pub use db::{Batch, Collection, Db, Scan};
 pub use error::{Error, Result};
 pub use item::{Item, Summary};
 pub use options::{Durability, Options};
 pub use record::RECORD_OVERHEAD_BYTES;
-pub use store::{ArrayView, Cursor, ItemPage, ItemQuery, NewItem, Order, Outlier};
+pub use store::{ArrayView, Cursor, Document, ItemPage, ItemQuery, NewItem, Order, Outlier};
 pub use store::{CompactReport, SegmentSpace, SpaceStats, TierSpace};
 pub use store::{Inspection, SegmentInfo, Stats, VerifyReport};
 

@@ -5,7 +5,7 @@
 use bytes::{Buf, BufMut, Bytes};
 
 use crate::MAX_RECORD_BYTES;
-use crate::item::{self, SUMMARY_BYTES, Stored, Summary};
+use crate::item::{self, Item, SUMMARY_BYTES, Stored, Summary};
 
 /// The version records are written in: each array's inline item list is preceded by its
 /// length in bytes, so that a read can step over an array it does not want.
@@ -22,9 +22,11 @@ pub const ARRAY_HEADER_BYTES: usize = 8 + 1 + 8 + 4 + 8 + SUMMARY_BYTES + 4 + 4;
 const HAS_OVERFLOW: u8 = 1;
 const BUCKET_OPEN: u8 = 2;
 
-/// The state of one array field inside its parent record.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct ArrayState {
+/// The state of one array field inside its parent record. Its inline items are `Stored`
+/// (with their push sequence numbers) for the write rules and merged reads; a plain read of
+/// the record builds `Item`s straight away (see [`ParentRecord::decode_read`]).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ArrayState<T = Stored> {
     /// Items in the array, wherever they live.
     pub total: u64,
     /// Items exist outside the parent record.
@@ -38,16 +40,31 @@ pub(crate) struct ArrayState {
     /// `Bucket` layout: the start key of the open bucket, when one is open.
     pub bucket_start: Option<i64>,
     /// The items the layout keeps inline, in the layout's order.
-    pub inline: Vec<Stored>,
+    pub inline: Vec<T>,
     /// The stored size of the inline items (not encoded; kept current by the write rules).
     pub inline_bytes: usize,
 }
 
+impl<T> Default for ArrayState<T> {
+    fn default() -> Self {
+        ArrayState {
+            total: 0,
+            has_overflow: false,
+            summary: Summary::default(),
+            next_seq: 0,
+            next_chunk: 0,
+            bucket_start: None,
+            inline: Vec::new(),
+            inline_bytes: 0,
+        }
+    }
+}
+
 /// A decoded parent record.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct ParentRecord {
+pub(crate) struct ParentRecord<T = Stored> {
     pub body: Bytes,
-    pub arrays: Vec<ArrayState>,
+    pub arrays: Vec<ArrayState<T>>,
 }
 
 impl ParentRecord {
@@ -107,105 +124,138 @@ impl ParentRecord {
     /// against it but their items not read, their `inline` left empty. Only for reads: such
     /// a record must not be written back.
     pub fn decode_fields(
-        mut bytes: Bytes,
+        bytes: Bytes,
         arrays: usize,
         wanted: impl Fn(usize) -> bool,
     ) -> Result<Self, String> {
-        if bytes.len() > MAX_RECORD_BYTES {
-            return Err(format!("record of {} bytes over the limit", bytes.len()));
+        decode_with(bytes, arrays, |field, list| {
+            wanted(field).then(|| item::decode_items(list)).transpose()
+        })
+    }
+}
+
+impl ParentRecord<Item> {
+    /// [`ParentRecord::decode_fields`] for a reader: the inline items come as `Item`s in
+    /// (key, push) order, without their sequence numbers.
+    pub fn decode_read(
+        bytes: Bytes,
+        arrays: usize,
+        wanted: impl Fn(usize) -> bool,
+    ) -> Result<Self, String> {
+        decode_with(bytes, arrays, |field, list| {
+            wanted(field)
+                .then(|| item::decode_read_items(list))
+                .transpose()
+        })
+    }
+}
+
+/// Decodes a record; `inline(field, list)` builds the inline items of array `field` from its
+/// encoded item list and moves `list` past them, or returns `None` to leave them unread (the
+/// list is then stepped over by its length, its count checked).
+fn decode_with<T>(
+    mut bytes: Bytes,
+    arrays: usize,
+    mut inline: impl FnMut(usize, &mut Bytes) -> Result<Option<Vec<T>>, String>,
+) -> Result<ParentRecord<T>, String> {
+    if bytes.len() > MAX_RECORD_BYTES {
+        return Err(format!("record of {} bytes over the limit", bytes.len()));
+    }
+    if bytes.remaining() < RECORD_OVERHEAD_BYTES {
+        return Err("record truncated".to_string());
+    }
+    let version = bytes.get_u8();
+    if version != RECORD_VERSION && version != RECORD_VERSION_UNSIZED {
+        return Err(format!("unknown record version {version}"));
+    }
+    let sized = version == RECORD_VERSION;
+    // An unsized record's arrays lack the items' length.
+    let header_bytes = ARRAY_HEADER_BYTES - if sized { 0 } else { 4 };
+    let body_len = bytes.get_u32_le() as usize;
+    if bytes.remaining() < body_len + 2 {
+        return Err(format!(
+            "record body of {body_len} bytes past the record's end"
+        ));
+    }
+    let body = bytes.split_to(body_len);
+    let count = bytes.get_u16_le() as usize;
+    if count != arrays {
+        return Err(format!(
+            "record has {count} arrays where the schema has {arrays}"
+        ));
+    }
+    let mut states = Vec::with_capacity(count);
+    for field in 0..count {
+        if bytes.remaining() < header_bytes {
+            return Err("array state truncated".to_string());
         }
-        if bytes.remaining() < RECORD_OVERHEAD_BYTES {
-            return Err("record truncated".to_string());
+        let total = bytes.get_u64_le();
+        let flags = bytes.get_u8();
+        if flags & !(HAS_OVERFLOW | BUCKET_OPEN) != 0 {
+            return Err(format!("unknown array flags {flags}"));
         }
-        let version = bytes.get_u8();
-        if version != RECORD_VERSION && version != RECORD_VERSION_UNSIZED {
-            return Err(format!("unknown record version {version}"));
+        let next_seq = bytes.get_u64_le();
+        let next_chunk = bytes.get_u32_le();
+        let bucket_start = bytes.get_i64_le();
+        if flags & BUCKET_OPEN == 0 && bucket_start != 0 {
+            return Err("a bucket start without an open bucket".to_string());
         }
-        let sized = version == RECORD_VERSION;
-        // An unsized record's arrays lack the items' length.
-        let header_bytes = ARRAY_HEADER_BYTES - if sized { 0 } else { 4 };
-        let body_len = bytes.get_u32_le() as usize;
-        if bytes.remaining() < body_len + 2 {
-            return Err(format!(
-                "record body of {body_len} bytes past the record's end"
-            ));
-        }
-        let body = bytes.split_to(body_len);
-        let count = bytes.get_u16_le() as usize;
-        if count != arrays {
-            return Err(format!(
-                "record has {count} arrays where the schema has {arrays}"
-            ));
-        }
-        let mut states = Vec::with_capacity(count);
-        for field in 0..count {
-            if bytes.remaining() < header_bytes {
-                return Err("array state truncated".to_string());
+        let summary = Summary::decode(&mut bytes)?;
+        let (inline_items, inline_count, inline_bytes) = if sized {
+            let list_len = bytes.get_u32_le() as usize;
+            if bytes.remaining() < list_len {
+                return Err(format!(
+                    "inline items of {list_len} bytes past the record's end"
+                ));
             }
-            let total = bytes.get_u64_le();
-            let flags = bytes.get_u8();
-            if flags & !(HAS_OVERFLOW | BUCKET_OPEN) != 0 {
-                return Err(format!("unknown array flags {flags}"));
-            }
-            let next_seq = bytes.get_u64_le();
-            let next_chunk = bytes.get_u32_le();
-            let bucket_start = bytes.get_i64_le();
-            if flags & BUCKET_OPEN == 0 && bucket_start != 0 {
-                return Err("a bucket start without an open bucket".to_string());
-            }
-            let summary = Summary::decode(&mut bytes)?;
-            let (inline, inline_count, inline_bytes) = if sized {
-                let list_len = bytes.get_u32_le() as usize;
-                if bytes.remaining() < list_len {
-                    return Err(format!(
-                        "inline items of {list_len} bytes past the record's end"
-                    ));
-                }
-                let mut list = bytes.split_to(list_len);
-                if wanted(field) {
-                    let inline = item::decode_items(&mut list)?;
+            let mut list = bytes.split_to(list_len);
+            match inline(field, &mut list)? {
+                Some(items) => {
                     if list.has_remaining() {
                         return Err("inline items shorter than their length".to_string());
                     }
-                    let count = inline.len();
-                    (inline, count, list_len - 4)
-                } else {
-                    (Vec::new(), item::list_count(&list)?, list_len - 4)
+                    let count = items.len();
+                    (items, count, list_len - 4)
                 }
-            } else if wanted(field) {
-                let inline = item::decode_items(&mut bytes)?;
-                let stored = inline.iter().map(|s| item::stored_len(&s.item)).sum();
-                let count = inline.len();
-                (inline, count, stored)
-            } else {
-                let (count, stored) = item::skip_items(&mut bytes)?;
-                (Vec::new(), count, stored)
-            };
-            if inline_count as u64 > total || summary.items != total {
-                return Err("array counts disagree".to_string());
+                None => (Vec::new(), item::list_count(&list)?, list_len - 4),
             }
-            states.push(ArrayState {
-                inline_bytes,
-                total,
-                has_overflow: flags & HAS_OVERFLOW != 0,
-                summary,
-                next_seq,
-                next_chunk,
-                bucket_start: (flags & BUCKET_OPEN != 0).then_some(bucket_start),
-                inline,
-            });
+        } else {
+            let start = bytes.len();
+            match inline(field, &mut bytes)? {
+                Some(items) => {
+                    let count = items.len();
+                    (items, count, start - bytes.len() - 4)
+                }
+                None => {
+                    let (count, stored) = item::skip_items(&mut bytes)?;
+                    (Vec::new(), count, stored)
+                }
+            }
+        };
+        if inline_count as u64 > total || summary.items != total {
+            return Err("array counts disagree".to_string());
         }
-        if bytes.has_remaining() {
-            return Err(format!(
-                "{} trailing bytes after the record",
-                bytes.remaining()
-            ));
-        }
-        Ok(ParentRecord {
-            body,
-            arrays: states,
-        })
+        states.push(ArrayState {
+            inline_bytes,
+            total,
+            has_overflow: flags & HAS_OVERFLOW != 0,
+            summary,
+            next_seq,
+            next_chunk,
+            bucket_start: (flags & BUCKET_OPEN != 0).then_some(bucket_start),
+            inline: inline_items,
+        });
     }
+    if bytes.has_remaining() {
+        return Err(format!(
+            "{} trailing bytes after the record",
+            bytes.remaining()
+        ));
+    }
+    Ok(ParentRecord {
+        body,
+        arrays: states,
+    })
 }
 
 /// The end offsets of the parts of an encoded record, for diffs: version, body and array

@@ -367,7 +367,7 @@ pub struct PageCache {
     /// What pages and chunks may hold: the budget less the records' share.
     page_budget: u64,
     /// Parent records, in their share of the budget.
-    pub records: RecordCache,
+    pub records: RecordCache<crate::store::Document>,
     shards: Box<[Mutex<Shard>]>,
     core: Mutex<Core>,
     estimator: Option<Estimator>,

@@ -9,22 +9,31 @@
 //! generation while no commit is between those two steps (see `Shared::record_bytes`).
 //! A reader uses an entry only when its version is at least as new as the entry's.
 //!
-//! Sixteen shards, each with its own lock, its own share of the budget and a CLOCK ring:
-//! a hit sets the entry's bit; the hand clears bits and evicts the first entry without one.
-//! A record read once is evicted before any record read again (scans do not insert).
-
-use std::collections::VecDeque;
+//! Sixteen shards, each with its own lock, its own share of the budget and a CLOCK hand
+//! over its entries: a hit sets the entry's bit; the hand clears bits and evicts the first
+//! entry without one. A record read once is evicted before any record read again (scans do
+//! not insert).
+//!
+//! A record is named by its collection and the parent's key; an entry is one buffer, the key
+//! then the record, in a slot of the shard's slab, and the shard's table maps the hash of
+//! the name to the slot. A hit hands out the buffer itself: the reader's record and its
+//! document's key are slices of it, so neither a lookup nor a hit allocates.
+//!
+//! An entry may also carry what a reader built from its record (the store keeps the
+//! `Document` of a full `get` there, so that a hit does not decode the record again),
+//! weighed with it and gone with it.
 
 use bytes::Bytes;
+use hashbrown::HashTable;
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 
 const SHARDS: usize = 16;
 
-/// Memory an entry costs beyond its key and value bytes: the map's slot (the key's handle,
-/// the value's, the stamp and flags), the ring's place (another handle of the key), and the
-/// allocator's headers of the key and the value.
-const ENTRY_OVERHEAD: u64 = 192;
+/// Memory an entry costs beyond its key and record bytes: its slot (the buffer's handle,
+/// hash, generation, lengths, bit), its place in the table, the buffer's shared header
+/// (made on the first hit) and the allocator's headers of both.
+const ENTRY_OVERHEAD: u64 = 144;
 
 /// What the record tier counted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -37,22 +46,64 @@ pub struct RecordCounts {
     pub resident_bytes: u64,
 }
 
-struct Slot {
-    value: Bytes,
-    generation: u64,
-    weight: u64,
-    visited: bool,
-    /// Names this entry's place in the ring; an older place of the same key (left by a
-    /// removed entry) has another stamp and is skipped.
-    stamp: u64,
+/// A record the tier holds: the parent's key and the record's bytes in one buffer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeptRecord {
+    buffer: Bytes,
+    key_len: usize,
 }
 
-#[derive(Default)]
-struct Shard {
-    map: FxHashMap<Bytes, Slot>,
-    ring: VecDeque<(Bytes, u64)>,
+impl KeptRecord {
+    fn new(key: &[u8], value: &[u8]) -> Self {
+        let mut buffer = Vec::with_capacity(key.len() + value.len());
+        buffer.extend_from_slice(key);
+        buffer.extend_from_slice(value);
+        KeptRecord {
+            buffer: Bytes::from(buffer),
+            key_len: key.len(),
+        }
+    }
+
+    /// The parent's key.
+    pub fn key(&self) -> Bytes {
+        self.buffer.slice(..self.key_len)
+    }
+
+    /// The record.
+    pub fn value(&self) -> Bytes {
+        self.buffer.slice(self.key_len..)
+    }
+
+    fn weight(&self) -> u64 {
+        self.buffer.len() as u64 + ENTRY_OVERHEAD
+    }
+}
+
+struct Slot<D> {
+    collection: u32,
+    record: KeptRecord,
+    /// What a reader built from `record`, and the memory it takes beyond the record.
+    decoded: Option<(D, u64)>,
+    hash: u64,
+    generation: u64,
+    visited: bool,
+}
+
+impl<D> Slot<D> {
+    fn weight(&self) -> u64 {
+        self.record.weight() + self.decoded.as_ref().map_or(0, |(_, weight)| *weight)
+    }
+}
+
+struct Shard<D> {
+    /// Slot indexes by the hash of their record's name.
+    table: HashTable<u32>,
+    slots: Vec<Option<Slot<D>>>,
+    /// Indexes of empty slots.
+    free: Vec<u32>,
+    /// Where the CLOCK hand points.
+    hand: usize,
     bytes: u64,
-    next_stamp: u64,
     /// By collection id (a parent record's key starts with it).
     counts: FxHashMap<u32, RecordCounts>,
 }
@@ -67,75 +118,105 @@ impl RecordCounts {
     }
 }
 
-/// The collection a parent record's tree key belongs to.
-fn collection_of(key: &[u8]) -> u32 {
-    crate::page::keys::collection_of(key).unwrap_or(0)
+fn hash_of(collection: u32, key: &[u8]) -> u64 {
+    use std::hash::Hasher;
+    let mut hasher = rustc_hash::FxHasher::default();
+    hasher.write_u32(collection);
+    hasher.write(key);
+    hasher.finish()
 }
 
-impl Shard {
-    fn counts(&mut self, key: &[u8]) -> &mut RecordCounts {
-        self.counts.entry(collection_of(key)).or_default()
+impl<D> Default for Shard<D> {
+    fn default() -> Self {
+        Shard {
+            table: HashTable::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            hand: 0,
+            bytes: 0,
+            counts: FxHashMap::default(),
+        }
+    }
+}
+
+impl<D> Shard<D> {
+    fn counts(&mut self, collection: u32) -> &mut RecordCounts {
+        self.counts.entry(collection).or_default()
+    }
+
+    /// The slot holding the record of `key` in `collection`.
+    fn find(&self, hash: u64, collection: u32, key: &[u8]) -> Option<usize> {
+        let slots = &self.slots;
+        self.table
+            .find(hash, |&at| {
+                slots[at as usize].as_ref().is_some_and(|slot| {
+                    slot.collection == collection
+                        && slot.record.buffer[..slot.record.key_len] == *key
+                })
+            })
+            .map(|&at| at as usize)
+    }
+
+    /// Empties slot `at`; returns its weight and the key's collection.
+    fn take(&mut self, at: usize) -> (u64, u32) {
+        let slot = self.slots[at].take().expect("a live slot");
+        self.table
+            .find_entry(slot.hash, |&other| other as usize == at)
+            .expect("the table holds every live slot")
+            .remove();
+        self.free.push(at as u32);
+        let weight = slot.weight();
+        self.bytes -= weight;
+        (weight, slot.collection)
     }
 
     /// Evicts until `weight` more bytes fit in `budget`.
     fn make_room(&mut self, weight: u64, budget: u64) {
-        while self.bytes + weight > budget {
-            let Some((key, stamp)) = self.ring.pop_front() else {
-                return;
-            };
-            let Some(slot) = self.map.get_mut(&key).filter(|slot| slot.stamp == stamp) else {
-                continue;
-            };
-            if slot.visited {
-                slot.visited = false;
-                self.ring.push_back((key, stamp));
-                continue;
+        while self.bytes + weight > budget && self.bytes > 0 {
+            let at = self.hand;
+            self.hand = (self.hand + 1) % self.slots.len();
+            match &mut self.slots[at] {
+                None => continue,
+                Some(slot) if slot.visited => slot.visited = false,
+                Some(_) => {
+                    let (weight, collection) = self.take(at);
+                    let counts = self.counts(collection);
+                    counts.evictions += 1;
+                    counts.resident_bytes -= weight;
+                }
             }
-            let weight = slot.weight;
-            self.map.remove(&key);
-            self.bytes -= weight;
-            let counts = self.counts(&key);
-            counts.evictions += 1;
-            counts.resident_bytes -= weight;
         }
     }
 
-    fn remove(&mut self, key: &[u8]) -> bool {
-        match self.map.remove(key) {
-            Some(slot) => {
-                self.bytes -= slot.weight;
-                let counts = self.counts(key);
-                counts.resident_bytes -= slot.weight;
-                counts.invalidations += 1;
-                true
+    fn put(&mut self, hash: u64, slot: Slot<D>) {
+        let at = match self.free.pop() {
+            Some(at) => at as usize,
+            None => {
+                self.slots.push(None);
+                self.slots.len() - 1
             }
-            None => false,
-        }
-    }
-
-    /// Drops the ring's places of removed entries once they outnumber the live ones.
-    fn compact_ring(&mut self) {
-        if self.ring.len() > 2 * self.map.len() + 64 {
-            let map = &self.map;
-            self.ring
-                .retain(|(key, stamp)| map.get(key).is_some_and(|slot| slot.stamp == *stamp));
-        }
+        };
+        self.bytes += slot.weight();
+        self.slots[at] = Some(slot);
+        let slots = &self.slots;
+        self.table.insert_unique(hash, at as u32, |&other| {
+            slots[other as usize].as_ref().map_or(0, |slot| slot.hash)
+        });
     }
 }
 
-/// Parent records by tree key, within `budget_bytes`.
-pub struct RecordCache {
-    shards: Box<[Mutex<Shard>]>,
+/// Parent records by collection and key, with what readers built from them (`D`), within
+/// `budget_bytes`.
+pub struct RecordCache<D> {
+    shards: Box<[Mutex<Shard<D>>]>,
     shard_budget: u64,
 }
 
-fn shard_index(key: &[u8]) -> usize {
-    use std::hash::BuildHasher;
-    let hash = rustc_hash::FxBuildHasher.hash_one(key);
+fn shard_index(hash: u64) -> usize {
     (hash >> 40) as usize % SHARDS
 }
 
-impl RecordCache {
+impl<D: Clone> RecordCache<D> {
     /// A tier of `budget_bytes` in all (0: off, every lookup a miss and nothing kept).
     pub fn new(budget_bytes: u64) -> Self {
         RecordCache {
@@ -148,79 +229,105 @@ impl RecordCache {
         self.shard_budget * SHARDS as u64
     }
 
-    fn shard(&self, key: &[u8]) -> &Mutex<Shard> {
-        &self.shards[shard_index(key)]
-    }
-
-    /// The record under `key` as read at a generation no newer than `generation`.
-    pub fn get(&self, key: &[u8], generation: u64) -> Option<Bytes> {
+    /// The record of `key` in `collection` as read at a generation no newer than
+    /// `generation`, with what a reader built from it if one did.
+    pub fn get(
+        &self,
+        collection: u32,
+        key: &[u8],
+        generation: u64,
+    ) -> Option<(KeptRecord, Option<D>)> {
         if self.shard_budget == 0 {
             return None;
         }
-        let mut guard = self.shard(key).lock();
-        let shard = &mut *guard;
-        let found = shard
-            .map
-            .get_mut(key)
-            .filter(|slot| slot.generation <= generation)
-            .map(|slot| {
+        let hash = hash_of(collection, key);
+        let mut shard = self.shards[shard_index(hash)].lock();
+        let found = shard.find(hash, collection, key).and_then(|at| {
+            let slot = shard.slots[at].as_mut().expect("found slots are live");
+            (slot.generation <= generation).then(|| {
                 slot.visited = true;
-                slot.value.clone()
-            });
-        let counts = shard.counts(key);
+                let decoded = slot.decoded.as_ref().map(|(decoded, _)| decoded.clone());
+                (slot.record.clone(), decoded)
+            })
+        });
+        let counts = shard.counts(collection);
         counts.requests += 1;
         counts.hits += found.is_some() as u64;
         found
     }
 
-    /// Keeps a copy of `value` as the record under `key` read at `generation`, if
+    /// Keeps a copy of `key` and `value` as the record of `key` in `collection` read at
+    /// `generation`, if
     /// `still_current()` holds under the shard's lock (which [`RecordCache::remove`] takes
     /// too). A key already kept stays as it is: it was read at this generation or a newer
     /// one. The copy is the tier's own: a record read from a page is a slice of the page's
     /// buffer, which a kept slice would hold in memory whole after the page left the cache.
     pub fn insert(
         &self,
-        key: Bytes,
+        collection: u32,
+        key: &[u8],
         value: &[u8],
         generation: u64,
         still_current: impl FnOnce() -> bool,
     ) {
-        let weight = key.len() as u64 + value.len() as u64 + ENTRY_OVERHEAD;
+        let weight = (key.len() + value.len()) as u64 + ENTRY_OVERHEAD;
         if weight > self.shard_budget {
             return;
         }
-        let mut guard = self.shard(&key).lock();
-        let shard = &mut *guard;
-        if shard.map.contains_key(&key) || !still_current() {
+        let hash = hash_of(collection, key);
+        let mut shard = self.shards[shard_index(hash)].lock();
+        if shard.find(hash, collection, key).is_some() || !still_current() {
             return;
         }
         shard.make_room(weight, self.shard_budget);
-        let stamp = shard.next_stamp;
-        shard.next_stamp += 1;
-        shard.ring.push_back((key.clone(), stamp));
-        shard.counts(&key).resident_bytes += weight;
-        shard.map.insert(
-            key,
-            Slot {
-                value: Bytes::copy_from_slice(value),
-                generation,
-                weight,
-                visited: false,
-                stamp,
-            },
-        );
-        shard.bytes += weight;
-        shard.compact_ring();
+        shard.counts(collection).resident_bytes += weight;
+        let slot = Slot {
+            collection,
+            record: KeptRecord::new(key, value),
+            decoded: None,
+            hash,
+            generation,
+            visited: false,
+        };
+        shard.put(hash, slot);
     }
 
-    /// Forgets the record under `key` (a commit is changing it).
-    pub fn remove(&self, key: &[u8]) {
+    /// Adds `decoded`, built from `kept` and taking `weight` bytes beyond it, to the entry of
+    /// `key` in `collection` if that entry still holds `kept` (the same buffer: `kept`
+    /// keeps it alive, so its address names it) and nothing built yet.
+    pub fn attach(&self, collection: u32, key: &[u8], kept: &KeptRecord, decoded: D, weight: u64) {
+        if kept.weight() + weight > self.shard_budget {
+            return;
+        }
+        let hash = hash_of(collection, key);
+        let mut guard = self.shards[shard_index(hash)].lock();
+        let shard = &mut *guard;
+        let Some(at) = shard.find(hash, collection, key) else {
+            return;
+        };
+        let slot = shard.slots[at].as_mut().expect("found slots are live");
+        if slot.decoded.is_some() || slot.record.buffer.as_ptr() != kept.buffer.as_ptr() {
+            return;
+        }
+        slot.decoded = Some((decoded, weight));
+        shard.bytes += weight;
+        shard.counts(collection).resident_bytes += weight;
+        // The entry was just read: the hand passes it once before it could go.
+        shard.make_room(0, self.shard_budget);
+    }
+
+    /// Forgets the record of `key` in `collection` (a commit is changing it).
+    pub fn remove(&self, collection: u32, key: &[u8]) {
         if self.shard_budget == 0 {
             return;
         }
-        let mut shard = self.shard(key).lock();
-        if shard.remove(key) {
-            shard.compact_ring();
+        let hash = hash_of(collection, key);
+        let mut shard = self.shards[shard_index(hash)].lock();
+        if let Some(at) = shard.find(hash, collection, key) {
+            let (weight, collection) = shard.take(at);
+            let counts = shard.counts(collection);
+            counts.resident_bytes -= weight;
+            counts.invalidations += 1;
         }
     }
 
@@ -263,6 +370,8 @@ impl RecordCache {
 mod tests {
     use super::*;
 
+    type Cache = RecordCache<&'static str>;
+
     fn key(i: u32) -> Bytes {
         Bytes::from(format!("key-{i:04}"))
     }
@@ -273,73 +382,122 @@ mod tests {
 
     #[test]
     fn a_record_is_found_at_its_generation_and_newer_only() {
-        let cache = RecordCache::new(1 << 20);
-        cache.insert(key(1), &value(10), 4, || true);
-        assert_eq!(cache.get(&key(1), 4), Some(value(10)));
-        assert_eq!(cache.get(&key(1), 6), Some(value(10)));
+        let cache = Cache::new(1 << 20);
+        cache.insert(7, &key(1), &value(10), 4, || true);
         assert_eq!(
-            cache.get(&key(1), 2),
+            cache.get(7, &key(1), 4).map(|(r, _)| r.value()),
+            Some(value(10))
+        );
+        assert_eq!(
+            cache.get(7, &key(1), 6).map(|(r, _)| r.value()),
+            Some(value(10))
+        );
+        assert_eq!(
+            cache.get(7, &key(1), 2).map(|(r, _)| r.value()),
             None,
             "an older reader must not see it"
         );
-        assert_eq!(cache.get(&key(2), 6), None);
+        assert_eq!(cache.get(7, &key(2), 6).map(|(r, _)| r.value()), None);
         let counts = cache.counts();
         assert_eq!((counts.requests, counts.hits), (4, 2));
     }
 
     #[test]
     fn nothing_is_kept_unless_still_current_under_the_lock() {
-        let cache = RecordCache::new(1 << 20);
-        cache.insert(key(1), &value(10), 0, || false);
-        assert_eq!(cache.get(&key(1), 0), None);
+        let cache = Cache::new(1 << 20);
+        cache.insert(7, &key(1), &value(10), 0, || false);
+        assert_eq!(cache.get(7, &key(1), 0).map(|(r, _)| r.value()), None);
         assert_eq!(cache.counts().resident_bytes, 0);
     }
 
     #[test]
     fn a_removed_record_is_gone_and_its_bytes_given_back() {
-        let cache = RecordCache::new(1 << 20);
-        cache.insert(key(1), &value(100), 0, || true);
+        let cache = Cache::new(1 << 20);
+        cache.insert(7, &key(1), &value(100), 0, || true);
         assert!(cache.counts().resident_bytes > 100);
-        cache.remove(&key(1));
-        assert_eq!(cache.get(&key(1), 0), None);
+        cache.remove(7, &key(1));
+        assert_eq!(cache.get(7, &key(1), 0).map(|(r, _)| r.value()), None);
         let counts = cache.counts();
         assert_eq!((counts.resident_bytes, counts.invalidations), (0, 1));
         // Kept again after its removal, it is found, and the ring's old place of it is
         // skipped when the hand passes.
-        cache.insert(key(1), &value(50), 2, || true);
-        assert_eq!(cache.get(&key(1), 2), Some(value(50)));
+        cache.insert(7, &key(1), &value(50), 2, || true);
+        assert_eq!(
+            cache.get(7, &key(1), 2).map(|(r, _)| r.value()),
+            Some(value(50))
+        );
     }
 
     #[test]
     fn the_tier_stays_in_budget_and_keeps_records_read_again() {
-        // One shard's worth of keys: find keys of one shard to test its ring alone.
+        // One shard's worth of keys: find keys of one shard to test its hand alone.
         let budget = 16 * 4096;
-        let cache = RecordCache::new(budget);
+        let cache = Cache::new(budget);
         let same_shard: Vec<Bytes> = (0..10_000)
             .map(key)
-            .filter(|k| shard_index(k) == shard_index(&key(0)))
+            .filter(|k| shard_index(hash_of(7, k)) == shard_index(hash_of(7, &key(0))))
             .take(40)
             .collect();
-        // 200 + 8 + 192 bytes each: 10 fit in a shard's 4,096.
+        // 8 + 200 + 144 bytes each: 11 fit in a shard's 4,096.
         let hot = same_shard[0].clone();
-        cache.insert(hot.clone(), &value(200), 0, || true);
+        cache.insert(7, &hot, &value(200), 0, || true);
         for k in &same_shard[1..] {
-            assert!(cache.get(&hot, 0).is_some(), "a record read again stays");
-            cache.insert(k.clone(), &value(200), 0, || true);
+            assert!(cache.get(7, &hot, 0).is_some(), "a record read again stays");
+            cache.insert(7, k, &value(200), 0, || true);
             assert!(cache.counts().resident_bytes <= budget / 16);
         }
         let counts = cache.counts();
-        assert!(counts.evictions >= 39 - 9, "{counts:?}");
+        assert!(counts.evictions >= 39 - 10, "{counts:?}");
+        let shard = cache.shards[shard_index(hash_of(7, &hot))].lock();
+        assert!(shard.slots.len() <= 11, "evicted slots are used again");
+        drop(shard);
         // Too large for a shard: not kept at all.
-        cache.insert(key(99_999), &value(5000), 0, || true);
-        assert_eq!(cache.get(&key(99_999), 0), None);
+        cache.insert(7, &key(99_999), &value(5000), 0, || true);
+        assert_eq!(cache.get(7, &key(99_999), 0).map(|(r, _)| r.value()), None);
+    }
+
+    #[test]
+    fn a_hit_hands_out_slices_of_one_buffer() {
+        let cache = Cache::new(1 << 20);
+        cache.insert(7, b"product", b"record", 0, || true);
+        let (kept, decoded) = cache.get(7, b"product", 0).expect("kept");
+        assert_eq!(decoded, None);
+        assert_eq!(
+            (&kept.key()[..], &kept.value()[..]),
+            (&b"product"[..], &b"record"[..])
+        );
+        assert_eq!(kept.value().as_ptr(), kept.key().as_ptr().wrapping_add(7));
+        assert_eq!(cache.counts().resident_bytes, 13 + ENTRY_OVERHEAD);
+        // The same key in another collection is another record.
+        assert_eq!(cache.get(8, b"product", 0), None);
+        assert_eq!(cache.counts_by_collection()[&8].requests, 1);
+    }
+
+    #[test]
+    fn what_a_reader_built_stays_with_its_record_and_is_weighed() {
+        let cache = Cache::new(1 << 20);
+        cache.insert(7, b"k", b"first", 0, || true);
+        let (first, _) = cache.get(7, b"k", 0).unwrap();
+        cache.attach(7, b"k", &first, "built from first", 100);
+        assert_eq!(cache.get(7, b"k", 0).unwrap().1, Some("built from first"));
+        assert_eq!(cache.counts().resident_bytes, 6 + ENTRY_OVERHEAD + 100);
+        // Only once.
+        cache.attach(7, b"k", &first, "again", 100);
+        assert_eq!(cache.get(7, b"k", 0).unwrap().1, Some("built from first"));
+        // Gone with its record; and not attached to a record kept since.
+        cache.remove(7, b"k");
+        assert_eq!(cache.counts().resident_bytes, 0);
+        cache.insert(7, b"k", b"second", 2, || true);
+        cache.attach(7, b"k", &first, "built from first", 100);
+        assert_eq!(cache.get(7, b"k", 2).unwrap().1, None);
+        assert_eq!(cache.counts().resident_bytes, 7 + ENTRY_OVERHEAD);
     }
 
     #[test]
     fn a_tier_of_no_bytes_keeps_nothing() {
-        let cache = RecordCache::new(0);
-        cache.insert(key(1), &value(1), 0, || true);
-        assert_eq!(cache.get(&key(1), 0), None);
+        let cache = Cache::new(0);
+        cache.insert(7, &key(1), &value(1), 0, || true);
+        assert_eq!(cache.get(7, &key(1), 0).map(|(r, _)| r.value()), None);
         assert_eq!(cache.counts(), RecordCounts::default());
     }
 }

@@ -39,6 +39,16 @@ pub fn collection_of(key: &[u8]) -> Option<CollectionId> {
     Some(lead & !(ARRAY_SPACE | OUTLIER_SPACE))
 }
 
+/// A parent record's tree key as its collection and the parent's own key.
+pub fn split_parent(key: &[u8]) -> Option<(CollectionId, &[u8])> {
+    is_parent(key).then(|| {
+        (
+            collection_of(key).expect("a parent key has a collection"),
+            &key[4..],
+        )
+    })
+}
+
 /// Whether a tree key is a parent record's (not an array record's or an outlier marker's).
 pub fn is_parent(key: &[u8]) -> bool {
     key.get(..4)
@@ -155,6 +165,14 @@ pub fn outliers_end(collection: CollectionId, field: usize) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_parent_key_splits_into_its_collection_and_key() {
+        assert_eq!(split_parent(&parent(7, b"p")), Some((7, &b"p"[..])));
+        assert_eq!(split_parent(&parent(7, b"")), Some((7, &b""[..])));
+        assert_eq!(split_parent(&tail(7, b"p", 0)), None);
+        assert_eq!(split_parent(b"ab"), None);
+    }
 
     #[test]
     fn sortable_keeps_signed_order() {

@@ -17,7 +17,7 @@ use bytes::{BufMut, Bytes};
 use parking_lot::{Mutex, RwLock};
 
 pub use compact::CompactReport;
-pub use read::{ArrayView, Cursor, ItemPage, ItemQuery, Order, Outlier};
+pub use read::{ArrayView, Cursor, Document, ItemPage, ItemQuery, Order, Outlier};
 pub use space::{SegmentSpace, SpaceStats, TierSpace};
 pub use stage::NewItem;
 pub use verify::{Inspection, SegmentInfo, VerifyReport};
@@ -736,7 +736,9 @@ impl Shared {
         let records = &self.pages.cache.records;
         let epoch = self.record_epoch.fetch_add(1, Ordering::SeqCst) + 1;
         for key in written {
-            records.remove(key);
+            if let Some((collection, key)) = crate::page::keys::split_parent(key) {
+                records.remove(collection, key);
+            }
         }
         version.generation = epoch + 1;
         self.publish(version);

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
-use super::stage::{decode_items, decode_record_fields};
+use super::stage::{decode_items, decode_record_fields, record_corruption};
 use super::{Shared, Version};
 use crate::cache::{CacheKey, CacheValue, Tier};
 use crate::catalog::{CollectionInfo, Layout};
@@ -33,6 +33,81 @@ pub struct ArrayView {
     pub summary: Summary,
     /// The items the layout keeps inline, in key order (ties in push order).
     pub inline: Vec<Item>,
+}
+
+/// A parent document: its body and, per array field, its meta and inline items. A clone
+/// shares them: the record tier keeps the documents of the records `get` reads, and a hit
+/// hands out a clone.
+#[derive(Clone, PartialEq)]
+pub struct Document(Arc<DocumentParts>);
+
+#[derive(PartialEq)]
+struct DocumentParts {
+    key: Bytes,
+    body: Bytes,
+    arrays: Vec<ArrayView>,
+}
+
+impl Document {
+    /// The document of `key` from its record, decoded by [`decode_read_record`].
+    pub(crate) fn new(info: &CollectionInfo, key: Bytes, record: ParentRecord<Item>) -> Self {
+        Document(Arc::new(DocumentParts {
+            key,
+            body: record.body,
+            arrays: array_views(info, record.arrays),
+        }))
+    }
+
+    pub fn key(&self) -> &[u8] {
+        &self.0.key
+    }
+
+    pub fn body(&self) -> &[u8] {
+        &self.0.body
+    }
+
+    /// Every array field, in schema order.
+    pub fn arrays(&self) -> &[ArrayView] {
+        &self.0.arrays
+    }
+
+    /// The array field named `field`.
+    pub fn array(&self, field: &str) -> Option<&ArrayView> {
+        self.0.arrays.iter().find(|a| a.field == field)
+    }
+
+    /// The memory the document takes beyond the bytes its key, body and payloads are
+    /// slices of: its parts, arrays, field names and items, with the allocator's headers.
+    pub(crate) fn memory_bytes(&self) -> u64 {
+        const ALLOCATION: usize = 16;
+        let arrays: usize = self
+            .0
+            .arrays
+            .iter()
+            .map(|array| {
+                array.field.capacity()
+                    + ALLOCATION
+                    + array.inline.capacity() * std::mem::size_of::<Item>()
+                    + ALLOCATION
+            })
+            .sum();
+        (std::mem::size_of::<DocumentParts>()
+            + 2 * std::mem::size_of::<usize>()
+            + ALLOCATION
+            + self.0.arrays.capacity() * std::mem::size_of::<ArrayView>()
+            + ALLOCATION
+            + arrays) as u64
+    }
+}
+
+impl std::fmt::Debug for Document {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Document")
+            .field("key", &self.0.key)
+            .field("body", &self.0.body)
+            .field("arrays", &self.0.arrays)
+            .finish()
+    }
 }
 
 /// Iteration order of `items`.
@@ -175,39 +250,35 @@ fn sort_items(items: &mut [Stored], order: Order) {
     }
 }
 
-/// The items of `stored`, moved into a new vector of their own size. Collecting in place
-/// would keep the stored items' larger buffer for as long as the document lives; measured on
-/// the followers workload under Embed (100,000-item documents), that raised the process's
-/// peak memory from 31 MB to 75-103 MB.
-fn items_of(stored: Vec<Stored>) -> Vec<Item> {
-    let mut items = Vec::with_capacity(stored.len());
-    items.extend(stored.into_iter().map(|s| s.item));
-    items
-}
-
-/// The arrays of a record as a reader sees them, inline items in (key, push) order. Takes
-/// the record's items by value: a large Embed array is moved, not copied item by item.
-pub(crate) fn array_views(info: &CollectionInfo, arrays: Vec<ArrayState>) -> Vec<ArrayView> {
+/// The arrays of a record as a reader sees them (decoded by [`decode_read_record`], inline
+/// items already in (key, push) order). Takes them by value: a large Embed array is moved,
+/// not copied item by item.
+pub(crate) fn array_views(info: &CollectionInfo, arrays: Vec<ArrayState<Item>>) -> Vec<ArrayView> {
     info.spec
         .arrays()
         .iter()
         .zip(arrays)
-        .map(|(spec, array)| {
-            let mut inline = array.inline;
-            // Kept sorted by every layout but Outlier, whose first N stay in push order.
-            if !inline.is_sorted_by_key(Stored::order) {
-                inline.sort_by_key(Stored::order);
-            }
-            ArrayView {
-                field: spec.field.clone(),
-                layout: spec.layout,
-                total: array.total,
-                has_overflow: array.has_overflow,
-                summary: array.summary,
-                inline: items_of(inline),
-            }
+        .map(|(spec, array)| ArrayView {
+            field: spec.field.clone(),
+            layout: spec.layout,
+            total: array.total,
+            has_overflow: array.has_overflow,
+            summary: array.summary,
+            inline: array.inline,
         })
         .collect()
+}
+
+/// A parent record as a reader sees it: the inline items of the fields `wanted` names, as
+/// `Item`s in (key, push) order.
+pub(crate) fn decode_read_record(
+    bytes: Bytes,
+    info: &CollectionInfo,
+    key: &[u8],
+    wanted: impl Fn(usize) -> bool,
+) -> Result<ParentRecord<Item>> {
+    ParentRecord::decode_read(bytes, info.spec.arrays().len(), wanted)
+        .map_err(|reason| record_corruption(info, key, reason))
 }
 
 impl Shared {
@@ -220,6 +291,64 @@ impl Shared {
 
     /// A parent's record, with the inline items of the array fields `wanted` names only
     /// (the others are stepped over; their state is all there but their `inline`).
+    /// A parent's whole document at `version`. The record tier keeps it with the record it
+    /// was built from: a read that finds it there builds nothing.
+    pub(crate) fn document(
+        &self,
+        version: &Version,
+        info: &CollectionInfo,
+        key: &[u8],
+    ) -> Result<Option<Document>> {
+        let records = &self.pages.cache.records;
+        match records.get(info.id, key, version.generation) {
+            Some((_, Some(document))) => Ok(Some(document)),
+            Some((kept, None)) => {
+                let record = decode_read_record(kept.value(), info, key, |_| true)?;
+                let document = Document::new(info, kept.key(), record);
+                records.attach(
+                    info.id,
+                    key,
+                    &kept,
+                    document.clone(),
+                    document.memory_bytes(),
+                );
+                Ok(Some(document))
+            }
+            None => match self.read_and_keep(version, info, key)? {
+                Some(bytes) => {
+                    let record = decode_read_record(bytes, info, key, |_| true)?;
+                    Ok(Some(Document::new(
+                        info,
+                        Bytes::copy_from_slice(key),
+                        record,
+                    )))
+                }
+                None => Ok(None),
+            },
+        }
+    }
+
+    /// A parent's key and record as `get_projected` returns them (see [`decode_read_record`]). The
+    /// key is a slice of the record tier's buffer when the tier holds the record.
+    pub(crate) fn read_record(
+        &self,
+        version: &Version,
+        info: &CollectionInfo,
+        key: &[u8],
+        wanted: impl Fn(usize) -> bool,
+    ) -> Result<Option<(Bytes, ParentRecord<Item>)>> {
+        let records = &self.pages.cache.records;
+        let (key_bytes, bytes) = match records.get(info.id, key, version.generation) {
+            Some((kept, _)) => (kept.key(), kept.value()),
+            None => match self.read_and_keep(version, info, key)? {
+                Some(bytes) => (Bytes::copy_from_slice(key), bytes),
+                None => return Ok(None),
+            },
+        };
+        let record = decode_read_record(bytes, info, key, wanted)?;
+        Ok(Some((key_bytes, record)))
+    }
+
     pub(crate) fn parent_record(
         &self,
         version: &Version,
@@ -227,28 +356,40 @@ impl Shared {
         key: &[u8],
         wanted: impl Fn(usize) -> bool,
     ) -> Result<Option<ParentRecord>> {
-        match self.record_bytes(version, keys::parent(info.id, key))? {
-            Some(bytes) => decode_record_fields(bytes, info, key, wanted).map(Some),
-            None => Ok(None),
-        }
+        let bytes = match self
+            .pages
+            .cache
+            .records
+            .get(info.id, key, version.generation)
+        {
+            Some((kept, _)) => Some(kept.value()),
+            None => self.read_and_keep(version, info, key)?,
+        };
+        bytes
+            .map(|bytes| decode_record_fields(bytes, info, key, wanted))
+            .transpose()
     }
 
-    /// A parent record's bytes at `version`: from the record tier when it holds them as of
-    /// a generation no newer than the version's, else from the tree, and then kept there if
-    /// `version` is the current one and no commit is publishing (see `publish_changes`).
-    fn record_bytes(&self, version: &Version, tree_key: Bytes) -> Result<Option<Bytes>> {
-        let records = &self.pages.cache.records;
-        if let Some(bytes) = records.get(&tree_key, version.generation) {
-            return Ok(Some(bytes));
-        }
+    /// A parent record's bytes read from the tree at `version` (the record tier did not hold
+    /// them as of a generation no newer than the version's), kept in the tier if `version`
+    /// is the current one and no commit is publishing (see `publish_changes`).
+    fn read_and_keep(
+        &self,
+        version: &Version,
+        info: &CollectionInfo,
+        key: &[u8],
+    ) -> Result<Option<Bytes>> {
         let epoch = self.record_epoch.load(Ordering::SeqCst);
-        let bytes = self.read_tree(version, &tree_key)?;
+        let bytes = self.read_tree(version, &keys::parent(info.id, key))?;
         if let Some(bytes) = &bytes
             && epoch == version.generation
         {
-            records.insert(tree_key, bytes, epoch, || {
-                self.record_epoch.load(Ordering::SeqCst) == epoch
-            });
+            self.pages
+                .cache
+                .records
+                .insert(info.id, key, bytes, epoch, || {
+                    self.record_epoch.load(Ordering::SeqCst) == epoch
+                });
         }
         Ok(bytes)
     }
@@ -646,5 +787,64 @@ mod tests {
             Some(&b"new"[..])
         );
         assert_eq!(db.shared.pages.cache.records.counts().hits, 2);
+    }
+
+    /// The second `get` of a record takes the document the first hit built; a projected
+    /// read neither takes it nor leaves one; a commit to the record takes it away with the
+    /// record, so an older reader never sees the newer document nor a newer one the older.
+    #[test]
+    fn a_document_built_from_the_record_tier_is_kept_with_its_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), Options::new()).unwrap();
+        let spec = CollectionSpec::new("docs").array("a", Layout::Subset { keep: 2 });
+        let docs = db.create_collection(spec).unwrap();
+        let mut batch = db.batch();
+        batch.put("docs", "k", "old");
+        batch.push("docs", "k", "a", crate::NewItem::new("x").key(1));
+        batch.commit().unwrap();
+        let records = &db.shared.pages.cache.records;
+        let info = db
+            .shared
+            .current()
+            .catalog
+            .by_name
+            .get("docs")
+            .unwrap()
+            .clone();
+        let kept = |generation| records.get(info.id, b"k", generation);
+
+        // A miss keeps the record alone; a projected hit builds nothing to keep.
+        let first = docs.get("k").unwrap().unwrap();
+        let projected = docs.get_projected("k", &[]).unwrap().unwrap();
+        assert!(projected.array("a").unwrap().inline.is_empty());
+        let generation = db.shared.current().generation;
+        assert!(kept(generation).unwrap().1.is_none());
+        let resident = records.counts().resident_bytes;
+
+        // The first whole hit builds the document and keeps it, weighed; the next takes it.
+        let second = docs.get("k").unwrap().unwrap();
+        assert_eq!(second, first);
+        let held = kept(generation).unwrap().1.expect("kept with its record");
+        assert!(Arc::ptr_eq(&held.0, &second.0));
+        assert_eq!(
+            records.counts().resident_bytes,
+            resident + second.memory_bytes()
+        );
+        let third = docs.get("k").unwrap().unwrap();
+        assert!(Arc::ptr_eq(&third.0, &second.0));
+        let old = db.shared.current();
+
+        let mut batch = db.batch();
+        batch.put("docs", "k", "new");
+        batch.commit().unwrap();
+        assert!(kept(db.shared.current().generation).is_none());
+        assert_eq!(records.counts().resident_bytes, 0);
+        assert_eq!(docs.get("k").unwrap().unwrap().body(), b"new");
+        assert_eq!(docs.get("k").unwrap().unwrap().body(), b"new");
+        assert!(kept(db.shared.current().generation).unwrap().1.is_some());
+        // The reader of the version before the commit reads its own record, past the tier.
+        let before = db.shared.document(&old, &info, b"k").unwrap().unwrap();
+        assert_eq!(before.body(), b"old");
+        assert_eq!(before.array("a").unwrap().inline.len(), 1);
     }
 }

@@ -859,17 +859,21 @@ pub(crate) fn decode_record_fields(
     key: &[u8],
     wanted: impl Fn(usize) -> bool,
 ) -> Result<ParentRecord> {
-    ParentRecord::decode_fields(bytes, info.spec.arrays().len(), wanted).map_err(|reason| {
-        Error::corruption(
-            "page store",
-            0,
-            format!(
-                "record of {:?} in {}: {reason}",
-                String::from_utf8_lossy(key),
-                info.spec.name()
-            ),
-        )
-    })
+    ParentRecord::decode_fields(bytes, info.spec.arrays().len(), wanted)
+        .map_err(|reason| record_corruption(info, key, reason))
+}
+
+/// A parent record of `key` in `info`'s collection that did not decode.
+pub(crate) fn record_corruption(info: &CollectionInfo, key: &[u8], reason: String) -> Error {
+    Error::corruption(
+        "page store",
+        0,
+        format!(
+            "record of {:?} in {}: {reason}",
+            String::from_utf8_lossy(key),
+            info.spec.name()
+        ),
+    )
 }
 
 pub(crate) fn decode_items(mut bytes: Bytes, tree_key: &[u8]) -> Result<Vec<Stored>> {
