@@ -33,7 +33,7 @@ const SHARDS: usize = 16;
 /// Memory an entry costs beyond its key and record bytes: its slot (the buffer's handle,
 /// hash, generation, lengths, bit), its place in the table, the buffer's shared header
 /// (made on the first hit) and the allocator's headers of both.
-const ENTRY_OVERHEAD: u64 = 144;
+const ENTRY_OVERHEAD: u64 = 160;
 
 /// What the record tier counted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -438,7 +438,7 @@ mod tests {
             .filter(|k| shard_index(hash_of(7, k)) == shard_index(hash_of(7, &key(0))))
             .take(40)
             .collect();
-        // 8 + 200 + 144 bytes each: 11 fit in a shard's 4,096.
+        // 8 + 200 + 160 bytes each: 11 fit in a shard's 4,096.
         let hot = same_shard[0].clone();
         cache.insert(7, &hot, &value(200), 0, || true);
         for k in &same_shard[1..] {
@@ -491,6 +491,19 @@ mod tests {
         cache.attach(7, b"k", &first, "built from first", 100);
         assert_eq!(cache.get(7, b"k", 2).unwrap().1, None);
         assert_eq!(cache.counts().resident_bytes, 7 + ENTRY_OVERHEAD);
+    }
+
+    #[test]
+    fn an_entry_is_weighed_at_least_what_it_holds() {
+        // Its slot, its place in the table (an index and a control byte, at most half
+        // full after growing), the buffer's allocation header, and the shared header a
+        // buffer gets on its first hit (with its own allocation header).
+        let slot = std::mem::size_of::<Option<Slot<crate::store::Document>>>();
+        let least = slot + 2 * (4 + 1) + 16 + 32 + 16;
+        assert!(
+            ENTRY_OVERHEAD as usize >= least,
+            "slot {slot}, at least {least}"
+        );
     }
 
     #[test]
