@@ -699,17 +699,7 @@ impl PageCache {
         let invalidations = record_counts.values().map(|c| c.invalidations).sum();
         let record_rows: BTreeMap<usize, TierStats> = record_counts
             .iter()
-            .map(|(id, c)| {
-                let stats = TierStats {
-                    requests: c.requests,
-                    hits: c.hits,
-                    misses: c.requests - c.hits,
-                    bytes_read: 0,
-                    evictions: c.evictions,
-                    resident_bytes: c.resident_bytes,
-                };
-                (*id as usize + 1, stats)
-            })
+            .map(|(id, c)| (*id as usize + 1, c.tier))
             .collect();
         if let Some((&last, _)) = record_rows.last_key_value()
             && rows.len() <= last

@@ -28,6 +28,8 @@ use hashbrown::HashTable;
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 
+use super::TierStats;
+
 const SHARDS: usize = 16;
 
 /// Memory an entry costs beyond its key and record bytes: its slot (the buffer's handle,
@@ -35,15 +37,13 @@ const SHARDS: usize = 16;
 /// (made on the first hit) and the allocator's headers of both.
 const ENTRY_OVERHEAD: u64 = 160;
 
-/// What the record tier counted.
+/// What the record tier counted: a tier's counts (no bytes read: a miss reads the tree,
+/// which the page cache counts), and the records commits took away.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RecordCounts {
-    pub requests: u64,
-    pub hits: u64,
-    pub evictions: u64,
+    pub tier: TierStats,
     /// Records removed because a commit changed them.
     pub invalidations: u64,
-    pub resident_bytes: u64,
 }
 
 /// A record the tier holds: the parent's key and the record's bytes in one buffer.
@@ -110,11 +110,8 @@ struct Shard<D> {
 
 impl RecordCounts {
     fn add(&mut self, other: &RecordCounts) {
-        self.requests += other.requests;
-        self.hits += other.hits;
-        self.evictions += other.evictions;
+        self.tier.add(&other.tier);
         self.invalidations += other.invalidations;
-        self.resident_bytes += other.resident_bytes;
     }
 }
 
@@ -181,8 +178,8 @@ impl<D> Shard<D> {
                 Some(_) => {
                     let (weight, collection) = self.take(at);
                     let counts = self.counts(collection);
-                    counts.evictions += 1;
-                    counts.resident_bytes -= weight;
+                    counts.tier.evictions += 1;
+                    counts.tier.resident_bytes -= weight;
                 }
             }
         }
@@ -251,8 +248,11 @@ impl<D: Clone> RecordCache<D> {
             })
         });
         let counts = shard.counts(collection);
-        counts.requests += 1;
-        counts.hits += found.is_some() as u64;
+        counts.tier.requests += 1;
+        match found {
+            Some(_) => counts.tier.hits += 1,
+            None => counts.tier.misses += 1,
+        }
         found
     }
 
@@ -280,7 +280,7 @@ impl<D: Clone> RecordCache<D> {
             return;
         }
         shard.make_room(weight, self.shard_budget);
-        shard.counts(collection).resident_bytes += weight;
+        shard.counts(collection).tier.resident_bytes += weight;
         let slot = Slot {
             collection,
             record: KeptRecord::new(key, value),
@@ -311,7 +311,7 @@ impl<D: Clone> RecordCache<D> {
         }
         slot.decoded = Some((decoded, weight));
         shard.bytes += weight;
-        shard.counts(collection).resident_bytes += weight;
+        shard.counts(collection).tier.resident_bytes += weight;
         // The entry was just read: the hand passes it once before it could go.
         shard.make_room(0, self.shard_budget);
     }
@@ -326,7 +326,7 @@ impl<D: Clone> RecordCache<D> {
         if let Some(at) = shard.find(hash, collection, key) {
             let (weight, collection) = shard.take(at);
             let counts = shard.counts(collection);
-            counts.resident_bytes -= weight;
+            counts.tier.resident_bytes -= weight;
             counts.invalidations += 1;
         }
     }
@@ -358,8 +358,11 @@ impl<D: Clone> RecordCache<D> {
         for shard in self.shards.iter() {
             for counts in shard.lock().counts.values_mut() {
                 *counts = RecordCounts {
-                    resident_bytes: counts.resident_bytes,
-                    ..RecordCounts::default()
+                    tier: TierStats {
+                        resident_bytes: counts.tier.resident_bytes,
+                        ..TierStats::default()
+                    },
+                    invalidations: 0,
                 };
             }
         }
@@ -399,7 +402,7 @@ mod tests {
         );
         assert_eq!(cache.get(7, &key(2), 6).map(|(r, _)| r.value()), None);
         let counts = cache.counts();
-        assert_eq!((counts.requests, counts.hits), (4, 2));
+        assert_eq!((counts.tier.requests, counts.tier.hits), (4, 2));
     }
 
     #[test]
@@ -407,18 +410,18 @@ mod tests {
         let cache = Cache::new(1 << 20);
         cache.insert(7, &key(1), &value(10), 0, || false);
         assert_eq!(cache.get(7, &key(1), 0).map(|(r, _)| r.value()), None);
-        assert_eq!(cache.counts().resident_bytes, 0);
+        assert_eq!(cache.counts().tier.resident_bytes, 0);
     }
 
     #[test]
     fn a_removed_record_is_gone_and_its_bytes_given_back() {
         let cache = Cache::new(1 << 20);
         cache.insert(7, &key(1), &value(100), 0, || true);
-        assert!(cache.counts().resident_bytes > 100);
+        assert!(cache.counts().tier.resident_bytes > 100);
         cache.remove(7, &key(1));
         assert_eq!(cache.get(7, &key(1), 0).map(|(r, _)| r.value()), None);
         let counts = cache.counts();
-        assert_eq!((counts.resident_bytes, counts.invalidations), (0, 1));
+        assert_eq!((counts.tier.resident_bytes, counts.invalidations), (0, 1));
         // Kept again after its removal, it is found, and the ring's old place of it is
         // skipped when the hand passes.
         cache.insert(7, &key(1), &value(50), 2, || true);
@@ -444,10 +447,10 @@ mod tests {
         for k in &same_shard[1..] {
             assert!(cache.get(7, &hot, 0).is_some(), "a record read again stays");
             cache.insert(7, k, &value(200), 0, || true);
-            assert!(cache.counts().resident_bytes <= budget / 16);
+            assert!(cache.counts().tier.resident_bytes <= budget / 16);
         }
         let counts = cache.counts();
-        assert!(counts.evictions >= 39 - 10, "{counts:?}");
+        assert!(counts.tier.evictions >= 39 - 10, "{counts:?}");
         let shard = cache.shards[shard_index(hash_of(7, &hot))].lock();
         assert!(shard.slots.len() <= 11, "evicted slots are used again");
         drop(shard);
@@ -467,10 +470,10 @@ mod tests {
             (&b"product"[..], &b"record"[..])
         );
         assert_eq!(kept.value().as_ptr(), kept.key().as_ptr().wrapping_add(7));
-        assert_eq!(cache.counts().resident_bytes, 13 + ENTRY_OVERHEAD);
+        assert_eq!(cache.counts().tier.resident_bytes, 13 + ENTRY_OVERHEAD);
         // The same key in another collection is another record.
         assert_eq!(cache.get(8, b"product", 0), None);
-        assert_eq!(cache.counts_by_collection()[&8].requests, 1);
+        assert_eq!(cache.counts_by_collection()[&8].tier.requests, 1);
     }
 
     #[test]
@@ -480,17 +483,17 @@ mod tests {
         let (first, _) = cache.get(7, b"k", 0).unwrap();
         cache.attach(7, b"k", &first, "built from first", 100);
         assert_eq!(cache.get(7, b"k", 0).unwrap().1, Some("built from first"));
-        assert_eq!(cache.counts().resident_bytes, 6 + ENTRY_OVERHEAD + 100);
+        assert_eq!(cache.counts().tier.resident_bytes, 6 + ENTRY_OVERHEAD + 100);
         // Only once.
         cache.attach(7, b"k", &first, "again", 100);
         assert_eq!(cache.get(7, b"k", 0).unwrap().1, Some("built from first"));
         // Gone with its record; and not attached to a record kept since.
         cache.remove(7, b"k");
-        assert_eq!(cache.counts().resident_bytes, 0);
+        assert_eq!(cache.counts().tier.resident_bytes, 0);
         cache.insert(7, b"k", b"second", 2, || true);
         cache.attach(7, b"k", &first, "built from first", 100);
         assert_eq!(cache.get(7, b"k", 2).unwrap().1, None);
-        assert_eq!(cache.counts().resident_bytes, 7 + ENTRY_OVERHEAD);
+        assert_eq!(cache.counts().tier.resident_bytes, 7 + ENTRY_OVERHEAD);
     }
 
     #[test]

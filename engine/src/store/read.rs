@@ -772,10 +772,13 @@ mod tests {
         let new = db.shared.current();
         assert!(new.generation > old.generation);
         assert_eq!(body(&db, &old, "k").as_deref(), Some(&b"old"[..]));
-        assert_eq!(db.shared.pages.cache.records.counts().resident_bytes, 0);
+        assert_eq!(
+            db.shared.pages.cache.records.counts().tier.resident_bytes,
+            0
+        );
         assert_eq!(body(&db, &new, "k").as_deref(), Some(&b"new"[..]));
         assert_eq!(body(&db, &new, "k").as_deref(), Some(&b"new"[..]));
-        assert_eq!(db.shared.pages.cache.records.counts().hits, 1);
+        assert_eq!(db.shared.pages.cache.records.counts().tier.hits, 1);
         // And the old reader does not take the new version's record.
         assert_eq!(body(&db, &old, "k").as_deref(), Some(&b"old"[..]));
         // A checkpoint changes no record: its version keeps the generation, and the
@@ -786,7 +789,7 @@ mod tests {
             body(&db, &db.shared.current(), "k").as_deref(),
             Some(&b"new"[..])
         );
-        assert_eq!(db.shared.pages.cache.records.counts().hits, 2);
+        assert_eq!(db.shared.pages.cache.records.counts().tier.hits, 2);
     }
 
     /// The second `get` of a record takes the document the first hit built; a projected
@@ -819,7 +822,7 @@ mod tests {
         assert!(projected.array("a").unwrap().inline.is_empty());
         let generation = db.shared.current().generation;
         assert!(kept(generation).unwrap().1.is_none());
-        let resident = records.counts().resident_bytes;
+        let resident = records.counts().tier.resident_bytes;
 
         // The first whole hit builds the document and keeps it, weighed; the next takes it.
         let second = docs.get("k").unwrap().unwrap();
@@ -827,7 +830,7 @@ mod tests {
         let held = kept(generation).unwrap().1.expect("kept with its record");
         assert!(Arc::ptr_eq(&held.0, &second.0));
         assert_eq!(
-            records.counts().resident_bytes,
+            records.counts().tier.resident_bytes,
             resident + second.memory_bytes()
         );
         let third = docs.get("k").unwrap().unwrap();
@@ -838,7 +841,7 @@ mod tests {
         batch.put("docs", "k", "new");
         batch.commit().unwrap();
         assert!(kept(db.shared.current().generation).is_none());
-        assert_eq!(records.counts().resident_bytes, 0);
+        assert_eq!(records.counts().tier.resident_bytes, 0);
         assert_eq!(docs.get("k").unwrap().unwrap().body(), b"new");
         assert_eq!(docs.get("k").unwrap().unwrap().body(), b"new");
         assert!(kept(db.shared.current().generation).unwrap().1.is_some());
