@@ -64,12 +64,12 @@ pub fn dir_bytes(dir: &Path) -> u64 {
     total
 }
 
-/// A skewdb cache's (requests, hits) counters.
+/// A skewdb page cache's (requests, hits) counters: pages and chunks, not the record tier.
 pub fn skew_counters(db: &Db) -> CacheCounters {
-    let total = db.cache_stats().total();
+    let stats = db.cache_stats();
     CacheCounters {
-        requests: total.requests,
-        hits: total.hits,
+        requests: stats.hot.requests + stats.cold.requests,
+        hits: stats.hot.hits + stats.cold.hits,
     }
 }
 

@@ -447,7 +447,7 @@ fn main() {
         ));
     }
     let whole = format!(
-        "Every engine: cache {} MiB, every write durable, median of {RUNS} runs (the run with the median mixed rate; views, aggregates, ranges and profile reads alone: the median of their own). Latencies: reads in the mixed runs, appends in the turns; beside a latency, above 1.00x is slower than skewdb, beside a rate, above 1.00x is faster. Cache hit ratio over the mixed run, as each engine counts it: skewdb page and chunk requests, redb read hits and misses (`cache_metrics` feature), fjall block loads (`metrics` feature; reads its memtable serves count none), SQLite pager hits and misses (`sqlite3_db_status`).\n\n{}\n\nWhole run {:.0} s.\n",
+        "Every engine: cache {} MiB, every write durable, median of {RUNS} runs (the run with the median mixed rate; views, aggregates, ranges and profile reads alone: the median of their own). Latencies: reads in the mixed runs, appends in the turns; beside a latency, above 1.00x is slower than skewdb, beside a rate, above 1.00x is faster. Cache hit ratio over the mixed run, as each engine counts it: skewdb page and chunk requests (not the record tier's: a read the tier answers asks the page cache for nothing, as a read fjall's memtable answers loads no block), redb read hits and misses (`cache_metrics` feature), fjall block loads (`metrics` feature; reads its memtable serves count none), SQLite pager hits and misses (`sqlite3_db_status`).\n\n{}\n\nWhole run {:.0} s.\n",
         CACHE_BYTES >> 20,
         sections.join("\n\n"),
         started.elapsed().as_secs_f64()
