@@ -1,12 +1,12 @@
-//! The record tier: parent records as `Collection::get` last read them, keyed by their tree
-//! key, in a share of the cache's byte budget. A hit skips the tree walk and the page
+//! The record tier: parent records as point reads last found them, by collection and key,
+//! in a share of the cache's byte budget. A hit skips the tree walk and the page
 //! lookups of a point read (the whole of its cost when its pages are cached).
 //!
 //! Unlike pages and chunks, a record's key does not name immutable bytes: a commit can
 //! change the record under it. Each entry carries the generation of the version it was read
 //! at; the store bumps the generation when a commit changes records, removes the records it
 //! changes before publishing, and lets a reader insert only what it read at the newest
-//! generation while no commit is between those two steps (see `Shared::record_bytes`).
+//! generation while no commit is between those two steps (see `Shared::find_record`).
 //! A reader uses an entry only when its version is at least as new as the entry's.
 //!
 //! Sixteen shards, each with its own lock, its own share of the budget and a CLOCK hand
@@ -104,7 +104,7 @@ struct Shard<D> {
     /// Where the CLOCK hand points.
     hand: usize,
     bytes: u64,
-    /// By collection id (a parent record's key starts with it).
+    /// By collection id.
     counts: FxHashMap<u32, RecordCounts>,
 }
 

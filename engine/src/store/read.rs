@@ -10,6 +10,7 @@ use bytes::Bytes;
 
 use super::stage::{decode_items, decode_record_fields, record_corruption};
 use super::{Shared, Version};
+use crate::cache::records::KeptRecord;
 use crate::cache::{CacheKey, CacheValue, Tier};
 use crate::catalog::{CollectionInfo, Layout};
 use crate::cold::ChunkRef;
@@ -108,6 +109,13 @@ impl std::fmt::Debug for Document {
             .field("arrays", &self.0.arrays)
             .finish()
     }
+}
+
+/// A parent record as a read found it: kept in the record tier (with the document a `get`
+/// built from it, if one did), or read from the tree.
+enum Found {
+    Kept(KeptRecord, Option<Document>),
+    Read(Bytes),
 }
 
 /// Iteration order of `items`.
@@ -289,8 +297,6 @@ impl Shared {
         }
     }
 
-    /// A parent's record, with the inline items of the array fields `wanted` names only
-    /// (the others are stepped over; their state is all there but their `inline`).
     /// A parent's whole document at `version`. The record tier keeps it with the record it
     /// was built from: a read that finds it there builds nothing.
     pub(crate) fn document(
@@ -299,37 +305,28 @@ impl Shared {
         info: &CollectionInfo,
         key: &[u8],
     ) -> Result<Option<Document>> {
-        let records = &self.pages.cache.records;
-        match records.get(info.id, key, version.generation) {
-            Some((_, Some(document))) => Ok(Some(document)),
-            Some((kept, None)) => {
+        let document = match self.find_record(version, info, key)? {
+            Some(Found::Kept(_, Some(document))) => document,
+            Some(Found::Kept(kept, None)) => {
                 let record = decode_read_record(kept.value(), info, key, |_| true)?;
                 let document = Document::new(info, kept.key(), record);
-                records.attach(
-                    info.id,
-                    key,
-                    &kept,
-                    document.clone(),
-                    document.memory_bytes(),
-                );
-                Ok(Some(document))
+                let weight = document.memory_bytes();
+                let records = &self.pages.cache.records;
+                records.attach(info.id, key, &kept, document.clone(), weight);
+                document
             }
-            None => match self.read_and_keep(version, info, key)? {
-                Some(bytes) => {
-                    let record = decode_read_record(bytes, info, key, |_| true)?;
-                    Ok(Some(Document::new(
-                        info,
-                        Bytes::copy_from_slice(key),
-                        record,
-                    )))
-                }
-                None => Ok(None),
-            },
-        }
+            Some(Found::Read(bytes)) => {
+                let record = decode_read_record(bytes, info, key, |_| true)?;
+                Document::new(info, Bytes::copy_from_slice(key), record)
+            }
+            None => return Ok(None),
+        };
+        Ok(Some(document))
     }
 
-    /// A parent's key and record as `get_projected` returns them (see [`decode_read_record`]). The
-    /// key is a slice of the record tier's buffer when the tier holds the record.
+    /// A parent's key and record as `get_projected` returns them (see
+    /// [`decode_read_record`]). The key is a slice of the record tier's buffer when the tier
+    /// holds the record.
     pub(crate) fn read_record(
         &self,
         version: &Version,
@@ -337,18 +334,17 @@ impl Shared {
         key: &[u8],
         wanted: impl Fn(usize) -> bool,
     ) -> Result<Option<(Bytes, ParentRecord<Item>)>> {
-        let records = &self.pages.cache.records;
-        let (key_bytes, bytes) = match records.get(info.id, key, version.generation) {
-            Some((kept, _)) => (kept.key(), kept.value()),
-            None => match self.read_and_keep(version, info, key)? {
-                Some(bytes) => (Bytes::copy_from_slice(key), bytes),
-                None => return Ok(None),
-            },
+        let (key_bytes, bytes) = match self.find_record(version, info, key)? {
+            Some(Found::Kept(kept, _)) => (kept.key(), kept.value()),
+            Some(Found::Read(bytes)) => (Bytes::copy_from_slice(key), bytes),
+            None => return Ok(None),
         };
         let record = decode_read_record(bytes, info, key, wanted)?;
         Ok(Some((key_bytes, record)))
     }
 
+    /// A parent's record, with the inline items of the array fields `wanted` names only
+    /// (the others are stepped over; their state is all there but their `inline`).
     pub(crate) fn parent_record(
         &self,
         version: &Version,
@@ -356,42 +352,38 @@ impl Shared {
         key: &[u8],
         wanted: impl Fn(usize) -> bool,
     ) -> Result<Option<ParentRecord>> {
-        let bytes = match self
-            .pages
-            .cache
-            .records
-            .get(info.id, key, version.generation)
-        {
-            Some((kept, _)) => Some(kept.value()),
-            None => self.read_and_keep(version, info, key)?,
+        let bytes = match self.find_record(version, info, key)? {
+            Some(Found::Kept(kept, _)) => kept.value(),
+            Some(Found::Read(bytes)) => bytes,
+            None => return Ok(None),
         };
-        bytes
-            .map(|bytes| decode_record_fields(bytes, info, key, wanted))
-            .transpose()
+        decode_record_fields(bytes, info, key, wanted).map(Some)
     }
 
-    /// A parent record's bytes read from the tree at `version` (the record tier did not hold
-    /// them as of a generation no newer than the version's), kept in the tier if `version`
-    /// is the current one and no commit is publishing (see `publish_changes`).
-    fn read_and_keep(
+    /// A parent's record at `version`: from the record tier when it holds it as of a
+    /// generation no newer than the version's, else read from the tree and then kept in the
+    /// tier if `version` is the current one and no commit is publishing (see
+    /// `publish_changes`).
+    fn find_record(
         &self,
         version: &Version,
         info: &CollectionInfo,
         key: &[u8],
-    ) -> Result<Option<Bytes>> {
-        let epoch = self.record_epoch.load(Ordering::SeqCst);
-        let bytes = self.read_tree(version, &keys::parent(info.id, key))?;
-        if let Some(bytes) = &bytes
-            && epoch == version.generation
-        {
-            self.pages
-                .cache
-                .records
-                .insert(info.id, key, bytes, epoch, || {
-                    self.record_epoch.load(Ordering::SeqCst) == epoch
-                });
+    ) -> Result<Option<Found>> {
+        let records = &self.pages.cache.records;
+        if let Some((kept, document)) = records.get(info.id, key, version.generation) {
+            return Ok(Some(Found::Kept(kept, document)));
         }
-        Ok(bytes)
+        let epoch = self.record_epoch.load(Ordering::SeqCst);
+        let Some(bytes) = self.read_tree(version, &keys::parent(info.id, key))? else {
+            return Ok(None);
+        };
+        if epoch == version.generation {
+            records.insert(info.id, key, &bytes, epoch, || {
+                self.record_epoch.load(Ordering::SeqCst) == epoch
+            });
+        }
+        Ok(Some(Found::Read(bytes)))
     }
 
     fn tail_items(
