@@ -366,17 +366,14 @@ impl Collection {
         for field in fields {
             wanted[self.field(field)?] = true;
         }
-        self.get_where(key.as_ref(), |index| wanted[index])
-    }
-
-    fn get_where(&self, key: &[u8], wanted: impl Fn(usize) -> bool) -> Result<Option<Document>> {
+        let key = key.as_ref();
         let _owner = cache::attribute(self.id());
         check_key(key)?;
         let version = self.version()?;
         let record = self
             .db
             .shared
-            .read_record(&version, &self.info, key, wanted)?;
+            .read_record(&version, &self.info, key, |index| wanted[index])?;
         Ok(record.map(|(key, record)| Document::new(&self.info, key, record)))
     }
 

@@ -37,6 +37,11 @@ const SHARDS: usize = 16;
 /// (made on the first hit) and the allocator's headers of both.
 const ENTRY_OVERHEAD: u64 = 160;
 
+/// What an entry of `bytes` of key and record weighs.
+fn entry_weight(bytes: usize) -> u64 {
+    bytes as u64 + ENTRY_OVERHEAD
+}
+
 /// What the record tier counted: a tier's counts (no bytes read: a miss reads the tree,
 /// which the page cache counts), and the records commits took away.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -75,7 +80,7 @@ impl KeptRecord {
     }
 
     fn weight(&self) -> u64 {
-        self.buffer.len() as u64 + ENTRY_OVERHEAD
+        entry_weight(self.buffer.len())
     }
 }
 
@@ -270,7 +275,7 @@ impl<D: Clone> RecordCache<D> {
         generation: u64,
         still_current: impl FnOnce() -> bool,
     ) {
-        let weight = (key.len() + value.len()) as u64 + ENTRY_OVERHEAD;
+        let weight = entry_weight(key.len() + value.len());
         if weight > self.shard_budget {
             return;
         }
