@@ -384,6 +384,70 @@ fn point_reads_are_answered_by_the_record_tier_until_a_commit_changes_the_record
 }
 
 #[test]
+fn a_push_that_stays_in_its_parent_reads_no_tail() {
+    let (sim, _) = sim();
+    let options = Options::new()
+        .page_bytes(4096)
+        .background(false)
+        .record_cache_percent(0);
+    // Each step on a database opened again: an empty cache, whose misses are the pages
+    // the step needed.
+    let open = || {
+        let storage: Arc<dyn skewdb::storage::Storage> = Arc::new(sim.clone());
+        Db::open_with_storage(storage, options.clone()).unwrap()
+    };
+    let db = open();
+    let layout = skewdb::Layout::Bucket {
+        max_items: 1000,
+        span: Some(3600),
+    };
+    db.create_collection(CollectionSpec::new("s").array("r", layout))
+        .unwrap();
+    let mut batch = db.batch();
+    for p in 0..300 {
+        let key = format!("p{p:04}");
+        batch.put("s", &key, "sensor");
+        for t in 0..10 {
+            let item = skewdb::NewItem::new([]).key(3600 + t).value(t as f64);
+            batch.push("s", &key, "r", item);
+        }
+        // A late reading: every sensor has a tail record.
+        batch.push("s", &key, "r", skewdb::NewItem::new([]).key(p));
+    }
+    batch.commit().unwrap();
+    db.checkpoint().unwrap();
+    drop(db);
+    let misses = |step: &dyn Fn(&Db)| {
+        let db = open();
+        step(&db);
+        let misses = db.cache_stats().hot.misses;
+        // Nothing to replay at the next open.
+        db.checkpoint().unwrap();
+        misses
+    };
+    let read = misses(&|db| {
+        assert!(db.collection("s").unwrap().get("p0150").unwrap().is_some());
+    });
+    assert!(read >= 1, "a read found its record without a page");
+    let push = |key: &'static str, item_key: i64| {
+        move |db: &Db| {
+            let mut batch = db.batch();
+            batch.push("s", key, "r", skewdb::NewItem::new([]).key(item_key));
+            batch.commit().unwrap();
+        }
+    };
+    // Into the open bucket: the pages of the parent's record, and no other.
+    let inline = misses(&push("p0150", 3700));
+    assert_eq!(inline, read, "pages read by an inline push and by a read");
+    // A late reading goes to the tail, which is read too.
+    let late = misses(&push("p0150", 20));
+    assert!(late > read, "a late push read {late} pages, a read {read}");
+    let db = open();
+    let document = db.collection("s").unwrap().get("p0150").unwrap().unwrap();
+    assert_eq!(document.array("r").unwrap().total, 13);
+}
+
+#[test]
 fn concurrent_readers_see_whole_batches() {
     let (_sim, storage) = sim();
     let db = open_db(storage, small_options(Durability::Buffered)).unwrap();

@@ -289,14 +289,15 @@ impl<'a> Stager<'a> {
     }
 
     /// The array `field` of parent `key` ready to change: its collection, index and layout,
-    /// with the parent's work and the array's tail loaded (once per batch).
+    /// with the parent's work loaded (once per batch). Its tail is read on demand
+    /// (`load_tail`): most pushes leave it alone.
     fn load_array(
         &mut self,
         collection: &str,
         key: &Bytes,
         field: &str,
     ) -> Result<(Arc<CollectionInfo>, usize, Layout)> {
-        let info = self.catalog.get(collection)?.clone();
+        let info = self.collection(collection)?;
         let index = info
             .spec
             .field_index(field)
@@ -305,32 +306,32 @@ impl<'a> Stager<'a> {
                 field: field.to_string(),
             })?;
         let layout = info.spec.arrays()[index].layout;
-        let needs_tail = {
-            let work = self.work(collection, key)?;
-            !work.tails.contains_key(&index)
-        };
-        if needs_tail {
-            // Loaded once per batch and array; a deleted parent starts with an empty tail.
-            let deleted = self.parents[&(info.id, key.clone())].deleted;
-            let tail_key = keys::tail(info.id, key, index);
+        self.work(collection, key)?;
+        Ok((info, index, layout))
+    }
+
+    /// Reads the tail record of array `index` of parent `id` into its work, once per batch;
+    /// a deleted parent starts with an empty tail.
+    fn load_tail(&mut self, id: &(CollectionId, Bytes), index: usize) -> Result<&mut Tail> {
+        let work = &self.parents[id];
+        if !work.tails.contains_key(&index) {
+            let tail_key = keys::tail(id.0, &id.1, index);
             let stored = match self.read(&tail_key)? {
-                Some(bytes) if !deleted => Some(bytes),
+                Some(bytes) if !work.deleted => Some(bytes),
                 _ => None,
             };
             let items = match &stored {
                 Some(bytes) => decode_items(bytes.clone(), &tail_key)?,
                 None => Vec::new(),
             };
-            let work = self
-                .parents
-                .get_mut(&(info.id, key.clone()))
-                .expect("loaded above");
+            let work = self.parents.get_mut(id).expect("loaded above");
             work.tails.insert(index, Tail::new(items));
             if let Some(bytes) = stored {
                 work.stored_tails.insert(index, bytes);
             }
         }
-        Ok((info, index, layout))
+        let work = self.parents.get_mut(id).expect("loaded above");
+        Ok(work.tails.get_mut(&index).expect("loaded above"))
     }
 
     fn push(
@@ -392,25 +393,34 @@ impl<'a> Stager<'a> {
                 items: bucket,
             });
         }
-        if let Some(stored) = outcome.to_tail {
-            let tail = work.tails.get_mut(&index).expect("loaded above");
-            let len = item::stored_len(&stored.item);
-            if !tail.items.is_empty() && tail.bytes + len > tail_limit {
-                tail.items.sort_by_key(Stored::order);
-                let number = array.next_chunk;
-                array.next_chunk += 1;
-                let chunk = cold.add(ChunkKind::Items, &tail.items);
-                work.chunks.push(PendingChunk {
-                    index,
-                    number,
-                    chunk,
-                    items: std::mem::take(&mut tail.items),
-                });
-                *tail = Tail::new(Vec::new());
-            }
-            tail.items.push(stored);
-            tail.bytes += len;
-            work.dirty_tails.insert(index);
+        let Some(stored) = outcome.to_tail else {
+            return Ok(());
+        };
+        let id = (info.id, key.clone());
+        let len = item::stored_len(&stored.item);
+        let tail = self.load_tail(&id, index)?;
+        let full = !tail.items.is_empty() && tail.bytes + len > tail_limit;
+        let sealed = full.then(|| {
+            let mut items = std::mem::take(&mut tail.items);
+            items.sort_by_key(Stored::order);
+            *tail = Tail::new(Vec::new());
+            items
+        });
+        tail.items.push(stored);
+        tail.bytes += len;
+        let work = self.parents.get_mut(&id).expect("loaded above");
+        work.dirty_tails.insert(index);
+        if let Some(items) = sealed {
+            let array = &mut work.record.as_mut().expect("pushed above").arrays[index];
+            let number = array.next_chunk;
+            array.next_chunk += 1;
+            let chunk = cold.add(ChunkKind::Items, &items);
+            work.chunks.push(PendingChunk {
+                index,
+                number,
+                chunk,
+                items,
+            });
         }
         Ok(())
     }
@@ -432,6 +442,7 @@ impl<'a> Stager<'a> {
         if self.parents[&id].record.is_none() {
             return Ok(());
         }
+        self.load_tail(&id, index)?;
         let mut history = self.history(&info, &id, index)?;
         let mut removed = 0;
         for chunk in history.iter_mut() {
@@ -496,6 +507,7 @@ impl<'a> Stager<'a> {
         if self.parents[&id].record.is_none() {
             return Ok(());
         }
+        self.load_tail(&id, index)?;
         let mut history = self.history(&info, &id, index)?;
         let mut expired = false;
         for chunk in history.iter_mut() {
