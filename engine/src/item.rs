@@ -284,10 +284,8 @@ pub(crate) fn part_ends(
     base: usize,
     ends: &mut Vec<usize>,
 ) -> Result<(), String> {
-    let count_end = ends.len();
-    walk_items(bytes, |_, _, _, _, payload| ends.push(base + payload.end))?;
-    ends.insert(count_end, base + 4);
-    Ok(())
+    ends.push(base + 4);
+    walk_items(bytes, |_, _, _, _, payload| ends.push(base + payload.end))
 }
 
 /// Reads an item list (checking every length and flag), calling `each` with the list's item

@@ -279,7 +279,9 @@ pub(crate) fn part_ends(record: &Bytes) -> Result<Vec<usize>, String> {
     }
     bytes.advance(body_len);
     let count = bytes.get_u16_le() as usize;
-    let mut ends = vec![at(&bytes)];
+    // At most one part per item's fixed bytes, and a few per array: one allocation.
+    let mut ends = Vec::with_capacity(2 + 3 * count + record.len() / item::ITEM_OVERHEAD_BYTES);
+    ends.push(at(&bytes));
     for _ in 0..count {
         if bytes.remaining() < header_bytes {
             return Err("array state truncated".to_string());

@@ -774,7 +774,8 @@ impl<'a> Stager<'a> {
                         page_bytes,
                         &mut patched,
                         |bytes| {
-                            let mut ends = Vec::new();
+                            let mut ends =
+                                Vec::with_capacity(1 + bytes.len() / item::ITEM_OVERHEAD_BYTES);
                             item::part_ends(&mut bytes.clone(), 0, &mut ends)?;
                             Ok(ends)
                         },
