@@ -815,9 +815,15 @@ impl<'a> Stager<'a> {
 /// logged whole, as the memory they would hold and the diff's work grow with them.
 const MAX_PATCHED_PAGES: usize = 4;
 
+/// Values up to this length are logged whole: a patch of one saves a few dozen bytes at
+/// most (a push rewrites its array's header, 93 bytes, besides adding the item), and the
+/// diff that finds it costs more than writing them (a bucket that seals leaves a short
+/// record after a long one: a diff of every item against none).
+const MIN_PATCHED_BYTES: usize = 256;
+
 /// `put`, or the patch that turns `stored` (the value in the tree before the op) into its
-/// value when the patch logs fewer bytes and the value is at most `MAX_PATCHED_PAGES`
-/// pages; a patch's value goes to `patched`. `part_ends` cuts a value into the parts the
+/// value when the patch logs fewer bytes and the value is longer than `MIN_PATCHED_BYTES`
+/// and at most `MAX_PATCHED_PAGES` pages; a patch's value goes to `patched`. `part_ends` cuts a value into the parts the
 /// diff compares.
 fn patch_or_put(
     put: Op,
@@ -829,7 +835,7 @@ fn patch_or_put(
     let (Op::Put { key, value }, Some(old)) = (&put, stored) else {
         return put;
     };
-    if value.len() > MAX_PATCHED_PAGES * page_bytes {
+    if value.len() > MAX_PATCHED_PAGES * page_bytes || value.len() <= MIN_PATCHED_BYTES {
         return put;
     }
     let (Ok(old_ends), Ok(new_ends)) = (part_ends(&old), part_ends(value)) else {
@@ -903,5 +909,56 @@ pub(crate) fn decode_items(mut bytes: Bytes, tree_key: &[u8]) -> Result<Vec<Stor
             0,
             format!("tail record {tree_key:x?}: {reason}"),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record with a 4-byte body and one array of `items` items of 37 stored bytes each:
+    /// 104 bytes, then 37 per item.
+    fn record_with(items: usize) -> Bytes {
+        let mut record = ParentRecord::new(Bytes::from_static(b"body"), 1);
+        for i in 0..items {
+            let item = Item {
+                key: i as i64,
+                value: None,
+                payload: Bytes::from_static(b"0123456789abcdef"),
+            };
+            record.arrays[0].summary.add(&item);
+            record.arrays[0].inline.push(Stored {
+                item,
+                seq: i as u64,
+            });
+        }
+        Bytes::from(record.encode())
+    }
+
+    #[test]
+    fn short_values_are_logged_whole_and_longer_ones_patched() {
+        // One item pushed to records of 1 to 8 items: new values of 178 to 437 bytes.
+        for items in 1..=8 {
+            let (old, new) = (record_with(items), record_with(items + 1));
+            assert_eq!(new.len(), 104 + 37 * (items + 1));
+            let put = Op::Put {
+                key: Bytes::from_static(b"k"),
+                value: new.clone(),
+            };
+            let mut values = Vec::new();
+            let op = patch_or_put(
+                put,
+                Some(old.clone()),
+                16384,
+                &mut values,
+                record::part_ends,
+            );
+            let long = new.len() > 256;
+            assert_eq!(matches!(op, Op::Patch { .. }), long, "{} bytes", new.len());
+            if let Op::Patch { old_len, edits, .. } = &op {
+                assert_eq!(redo::apply_patch(&old, *old_len, edits).unwrap(), new);
+                assert_eq!(values, vec![new]);
+            }
+        }
     }
 }
