@@ -279,8 +279,10 @@ pub(crate) fn part_ends(record: &Bytes) -> Result<Vec<usize>, String> {
     }
     bytes.advance(body_len);
     let count = bytes.get_u16_le() as usize;
-    // At most one part per item's fixed bytes, and a few per array: one allocation.
-    let mut ends = Vec::with_capacity(2 + 3 * count + record.len() / item::ITEM_OVERHEAD_BYTES);
+    // One allocation, sized by the record's length (not by counts it claims): an item
+    // takes at least its fixed bytes, an array's two parts at least its header.
+    let capacity = 1 + record.len() / item::ITEM_OVERHEAD_BYTES + 2 * record.len() / header_bytes;
+    let mut ends = Vec::with_capacity(capacity);
     ends.push(at(&bytes));
     for _ in 0..count {
         if bytes.remaining() < header_bytes {

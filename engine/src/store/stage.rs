@@ -823,8 +823,8 @@ const MIN_PATCHED_BYTES: usize = 256;
 
 /// `put`, or the patch that turns `stored` (the value in the tree before the op) into its
 /// value when the patch logs fewer bytes and the value is longer than `MIN_PATCHED_BYTES`
-/// and at most `MAX_PATCHED_PAGES` pages; a patch's value goes to `patched`. `part_ends` cuts a value into the parts the
-/// diff compares.
+/// and at most `MAX_PATCHED_PAGES` pages; a patch's value goes to `patched`. `part_ends`
+/// cuts a value into the parts the diff compares.
 fn patch_or_put(
     put: Op,
     stored: Option<Bytes>,
