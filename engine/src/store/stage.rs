@@ -128,6 +128,30 @@ struct ParentWork {
     dropped_markers: BTreeSet<usize>,
 }
 
+impl ParentWork {
+    /// Writes `items` as a new chunk of array `index`, numbered from the array's next
+    /// chunk, and lists it among the batch's chunks; returns what its index entry holds.
+    fn add_chunk(
+        &mut self,
+        index: usize,
+        kind: ChunkKind,
+        items: Vec<Stored>,
+        cold: &mut ColdGroup,
+    ) -> ChunkRef {
+        let array = &mut self.record.as_mut().expect("a changed array").arrays[index];
+        let number = array.next_chunk;
+        array.next_chunk += 1;
+        let chunk = cold.add(kind, &items);
+        self.chunks.push(PendingChunk {
+            index,
+            number,
+            chunk,
+            items,
+        });
+        chunk
+    }
+}
+
 pub(super) struct Stager<'a> {
     shared: &'a Shared,
     txn: &'a Txn,
@@ -383,15 +407,7 @@ impl<'a> Stager<'a> {
             work.new_markers.insert(index);
         }
         if let Some(bucket) = outcome.sealed_bucket {
-            let number = array.next_chunk;
-            array.next_chunk += 1;
-            let chunk = cold.add(ChunkKind::Bucket, &bucket);
-            work.chunks.push(PendingChunk {
-                index,
-                number,
-                chunk,
-                items: bucket,
-            });
+            work.add_chunk(index, ChunkKind::Bucket, bucket, cold);
         }
         let Some(stored) = outcome.to_tail else {
             return Ok(());
@@ -411,16 +427,7 @@ impl<'a> Stager<'a> {
         let work = self.parents.get_mut(&id).expect("loaded above");
         work.dirty_tails.insert(index);
         if let Some(items) = sealed {
-            let array = &mut work.record.as_mut().expect("pushed above").arrays[index];
-            let number = array.next_chunk;
-            array.next_chunk += 1;
-            let chunk = cold.add(ChunkKind::Items, &items);
-            work.chunks.push(PendingChunk {
-                index,
-                number,
-                chunk,
-                items,
-            });
+            work.add_chunk(index, ChunkKind::Items, items, cold);
         }
         Ok(())
     }
@@ -540,7 +547,7 @@ impl<'a> Stager<'a> {
         let tail = work.tails.get_mut(&index).expect("loaded above");
         *tail = Tail::new(std::mem::take(&mut tail.items));
         work.dirty_tails.insert(index);
-        let array = &mut work.record.as_mut().expect("checked above").arrays[index];
+        let array = &work.record.as_ref().expect("checked above").arrays[index];
         let mut summary = Summary::of(array.inline.iter().map(|s| &s.item));
         summary.merge(&Summary::of(tail.items.iter().map(|s| &s.item)));
         let mut gone_pending = Vec::new();
@@ -561,23 +568,16 @@ impl<'a> Stager<'a> {
             if items.is_empty() {
                 continue;
             }
-            let number = array.next_chunk;
-            array.next_chunk += 1;
-            let written = cold.add(chunk.chunk.kind, &items);
+            let written = work.add_chunk(index, chunk.chunk.kind, items, cold);
             summary.merge(&written.summary);
             outside = true;
-            work.chunks.push(PendingChunk {
-                index,
-                number,
-                chunk: written,
-                items,
-            });
         }
         // Positions in `work.chunks` from before this call; new chunks went to the end.
         gone_pending.sort_unstable();
         for at in gone_pending.into_iter().rev() {
             work.chunks.remove(at);
         }
+        let array = &mut work.record.as_mut().expect("checked above").arrays[index];
         array.total = summary.items;
         array.summary = summary;
         array.inline_bytes = array.inline.iter().map(|s| item::stored_len(&s.item)).sum();
