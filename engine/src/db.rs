@@ -8,15 +8,15 @@ use bytes::Bytes;
 
 use crate::cache;
 use crate::catalog::{CollectionId, CollectionInfo, CollectionSpec, Layout};
+use crate::document::{Document, ItemPage, ItemQuery, Outlier};
+use crate::item::NewItem;
 use crate::item::Summary;
 use crate::page::keys;
 use crate::page::tree::Cursor as TreeCursor;
 use crate::storage::{FsStorage, Storage};
 use crate::store::background::Background;
-use crate::store::read::decode_read_record;
-use crate::store::{
-    BatchOp, Document, ItemPage, ItemQuery, NewItem, Outlier, Shared, Version, check_key,
-};
+use crate::store::decode::decode_document;
+use crate::store::{BatchOp, Shared, Version, check_key};
 use crate::{
     CacheStats, CompactReport, Error, Inspection, Options, Result, SpaceStats, Stats, VerifyReport,
 };
@@ -304,12 +304,6 @@ pub struct Collection {
     info: Arc<CollectionInfo>,
 }
 
-/// The document of an encoded parent record, every array with its inline items.
-fn document(info: &CollectionInfo, key: Bytes, bytes: Bytes) -> Result<Document> {
-    let record = decode_read_record(bytes, info, &key, |_| true)?;
-    Ok(Document::new(info, key, record))
-}
-
 impl Collection {
     pub fn name(&self) -> &str {
         self.info.spec.name()
@@ -519,7 +513,7 @@ impl Iterator for Scan {
             self.shared
                 .pages
                 .value_bytes(&value)
-                .and_then(|bytes| document(&self.info, key.slice(4..), bytes)),
+                .and_then(|bytes| decode_document(&self.info, key.slice(4..), bytes)),
         )
     }
 }

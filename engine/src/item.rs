@@ -334,6 +334,37 @@ fn walk_items(
     Ok(())
 }
 
+/// A new item as the API receives it; the key is assigned at commit when not given.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewItem {
+    pub(crate) key: Option<i64>,
+    pub(crate) value: Option<f64>,
+    pub(crate) payload: Bytes,
+}
+
+impl NewItem {
+    /// An item carrying `payload`, with the next key of its array and no value.
+    pub fn new(payload: impl AsRef<[u8]>) -> Self {
+        NewItem {
+            key: None,
+            value: None,
+            payload: Bytes::copy_from_slice(payload.as_ref()),
+        }
+    }
+
+    /// Sets the item's key (a time, a sequence, any order).
+    pub fn key(mut self, key: i64) -> Self {
+        self.key = Some(key);
+        self
+    }
+
+    /// Sets the value that summaries aggregate.
+    pub fn value(mut self, value: f64) -> Self {
+        self.value = Some(value);
+        self
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

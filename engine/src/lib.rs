@@ -21,6 +21,7 @@ pub mod cache;
 mod catalog;
 pub mod cold;
 mod db;
+mod document;
 mod error;
 #[doc(hidden)]
 pub mod fuzz;
@@ -38,11 +39,11 @@ pub use catalog::{
     ArraySpec, CollectionSpec, Layout, MAX_ARRAYS, MAX_COLLECTION_NAME_BYTES, MAX_INLINE_ITEMS,
 };
 pub use db::{Batch, Collection, Db, Scan};
+pub use document::{ArrayView, Cursor, Document, ItemPage, ItemQuery, Order, Outlier};
 pub use error::{Error, Result};
-pub use item::{Item, Summary};
+pub use item::{Item, NewItem, Summary};
 pub use options::{Durability, Options};
 pub use record::RECORD_OVERHEAD_BYTES;
-pub use store::{ArrayView, Cursor, Document, ItemPage, ItemQuery, NewItem, Order, Outlier};
 pub use store::{CompactReport, SegmentSpace, SpaceStats, TierSpace};
 pub use store::{Inspection, SegmentInfo, Stats, VerifyReport};
 

@@ -92,6 +92,15 @@ pub enum CacheValue {
     Items(Arc<Vec<Stored>>),
 }
 
+/// What a loader hands the cache on a miss.
+pub struct Loaded {
+    pub value: CacheValue,
+    /// The memory the object takes while cached, which the budget counts.
+    pub weight_bytes: usize,
+    /// The bytes the load read from storage.
+    pub read_bytes: u64,
+}
+
 /// Counters of one tier (or of one collection's use of one tier).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TierStats {
@@ -367,7 +376,7 @@ pub struct PageCache {
     /// What pages and chunks may hold: the budget less the records' share.
     page_budget: u64,
     /// Parent records, in their share of the budget.
-    pub records: RecordCache<crate::store::Document>,
+    pub records: RecordCache<crate::document::Document>,
     shards: Box<[Mutex<Shard>]>,
     core: Mutex<Core>,
     estimator: Option<Estimator>,
@@ -466,13 +475,12 @@ impl PageCache {
         (hash <= estimator.threshold).then(|| estimator.next_seq.fetch_add(1, Ordering::Relaxed))
     }
 
-    /// The cached object for `key`, or `load`'s, which returns the object, its weight in
-    /// bytes of memory and the bytes it read from storage.
+    /// The cached object for `key`, or the one `load` reads.
     pub fn get_or_load(
         &self,
         key: CacheKey,
         tier: Tier,
-        load: impl FnOnce() -> Result<(CacheValue, usize, u64)>,
+        load: impl FnOnce() -> Result<Loaded>,
     ) -> Result<CacheValue> {
         let owner = OWNER.with(Cell::get);
         let hash = key_hash(&key);
@@ -532,10 +540,14 @@ impl PageCache {
         owner: Owner,
         tier: Tier,
         sample: Option<u64>,
-        load: impl FnOnce() -> Result<(CacheValue, usize, u64)>,
+        load: impl FnOnce() -> Result<Loaded>,
     ) -> Result<CacheValue> {
-        let (value, weight, bytes_read) = load()?;
-        let weight = weight as u64;
+        let Loaded {
+            value,
+            weight_bytes,
+            read_bytes: bytes_read,
+        } = load()?;
+        let weight = weight_bytes as u64;
         {
             let mut shard = self.shard_of(hash).lock();
             shard.counts.slot(owner, tier).bytes_read += bytes_read;

@@ -506,7 +506,7 @@ mod tests {
         // Its slot, its place in the table (an index and a control byte, at most half
         // full after growing), the buffer's allocation header, and the shared header a
         // buffer gets on its first hit (with its own allocation header).
-        let slot = std::mem::size_of::<Option<Slot<crate::store::Document>>>();
+        let slot = std::mem::size_of::<Option<Slot<crate::document::Document>>>();
         let least = slot + 2 * (4 + 1) + 16 + 32 + 16;
         assert!(
             ENTRY_OVERHEAD as usize >= least,

@@ -11,8 +11,12 @@ fn key(offset: u64) -> CacheKey {
     }
 }
 
-fn load(weight: usize) -> Result<(CacheValue, usize, u64)> {
-    Ok((CacheValue::Bytes(Bytes::new()), weight, weight as u64))
+fn load(weight: usize) -> Result<Loaded> {
+    Ok(Loaded {
+        value: CacheValue::Bytes(Bytes::new()),
+        weight_bytes: weight,
+        read_bytes: weight as u64,
+    })
 }
 
 fn cache(budget: u64, policy: CachePolicy, what_if: bool) -> PageCache {

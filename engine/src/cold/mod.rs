@@ -14,6 +14,7 @@ use parking_lot::Mutex;
 pub use chunk::{ChunkKind, ChunkLoc, ChunkRef};
 use chunk::{SEGMENT_HEADER_BYTES, check_segment_header, encode_segment_header, segment_name};
 
+use crate::cache::{CacheKey, CacheValue, Loaded, PageCache, Tier};
 use crate::item::Stored;
 use crate::storage::{Mapped, Storage};
 use crate::{Error, Result};
@@ -99,6 +100,8 @@ struct ColdGroupBytes {
 /// The cold store: the writer's position and the maps of segments no longer written.
 pub struct ColdStore {
     storage: Arc<dyn Storage>,
+    /// Decompressed chunks are cached beside the hot pages, under one budget.
+    cache: Arc<PageCache>,
     segment_bytes: u64,
     tail: Mutex<ColdTail>,
     /// Set when a write or sync failed: the writer's position is unknown from then on.
@@ -119,9 +122,15 @@ impl Drop for ColdStore {
 
 impl ColdStore {
     /// A cold store appending at `tail`; segment 0 means none was ever created.
-    pub fn new(storage: Arc<dyn Storage>, segment_bytes: u64, tail: ColdTail) -> Self {
+    pub fn new(
+        storage: Arc<dyn Storage>,
+        cache: Arc<PageCache>,
+        segment_bytes: u64,
+        tail: ColdTail,
+    ) -> Self {
         ColdStore {
             storage,
+            cache,
             segment_bytes,
             tail: Mutex::new(tail),
             failed: Mutex::new(None),
@@ -280,7 +289,34 @@ impl ColdStore {
     }
 
     /// Reads and decodes a chunk, checking it against its index entry.
-    pub fn read(&self, entry: &ChunkRef) -> Result<Vec<Stored>> {
+    /// A chunk's items, through the cache.
+    pub fn items(&self, entry: &ChunkRef) -> Result<Arc<Vec<Stored>>> {
+        let key = CacheKey::Chunk {
+            segment_id: entry.loc.segment_id,
+            offset: entry.loc.offset,
+        };
+        let value = self.cache.get_or_load(key, Tier::ColdChunk, || {
+            let items = self.read_uncached(entry)?;
+            Ok(Loaded {
+                weight_bytes: items.capacity() * size_of::<Stored>()
+                    + items.iter().map(|s| s.item.payload.len()).sum::<usize>(),
+                value: CacheValue::Items(Arc::new(items)),
+                read_bytes: entry.loc.len as u64,
+            })
+        })?;
+        match value {
+            CacheValue::Items(items) => Ok(items),
+            _ => Err(Error::corruption(
+                segment_name(entry.loc.segment_id),
+                entry.loc.offset,
+                "cache holds another kind of object for a chunk",
+            )),
+        }
+    }
+
+    /// A chunk's items read from its segment, bypassing the cache (for maintenance copies,
+    /// which should not evict what readers use).
+    pub fn read_uncached(&self, entry: &ChunkRef) -> Result<Vec<Stored>> {
         let (bytes, _) = self.chunk_bytes(entry.loc)?;
         chunk::decode_chunk(&bytes, entry).map_err(|reason| {
             Error::corruption(segment_name(entry.loc.segment_id), entry.loc.offset, reason)

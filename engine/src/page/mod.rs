@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::cache::{CacheKey, CacheValue, PageCache, Tier};
+use crate::cache::{CacheKey, CacheValue, Loaded, PageCache, Tier};
 use crate::log::{self, FrameKind, FrameLoc, ReadBuffers, frame::FRAME_HEADER_BYTES, segment_name};
 use crate::storage::Storage;
 use crate::{Error, Result};
@@ -75,8 +75,11 @@ impl PageStore {
         };
         let value = self.cache.get_or_load(key, Tier::HotPage, || {
             let (node, held) = self.read_page_held(id, loc)?;
-            let weight = held + node.decoded_overhead();
-            Ok((CacheValue::Node(node), weight, loc.len as u64))
+            Ok(Loaded {
+                weight_bytes: held + node.decoded_overhead(),
+                value: CacheValue::Node(node),
+                read_bytes: loc.len as u64,
+            })
         })?;
         match value {
             CacheValue::Node(node) => Ok(node),
@@ -140,8 +143,11 @@ impl PageStore {
         };
         let value = self.cache.get_or_load(key, Tier::HotPage, || {
             let bytes = self.read_large_uncached(large)?;
-            let len = bytes.len();
-            Ok((CacheValue::Bytes(bytes), len, len as u64))
+            Ok(Loaded {
+                weight_bytes: bytes.len(),
+                read_bytes: bytes.len() as u64,
+                value: CacheValue::Bytes(bytes),
+            })
         })?;
         match value {
             CacheValue::Bytes(bytes) => Ok(bytes),

@@ -224,7 +224,7 @@ impl Shared {
                     let mut items: Vec<Stored> = Vec::new();
                     let mut raw = 0;
                     for (key, entry) in still {
-                        let chunk = self.cold.read(entry)?;
+                        let chunk = self.cold.read_uncached(entry)?;
                         let chunk_raw = item::items_len(&chunk);
                         if !part.is_empty() && raw + chunk_raw > MERGED_RAW_BYTES {
                             merge_part(&mut cold, &mut redo, &mut part, &mut items, &mut done);

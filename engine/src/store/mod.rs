@@ -3,6 +3,7 @@
 
 pub(crate) mod background;
 mod compact;
+pub(crate) mod decode;
 pub(crate) mod read;
 mod recovery;
 mod space;
@@ -16,10 +17,9 @@ use std::sync::{Arc, Weak};
 use bytes::{BufMut, Bytes};
 use parking_lot::{Mutex, RwLock};
 
+use crate::item::NewItem;
 pub use compact::CompactReport;
-pub use read::{ArrayView, Cursor, Document, ItemPage, ItemQuery, Order, Outlier};
 pub use space::{SegmentSpace, SpaceStats, TierSpace};
-pub use stage::NewItem;
 pub use verify::{Inspection, SegmentInfo, VerifyReport};
 
 use crate::cache::{CacheKey, CacheStats, CacheValue, Tier};

@@ -2,291 +2,30 @@
 //! answers from chunk summaries, decoding only chunks that straddle the range's ends;
 //! `outliers` lists the parents whose array overflowed.
 
-use std::ops::{Bound, RangeBounds};
-use std::sync::Arc;
+use std::ops::Bound;
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
-use super::stage::{decode_items, decode_record_fields, record_corruption};
+use super::decode::{decode_document, decode_items, decode_read_record, decode_record_fields};
 use super::{Shared, Version};
 use crate::cache::records::KeptRecord;
-use crate::cache::{CacheKey, CacheValue, Tier};
-use crate::catalog::{CollectionInfo, Layout};
+
+use crate::catalog::CollectionInfo;
 use crate::cold::ChunkRef;
+use crate::document::{Cursor, Document, ItemPage, ItemQuery, Order, Outlier, sort_items};
 use crate::item::{Item, Stored, Summary};
 use crate::page::keys;
 use crate::page::node::{Node, Value};
 use crate::page::tree::Tree;
-use crate::record::{ArrayState, ParentRecord};
+use crate::record::ParentRecord;
 use crate::{Error, Result};
-
-/// One array field of a document as `get` returns it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ArrayView {
-    pub field: String,
-    pub layout: Layout,
-    /// Items in the array, wherever they live.
-    pub total: u64,
-    /// Items exist outside the parent record (read them with `Collection::items`).
-    pub has_overflow: bool,
-    /// Summary of all items of the array.
-    pub summary: Summary,
-    /// The items the layout keeps inline, in key order (ties in push order).
-    pub inline: Vec<Item>,
-}
-
-/// A parent document: its body and, per array field, its meta and inline items. A clone
-/// shares them: the record tier keeps the documents of the records `get` reads, and a hit
-/// hands out a clone.
-#[derive(Clone, PartialEq)]
-pub struct Document(Arc<DocumentParts>);
-
-#[derive(PartialEq)]
-struct DocumentParts {
-    key: Bytes,
-    body: Bytes,
-    arrays: Vec<ArrayView>,
-}
-
-impl Document {
-    /// The document of `key` from its record, decoded by [`decode_read_record`].
-    pub(crate) fn new(info: &CollectionInfo, key: Bytes, record: ParentRecord<Item>) -> Self {
-        Document(Arc::new(DocumentParts {
-            key,
-            body: record.body,
-            arrays: array_views(info, record.arrays),
-        }))
-    }
-
-    pub fn key(&self) -> &[u8] {
-        &self.0.key
-    }
-
-    pub fn body(&self) -> &[u8] {
-        &self.0.body
-    }
-
-    /// Every array field, in schema order.
-    pub fn arrays(&self) -> &[ArrayView] {
-        &self.0.arrays
-    }
-
-    /// The array field named `field`.
-    pub fn array(&self, field: &str) -> Option<&ArrayView> {
-        self.0.arrays.iter().find(|a| a.field == field)
-    }
-
-    /// The memory the document takes beyond the bytes its key, body and payloads are
-    /// slices of: its parts, arrays, field names and items, with the allocator's headers.
-    pub(crate) fn memory_bytes(&self) -> u64 {
-        const ALLOCATION: usize = 16;
-        let arrays: usize = self
-            .0
-            .arrays
-            .iter()
-            .map(|array| {
-                array.field.capacity()
-                    + ALLOCATION
-                    + array.inline.capacity() * std::mem::size_of::<Item>()
-                    + ALLOCATION
-            })
-            .sum();
-        (std::mem::size_of::<DocumentParts>()
-            + 2 * std::mem::size_of::<usize>()
-            + ALLOCATION
-            + self.0.arrays.capacity() * std::mem::size_of::<ArrayView>()
-            + ALLOCATION
-            + arrays) as u64
-    }
-}
-
-impl std::fmt::Debug for Document {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Document")
-            .field("key", &self.0.key)
-            .field("body", &self.0.body)
-            .field("arrays", &self.0.arrays)
-            .finish()
-    }
-}
 
 /// A parent record as a read found it: kept in the record tier (with the document a `get`
 /// built from it, if one did), or read from the tree.
 enum Found {
     Kept(KeptRecord, Option<Document>),
     Read(Bytes),
-}
-
-/// Iteration order of `items`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Order {
-    #[default]
-    Ascending,
-    Descending,
-}
-
-/// A position in an array's iteration: the last item returned. Items with equal keys are
-/// told apart by their push order, so paging never skips or repeats one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Cursor {
-    pub key: i64,
-    pub seq: u64,
-}
-
-/// What `items` reads: a key range, an order, a cursor and a limit.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ItemQuery {
-    start: Bound<i64>,
-    end: Bound<i64>,
-    order: Order,
-    after: Option<Cursor>,
-    limit: Option<usize>,
-}
-
-impl Default for ItemQuery {
-    fn default() -> Self {
-        ItemQuery {
-            start: Bound::Unbounded,
-            end: Bound::Unbounded,
-            order: Order::Ascending,
-            after: None,
-            limit: None,
-        }
-    }
-}
-
-impl ItemQuery {
-    /// Every item, ascending.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Only items whose keys fall in `range`.
-    pub fn range(mut self, range: impl RangeBounds<i64>) -> Self {
-        self.start = range.start_bound().cloned();
-        self.end = range.end_bound().cloned();
-        self
-    }
-
-    pub fn order(mut self, order: Order) -> Self {
-        self.order = order;
-        self
-    }
-
-    /// Newest (greatest key) first.
-    pub fn descending(self) -> Self {
-        self.order(Order::Descending)
-    }
-
-    /// Continue after the item `cursor` names (from a previous page's `next`).
-    pub fn after(mut self, cursor: Cursor) -> Self {
-        self.after = Some(cursor);
-        self
-    }
-
-    /// Continue after every item with key `key` (in the query's order).
-    pub fn after_key(self, key: i64) -> Self {
-        let seq = match self.order {
-            Order::Ascending => u64::MAX,
-            Order::Descending => 0,
-        };
-        self.after(Cursor { key, seq })
-    }
-
-    pub fn limit(mut self, limit: usize) -> Self {
-        self.limit = Some(limit);
-        self
-    }
-
-    fn in_range(&self, key: i64) -> bool {
-        (self.start, self.end).contains(&key)
-    }
-
-    fn wanted(&self, stored: &Stored) -> bool {
-        self.in_range(stored.item.key)
-            && match (self.after, self.order) {
-                (None, _) => true,
-                (Some(c), Order::Ascending) => stored.order() > (c.key, c.seq),
-                (Some(c), Order::Descending) => stored.order() < (c.key, c.seq),
-            }
-    }
-
-    fn overlaps(&self, summary: &Summary) -> bool {
-        let (Some(min), Some(max)) = (summary.min_key, summary.max_key) else {
-            return false;
-        };
-        let below_end = match self.end {
-            Bound::Included(end) => min <= end,
-            Bound::Excluded(end) => min < end,
-            Bound::Unbounded => true,
-        };
-        let above_start = match self.start {
-            Bound::Included(start) => max >= start,
-            Bound::Excluded(start) => max > start,
-            Bound::Unbounded => true,
-        };
-        below_end && above_start
-    }
-
-    fn covers(&self, summary: &Summary) -> bool {
-        match (summary.min_key, summary.max_key) {
-            (Some(min), Some(max)) => self.in_range(min) && self.in_range(max),
-            _ => true,
-        }
-    }
-}
-
-/// A page of items and the cursor to continue from, when the limit cut it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ItemPage {
-    pub items: Vec<Item>,
-    pub next: Option<Cursor>,
-}
-
-/// A parent whose array overflowed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Outlier {
-    pub key: Bytes,
-    pub total: u64,
-}
-
-fn sort_items(items: &mut [Stored], order: Order) {
-    match order {
-        Order::Ascending => items.sort_by_key(|s| s.order()),
-        Order::Descending => items.sort_by_key(|s| std::cmp::Reverse(s.order())),
-    }
-}
-
-/// The arrays of a record as a reader sees them (decoded by [`decode_read_record`], inline
-/// items already in (key, push) order). Takes them by value: a large Embed array is moved,
-/// not copied item by item.
-pub(crate) fn array_views(info: &CollectionInfo, arrays: Vec<ArrayState<Item>>) -> Vec<ArrayView> {
-    info.spec
-        .arrays()
-        .iter()
-        .zip(arrays)
-        .map(|(spec, array)| ArrayView {
-            field: spec.field.clone(),
-            layout: spec.layout,
-            total: array.total,
-            has_overflow: array.has_overflow,
-            summary: array.summary,
-            inline: array.inline,
-        })
-        .collect()
-}
-
-/// A parent record as a reader sees it: the inline items of the fields `wanted` names, as
-/// `Item`s in (key, push) order.
-pub(crate) fn decode_read_record(
-    bytes: Bytes,
-    info: &CollectionInfo,
-    key: &[u8],
-    wanted: impl Fn(usize) -> bool,
-) -> Result<ParentRecord<Item>> {
-    ParentRecord::decode_read(bytes, info.spec.arrays().len(), wanted)
-        .map_err(|reason| record_corruption(info, key, reason))
 }
 
 impl Shared {
@@ -308,17 +47,13 @@ impl Shared {
         let document = match self.find_record(version, info, key)? {
             Some(Found::Kept(_, Some(document))) => document,
             Some(Found::Kept(kept, None)) => {
-                let record = decode_read_record(kept.value(), info, key, |_| true)?;
-                let document = Document::new(info, kept.key(), record);
+                let document = decode_document(info, kept.key(), kept.value())?;
                 let weight = document.memory_bytes();
                 let records = &self.pages.cache.records;
                 records.attach(info.id, key, &kept, document.clone(), weight);
                 document
             }
-            Some(Found::Read(bytes)) => {
-                let record = decode_read_record(bytes, info, key, |_| true)?;
-                Document::new(info, Bytes::copy_from_slice(key), record)
-            }
+            Some(Found::Read(bytes)) => decode_document(info, Bytes::copy_from_slice(key), bytes)?,
             None => return Ok(None),
         };
         Ok(Some(document))
@@ -479,32 +214,6 @@ impl Shared {
         })
     }
 
-    /// A chunk's items, through the cache.
-    pub(crate) fn chunk_items(&self, entry: &ChunkRef) -> Result<Arc<Vec<Stored>>> {
-        let key = CacheKey::Chunk {
-            segment_id: entry.loc.segment_id,
-            offset: entry.loc.offset,
-        };
-        let value = self.pages.cache.get_or_load(key, Tier::ColdChunk, || {
-            let items = self.cold.read(entry)?;
-            let weight = items.capacity() * size_of::<Stored>()
-                + items.iter().map(|s| s.item.payload.len()).sum::<usize>();
-            Ok((
-                CacheValue::Items(Arc::new(items)),
-                weight,
-                entry.loc.len as u64,
-            ))
-        })?;
-        match value {
-            CacheValue::Items(items) => Ok(items),
-            _ => Err(Error::corruption(
-                "cache",
-                0,
-                "cache holds another kind of object for a chunk",
-            )),
-        }
-    }
-
     pub fn items(
         &self,
         version: &Version,
@@ -549,7 +258,7 @@ impl Shared {
                                 break;
                             }
                         }
-                        let items = self.chunk_items(&entry)?;
+                        let items = self.cold.items(&entry)?;
                         found.extend(items.iter().filter(|s| query.wanted(s)).cloned());
                     }
                 }
@@ -608,7 +317,7 @@ impl Shared {
             if !query.overlaps(&entry.summary) {
                 continue;
             }
-            let items = self.chunk_items(&entry)?;
+            let items = self.cold.items(&entry)?;
             found.extend(items.iter().filter(|s| query.wanted(s)).cloned());
         }
         Ok(())
@@ -680,7 +389,7 @@ impl Shared {
                 Ok(true)
             })?;
             for entry in straddling {
-                for stored in self.chunk_items(&entry)?.iter().filter(|s| query.wanted(s)) {
+                for stored in self.cold.items(&entry)?.iter().filter(|s| query.wanted(s)) {
                     summary.add(&stored.item);
                 }
             }
@@ -737,7 +446,9 @@ fn chunk_entry_summary(key: &Bytes, value: &Value) -> Option<Summary> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{CollectionSpec, Db, Options};
+    use std::sync::Arc;
+
+    use crate::{CollectionSpec, Db, Layout, Options};
 
     fn body(db: &Db, version: &Version, key: &str) -> Option<Bytes> {
         let info = version.catalog.by_name.get("docs").unwrap().clone();

@@ -71,7 +71,7 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
             ));
         }
     }
-    let pages = PageStore::new(storage.clone(), cache, page_bytes);
+    let pages = PageStore::new(storage.clone(), cache.clone(), page_bytes);
     let tree = if checkpoint.pages.is_empty() {
         Tree::new()
     } else {
@@ -93,7 +93,12 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
         .iter()
         .filter_map(|n| cold_chunk::parse_segment_name(n))
         .collect();
-    let cold = ColdStore::new(storage.clone(), options.segment_bytes, checkpoint.cold_tail);
+    let cold = ColdStore::new(
+        storage.clone(),
+        cache.clone(),
+        options.segment_bytes,
+        checkpoint.cold_tail,
+    );
     let replayed = replay(&pages, &cold, &segments, &checkpoint, txn)?;
     cut_cold_tail(storage.as_ref(), &cold_segments, replayed.cold_tail)?;
     // Segments the checkpoint no longer needs, left by a crash before they were removed.
@@ -118,7 +123,12 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
     if removed {
         storage.sync_dir()?;
     }
-    let cold = ColdStore::new(storage.clone(), options.segment_bytes, replayed.cold_tail);
+    let cold = ColdStore::new(
+        storage.clone(),
+        cache.clone(),
+        options.segment_bytes,
+        replayed.cold_tail,
+    );
     let log = HotLog::resume(storage.clone(), replayed.tail, options.segment_bytes);
     let writer = Writer {
         log,
@@ -194,8 +204,13 @@ fn create(
         cold_live: Vec::new(),
     };
     checkpoint.write(storage.as_ref())?;
-    let cold = ColdStore::new(storage.clone(), options.segment_bytes, ColdTail::default());
-    let pages = PageStore::new(storage, cache, options.page_bytes);
+    let cold = ColdStore::new(
+        storage.clone(),
+        cache.clone(),
+        options.segment_bytes,
+        ColdTail::default(),
+    );
+    let pages = PageStore::new(storage, cache.clone(), options.page_bytes);
     Ok(Shared {
         pages,
         cold,

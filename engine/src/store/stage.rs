@@ -11,9 +11,11 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use super::decode::{decode_items, decode_record};
 use super::{BatchOp, Shared, Txn, check_key};
 use crate::catalog::{Catalog, CollectionId, CollectionInfo, Layout};
 use crate::cold::{ChunkKind, ChunkRef, ColdGroup};
+use crate::item::NewItem;
 use crate::item::{self, Item, Stored, Summary};
 use crate::page::keys;
 use crate::page::max_inline_record;
@@ -21,37 +23,6 @@ use crate::page::redo::{self, Op};
 use crate::pattern;
 use crate::record::{self, ParentRecord};
 use crate::{Error, MAX_RECORD_BYTES, Result};
-
-/// A new item as the API receives it; the key is assigned at commit when not given.
-#[derive(Clone, Debug, PartialEq)]
-pub struct NewItem {
-    pub(crate) key: Option<i64>,
-    pub(crate) value: Option<f64>,
-    pub(crate) payload: Bytes,
-}
-
-impl NewItem {
-    /// An item carrying `payload`, with the next key of its array and no value.
-    pub fn new(payload: impl AsRef<[u8]>) -> Self {
-        NewItem {
-            key: None,
-            value: None,
-            payload: Bytes::copy_from_slice(payload.as_ref()),
-        }
-    }
-
-    /// Sets the item's key (a time, a sequence, any order).
-    pub fn key(mut self, key: i64) -> Self {
-        self.key = Some(key);
-        self
-    }
-
-    /// Sets the value that summaries aggregate.
-    pub fn value(mut self, value: f64) -> Self {
-        self.value = Some(value);
-        self
-    }
-}
 
 /// An array's tail record as the batch changes it, with its encoded size kept current.
 struct Tail {
@@ -695,7 +666,7 @@ impl<'a> Stager<'a> {
     ) -> Result<&'c mut Vec<Stored>> {
         if chunk.items.is_none() {
             let items = match &chunk.source {
-                ChunkSource::Stored(_) => self.shared.chunk_items(&chunk.chunk)?.as_ref().clone(),
+                ChunkSource::Stored(_) => self.shared.cold.items(&chunk.chunk)?.as_ref().clone(),
                 ChunkSource::Pending(at) => self.parents[id].chunks[*at].items.clone(),
             };
             chunk.items = Some(items);
@@ -861,55 +832,6 @@ fn patch_or_put(
     }
     patched.push(value.clone());
     patch
-}
-
-pub(crate) fn decode_record(
-    bytes: Bytes,
-    info: &CollectionInfo,
-    key: &[u8],
-) -> Result<ParentRecord> {
-    decode_record_fields(bytes, info, key, |_| true)
-}
-
-/// [`decode_record`] building the inline items of the fields `wanted` names only (for reads).
-pub(crate) fn decode_record_fields(
-    bytes: Bytes,
-    info: &CollectionInfo,
-    key: &[u8],
-    wanted: impl Fn(usize) -> bool,
-) -> Result<ParentRecord> {
-    ParentRecord::decode_fields(bytes, info.spec.arrays().len(), wanted)
-        .map_err(|reason| record_corruption(info, key, reason))
-}
-
-/// A parent record of `key` in `info`'s collection that did not decode.
-pub(crate) fn record_corruption(info: &CollectionInfo, key: &[u8], reason: String) -> Error {
-    Error::corruption(
-        "page store",
-        0,
-        format!(
-            "record of {:?} in {}: {reason}",
-            String::from_utf8_lossy(key),
-            info.spec.name()
-        ),
-    )
-}
-
-pub(crate) fn decode_items(mut bytes: Bytes, tree_key: &[u8]) -> Result<Vec<Stored>> {
-    let items = item::decode_items(&mut bytes);
-    match items {
-        Ok(items) if bytes.is_empty() => Ok(items),
-        Ok(_) => Err(Error::corruption(
-            "page store",
-            0,
-            format!("tail record {tree_key:x?}: trailing bytes"),
-        )),
-        Err(reason) => Err(Error::corruption(
-            "page store",
-            0,
-            format!("tail record {tree_key:x?}: {reason}"),
-        )),
-    }
 }
 
 #[cfg(test)]

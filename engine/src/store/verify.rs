@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 
-use super::stage::{decode_items, decode_record};
+use super::decode::{decode_items, decode_record};
 use super::{Shared, Version};
 use crate::cold::ChunkRef;
 use crate::cold::chunk as cold_chunk;
@@ -344,7 +344,7 @@ impl Shared {
                         ));
                     }
                     // Reads the chunk: checksum, decompression, items against the summary.
-                    self.chunk_items(&entry).map_err(Check::Error)?;
+                    self.cold.items(&entry).map_err(Check::Error)?;
                     checker.chunks += 1;
                     *checker.cold_live.entry(entry.loc.segment_id).or_default() +=
                         entry.loc.len as u64;

@@ -1,0 +1,79 @@
+//! Decoding what the page store holds for a parent: its record (for the stager, with
+//! `Stored` items; for readers, with `Item`s and only the fields they want), its tail
+//! records, and the errors that name the parent when the bytes are damaged. The read path,
+//! the stager and `verify` all decode through here.
+
+use bytes::Bytes;
+
+use crate::catalog::CollectionInfo;
+use crate::document::Document;
+use crate::item::{self, Item, Stored};
+use crate::record::ParentRecord;
+use crate::{Error, Result};
+
+pub(crate) fn decode_record(
+    bytes: Bytes,
+    info: &CollectionInfo,
+    key: &[u8],
+) -> Result<ParentRecord> {
+    decode_record_fields(bytes, info, key, |_| true)
+}
+
+/// [`decode_record`] building the inline items of the fields `wanted` names only (for reads).
+pub(crate) fn decode_record_fields(
+    bytes: Bytes,
+    info: &CollectionInfo,
+    key: &[u8],
+    wanted: impl Fn(usize) -> bool,
+) -> Result<ParentRecord> {
+    ParentRecord::decode_fields(bytes, info.spec.arrays().len(), wanted)
+        .map_err(|reason| record_corruption(info, key, reason))
+}
+
+/// A parent record of `key` in `info`'s collection that did not decode.
+pub(crate) fn record_corruption(info: &CollectionInfo, key: &[u8], reason: String) -> Error {
+    Error::corruption(
+        "page store",
+        0,
+        format!(
+            "record of {:?} in {}: {reason}",
+            String::from_utf8_lossy(key),
+            info.spec.name()
+        ),
+    )
+}
+
+pub(crate) fn decode_items(mut bytes: Bytes, tree_key: &[u8]) -> Result<Vec<Stored>> {
+    let items = item::decode_items(&mut bytes);
+    match items {
+        Ok(items) if bytes.is_empty() => Ok(items),
+        Ok(_) => Err(Error::corruption(
+            "page store",
+            0,
+            format!("tail record {tree_key:x?}: trailing bytes"),
+        )),
+        Err(reason) => Err(Error::corruption(
+            "page store",
+            0,
+            format!("tail record {tree_key:x?}: {reason}"),
+        )),
+    }
+}
+
+/// A parent record as a reader sees it: the inline items of the fields `wanted` names, as
+/// `Item`s in (key, push) order.
+pub(crate) fn decode_read_record(
+    bytes: Bytes,
+    info: &CollectionInfo,
+    key: &[u8],
+    wanted: impl Fn(usize) -> bool,
+) -> Result<ParentRecord<Item>> {
+    ParentRecord::decode_read(bytes, info.spec.arrays().len(), wanted)
+        .map_err(|reason| record_corruption(info, key, reason))
+}
+
+/// The document of an encoded parent record, every array with its inline items.
+pub(crate) fn decode_document(info: &CollectionInfo, key: Bytes, bytes: Bytes) -> Result<Document> {
+    let record = decode_read_record(bytes, info, &key, |_| true)?;
+    Ok(Document::new(info, key, record))
+}
