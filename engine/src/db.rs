@@ -7,12 +7,13 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::cache;
-use crate::catalog::{CollectionId, CollectionInfo, CollectionSpec, Layout};
+use crate::catalog::{CollectionId, CollectionInfo, CollectionSpec};
 use crate::document::{Document, ItemPage, ItemQuery, Outlier};
 use crate::item::NewItem;
 use crate::item::Summary;
 use crate::page::keys;
 use crate::page::tree::Cursor as TreeCursor;
+use crate::pattern::{self, Operation};
 use crate::storage::{FsStorage, Storage};
 use crate::store::background::Background;
 use crate::store::decode::decode_document;
@@ -423,13 +424,8 @@ impl Collection {
     /// not one transaction.
     pub fn expire_buckets(&self, field: &str, before: i64) -> Result<()> {
         let index = self.field(field)?;
-        if !matches!(self.info.spec.arrays()[index].layout, Layout::Bucket { .. }) {
-            return Err(Error::WrongLayout {
-                collection: self.name().to_string(),
-                field: field.to_string(),
-                expected: "bucket",
-            });
-        }
+        let layout = self.info.spec.arrays()[index].layout;
+        pattern::check_supports(layout, Operation::ExpireBuckets, self.name(), field)?;
         for parents in self.outliers(field)?.chunks(EXPIRY_BATCH_PARENTS) {
             let mut batch = self.db.batch();
             for parent in parents {

@@ -165,7 +165,7 @@ impl Shared {
                 flush(&mut group, &mut group_raw, &mut plan);
                 array = Some(prefix);
             }
-            let raw = match merge && entry.kind == ChunkKind::Items {
+            let raw = match merge && crate::pattern::merges(entry.kind) {
                 true => self.cold.raw_len(entry.loc)? as usize,
                 false => usize::MAX,
             };

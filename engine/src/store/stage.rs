@@ -20,7 +20,7 @@ use crate::item::{self, Item, Stored, Summary};
 use crate::page::keys;
 use crate::page::max_inline_record;
 use crate::page::redo::{self, Op};
-use crate::pattern;
+use crate::pattern::{self, Operation, Refill};
 use crate::record::{self, ParentRecord};
 use crate::{Error, MAX_RECORD_BYTES, Result};
 
@@ -291,6 +291,7 @@ impl<'a> Stager<'a> {
         collection: &str,
         key: &Bytes,
         field: &str,
+        operation: Operation,
     ) -> Result<(Arc<CollectionInfo>, usize, Layout)> {
         let info = self.collection(collection)?;
         let index = info
@@ -301,6 +302,7 @@ impl<'a> Stager<'a> {
                 field: field.to_string(),
             })?;
         let layout = info.spec.arrays()[index].layout;
+        pattern::check_supports(layout, operation, collection, field)?;
         self.work(collection, key)?;
         Ok((info, index, layout))
     }
@@ -343,7 +345,7 @@ impl<'a> Stager<'a> {
             });
         }
         let tail_limit = max_inline_record(self.shared.pages.page_bytes);
-        let (info, index, layout) = self.load_array(collection, key, field)?;
+        let (info, index, layout) = self.load_array(collection, key, field, Operation::Push)?;
         let work = self
             .parents
             .get_mut(&(info.id, key.clone()))
@@ -415,7 +417,7 @@ impl<'a> Stager<'a> {
         item_key: i64,
         cold: &mut ColdGroup,
     ) -> Result<()> {
-        let (info, index, layout) = self.load_array(collection, key, field)?;
+        let (info, index, layout) = self.load_array(collection, key, field, Operation::Remove)?;
         let id = (info.id, key.clone());
         if self.parents[&id].record.is_none() {
             return Ok(());
@@ -447,10 +449,9 @@ impl<'a> Stager<'a> {
         if removed == 0 {
             return Ok(());
         }
-        if let Layout::Subset { keep } = layout {
-            let need = (keep as usize).saturating_sub(array.inline.len());
-            if need > 0 {
-                // History holds the older items: its greatest ones move into the window.
+        match pattern::refill(layout, array.inline.len()) {
+            Refill::Nothing => {}
+            Refill::Greatest(need) => {
                 let moved = self.take_greatest(&id, index, need, &mut history)?;
                 let work = self.parents.get_mut(&id).expect("loaded above");
                 let array = &mut work.record.as_mut().expect("checked above").arrays[index];
@@ -473,14 +474,7 @@ impl<'a> Stager<'a> {
         before: i64,
         cold: &mut ColdGroup,
     ) -> Result<()> {
-        let (info, index, layout) = self.load_array(collection, key, field)?;
-        if !matches!(layout, Layout::Bucket { .. }) {
-            return Err(Error::WrongLayout {
-                collection: collection.to_string(),
-                field: field.to_string(),
-                expected: "bucket",
-            });
-        }
+        let (info, index, _) = self.load_array(collection, key, field, Operation::ExpireBuckets)?;
         let id = (info.id, key.clone());
         if self.parents[&id].record.is_none() {
             return Ok(());
@@ -489,9 +483,7 @@ impl<'a> Stager<'a> {
         let mut history = self.history(&info, &id, index)?;
         let mut expired = false;
         for chunk in history.iter_mut() {
-            if chunk.chunk.kind == ChunkKind::Bucket
-                && chunk.chunk.summary.max_key.is_some_and(|max| max < before)
-            {
+            if pattern::expires(chunk.chunk.kind, &chunk.chunk.summary, before) {
                 chunk.items = Some(Vec::new());
                 chunk.changed = true;
                 expired = true;

@@ -1,0 +1,186 @@
+//! Where a pushed item goes, by layout: into the parent, out to the tail (history, overflow,
+//! late items), or into a new bucket that seals the open one.
+
+use crate::catalog::Layout;
+use crate::item::{self, Stored};
+use crate::record::ArrayState;
+
+/// The largest open bucket, in encoded item bytes: a bucket seals early rather than take its
+/// parent record anywhere near the record limit.
+pub const MAX_BUCKET_BYTES: usize = 1024 * 1024;
+
+/// What a push sends out of the parent record.
+#[derive(Debug, Default)]
+pub(crate) struct Outcome {
+    /// An item for the array's cold history (Subset), overflow (Outlier), item chunks
+    /// (Reference) or late items (Bucket), by way of the tail record.
+    pub to_tail: Option<Stored>,
+    /// A bucket that the push sealed, sorted, to be written as one chunk.
+    pub sealed_bucket: Option<Vec<Stored>>,
+    /// The push set `has_overflow`.
+    pub overflowed: bool,
+}
+
+fn insert_sorted(items: &mut Vec<Stored>, stored: Stored) {
+    let at = items.partition_point(|s| s.order() <= stored.order());
+    items.insert(at, stored);
+}
+
+fn bucket_start(key: i64, span: Option<i64>) -> i64 {
+    span.map_or(key, |span| key.div_euclid(span) * span)
+}
+
+/// Applies a push to `array` (its seq already assigned) by `layout`'s rule.
+pub(crate) fn push(layout: Layout, array: &mut ArrayState, stored: Stored) -> Outcome {
+    array.total += 1;
+    array.summary.add(&stored.item);
+    let bytes_before = array.inline_bytes;
+    let len = item::stored_len(&stored.item);
+    let mut outcome = Outcome::default();
+    match layout {
+        Layout::Embed => insert_sorted(&mut array.inline, stored),
+        Layout::Reference => outcome.to_tail = Some(stored),
+        Layout::Subset { keep } => {
+            insert_sorted(&mut array.inline, stored);
+            if array.inline.len() > keep as usize {
+                // The smallest key leaves the window (the new item itself when it is older
+                // than all N).
+                outcome.to_tail = Some(array.inline.remove(0));
+            }
+        }
+        Layout::Outlier { inline_cap } => {
+            if array.inline.len() < inline_cap as usize && !array.has_overflow {
+                array.inline.push(stored);
+            } else {
+                outcome.to_tail = Some(stored);
+            }
+        }
+        Layout::Bucket { max_items, span } => {
+            let key = stored.item.key;
+            match array.bucket_start {
+                None => {
+                    array.bucket_start = Some(bucket_start(key, span));
+                    array.inline.push(stored);
+                }
+                Some(start) if key < start => outcome.to_tail = Some(stored),
+                Some(start) => {
+                    let outside = span.is_some_and(|span| key >= start.saturating_add(span));
+                    let full = array.inline.len() >= max_items as usize
+                        || item::items_len(&array.inline) + item::stored_len(&stored.item)
+                            > MAX_BUCKET_BYTES;
+                    if outside || full {
+                        // A bucket emptied by removals moves its window without a chunk.
+                        if !array.inline.is_empty() {
+                            outcome.sealed_bucket = Some(std::mem::take(&mut array.inline));
+                        }
+                        // A full bucket hands over at the item's key; a new window starts on
+                        // the span's grid.
+                        array.bucket_start = Some(if outside {
+                            bucket_start(key, span)
+                        } else {
+                            key
+                        });
+                        array.inline.push(stored);
+                    } else {
+                        insert_sorted(&mut array.inline, stored);
+                    }
+                }
+            }
+        }
+    }
+    // The inline bytes follow what moved: in, out to the tail, or out with a sealed bucket.
+    array.inline_bytes = bytes_before + len;
+    if let Some(left) = &outcome.to_tail {
+        array.inline_bytes -= item::stored_len(&left.item);
+    }
+    if let Some(bucket) = &outcome.sealed_bucket {
+        array.inline_bytes -= bucket
+            .iter()
+            .map(|s| item::stored_len(&s.item))
+            .sum::<usize>();
+    }
+    if (outcome.to_tail.is_some() || outcome.sealed_bucket.is_some()) && !array.has_overflow {
+        array.has_overflow = true;
+        outcome.overflowed = true;
+    }
+    outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    use super::*;
+    use crate::item::Item;
+
+    fn push_keys(layout: Layout, keys: &[i64]) -> (ArrayState, Vec<i64>, Vec<Vec<i64>>) {
+        let mut array = ArrayState::default();
+        let (mut tail, mut buckets) = (Vec::new(), Vec::new());
+        for key in keys {
+            let seq = array.next_seq;
+            array.next_seq += 1;
+            let stored = Stored {
+                item: Item {
+                    key: *key,
+                    value: None,
+                    payload: Bytes::new(),
+                },
+                seq,
+            };
+            let outcome = push(layout, &mut array, stored);
+            tail.extend(outcome.to_tail.map(|s| s.item.key));
+            buckets.extend(
+                outcome
+                    .sealed_bucket
+                    .map(|b| b.iter().map(|s| s.item.key).collect()),
+            );
+        }
+        (array, tail, buckets)
+    }
+
+    fn inline_keys(array: &ArrayState) -> Vec<i64> {
+        array.inline.iter().map(|s| s.item.key).collect()
+    }
+
+    #[test]
+    fn subset_keeps_the_greatest_keys() {
+        let (array, tail, _) = push_keys(Layout::Subset { keep: 3 }, &[5, 1, 9, 7, 3, 8]);
+        assert_eq!(inline_keys(&array), vec![7, 8, 9]);
+        assert_eq!(tail, vec![1, 3, 5]);
+        assert!(array.has_overflow);
+        assert_eq!(array.total, 6);
+    }
+
+    #[test]
+    fn outlier_keeps_the_first_pushed() {
+        let (array, tail, _) = push_keys(Layout::Outlier { inline_cap: 2 }, &[5, 1, 9, 0]);
+        assert_eq!(inline_keys(&array), vec![5, 1]);
+        assert_eq!(tail, vec![9, 0]);
+        let (array, tail, _) = push_keys(Layout::Outlier { inline_cap: 2 }, &[5, 1]);
+        assert!(!array.has_overflow && tail.is_empty());
+    }
+
+    #[test]
+    fn buckets_seal_by_count_and_span() {
+        let layout = Layout::Bucket {
+            max_items: 3,
+            span: Some(10),
+        };
+        let (array, tail, buckets) = push_keys(layout, &[12, 11, 13, 14, 25, 3, 26]);
+        // 12, 11, 13 fill [10, 20); 14 opens a bucket at 14; 25 opens [20, 30); 3 is late.
+        assert_eq!(buckets, vec![vec![11, 12, 13], vec![14]]);
+        assert_eq!(tail, vec![3]);
+        assert_eq!(inline_keys(&array), vec![25, 26]);
+        assert_eq!(array.bucket_start, Some(20));
+    }
+
+    #[test]
+    fn embed_and_reference() {
+        let (array, tail, _) = push_keys(Layout::Embed, &[3, 1, 2]);
+        assert_eq!(inline_keys(&array), vec![1, 2, 3]);
+        assert!(tail.is_empty() && !array.has_overflow);
+        let (array, tail, _) = push_keys(Layout::Reference, &[3, 1]);
+        assert!(array.inline.is_empty() && array.has_overflow);
+        assert_eq!(tail, vec![3, 1]);
+    }
+}
