@@ -8,7 +8,7 @@ use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex};
 
-use super::Shared;
+use super::shared::Shared;
 
 /// The thread's mailbox, shared by `Shared` and the thread (which holds the database only
 /// while it works).

@@ -10,7 +10,9 @@ use std::ops::Bound;
 
 use bytes::Bytes;
 
-use super::{ChunkRedo, Shared, Txn, Writer};
+use super::apply::Txn;
+use super::commit::ChunkRedo;
+use super::shared::{Shared, Writer};
 use crate::cold::chunk::{self as cold_chunk, ChunkKind, ChunkRef};
 use crate::item::{self, Stored};
 use crate::page::keys;
@@ -289,7 +291,10 @@ impl Shared {
         let cold_total = plan.bytes();
         let hot_sparse = |writer: &Writer| -> Result<u64> {
             let sparse = self.sparse_segments(&self.current().tree, writer)?;
-            Ok(sparse.iter().map(super::Sparse::live_bytes).sum())
+            Ok(sparse
+                .iter()
+                .map(super::checkpoint::Sparse::live_bytes)
+                .sum())
         };
         let mut total = cold_total + hot_sparse(&self.writer.lock())?;
         progress(0, total);

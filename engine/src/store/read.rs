@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 
 use super::decode::{decode_document, decode_items, decode_read_record, decode_record_fields};
-use super::{Shared, Version};
+use super::shared::{Shared, Version};
 use crate::cache::records::KeptRecord;
 
 use crate::catalog::CollectionInfo;

@@ -8,7 +8,8 @@ use std::sync::atomic::AtomicU64;
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 
-use super::{Shared, Txn, Version, Writer, WriterCounters, apply, is_large};
+use super::apply::{Txn, apply, is_large};
+use super::shared::{Shared, Version, Writer, WriterCounters};
 use crate::cache::{CacheConfig, PageCache};
 use crate::catalog::Catalog;
 use crate::cold::chunk::{self as cold_chunk, ChunkLoc};

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::Shared;
+use super::shared::Shared;
 use crate::cold::ChunkRef;
 use crate::cold::chunk as cold_chunk;
 use crate::log::{self, frame::SEGMENT_HEADER_BYTES};

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 
 use super::decode::{decode_items, decode_record};
-use super::{Shared, Version};
+use super::shared::{Shared, Version};
 use crate::cold::ChunkRef;
 use crate::cold::chunk as cold_chunk;
 use crate::item::Summary;

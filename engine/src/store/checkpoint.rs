@@ -1,0 +1,322 @@
+//! Checkpoints and log cleaning: changed pages written to the log with a new checkpoint
+//! file, sparse log segments copied out, and segments no longer needed removed once no
+//! reader can reach them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Weak};
+
+use bytes::BufMut;
+
+use super::shared::{Shared, Version, Writer};
+use super::verify;
+use crate::Result;
+use crate::cache::{CacheKey, CacheValue, Tier};
+use crate::log::FrameKind;
+use crate::page::checkpoint::Checkpoint;
+use crate::page::node::{Node, PageId};
+use crate::page::table::Slot;
+use crate::page::tree::Tree;
+
+/// A checkpoint writes its page images in groups of about this size.
+pub(super) const CHECKPOINT_GROUP_BYTES: usize = 4 * 1024 * 1024;
+
+/// A sealed log segment whose live pages fill less than this share of it is cleaned.
+pub(super) const CLEAN_BELOW: f64 = 0.5;
+
+/// Page bytes a checkpoint copies out of sparse segments, at most (one segment at least).
+pub(super) const CLEAN_BYTES: u64 = 8 * 1024 * 1024;
+
+/// A sealed log segment that is mostly dead: what of it the tree still needs.
+pub(super) struct Sparse {
+    pub(super) segment_id: u32,
+    pub(super) page_bytes: u64,
+    pub(super) pages: Vec<PageId>,
+    /// Bytes of large records the tree refers to in it.
+    pub(super) large_bytes: u64,
+}
+
+impl Sparse {
+    pub(super) fn live_bytes(&self) -> u64 {
+        self.page_bytes + self.large_bytes
+    }
+}
+
+/// Segment files waiting for the versions that may refer to them.
+pub(super) struct Doomed {
+    pub(super) readers: Vec<Weak<Version>>,
+    pub(super) files: Vec<String>,
+}
+
+impl Shared {
+    /// How far the state is from the last checkpoint: the redo since, the pages changed
+    /// since (counted at the page size) or the cold chunk bytes written since, whichever is
+    /// most. A checkpoint is due once it reaches `checkpoint_bytes`: the first bounds
+    /// recovery, the second the memory that changed pages hold, the third the cold space
+    /// that waits for a checkpoint to be given back.
+    pub(super) fn checkpoint_pressure(&self, writer: &Writer) -> u64 {
+        let tree = &self.current().tree;
+        let dirty_bytes =
+            tree.table.dirty_count() as u64 * self.pages.page_bytes as u64 + tree.held_bytes;
+        writer
+            .bytes_since_checkpoint
+            .max(dirty_bytes)
+            .max(writer.cold_since_checkpoint)
+    }
+
+    /// The maintenance thread's work: the checkpoint commits found due (if still due), then
+    /// a cold compaction step.
+    pub(crate) fn maintain(&self) -> Result<()> {
+        {
+            let mut writer = self.writer.lock();
+            if self.checkpoint_pressure(&writer) >= self.options.checkpoint_bytes {
+                self.checkpoint_locked(&mut writer, self.options.reclaim)?;
+            }
+        }
+        if self.options.reclaim {
+            self.reclaim_step()?;
+        }
+        Ok(())
+    }
+
+    /// Sealed log segments mostly dead (live page and large-record bytes under
+    /// `CLEAN_BELOW` of the file), sparsest first.
+    pub(super) fn sparse_segments(&self, tree: &Tree, writer: &Writer) -> Result<Vec<Sparse>> {
+        let storage = self.pages.storage.as_ref();
+        let tail_segment = writer.log.tail().segment_id;
+        let mut live: BTreeMap<u32, Sparse> = BTreeMap::new();
+        fn entry(live: &mut BTreeMap<u32, Sparse>, segment_id: u32) -> &mut Sparse {
+            live.entry(segment_id).or_insert_with(|| Sparse {
+                segment_id,
+                page_bytes: 0,
+                pages: Vec::new(),
+                large_bytes: 0,
+            })
+        }
+        for (id, slot) in tree.table.iter() {
+            if let Slot::Disk(loc) = slot
+                && loc.segment_id < tail_segment
+            {
+                let sparse = entry(&mut live, loc.segment_id);
+                sparse.page_bytes += loc.len as u64;
+                sparse.pages.push(id);
+            }
+        }
+        for (&segment_id, &bytes) in tree.large_live.iter() {
+            if segment_id < tail_segment {
+                entry(&mut live, segment_id).large_bytes += bytes;
+            }
+        }
+        let mut sparse = Vec::new();
+        for (segment_id, segment) in live {
+            let file_bytes = storage.len(&crate::log::segment_name(segment_id))?;
+            let ratio = segment.live_bytes() as f64 / file_bytes.max(1) as f64;
+            if ratio < CLEAN_BELOW {
+                sparse.push((ratio, segment));
+            }
+        }
+        sparse.sort_by(|a, b| a.0.total_cmp(&b.0));
+        Ok(sparse.into_iter().map(|(_, segment)| segment).collect())
+    }
+
+    /// Log cleaning: the live pages of the sparsest segments become dirty in `tree`, so the
+    /// checkpoint about to be written copies them to the tail and the segments stop being
+    /// needed. At most `CLEAN_BYTES` of pages per checkpoint (one segment at least), which
+    /// bounds the time commits wait. A segment still holding a large record the tree refers
+    /// to waits until the record has moved (see `relocate_large`). Returns the page bytes
+    /// it marked.
+    pub(super) fn clean_sparse_segments(&self, tree: &mut Tree, writer: &Writer) -> Result<u64> {
+        let mut moved = 0;
+        for segment in self.sparse_segments(tree, writer)? {
+            if segment.large_bytes > 0 {
+                continue;
+            }
+            if moved > 0 && moved + segment.page_bytes > CLEAN_BYTES {
+                break;
+            }
+            for id in segment.pages {
+                let node = tree.node(&self.pages, id)?;
+                tree.table.set(id, Slot::Dirty(node));
+            }
+            moved += segment.page_bytes;
+        }
+        Ok(moved)
+    }
+
+    /// Dooms the files of either tier that the checkpoint just written does not need: log
+    /// segments before the replay segment with no page image of its table and no large
+    /// record of its tree, and cold segments before the cold tail's with no chunk of its
+    /// chunk index.
+    pub(super) fn doom_unneeded(&self, checkpoint: &Checkpoint) -> Result<()> {
+        let storage = self.pages.storage.as_ref();
+        let needed = checkpoint.needed_segments();
+        let mut files: Vec<String> = verify::segment_ids(storage)?
+            .into_iter()
+            .filter(|id| *id < checkpoint.replay_from.segment_id && !needed.contains(id))
+            .map(crate::log::segment_name)
+            .collect();
+        files.extend(self.unneeded_cold(
+            &checkpoint.needed_cold_segments(),
+            checkpoint.cold_tail.segment_id,
+        )?);
+        let mut doomed = self.doomed.lock();
+        let already: BTreeSet<&String> = doomed.iter().flat_map(|d| &d.files).collect();
+        files.retain(|name| !already.contains(name));
+        if !files.is_empty() {
+            let readers = self.retired.lock().clone();
+            doomed.push(Doomed { readers, files });
+        }
+        Ok(())
+    }
+
+    /// Removes the doomed segments no reader can reach any more.
+    pub(super) fn remove_doomed(&self) -> Result<()> {
+        let storage = self.pages.storage.as_ref();
+        let mut doomed = self.doomed.lock();
+        let mut removed = false;
+        let mut failed = None;
+        doomed.retain(|d| {
+            if d.readers.iter().any(|r| r.strong_count() > 0) || failed.is_some() {
+                return true;
+            }
+            for file in &d.files {
+                if let Some(id) = crate::cold::chunk::parse_segment_name(file) {
+                    self.cold.forget_map(id);
+                }
+                if let Err(error) = storage.remove(file) {
+                    failed = Some(error);
+                    return true;
+                }
+            }
+            removed = true;
+            false
+        });
+        if let Some(error) = failed {
+            return Err(error);
+        }
+        if removed {
+            storage.sync_dir()?;
+        }
+        Ok(())
+    }
+
+    /// Writes every changed page to the log and a new checkpoint file.
+    pub fn checkpoint(&self) -> Result<()> {
+        let mut writer = self.writer.lock();
+        self.checkpoint_locked(&mut writer, self.options.reclaim)
+    }
+
+    /// A checkpoint with the writer held; `clean` copies the live pages of sparse log
+    /// segments out first.
+    pub(super) fn checkpoint_locked(&self, writer: &mut Writer, clean: bool) -> Result<()> {
+        let result = self.write_checkpoint(writer, clean);
+        if let Err(error) = &result {
+            // Which of the checkpoint's writes reached the disk is unknown: refuse writes.
+            writer.log.poison(error.to_string());
+        }
+        result
+    }
+
+    pub(super) fn write_checkpoint(&self, writer: &mut Writer, clean: bool) -> Result<()> {
+        self.write_held(writer)?;
+        let version = self.current();
+        // Chunks before the redo and pages that refer to them.
+        self.cold.sync()?;
+        self.cold_synced_before_roll(writer)?;
+        let mut tree = version.tree.clone();
+        if clean {
+            self.clean_sparse_segments(&mut tree, writer)?;
+        }
+        if tree.table.dirty_count() == 0 && writer.log.tail() == writer.checkpoint_tail {
+            writer.log.sync()?;
+            return self.remove_doomed();
+        }
+        let dirty: Vec<(PageId, Arc<Node>)> = tree
+            .table
+            .iter()
+            .filter_map(|(id, slot)| match slot {
+                Slot::Dirty(node) => Some((id, node.clone())),
+                _ => None,
+            })
+            .collect();
+        let mut written = Vec::with_capacity(dirty.len());
+        // Each group's buffer is sized once for the frames it will hold: grown by doubling
+        // it would reach twice `CHECKPOINT_GROUP_BYTES`, and the allocator keeps what such
+        // transient buffers freed.
+        let frame_lens: Vec<usize> = dirty
+            .iter()
+            .map(|(_, node)| crate::log::frame::FRAME_HEADER_BYTES + 8 + node.encoded_len())
+            .collect();
+        let group_len = |from: usize| {
+            let mut len = 0;
+            for frame_len in &frame_lens[from..] {
+                if len >= CHECKPOINT_GROUP_BYTES {
+                    break;
+                }
+                len += frame_len;
+            }
+            len
+        };
+        let mut group = writer.log.group()?;
+        group.buf().reserve_exact(group_len(0));
+        for (index, (id, node)) in dirty.into_iter().enumerate() {
+            if group.bytes() >= CHECKPOINT_GROUP_BYTES {
+                writer.log.append(group)?;
+                group = writer.log.group()?;
+                group.buf().reserve_exact(group_len(index));
+            }
+            let start = group.begin();
+            group.buf().put_u64_le(id);
+            node.encode(group.buf());
+            written.push((id, group.finish(start, FrameKind::Page), node));
+        }
+        writer.log.append(group)?;
+        writer.log.sync()?;
+        for (id, loc, node) in written {
+            tree.table.set(id, Slot::Disk(loc));
+            let key = CacheKey::Page {
+                segment_id: loc.segment_id,
+                offset: loc.offset,
+            };
+            let weight = loc.len as usize + node.decoded_overhead();
+            self.pages
+                .cache
+                .insert(key, Tier::HotPage, CacheValue::Node(node), weight);
+        }
+        let tail = writer.log.tail();
+        let checkpoint = Checkpoint {
+            sequence: writer.checkpoint_sequence + 1,
+            page_bytes: self.pages.page_bytes as u32,
+            replay_from: tail,
+            cold_tail: self.cold.tail(),
+            root: tree.root,
+            next_page_id: tree.next_page_id,
+            catalog: version.catalog.as_ref().clone(),
+            pages: tree
+                .table
+                .iter()
+                .filter_map(|(id, slot)| match slot {
+                    Slot::Disk(loc) => Some((id, *loc)),
+                    _ => None,
+                })
+                .collect(),
+            large_live: tree.large_live.iter().map(|(s, b)| (*s, *b)).collect(),
+            cold_live: tree.cold_live.iter().map(|(s, b)| (*s, *b)).collect(),
+        };
+        checkpoint.write(self.pages.storage.as_ref())?;
+        // The same records as the version it replaces: their generation too.
+        self.publish(Version {
+            tree: tree.pin_root(&self.pages),
+            catalog: version.catalog.clone(),
+            commits: version.commits,
+            generation: version.generation,
+        });
+        drop(version);
+        writer.checkpoint_sequence += 1;
+        writer.counters.checkpoints += 1;
+        writer.checkpoint_tail = tail;
+        writer.bytes_since_checkpoint = 0;
+        writer.cold_since_checkpoint = 0;
+        self.doom_unneeded(&checkpoint)?;
+        self.remove_doomed()
+    }
+}

@@ -1,0 +1,414 @@
+//! The commit path: batches queued, grouped and staged into redo, written (and synced)
+//! to the hot log with their cold chunks, then published as the new version.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+
+use super::apply::{Txn, apply, is_large, patched_value};
+use super::shared::{Shared, Version, Writer};
+use super::stage;
+use crate::catalog::CollectionSpec;
+use crate::cold::ColdGroup;
+use crate::item::NewItem;
+use crate::log::{FrameKind, Group};
+use crate::page::node::{LargeRef, Value};
+use crate::page::redo::Op;
+use crate::{Durability, Error, MAX_BATCH_BYTES, MAX_KEY_BYTES, Result};
+
+/// Redo frames are closed once their payload reaches this size.
+pub(super) const FRAME_TARGET_BYTES: usize = 1024 * 1024;
+
+/// Held records (large records changed by patches, in memory until logged whole) are
+/// logged once they hold more than this share of the cache's budget: memory outside the
+/// cache stays in proportion with it.
+pub(super) const HELD_SHARE_OF_CACHE: usize = 4;
+
+/// The most cold bytes a batch's redo carries (its sealed buckets and tails, typically a
+/// few KiB); a batch that writes more syncs them before its redo.
+pub(super) const MAX_CARRIED_COLD_BYTES: usize = 256 * 1024;
+
+/// A batch's operations as the API received them, before they are resolved to redo.
+#[derive(Clone, Debug)]
+pub(crate) enum BatchOp {
+    CreateCollection(CollectionSpec),
+    Put {
+        collection: Arc<str>,
+        key: Bytes,
+        body: Bytes,
+    },
+    Delete {
+        collection: Arc<str>,
+        key: Bytes,
+    },
+    Push {
+        collection: Arc<str>,
+        key: Bytes,
+        field: Arc<str>,
+        item: NewItem,
+    },
+    Remove {
+        collection: Arc<str>,
+        key: Bytes,
+        field: Arc<str>,
+        item_key: i64,
+    },
+    ExpireBuckets {
+        collection: Arc<str>,
+        key: Bytes,
+        field: Arc<str>,
+        before: i64,
+    },
+}
+
+pub(super) struct Request {
+    /// Taken by the group that stages them.
+    pub(super) ops: Mutex<Vec<BatchOp>>,
+    pub(super) result: Mutex<Option<Result<()>>>,
+}
+
+/// How a group's redo refers to the cold chunks it wrote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum ChunkRedo {
+    /// The redo carries their bytes: they need not be durable before it (replay writes
+    /// back those that were lost).
+    Carried,
+    /// The redo names where they are: they are made durable before it.
+    Located,
+}
+
+pub(crate) fn check_key(key: &[u8]) -> Result<()> {
+    if key.len() > MAX_KEY_BYTES {
+        return Err(Error::KeyTooLarge {
+            size: key.len() as u64,
+            limit: MAX_KEY_BYTES as u64,
+        });
+    }
+    Ok(())
+}
+
+impl Shared {
+    pub(super) fn apply(&self, txn: &mut Txn, op: &Op, large: Option<LargeRef>) -> Result<()> {
+        apply(&self.pages, txn, op, large)
+    }
+
+    /// Commits a batch: atomic, and durable on return under `Durability::Immediate`.
+    /// Concurrent commits are grouped: one thread writes (and syncs) them all at once.
+    pub fn commit(&self, ops: Vec<BatchOp>) -> Result<()> {
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let request = Arc::new(Request {
+            ops: Mutex::new(ops),
+            result: Mutex::new(None),
+        });
+        self.queue.lock().push(request.clone());
+        let mut writer = self.writer.lock();
+        if let Some(result) = request.result.lock().take() {
+            return result;
+        }
+        let requests = std::mem::take(&mut *self.queue.lock());
+        self.commit_group(&mut writer, &requests);
+        if self.current().tree.held_bytes > (self.options.cache_bytes / HELD_SHARE_OF_CACHE) as u64
+        {
+            // The batches are committed; a failed write makes the next write fail.
+            let _ = self.write_held(&mut writer);
+        }
+        let pressure = self.checkpoint_pressure(&writer);
+        if pressure >= self.options.checkpoint_bytes {
+            if self.maintenance.running() && pressure < 2 * self.options.checkpoint_bytes {
+                self.maintenance.wake();
+            } else {
+                // The batches are committed; a failed checkpoint makes the next write fail.
+                let _ = self.checkpoint_locked(&mut writer, self.options.reclaim);
+                drop(writer);
+                if self.options.reclaim {
+                    // The compaction step that follows a checkpoint: the thread's, if any.
+                    if self.maintenance.running() {
+                        self.maintenance.wake();
+                    } else {
+                        let _ = self.reclaim_step();
+                    }
+                }
+            }
+        }
+        let result = request.result.lock().take();
+        result.unwrap_or_else(|| {
+            Err(Error::WriteFailed {
+                reason: "batch was not processed by its group".to_string(),
+            })
+        })
+    }
+
+    pub(super) fn commit_group(&self, writer: &mut Writer, requests: &[Arc<Request>]) {
+        let base = self.current();
+        let mut txn = Txn::new(base.tree.clone(), base.catalog.clone());
+        let groups = self.cold_synced_before_roll(writer).and_then(|()| {
+            let cold = self.cold.group()?;
+            Ok((writer.log.group()?, cold))
+        });
+        let (mut group, mut cold) = match groups {
+            Ok(groups) => groups,
+            Err(error) => return fail_all(requests, error),
+        };
+        let mut accepted = Vec::with_capacity(requests.len());
+        let mut chunks = ChunkRedo::Carried;
+        for request in requests {
+            let marks = (group.mark(), cold.mark());
+            // A savepoint costs copies; only a group of several batches needs one.
+            let savepoint = (requests.len() > 1).then(|| (txn.tree.clone(), txn.catalog.clone()));
+            let ops = std::mem::take(&mut *request.ops.lock());
+            match self.stage(&mut txn, &mut group, &mut cold, ops) {
+                Ok(redo) => {
+                    if redo == ChunkRedo::Located {
+                        chunks = ChunkRedo::Located;
+                    }
+                    accepted.push(request.clone());
+                }
+                Err(error) => {
+                    *request.result.lock() = Some(Err(error));
+                    group.rollback(marks.0);
+                    cold.rollback(marks.1);
+                    match savepoint {
+                        Some((tree, catalog)) => {
+                            // The keys it wrote stay listed: removing a record from the
+                            // record tier that did not change costs one read.
+                            txn.tree = tree;
+                            txn.catalog = catalog;
+                        }
+                        None => return,
+                    }
+                }
+            }
+        }
+        if accepted.is_empty() {
+            return;
+        }
+        let batches = accepted.len() as u64;
+        let written = self.write_group(writer, &base, txn, (group, cold, chunks), batches);
+        if let Err(error) = written {
+            return fail_all(&accepted, error);
+        }
+        for request in accepted {
+            *request.result.lock() = Some(Ok(()));
+        }
+    }
+
+    /// Writes a group's chunks, then its redo (under `Immediate` the log is synced, and the
+    /// chunks before it when the redo does not carry them),
+    /// and publishes the transaction as the new version; `batches` counts the user batches
+    /// in it.
+    pub(super) fn write_group(
+        &self,
+        writer: &mut Writer,
+        base: &Version,
+        txn: Txn,
+        (group, cold, chunks): (Group, ColdGroup, ChunkRedo),
+        batches: u64,
+    ) -> Result<()> {
+        let bytes = group.bytes() as u64;
+        let cold_bytes = cold.mark() as u64;
+        self.cold.append(cold)?;
+        writer.log.append(group)?;
+        if self.options.durability == Durability::Immediate {
+            if chunks == ChunkRedo::Located {
+                self.cold.sync()?;
+            }
+            writer.log.sync()?;
+        }
+        self.publish_changes(
+            Version {
+                tree: txn.tree.pin_root(&self.pages),
+                catalog: txn.catalog,
+                commits: base.commits + batches,
+                // Set by `publish_changes`.
+                generation: base.generation,
+            },
+            &txn.written,
+        );
+        writer.bytes_since_checkpoint += bytes;
+        writer.cold_since_checkpoint += cold_bytes;
+        writer.counters.commit_groups += 1;
+        Ok(())
+    }
+
+    /// Moving to a new log segment syncs the old one; the chunks its redo refers to must
+    /// be durable first.
+    pub(super) fn cold_synced_before_roll(&self, writer: &Writer) -> Result<()> {
+        if writer.log.will_roll() {
+            self.cold.sync()
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Resolves a batch into redo, encodes it into the group's frames and applies it to the
+    /// transaction; returns how its redo refers to the cold chunks it wrote. Every limit is
+    /// checked before anything is encoded.
+    pub(super) fn stage(
+        &self,
+        txn: &mut Txn,
+        group: &mut Group,
+        cold: &mut ColdGroup,
+        ops: Vec<BatchOp>,
+    ) -> Result<ChunkRedo> {
+        let mut stager = stage::Stager::new(self, txn);
+        let cold_mark = cold.mark();
+        for op in ops {
+            stager.apply(op, cold)?;
+        }
+        let (mut redo, patched) = stager.finish()?;
+        let chunks = match cold.written_since(cold_mark) {
+            None => ChunkRedo::Carried,
+            // The chunks' bytes go first: replay puts back what was lost before it checks
+            // them. Carried only where that spares a sync (an `Immediate` commit) and costs
+            // little: a bulk load's chunks are written once, and synced.
+            Some((loc, bytes))
+                if self.options.durability == Durability::Immediate
+                    && bytes.len() <= MAX_CARRIED_COLD_BYTES =>
+            {
+                redo.insert(0, Op::ColdBytes { loc, bytes });
+                ChunkRedo::Carried
+            }
+            Some(_) => ChunkRedo::Located,
+        };
+        self.encode_redo(txn, group, &redo, &patched)?;
+        Ok(chunks)
+    }
+
+    /// Encodes one batch's redo into the group's frames (a large value in a frame of its
+    /// own) and applies it to the transaction. `patched` holds the value each `Patch` of the
+    /// redo makes, in order: the transaction takes it as it is instead of patching.
+    pub(super) fn encode_redo(
+        &self,
+        txn: &mut Txn,
+        group: &mut Group,
+        redo: &[Op],
+        patched: &[Bytes],
+    ) -> Result<()> {
+        let mut patched = patched.iter();
+        let mut open_frame: Option<usize> = None;
+        let start_bytes = group.bytes();
+        for op in redo {
+            let large = is_large(op, self.max_inline());
+            if let Some(start) = open_frame
+                && (large || group.payload_len(start) + op.encoded_len() > FRAME_TARGET_BYTES)
+            {
+                group.finish(start, FrameKind::BatchPart);
+                open_frame = None;
+            }
+            let start = *open_frame.get_or_insert_with(|| group.begin());
+            let value_at = op.encode(group.buf());
+            if group.bytes() - start_bytes > MAX_BATCH_BYTES {
+                return Err(Error::BatchTooLarge {
+                    size: (group.bytes() - start_bytes) as u64,
+                    limit: MAX_BATCH_BYTES as u64,
+                });
+            }
+            let large_ref = large.then(|| LargeRef {
+                segment_id: group.segment_id(),
+                frame_offset: group.offset_of(start),
+                value_offset: (value_at - start - crate::log::frame::FRAME_HEADER_BYTES) as u32,
+                value_len: match op {
+                    Op::Put { value, .. } => value.len() as u32,
+                    _ => 0,
+                },
+            });
+            let value = match op {
+                Op::Patch { .. } => patched.next(),
+                _ => None,
+            };
+            match (op, value) {
+                (Op::Patch { key, .. }, Some(value)) => {
+                    debug_assert!(self.patch_makes(txn, op, value).unwrap_or(true));
+                    let value = patched_value(&self.pages, value.clone());
+                    txn.tree.insert(&self.pages, key.clone(), value)?;
+                    txn.note_written(key);
+                }
+                _ => self.apply(txn, op, large_ref)?,
+            }
+            if large {
+                group.finish(start, FrameKind::BatchPart);
+                open_frame = None;
+            }
+        }
+        let start = open_frame.unwrap_or_else(|| group.begin());
+        group.finish(start, FrameKind::BatchEnd);
+        Ok(())
+    }
+
+    /// Whether applying `patch` to the transaction's record gives `value` (what replay will
+    /// build from the log). A debug check: reading the record may fail with an I/O error
+    /// (or a fault injected by a test), which says nothing about the patch and is returned
+    /// as the error; any other failure (a patch that does not fit its record) is `false`.
+    pub(super) fn patch_makes(&self, txn: &Txn, patch: &Op, value: &Bytes) -> Result<bool> {
+        let mut replayed = Txn::new(txn.tree.clone(), txn.catalog.clone());
+        let Op::Patch { key, .. } = patch else {
+            return Ok(false);
+        };
+        let rebuilt = self
+            .apply(&mut replayed, patch, None)
+            .and_then(|()| replayed.tree.get(&self.pages, key));
+        match rebuilt {
+            Ok(rebuilt) => Ok(matches!(
+                rebuilt,
+                Some(Value::Inline(bytes) | Value::Held(bytes)) if bytes == value
+            )),
+            Err(error @ Error::Io { .. }) => Err(error),
+            Err(_) => Ok(false),
+        }
+    }
+
+    /// Writes every held record to the log as a put of its present value, in a commit of
+    /// its own (the frames a large put gets, which leaves references in its place), so that
+    /// a checkpoint's pages refer to the log for them.
+    pub(super) fn write_held(&self, writer: &mut Writer) -> Result<()> {
+        let base = self.current();
+        let held = base.tree.held();
+        if held.is_empty() {
+            return Ok(());
+        }
+        let mut txn = Txn::new(base.tree.clone(), base.catalog.clone());
+        let redo: Vec<Op> = held
+            .into_iter()
+            .map(|(key, value)| Op::Put { key, value })
+            .collect();
+        self.cold_synced_before_roll(writer)?;
+        let cold = self.cold.group()?;
+        let mut group = writer.log.group()?;
+        self.encode_redo(&mut txn, &mut group, &redo, &[])?;
+        self.write_group(writer, &base, txn, (group, cold, ChunkRedo::Located), 0)
+    }
+
+    /// Publishes a version whose records differ from the current one's in (at most) the
+    /// parent records `written`, which leave the record tier first, under the next
+    /// generation. While the epoch is odd no reader adds a record to the tier, and a reader
+    /// that read before it turned odd adds nothing after (its check of the epoch and its
+    /// insertion are under a shard lock, as is each removal here): every record in the tier
+    /// is the current version's, as of the generation it carries.
+    pub(super) fn publish_changes(&self, mut version: Version, written: &[Bytes]) {
+        let records = &self.pages.cache.records;
+        let epoch = self.record_epoch.fetch_add(1, Ordering::SeqCst) + 1;
+        for key in written {
+            if let Some((collection, key)) = crate::page::keys::split_parent(key) {
+                records.remove(collection, key);
+            }
+        }
+        version.generation = epoch + 1;
+        self.publish(version);
+        self.record_epoch.store(epoch + 1, Ordering::SeqCst);
+    }
+}
+
+pub(super) fn fail_all(requests: &[Arc<Request>], error: Error) {
+    let reason = error.to_string();
+    let mut first = Some(error);
+    for request in requests {
+        let error = first.take().unwrap_or_else(|| Error::WriteFailed {
+            reason: reason.clone(),
+        });
+        *request.result.lock() = Some(Err(error));
+    }
+}

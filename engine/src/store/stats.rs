@@ -1,0 +1,73 @@
+//! Counters for `Db::stats`.
+
+use super::shared::Shared;
+use super::verify;
+use crate::Result;
+use crate::cache::CacheStats;
+
+/// Counters shown by `Db::stats`.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Stats {
+    pub cache: CacheStats,
+    /// Batches committed since open.
+    pub commits: u64,
+    /// Groups the commits were written in (one write, and one sync under `Immediate`, each).
+    pub commit_groups: u64,
+    pub log_syncs: u64,
+    pub checkpoints: u64,
+    /// Log bytes replayed at open; bounded by `Options::checkpoint_bytes` plus one group.
+    pub replayed_bytes: u64,
+    pub dirty_pages: u64,
+    /// Bytes of large records changed by patches and held in memory until they are logged
+    /// whole (at most a quarter of `Options::cache_bytes` after any commit).
+    pub held_bytes: u64,
+    pub next_lsn: u64,
+    pub durable_lsn: u64,
+    pub log_segments: u64,
+    pub log_bytes: u64,
+}
+
+impl Shared {
+    pub fn cache_stats(&self) -> CacheStats {
+        let version = self.current();
+        self.pages.cache.stats(|id| {
+            version
+                .catalog
+                .by_name
+                .values()
+                .find(|info| info.id == id)
+                .map(|info| info.spec.name().to_string())
+        })
+    }
+
+    pub fn stats(&self) -> Result<Stats> {
+        let (tail, durable_lsn, log_syncs, counters) = {
+            let writer = self.writer.lock();
+            (
+                writer.log.tail(),
+                writer.log.durable_lsn(),
+                writer.log.syncs(),
+                writer.counters,
+            )
+        };
+        let next_lsn = tail.next_lsn;
+        let version = self.current();
+        let segments = verify::segment_files(self.pages.storage.as_ref(), tail)?;
+        let log_bytes = segments.values().sum();
+        Ok(Stats {
+            cache: self.cache_stats(),
+            commits: version.commits,
+            commit_groups: counters.commit_groups,
+            log_syncs,
+            checkpoints: counters.checkpoints,
+            replayed_bytes: counters.replayed_bytes,
+            dirty_pages: version.tree.table.dirty_count() as u64,
+            held_bytes: version.tree.held_bytes,
+            next_lsn,
+            durable_lsn,
+            log_segments: segments.len() as u64,
+            log_bytes,
+        })
+    }
+}
