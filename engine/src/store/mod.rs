@@ -4,6 +4,7 @@
 //! - `shared`: the state every clone of a `Db` shares, and the published version;
 //! - `commit`: the commit path (group commit, staging into redo, the log write);
 //! - `stage`: a batch's operations resolved against the committed state into redo;
+//! - `work`: what a batch does to one parent, executing the layouts' decisions;
 //! - `patch`: a changed record logged as the bytes that change;
 //! - `apply`: redo applied to a tree, by the commit path and by replay;
 //! - `decode`: parent and tail records decoded for readers, the stager and `verify`;
@@ -28,6 +29,7 @@ mod space;
 mod stage;
 mod stats;
 mod verify;
+mod work;
 
 pub(crate) use commit::{BatchOp, check_key};
 pub(crate) use shared::{Shared, Version};
