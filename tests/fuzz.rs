@@ -6,7 +6,7 @@
 use std::sync::{Arc, OnceLock};
 
 use arbitrary::{Arbitrary, Unstructured};
-use skewdb::storage::{SimStorage, Storage};
+use skewdb::testing::{SimStorage, Storage};
 use skewdb::{Db, Durability, Error};
 
 use crate::{

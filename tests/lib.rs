@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use skewdb::storage::{SimStorage, Storage};
+use skewdb::testing::{SimStorage, Storage};
 use skewdb::{CollectionSpec, Db, Durability, Error, ItemQuery, Layout, NewItem, Options, Result};
 
 /// An item as the models keep it: key, value, payload.

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
 
 use serde_json::{Value, json};
-use skewdb::storage::SimStorage;
+use skewdb::testing::SimStorage;
 use skewdb::{Batch, Db, NewItem, Options};
 
 use crate::text::bytes_from_json;

@@ -40,7 +40,9 @@ impl Db {
         Self::open_with_storage(Arc::new(FsStorage::new(path)?), options)
     }
 
-    /// Opens a database over any storage, such as the simulation in [`crate::storage::sim`].
+    /// Opens a database over any storage, such as the simulation the tests use (see
+    /// `skewdb::testing`; not part of the supported API).
+    #[doc(hidden)]
     pub fn open_with_storage(storage: Arc<dyn Storage>, options: Options) -> Result<Db> {
         let background = options.background;
         let shared = Arc::new(Shared::open(storage, options)?);

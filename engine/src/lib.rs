@@ -17,22 +17,26 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-pub mod cache;
+#![deny(unsafe_code)]
+
+mod cache;
 mod catalog;
-pub mod cold;
+mod cold;
 mod db;
 mod document;
 mod error;
-#[doc(hidden)]
-pub mod fuzz;
+mod fuzz;
 mod item;
-pub mod log;
+mod log;
 mod options;
-pub mod page;
+mod page;
 mod pattern;
 mod record;
-pub mod storage;
+// The one `unsafe` block (mapping a sealed segment) is allowed where it stands, in `fs.rs`.
+mod storage;
 mod store;
+#[doc(hidden)]
+pub mod testing;
 
 pub use cache::{CachePolicy, CacheStats, CollectionCacheStats, TierStats, WhatIf};
 pub use catalog::{

@@ -5,5 +5,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    skewdb::fuzz::decoders(data);
+    skewdb::testing::decoders(data);
 });

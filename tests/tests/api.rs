@@ -393,7 +393,7 @@ fn a_push_that_stays_in_its_parent_reads_no_tail() {
     // Each step on a database opened again: an empty cache, whose misses are the pages
     // the step needed.
     let open = || {
-        let storage: Arc<dyn skewdb::storage::Storage> = Arc::new(sim.clone());
+        let storage: Arc<dyn skewdb::testing::Storage> = Arc::new(sim.clone());
         Db::open_with_storage(storage, options.clone()).unwrap()
     };
     let db = open();

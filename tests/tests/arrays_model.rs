@@ -7,7 +7,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use proptest::prelude::*;
-use skewdb::storage::{SimStorage, Storage};
+use skewdb::testing::{SimStorage, Storage};
 use skewdb::{CollectionSpec, Db, Durability, ItemQuery, Layout, NewItem, Order, Summary};
 use skewdb_tests::small_options;
 

@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use skewdb::log::{FrameLoc, parse_segment_name, scan_segment, segment_name};
-use skewdb::storage::{SimStorage, Storage};
+use skewdb::testing::{FrameLoc, parse_segment_name, scan_segment, segment_name};
+use skewdb::testing::{SimStorage, Storage};
 use skewdb::{Db, Durability, Error};
 use skewdb_tests::{
     Model, apply, check_reads, commit, normalized, open_db, small_options, workload,

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use skewdb::storage::{SimStorage, Storage};
+use skewdb::testing::{SimStorage, Storage};
 use skewdb::{Db, Durability};
 use skewdb_tests::{
     Model, commit, normalized, open_db, possible_states, prefix_states, read_all, small_options,

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use skewdb::storage::Storage;
+use skewdb::testing::Storage;
 use skewdb::{CollectionSpec, Db, Durability, Error, Layout, NewItem, Options};
 use skewdb_tests::{open_db, read_all, sim, small_options};
 
@@ -287,7 +287,7 @@ fn held_records_stay_within_a_quarter_of_the_cache() {
 
 /// A storage that counts the syncs of cold segment files.
 struct ColdSyncs {
-    inner: skewdb::storage::SimStorage,
+    inner: skewdb::testing::SimStorage,
     count: std::sync::atomic::AtomicU64,
 }
 
@@ -295,7 +295,7 @@ impl Storage for ColdSyncs {
     fn describe(&self) -> String {
         self.inner.describe()
     }
-    fn lock(&self) -> skewdb::Result<Box<dyn skewdb::storage::LockGuard>> {
+    fn lock(&self) -> skewdb::Result<Box<dyn skewdb::testing::LockGuard>> {
         self.inner.lock()
     }
     fn list(&self) -> skewdb::Result<Vec<String>> {
@@ -339,7 +339,7 @@ impl Storage for ColdSyncs {
 /// nothing acknowledged: recovery writes the chunk back from the log.
 #[test]
 fn a_sealing_push_syncs_only_the_log_and_a_lost_chunk_comes_back() {
-    let sim = skewdb::storage::SimStorage::new();
+    let sim = skewdb::testing::SimStorage::new();
     let counting = Arc::new(ColdSyncs {
         inner: sim.clone(),
         count: Default::default(),

@@ -9,15 +9,15 @@ fn decoders_corpus_replays_cleanly() {
     let mut files = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let data = std::fs::read(entry.unwrap().path()).unwrap();
-        skewdb::fuzz::decoders(&data);
+        skewdb::testing::decoders(&data);
         // Every truncation and every single-byte change of a valid input too.
         for len in 0..data.len() {
-            skewdb::fuzz::decoders(&data[..len]);
+            skewdb::testing::decoders(&data[..len]);
         }
         for index in 1..data.len() {
             let mut changed = data.clone();
             changed[index] ^= 0xff;
-            skewdb::fuzz::decoders(&changed);
+            skewdb::testing::decoders(&changed);
         }
         files += 1;
     }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use proptest::prelude::*;
-use skewdb::storage::{SimStorage, Storage};
+use skewdb::testing::{SimStorage, Storage};
 use skewdb::{Db, Durability};
 use skewdb_tests::{Model, Step, apply, normalized, open_db, read_all, small_options};
 

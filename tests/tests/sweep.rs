@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use skewdb::log::{parse_segment_name, scan_segment};
-use skewdb::storage::{SimStorage, Storage};
+use skewdb::testing::{SimStorage, Storage};
+use skewdb::testing::{parse_segment_name, scan_segment};
 use skewdb::{Db, Durability, Error};
 use skewdb_tests::{Model, all_layouts_image, small_options};
 

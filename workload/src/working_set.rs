@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use skewdb::cache::{Simulator, belady_hits};
+use skewdb::testing::{Simulator, belady_hits};
 use skewdb::{CachePolicy, Db, Layout, Options, Result};
 
 use crate::{Op, Sizes, Workload, build, build_options, operations, run_op};

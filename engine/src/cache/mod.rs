@@ -401,6 +401,7 @@ fn mix(mut x: u64) -> u64 {
 
 impl PageCache {
     /// A cache with the default policy, no estimate and no trace.
+    #[cfg(test)]
     pub fn new(budget_bytes: usize) -> Self {
         Self::with_config(CacheConfig {
             budget_bytes: budget_bytes as u64,
@@ -455,10 +456,6 @@ impl PageCache {
             trace,
             next_hit: AtomicU64::new(0),
         })
-    }
-
-    pub fn budget_bytes(&self) -> usize {
-        self.config.budget_bytes as usize
     }
 
     /// The shard of an object by the mixed hash of its id. Bits 32-35 pick the shard: the

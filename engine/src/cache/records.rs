@@ -350,6 +350,7 @@ impl<D: Clone> RecordCache<D> {
     }
 
     /// Every counter, summed over the shards and collections.
+    #[cfg(test)]
     pub fn counts(&self) -> RecordCounts {
         let mut total = RecordCounts::default();
         for counts in self.counts_by_collection().values() {

@@ -85,10 +85,6 @@ impl ColdGroup {
     pub fn rollback(&mut self, mark: usize) {
         self.buf.truncate(mark);
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.buf.is_empty()
-    }
 }
 
 /// A group's bytes, once its compressor is handed back.
@@ -418,11 +414,6 @@ impl ColdStore {
         }
         self.storage.write_at(&name, loc.offset, bytes)?;
         Ok(true)
-    }
-
-    /// Forgets maps (when segments are truncated or removed at open).
-    pub fn forget_maps(&self) {
-        self.maps.lock().clear();
     }
 }
 

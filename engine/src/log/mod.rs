@@ -111,10 +111,6 @@ impl Group {
         self.frames = mark.frames;
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.frames == 0
-    }
-
     pub fn bytes(&self) -> usize {
         self.buf.len()
     }
@@ -489,6 +485,7 @@ impl ReadBuffers {
     }
 
     /// How many buffers wait for reuse.
+    #[cfg(test)]
     pub fn waiting(&self) -> usize {
         self.free.lock().len()
     }

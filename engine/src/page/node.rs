@@ -61,14 +61,6 @@ impl Value {
             Value::Large(_) | Value::Held(_) => LARGE_REF_BYTES,
         }
     }
-
-    /// The record's length in bytes, wherever it is.
-    pub fn record_len(&self) -> usize {
-        match self {
-            Value::Inline(bytes) | Value::Held(bytes) => bytes.len(),
-            Value::Large(large) => large.value_len as usize,
-        }
-    }
 }
 
 /// A decoded page.

@@ -160,6 +160,7 @@ impl Storage for FsStorage {
         Ok(())
     }
 
+    #[allow(unsafe_code)]
     fn map(&self, name: &str) -> Result<Mapped> {
         let file = self.handle(name)?;
         // SAFETY: the engine maps only sealed cold segments, which it never writes, truncates
