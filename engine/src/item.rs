@@ -177,6 +177,7 @@ pub(crate) fn stored_len(item: &Item) -> usize {
 }
 
 pub(crate) fn encode_items(items: &[Stored], out: &mut Vec<u8>) {
+    let start = out.len();
     out.put_u32_le(items.len() as u32);
     for stored in items {
         let item = &stored.item;
@@ -192,6 +193,12 @@ pub(crate) fn encode_items(items: &[Stored], out: &mut Vec<u8>) {
         out.put_u32_le(item.payload.len() as u32);
         out.put_slice(&item.payload);
     }
+    // Records and tails are sized (and checked against their limits) by `items_len`.
+    assert_eq!(
+        out.len() - start,
+        items_len(items),
+        "items encode to their length"
+    );
 }
 
 pub(crate) fn items_len(items: &[Stored]) -> usize {

@@ -110,7 +110,16 @@ impl ParentRecord {
             out.put_u32_le(item::items_len(&array.inline) as u32);
             item::encode_items(&array.inline, &mut out);
         }
-        debug_assert_eq!(out.len() as u64, self.encoded_len());
+        // The record limit was checked against `encoded_len`: the bytes must be what it said.
+        assert_eq!(
+            out.len() as u64,
+            self.encoded_len(),
+            "a record encodes to its length"
+        );
+        assert!(
+            out.len() <= crate::MAX_RECORD_BYTES,
+            "a record over the record limit"
+        );
         out
     }
 

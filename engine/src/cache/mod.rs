@@ -611,6 +611,10 @@ impl PageCache {
                 counts.resident_bytes -= entry.weight;
             }
         }
+        assert!(
+            core.resident_bytes + weight <= budget,
+            "the cache's resident bytes over its budget"
+        );
         core.policy.insert(key, weight);
         core.resident_bytes += weight;
         core.counts.slot(owner, tier).resident_bytes += weight;

@@ -188,10 +188,22 @@ pub fn encode_chunk(
     compressor: &mut zstd::bulk::Compressor<'static>,
     out: &mut Vec<u8>,
 ) -> Summary {
-    debug_assert!(items.windows(2).all(|w| w[0].order() <= w[1].order()));
+    assert!(
+        items.windows(2).all(|w| w[0].order() <= w[1].order()),
+        "a chunk's items in (key, push) order"
+    );
     let summary = Summary::of(items.iter().map(|s| &s.item));
+    assert_eq!(
+        summary.items,
+        items.len() as u64,
+        "a chunk's summary counts its items"
+    );
     let mut raw = Vec::with_capacity(item::items_len(items));
     item::encode_items(items, &mut raw);
+    assert!(
+        raw.len() <= crate::MAX_RECORD_BYTES,
+        "a chunk over the record limit"
+    );
     // Compressing into a growing buffer only fails on allocation failure, which aborts.
     let compressed = compressor.compress(&raw).expect("zstd compression");
     let start = out.len();

@@ -215,7 +215,7 @@ impl ColdStore {
             return Ok(());
         }
         let mut tail = self.tail.lock();
-        debug_assert_eq!(*tail, group.tail);
+        assert_eq!(*tail, group.tail, "a cold group written where it was begun");
         let name = segment_name(tail.segment_id);
         if let Err(error) = self.storage.write_at(&name, tail.offset, &group.buf) {
             drop(tail);

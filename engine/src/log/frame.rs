@@ -71,7 +71,10 @@ pub fn begin_frame(buf: &mut Vec<u8>) -> usize {
 /// Fills in the header of the frame begun at `start`, whose payload is the rest of `buf`.
 pub fn finish_frame(buf: &mut [u8], start: usize, kind: FrameKind, lsn: u64, durable_lsn: u64) {
     let payload_len = buf.len() - start - FRAME_HEADER_BYTES;
-    debug_assert!(payload_len <= MAX_FRAME_PAYLOAD);
+    assert!(
+        payload_len <= MAX_FRAME_PAYLOAD,
+        "frame payload over the limit"
+    );
     let (header, payload) = buf[start..].split_at_mut(FRAME_HEADER_BYTES);
     header[0..4].copy_from_slice(&(payload_len as u32).to_le_bytes());
     header[8] = kind as u8;

@@ -264,8 +264,21 @@ impl HotLog {
     /// Writes a group built by [`HotLog::group`] since the last append.
     pub fn append(&mut self, group: Group) -> Result<()> {
         self.check_writable()?;
-        debug_assert_eq!(group.base_offset, self.tail);
-        debug_assert_eq!(group.segment_id, self.segment_id);
+        // A group is built at the tail it is appended to, and numbers its frames on from the
+        // log's last sequence number: frames reach the log in sequence order, without gaps.
+        assert_eq!(
+            group.base_offset, self.tail,
+            "a group appended where it was begun"
+        );
+        assert_eq!(
+            group.segment_id, self.segment_id,
+            "a group appended to its segment"
+        );
+        assert_eq!(
+            group.next_lsn,
+            self.next_lsn + group.frames,
+            "a group's frames follow the log's sequence numbers"
+        );
         if group.buf.is_empty() {
             return Ok(());
         }
@@ -302,6 +315,10 @@ impl HotLog {
         if let Err(error) = self.storage.sync(&segment_name(self.segment_id)) {
             return self.fail(error);
         }
+        assert!(
+            self.next_lsn > self.durable_lsn,
+            "the durable sequence number moves back"
+        );
         self.durable_lsn = self.next_lsn - 1;
         self.syncs += 1;
         Ok(())

@@ -322,7 +322,11 @@ impl Node {
                 }
             }
         }
-        debug_assert_eq!(out.len() - start, self.encoded_len());
+        assert_eq!(
+            out.len() - start,
+            self.encoded_len(),
+            "a page encodes to the length its size checks used"
+        );
     }
 
     /// Decodes a page; every length is checked against the bytes present and the limits

@@ -115,7 +115,11 @@ impl Op {
                 0
             }
             Op::ColdBytes { loc, bytes } => {
-                debug_assert_eq!(bytes.len(), loc.len as usize);
+                assert_eq!(
+                    bytes.len(),
+                    loc.len as usize,
+                    "carried chunk bytes fill their location"
+                );
                 out.put_u8(OP_COLD_BYTES);
                 loc.encode(out);
                 out.put_slice(bytes);

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use super::keys::MAX_TREE_KEY_BYTES;
 use super::node::{NODE_HEADER_BYTES, Node, PageId, Value, internal_entry_len, leaf_entry_len};
 use super::table::{PageTable, Slot};
 use super::{PageStore, keys};
@@ -182,6 +183,10 @@ impl Tree {
 
     fn allocate(&mut self, node: Node) -> PageId {
         let id = self.next_page_id;
+        assert!(
+            matches!(self.table.get(id), Slot::Free),
+            "page {id} allocated while in use"
+        );
         self.next_page_id += 1;
         self.table.set(id, Slot::Dirty(Arc::new(node)));
         id
@@ -225,6 +230,8 @@ impl Tree {
 
     /// Inserts or replaces `key`'s value.
     pub fn insert(&mut self, store: &PageStore, key: Bytes, value: Value) -> Result<()> {
+        // A longer key would make a page that decoding refuses.
+        assert!(key.len() <= MAX_TREE_KEY_BYTES, "tree key over the limit");
         let page_room = store.page_bytes - NODE_HEADER_BYTES;
         let (path, leaf_id) = self.descend(store, &key)?;
         let leaf = self.node_mut(store, leaf_id)?;
@@ -236,12 +243,42 @@ impl Tree {
             Ok(index) => Some(std::mem::replace(&mut entries[index].1, value)),
             Err(index) => {
                 entries.insert(index, (key, value));
+                // The search kept the leaf strictly ascending around the new key.
+                assert!(
+                    index == 0 || entries[index - 1].0 < entries[index].0,
+                    "leaf {leaf_id} out of order after an insert"
+                );
+                assert!(
+                    index + 1 == entries.len() || entries[index].0 < entries[index + 1].0,
+                    "leaf {leaf_id} out of order after an insert"
+                );
                 None
             }
         };
         let sizes: Vec<usize> = entries.iter().map(|(k, v)| leaf_entry_len(k, v)).collect();
-        let right = (sizes.iter().sum::<usize>() > page_room)
-            .then(|| entries.split_off(balanced_split(&sizes, page_room)));
+        let total: usize = sizes.iter().sum();
+        let right = (total > page_room).then(|| {
+            let at = balanced_split(&sizes, page_room);
+            let left_bytes: usize = sizes[..at].iter().sum();
+            // Both halves fit a page: a split that cannot is a page the log must never get.
+            assert!(
+                at > 0 && at < sizes.len(),
+                "leaf {leaf_id} split into an empty half"
+            );
+            assert!(
+                left_bytes <= page_room && total - left_bytes <= page_room,
+                "leaf {leaf_id} split into a half over the page size"
+            );
+            entries.split_off(at)
+        });
+        if let Some(right) = &right
+            && let Node::Leaf { entries, .. } = &*leaf
+        {
+            assert!(
+                entries.last().map(|(k, _)| k) < right.first().map(|(k, _)| k),
+                "leaf {leaf_id} split out of order"
+            );
+        }
         if let Some(old) = &replaced {
             self.account(&counted_key, old, false);
         }
@@ -274,15 +311,49 @@ impl Tree {
             };
             keys.insert(index, separator);
             children.insert(index + 1, right_id);
+            assert_eq!(
+                keys.len() + 1,
+                children.len(),
+                "page {parent_id}: keys and children"
+            );
+            assert!(
+                index == 0 || keys[index - 1] < keys[index],
+                "page {parent_id}: separator out of order"
+            );
+            assert!(
+                index + 1 == keys.len() || keys[index] < keys[index + 1],
+                "page {parent_id}: separator out of order"
+            );
             let sizes: Vec<usize> = keys.iter().map(|k| internal_entry_len(k)).collect();
-            if sizes.iter().sum::<usize>() <= page_room {
+            let total: usize = sizes.iter().sum();
+            if total <= page_room {
                 return Ok(());
             }
             // The middle key moves up; the left keeps keys[..mid], the right keys[mid + 1..].
             let mid = middle_key(&sizes);
+            let left_bytes: usize = sizes[..mid].iter().sum();
+            assert!(
+                left_bytes <= page_room && total - left_bytes - sizes[mid] <= page_room,
+                "page {parent_id} split into a half over the page size"
+            );
             let right_keys = keys.split_off(mid + 1);
             let right_children = children.split_off(mid + 1);
             separator = keys.pop().expect("mid is a valid key index");
+            assert!(
+                keys.last().is_none_or(|last| *last < separator)
+                    && right_keys.first().is_some_and(|first| separator < *first),
+                "page {parent_id} split out of order"
+            );
+            assert_eq!(
+                keys.len() + 1,
+                children.len(),
+                "page {parent_id}: left half"
+            );
+            assert_eq!(
+                right_keys.len() + 1,
+                right_children.len(),
+                "page {parent_id}: right half"
+            );
             right_id = self.allocate(Node::internal(right_keys, right_children));
         }
     }
@@ -326,6 +397,10 @@ impl Tree {
             if !keys.is_empty() {
                 keys.remove(index.saturating_sub(1));
             }
+            assert!(
+                keys.len() + 1 == children.len() || (keys.is_empty() && children.is_empty()),
+                "page {parent_id}: keys and children after a removal"
+            );
             if !children.is_empty() {
                 return Ok(());
             }
@@ -373,12 +448,25 @@ impl Tree {
         }
         let moved = right_entries.clone();
         if let Node::Leaf { entries, .. } = self.node_mut(store, left_id)? {
+            assert!(
+                entries.last().map(|(k, _)| k) < moved.first().map(|(k, _)| k),
+                "leaves {left_id} and {right_id} merged out of order"
+            );
             entries.extend(moved);
         }
+        assert!(
+            self.node(store, left_id)?.encoded_len() <= store.page_bytes,
+            "leaves {left_id} and {right_id} merged over the page size"
+        );
         self.table.set(right_id, Slot::Free);
         if let Node::Internal { keys, children, .. } = self.node_mut(store, parent_id)? {
             keys.remove(left_index);
             children.remove(left_index + 1);
+            assert_eq!(
+                keys.len() + 1,
+                children.len(),
+                "page {parent_id} after a merge"
+            );
         }
         Ok(())
     }

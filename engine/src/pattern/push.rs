@@ -103,7 +103,37 @@ pub(crate) fn push(layout: Layout, array: &mut ArrayState, stored: Stored) -> Ou
         array.has_overflow = true;
         outcome.overflowed = true;
     }
+    check_window(layout, array);
     outcome
+}
+
+/// The layout's bound on what stays inline, and the counts every array keeps, after a
+/// push: a record that broke them would be written and found only by `verify`.
+fn check_window(layout: Layout, array: &ArrayState) {
+    let inline = array.inline.len();
+    let bound = match layout {
+        Layout::Embed => usize::MAX,
+        Layout::Reference => 0,
+        Layout::Subset { keep } => keep as usize,
+        Layout::Outlier { inline_cap } => inline_cap as usize,
+        Layout::Bucket { max_items, .. } => max_items as usize,
+    };
+    assert!(
+        inline <= bound,
+        "{inline} items inline over the layout's {bound}"
+    );
+    assert_eq!(
+        array.total, array.summary.items,
+        "an array's total is its summary's count"
+    );
+    assert!(
+        array.has_overflow || inline as u64 == array.total,
+        "items outside a parent not flagged"
+    );
+    assert!(
+        inline as u64 <= array.total,
+        "more items inline than in the array"
+    );
 }
 
 #[cfg(test)]

@@ -264,6 +264,10 @@ impl Shared {
                 group = writer.log.group()?;
                 group.buf().reserve_exact(group_len(index));
             }
+            assert!(
+                node.encoded_len() <= self.pages.page_bytes,
+                "page {id} over the page size"
+            );
             let start = group.begin();
             group.buf().put_u64_le(id);
             node.encode(group.buf());

@@ -16,7 +16,7 @@ use crate::item::NewItem;
 use crate::log::{FrameKind, Group};
 use crate::page::node::{LargeRef, Value};
 use crate::page::redo::Op;
-use crate::{Durability, Error, MAX_BATCH_BYTES, MAX_KEY_BYTES, Result};
+use crate::{Durability, Error, MAX_BATCH_BYTES, MAX_KEY_BYTES, MAX_RECORD_BYTES, Result};
 
 /// Redo frames are closed once their payload reaches this size.
 pub(super) const FRAME_TARGET_BYTES: usize = 1024 * 1024;
@@ -292,6 +292,12 @@ impl Shared {
         let mut open_frame: Option<usize> = None;
         let start_bytes = group.bytes();
         for op in redo {
+            if let Op::Put { value, .. } = op {
+                assert!(
+                    value.len() <= MAX_RECORD_BYTES,
+                    "a record over the limit in redo"
+                );
+            }
             let large = is_large(op, self.max_inline());
             if let Some(start) = open_frame
                 && (large || group.payload_len(start) + op.encoded_len() > FRAME_TARGET_BYTES)
@@ -391,6 +397,11 @@ impl Shared {
     pub(super) fn publish_changes(&self, mut version: Version, written: &[Bytes]) {
         let records = &self.pages.cache.records;
         let epoch = self.record_epoch.fetch_add(1, Ordering::SeqCst) + 1;
+        // Only the writer changes the epoch: it was even (no commit publishing) before.
+        assert!(
+            epoch % 2 == 1,
+            "record epoch {epoch} even while a commit publishes"
+        );
         for key in written {
             if let Some((collection, key)) = crate::page::keys::split_parent(key) {
                 records.remove(collection, key);

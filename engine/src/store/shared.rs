@@ -89,7 +89,18 @@ impl Shared {
     /// Makes `version` the one readers see; the one it replaces is remembered while a
     /// reader still holds it, so that no segment it may read from is removed under it.
     pub(super) fn publish(&self, version: Version) {
-        let old = std::mem::replace(&mut *self.current.write(), Arc::new(version));
+        let mut current = self.current.write();
+        // Versions are published in commit order.
+        assert!(
+            version.commits >= current.commits,
+            "a version older than the current one"
+        );
+        assert!(
+            version.generation >= current.generation,
+            "a version's generation older than the current one"
+        );
+        let old = std::mem::replace(&mut *current, Arc::new(version));
+        drop(current);
         let mut retired = self.retired.lock();
         retired.retain(|reader| reader.strong_count() > 0);
         if Arc::strong_count(&old) > 1 {

@@ -563,6 +563,16 @@ impl ParentWork {
         let Some(record) = &self.record else {
             return Ok(());
         };
+        for array in &record.arrays {
+            assert_eq!(
+                array.total, array.summary.items,
+                "an array's total is its count"
+            );
+            assert!(
+                array.has_overflow || array.inline.len() as u64 == array.total,
+                "items outside a parent not flagged"
+            );
+        }
         let size = record.encoded_len();
         if size > MAX_RECORD_BYTES as u64 {
             return Err(Error::RecordTooLarge {
@@ -583,9 +593,15 @@ impl ParentWork {
             patched,
             record::part_ends,
         ));
+        let tail_limit = crate::page::max_inline_record(page_bytes);
         for index in &self.dirty_tails {
             let key = keys::tail(id, &self.key, *index);
-            let tail = &self.tails[index].items;
+            let Tail { items: tail, bytes } = &self.tails[index];
+            assert_eq!(*bytes, item::items_len(tail), "a tail's size kept current");
+            assert!(
+                tail.len() <= 1 || *bytes <= tail_limit,
+                "a tail record over its bound"
+            );
             if tail.is_empty() {
                 ops.push(Op::Delete { key });
             } else {
