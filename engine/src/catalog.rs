@@ -1,5 +1,8 @@
 //! Collections and their schemas, as stored in checkpoints and in the redo of
 //! `create_collection`.
+//!
+//! The catalog's bytes: `format-spec/checkpoint.md`, and the create-collection redo op in
+//! `format-spec/hot-log.md`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

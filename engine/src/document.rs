@@ -241,9 +241,9 @@ pub(crate) fn sort_items(items: &mut [Stored], order: Order) {
     }
 }
 
-/// The arrays of a record as a reader sees them (decoded by `store::decode::decode_read_record`, inline
-/// items already in (key, push) order). Takes them by value: a large Embed array is moved,
-/// not copied item by item.
+/// The arrays of a record as a reader sees them (decoded by
+/// `store::decode::decode_read_record`, inline items already in (key, push) order). Takes
+/// them by value: a large Embed array is moved, not copied item by item.
 fn array_views(info: &CollectionInfo, arrays: Vec<ArrayState<Item>>) -> Vec<ArrayView> {
     info.spec
         .arrays()

@@ -2,6 +2,8 @@
 //! history, Reference items, sealed buckets). Chunks are written in groups, one write per
 //! commit, through the storage seam; segments no longer written to are read through a
 //! memory map.
+//!
+//! The bytes: `format-spec/cold.md`.
 
 pub mod chunk;
 

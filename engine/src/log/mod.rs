@@ -1,5 +1,7 @@
 //! The hot log: append-only segment files of framed records. Batches are logged here as
 //! redo and page images are appended here by checkpoints; nothing is overwritten in place.
+//!
+//! The bytes: `format-spec/hot-log.md`.
 
 pub mod frame;
 

@@ -2,6 +2,9 @@
 //! it copies one pointer per group of pages; changing an entry copies only that entry's
 //! group of leaf pointers and its leaf of slots, so each commit publishes a new table while
 //! readers keep the one they started with, at a cost that does not grow with the table.
+//!
+//! The page table's bytes are the checkpoint's (`format-spec/checkpoint.md`); its shape in
+//! memory: `format-spec/pages.md`.
 
 use std::sync::Arc;
 

@@ -1,6 +1,8 @@
 //! The B+tree over pages, keyed by (collection, parent key). A [`Tree`] is one version:
 //! cloning it is cheap (the page table is persistent), and changing a clone never touches
 //! the original, so a transaction is a clone that is published whole or dropped.
+//!
+//! The tree's rules: `format-spec/pages.md`.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;

@@ -1,5 +1,7 @@
 //! Applying redo to a transaction's tree: shared by the commit path and by replay at
 //! open, so both build the same pages.
+//!
+//! What each redo op does: `format-spec/hot-log.md`.
 
 use std::sync::Arc;
 

@@ -1,6 +1,8 @@
 //! Checkpoints and log cleaning: changed pages written to the log with a new checkpoint
 //! file, sparse log segments copied out, and segments no longer needed removed once no
 //! reader can reach them.
+//!
+//! The bytes and the order of the writes: `format-spec/checkpoint.md`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Weak};

@@ -1,5 +1,7 @@
 //! The commit path: batches queued, grouped and staged into redo, written (and synced)
 //! to the hot log with their cold chunks, then published as the new version.
+//!
+//! How batches become frames: `format-spec/hot-log.md`.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

@@ -4,6 +4,8 @@
 //! first, then redo that points the chunk index at them), so recovery and the crash tests
 //! treat it like any batch; the old segments go once a checkpoint that no longer needs them
 //! is durable and no reader holds an older version.
+//!
+//! Cold compaction's rules: `format-spec/cold.md`.
 
 use std::collections::BTreeSet;
 use std::ops::Bound;

@@ -1,6 +1,8 @@
 //! Reads of array fields: `items` merges inline, tail and cold chunks in key order; `summary`
 //! answers from chunk summaries, decoding only chunks that straddle the range's ends;
 //! `outliers` lists the parents whose array overflowed.
+//!
+//! The read rules: `format-spec/arrays.md`.
 
 use std::ops::Bound;
 use std::sync::atomic::Ordering;

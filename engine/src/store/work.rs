@@ -2,6 +2,8 @@
 //! writes or drops and its outlier markers, worked out in memory against the state the
 //! batch starts from. The layouts' rules (`pattern`) decide where items go; this executes
 //! the decision and, at the end, emits the parent's redo.
+//!
+//! The rules it executes: `format-spec/arrays.md`.
 
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
