@@ -11,7 +11,7 @@ use rand_distr::{Distribution, Zipf};
 use serde_json::json;
 use skewdb::{CollectionSpec, Db, Durability, Error, Layout, NewItem, Options};
 
-use crate::Failure;
+use skewdb_cli::failure::Failure;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Scale {
@@ -73,7 +73,7 @@ fn commit(batch: skewdb::Batch, refused: &mut u64) -> Result<(), Failure> {
 /// Followers: Zipf-distributed counts, and one celebrity gaining followers in waves.
 fn followers(db: &Db, sizes: &Sizes) -> Result<(u64, u64, u64), Failure> {
     let mut rng = StdRng::seed_from_u64(SEED);
-    let counts = Zipf::new(5000.0, 1.1).map_err(|e| Failure(e.to_string()))?;
+    let counts = Zipf::new(5000.0, 1.1).map_err(|e| Failure::invalid_input(e.to_string()))?;
     let (mut items, mut refused) = (0, 0);
     let mut batch = db.batch();
     for user in 0..sizes.users {
@@ -115,7 +115,8 @@ fn followers(db: &Db, sizes: &Sizes) -> Result<(u64, u64, u64), Failure> {
 /// Reviews: Zipf product popularity; each review a short text with a star rating.
 fn reviews(db: &Db, sizes: &Sizes) -> Result<(u64, u64, u64), Failure> {
     let mut rng = StdRng::seed_from_u64(SEED + 1);
-    let popularity = Zipf::new(sizes.products as f64, 1.0).map_err(|e| Failure(e.to_string()))?;
+    let popularity =
+        Zipf::new(sizes.products as f64, 1.0).map_err(|e| Failure::invalid_input(e.to_string()))?;
     let mut refused = 0;
     let mut batch = db.batch();
     for review in 0..sizes.reviews {

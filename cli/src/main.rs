@@ -6,11 +6,12 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use serde_json::{Value, json};
 use std::ops::Bound;
 
-use skewdb::{Batch, CollectionSpec, Db, ItemQuery, Layout, NewItem, Options};
+use skewdb::{Batch, CollectionSpec, Cursor, Db, ItemQuery, Layout, NewItem, Options};
+use skewdb_cli::failure::{self, Failure};
 use skewdb_cli::{exec, text};
 
 /// An inclusive key range from optional ends.
@@ -21,24 +22,81 @@ fn bounds(from: Option<i64>, to: Option<i64>) -> (Bound<i64>, Bound<i64>) {
     )
 }
 
+const EXEC_HELP: &str = "\
+Reads operations from standard input, one JSON object per line. The operations between two
+commits form one atomic batch; after each batch is durable, `{\"committed\":N}` is printed
+(N counts batches). Keys, bodies and payloads are strings (their UTF-8) or
+{\"base64\": \"...\"}. Every field is checked: an unknown or repeated field, a wrong type or a
+value out of range is an error.
+
+One example per operation:
+  {\"op\":\"put\",\"coll\":\"users\",\"key\":\"alice\",\"body\":\"{\\\"name\\\":\\\"Alice\\\"}\"}
+  {\"op\":\"push\",\"coll\":\"users\",\"key\":\"alice\",\"field\":\"followers\",\"item_key\":17,\"value\":4.5,\"payload\":\"bob\"}
+  {\"op\":\"remove\",\"coll\":\"users\",\"key\":\"alice\",\"field\":\"followers\",\"item_key\":17}
+  {\"op\":\"expire\",\"coll\":\"sensors\",\"key\":\"s1\",\"field\":\"readings\",\"before\":1700000000}
+  {\"op\":\"del\",\"coll\":\"users\",\"key\":{\"base64\":\"AAE=\"}}
+  {\"op\":\"commit\"}
+In push, item_key (default: the array's greatest key + 1), value (finite) and payload
+(default: empty) may be left out.
+
+A bad line prints {\"error\":\"...\",\"kind\":\"...\",\"line\":N} (and a line on stderr); its batch
+is not applied and later batches go on. Input that ends inside a batch applies nothing of it
+and is reported the same way (kind incomplete_input). The exit status is 1 when anything
+failed.";
+
 #[derive(Parser)]
 #[command(
     name = "skewdb",
     version,
-    about = "An embedded storage engine for heavy-tailed data"
+    about = "An embedded storage engine for heavy-tailed data",
+    after_help = "Errors exit 1 (2 for a command line that cannot be parsed); with --json they are one \
+                  JSON object on stderr, {\"error\":\"...\",\"kind\":\"...\"}. The README lists the kinds."
 )]
 struct Cli {
-    /// Print one JSON value per line instead of text for people.
+    /// Print one JSON value per line instead of text for people, and errors as one JSON
+    /// object on stderr.
     #[arg(long, global = true)]
     json: bool,
+    /// Read every parent key argument (KEY, and scan's --from and --to, expire's --key) as
+    /// standard base64: for keys that are not UTF-8 or hold NUL bytes.
+    #[arg(long, global = true)]
+    key_base64: bool,
     #[command(subcommand)]
     command: Command,
+}
+
+/// A database directory.
+#[derive(Args)]
+struct DbArg {
+    /// The database directory.
+    db: PathBuf,
+}
+
+/// One parent document.
+#[derive(Args)]
+struct ParentArgs {
+    /// The database directory.
+    db: PathBuf,
+    /// The collection.
+    collection: String,
+    /// The parent document's key (base64 with --key-base64).
+    key: String,
+}
+
+/// One array field of one parent document.
+#[derive(Args)]
+struct ArrayArgs {
+    #[command(flatten)]
+    parent: ParentArgs,
+    /// The array field.
+    field: String,
 }
 
 #[derive(Subcommand)]
 enum Command {
     /// Build the seed scenarios in a temporary database and print what each costs.
     Demo {
+        /// How large the scenarios are.
         #[arg(long, value_enum, default_value_t = demo::Scale::Small)]
         scale: demo::Scale,
     },
@@ -57,7 +115,9 @@ enum Command {
     },
     /// Create a database (and its directory) or add a collection to one.
     Create {
+        /// The database directory (made when it does not exist).
         db: PathBuf,
+        /// The collection's name.
         #[arg(long)]
         collection: String,
         /// An array field and its layout: FIELD=embed|reference|subset:N|outlier:N|bucket:N[:SPAN]
@@ -66,52 +126,54 @@ enum Command {
     },
     /// Set the body of a parent document.
     Put {
-        db: PathBuf,
-        collection: String,
-        key: String,
+        #[command(flatten)]
+        parent: ParentArgs,
+        /// The body (stored as its UTF-8 bytes).
         body: String,
     },
     /// Push an item to an array field of a parent document.
     Push {
-        db: PathBuf,
-        collection: String,
-        key: String,
-        field: String,
+        #[command(flatten)]
+        array: ArrayArgs,
+        /// The item's payload (stored as its UTF-8 bytes).
         payload: String,
-        /// The item's key (default: the array's next sequence number).
-        #[arg(long = "key", allow_hyphen_values = true)]
+        /// The item's own key, a time or a sequence (default: the array's greatest key + 1);
+        /// not the parent's KEY.
+        #[arg(long = "key", visible_alias = "item-key", allow_hyphen_values = true)]
         item_key: Option<i64>,
-        /// The value summaries aggregate.
+        /// The value summaries aggregate (a finite number).
         #[arg(long, allow_hyphen_values = true)]
         value: Option<f64>,
     },
     /// Remove every item with this key from an array field, wherever it lives.
     Remove {
-        db: PathBuf,
-        collection: String,
-        key: String,
-        field: String,
+        #[command(flatten)]
+        array: ArrayArgs,
+        /// The key of the items to remove.
         #[arg(allow_hyphen_values = true)]
         item_key: i64,
     },
     /// Drop the sealed buckets of a Bucket array whose newest key is below BEFORE, for one
     /// parent (--key) or every parent of the collection.
     Expire {
+        /// The database directory.
         db: PathBuf,
+        /// The collection.
         collection: String,
+        /// The Bucket array field.
         field: String,
+        /// Buckets whose newest item key is below this go.
         #[arg(allow_hyphen_values = true)]
         before: i64,
-        /// Only this parent.
+        /// Only this parent (base64 with --key-base64).
         #[arg(long)]
         key: Option<String>,
     },
-    /// Print items of an array field in key order, merged from wherever they live.
+    /// Print items of an array field in key order, merged from wherever they live; with
+    /// --limit, a cursor to continue from when more may remain.
     Items {
-        db: PathBuf,
-        collection: String,
-        key: String,
-        field: String,
+        #[command(flatten)]
+        array: ArrayArgs,
         /// Smallest item key (inclusive).
         #[arg(long, allow_hyphen_values = true)]
         from: Option<i64>,
@@ -121,69 +183,91 @@ enum Command {
         /// Greatest keys first.
         #[arg(long)]
         desc: bool,
-        /// Continue after this item key (exclusive, in the order printed).
-        #[arg(long, allow_hyphen_values = true)]
+        /// Only items with a key after this one (greater, or smaller with --desc).
+        #[arg(long, allow_hyphen_values = true, conflicts_with = "cursor")]
         after: Option<i64>,
+        /// Continue exactly after the last item of the previous page (ties included): the
+        /// token that page printed. Give the same --desc, --from and --to.
+        #[arg(long)]
+        cursor: Option<String>,
+        /// At most this many items.
         #[arg(long)]
         limit: Option<usize>,
     },
     /// Print count, sum, min, max and key bounds of an array field's items in [--from, --to].
     Summary {
-        db: PathBuf,
-        collection: String,
-        key: String,
-        field: String,
+        #[command(flatten)]
+        array: ArrayArgs,
+        /// Smallest item key (inclusive).
         #[arg(long, allow_hyphen_values = true)]
         from: Option<i64>,
+        /// Largest item key (inclusive).
         #[arg(long, allow_hyphen_values = true)]
         to: Option<i64>,
     },
     /// Print the parents whose array field has items outside the parent record.
     Outliers {
+        /// The database directory.
         db: PathBuf,
+        /// The collection.
         collection: String,
+        /// The array field.
         field: String,
     },
-    /// Delete a parent document.
+    /// Delete a parent document with all its arrays.
     Del {
-        db: PathBuf,
-        collection: String,
-        key: String,
+        #[command(flatten)]
+        parent: ParentArgs,
     },
     /// Print a parent document.
     Get {
-        db: PathBuf,
-        collection: String,
-        key: String,
+        #[command(flatten)]
+        parent: ParentArgs,
     },
     /// Print the parents whose keys lie in [--from, --to], in key order.
     Scan {
+        /// The database directory.
         db: PathBuf,
+        /// The collection.
         collection: String,
+        /// Smallest parent key (inclusive; base64 with --key-base64).
         #[arg(long)]
         from: Option<String>,
+        /// Largest parent key (inclusive; base64 with --key-base64).
         #[arg(long)]
         to: Option<String>,
     },
     /// Apply JSON-line operations from standard input, one batch per commit.
-    Exec { db: PathBuf },
+    #[command(long_about = EXEC_HELP)]
+    Exec {
+        #[command(flatten)]
+        db: DbArg,
+    },
     /// Print cache and log statistics.
-    Stats { db: PathBuf },
+    Stats {
+        #[command(flatten)]
+        db: DbArg,
+    },
     /// Check every checksum and invariant; exit 0 only when all hold.
-    Verify { db: PathBuf },
+    Verify {
+        #[command(flatten)]
+        db: DbArg,
+    },
     /// Describe files, segments, pages and records.
-    Inspect { db: PathBuf },
+    Inspect {
+        #[command(flatten)]
+        db: DbArg,
+    },
     /// Give back the space the log holds beyond the live data (a progress bar on a terminal).
-    Compact { db: PathBuf },
-}
-
-/// A failure to report: one line on stderr, exit status 1.
-pub struct Failure(pub String);
-
-impl<E: std::fmt::Display> From<E> for Failure {
-    fn from(error: E) -> Self {
-        Failure(error.to_string())
-    }
+    Compact {
+        #[command(flatten)]
+        db: DbArg,
+    },
+    /// Print a completion script for a shell (bash, elvish, fish, powershell, zsh).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
 }
 
 fn main() -> ExitCode {
@@ -212,35 +296,75 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "panic".to_string())
 }
 
+fn report(failure: &Failure, json: bool) -> ExitCode {
+    if json {
+        eprintln!("{}", failure.json());
+    } else {
+        eprintln!("skewdb: error: {}", failure.message);
+    }
+    ExitCode::from(failure.exit_status())
+}
+
 fn main_inner() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(error) => {
-            let code = if error.use_stderr() { 1 } else { 0 };
+        Err(error) if !error.use_stderr() => {
+            // --help and --version.
             let _ = error.print();
-            return ExitCode::from(code);
+            return ExitCode::SUCCESS;
+        }
+        Err(error) => {
+            // The parse failed, so --json is looked for among the words themselves.
+            if std::env::args_os().any(|arg| arg == "--json") {
+                let rendered = error.render().to_string();
+                let message = rendered.lines().next().unwrap_or_default();
+                let message = message.strip_prefix("error: ").unwrap_or(message);
+                return report(&Failure::usage(message), true);
+            }
+            let _ = error.print();
+            return ExitCode::from(2);
         }
     };
+    let json = cli.json;
     match run(cli) {
         Ok(code) => code,
-        Err(Failure(message)) => {
-            eprintln!("skewdb: error: {message}");
-            ExitCode::from(1)
-        }
+        Err(failure) => report(&failure, json),
     }
 }
 
 /// Opens an existing database; only `create` makes new ones.
 fn open_existing(path: &Path) -> Result<Db, Failure> {
     if !path.join("checkpoint").is_file() {
-        return Err(Failure(format!("no skewdb database at {}", path.display())));
+        return Err(Failure::new(
+            failure::NO_DATABASE,
+            format!("no skewdb database at {}", path.display()),
+        ));
     }
     Ok(Db::open(path, Options::new())?)
 }
 
 /// The error of a read whose parent does not exist.
-fn not_found(key: &str) -> Failure {
-    Failure(format!("not found: {key}"))
+fn not_found(key: &[u8]) -> Failure {
+    Failure::new(
+        failure::NOT_FOUND,
+        format!("not found: {}", text::display(key)),
+    )
+}
+
+/// How parent keys are read from the command line.
+#[derive(Clone, Copy)]
+struct Keys {
+    base64: bool,
+}
+
+impl Keys {
+    fn read(self, key: &str) -> Result<Vec<u8>, Failure> {
+        if self.base64 {
+            text::base64_decode(key).map_err(|e| Failure::invalid_input(format!("key: {e}")))
+        } else {
+            Ok(key.as_bytes().to_vec())
+        }
+    }
 }
 
 /// Commits one operation, durably; `--json` prints the acknowledgement.
@@ -297,6 +421,9 @@ fn print_value(value: &Value) {
 
 fn run(cli: Cli) -> Result<ExitCode, Failure> {
     let json = cli.json;
+    let keys = Keys {
+        base64: cli.key_base64,
+    };
     match cli.command {
         Command::Demo { scale } => demo::run(scale, json)?,
         Command::Bench {
@@ -304,6 +431,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             out,
             workloads,
         } => bench(scale, out, &workloads, json)?,
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "skewdb", &mut std::io::stdout());
+        }
         Command::Create {
             db,
             collection,
@@ -311,14 +441,12 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         } => {
             let mut spec = CollectionSpec::new(&collection);
             for array in &arrays {
-                let (field, layout) = array
-                    .split_once('=')
-                    .ok_or_else(|| Failure(format!("--array {array:?} is not FIELD=LAYOUT")))?;
-                spec = spec.array(
-                    field,
-                    Layout::parse(layout)
-                        .map_err(|e| Failure(format!("--array {array:?}: {e}")))?,
-                );
+                let (field, layout) = array.split_once('=').ok_or_else(|| {
+                    Failure::invalid_input(format!("--array {array:?} is not FIELD=LAYOUT"))
+                })?;
+                let layout = Layout::parse(layout)
+                    .map_err(|e| Failure::invalid_input(format!("--array {array:?}: {e}")))?;
+                spec = spec.array(field, layout);
             }
             let handle = Db::open(&db, Options::new())?;
             handle.create_collection(spec)?;
@@ -328,45 +456,34 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 println!("collection {collection} ready in {}", db.display());
             }
         }
-        Command::Put {
-            db,
-            collection,
-            key,
-            body,
-        } => {
-            commit_one(&db, json, |batch| {
-                batch.put(&collection, &key, &body);
+        Command::Put { parent, body } => {
+            let key = keys.read(&parent.key)?;
+            commit_one(&parent.db, json, |batch| {
+                batch.put(&parent.collection, &key, &body);
             })?;
         }
         Command::Push {
-            db,
-            collection,
-            key,
-            field,
+            array,
             payload,
             item_key,
             value,
         } => {
+            let key = keys.read(&array.parent.key)?;
             let mut item = NewItem::new(&payload);
             if let Some(item_key) = item_key {
                 item = item.key(item_key);
             }
             if let Some(value) = value {
-                item = item.value(value);
+                item = item.value(failure::finite(value, "--value")?);
             }
-            commit_one(&db, json, |batch| {
-                batch.push(&collection, &key, &field, item);
+            commit_one(&array.parent.db, json, |batch| {
+                batch.push(&array.parent.collection, &key, &array.field, item);
             })?;
         }
-        Command::Remove {
-            db,
-            collection,
-            key,
-            field,
-            item_key,
-        } => {
-            commit_one(&db, json, |batch| {
-                batch.remove(&collection, &key, &field, item_key);
+        Command::Remove { array, item_key } => {
+            let key = keys.read(&array.parent.key)?;
+            commit_one(&array.parent.db, json, |batch| {
+                batch.remove(&array.parent.collection, &key, &array.field, item_key);
             })?;
         }
         Command::Expire {
@@ -376,9 +493,12 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             before,
             key,
         } => match key {
-            Some(key) => commit_one(&db, json, |batch| {
-                batch.expire_buckets(&collection, &key, &field, before);
-            })?,
+            Some(key) => {
+                let key = keys.read(&key)?;
+                commit_one(&db, json, |batch| {
+                    batch.expire_buckets(&collection, &key, &field, before);
+                })?
+            }
             None => {
                 let handle = open_existing(&db)?;
                 handle
@@ -390,17 +510,16 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             }
         },
         Command::Items {
-            db,
-            collection,
-            key,
-            field,
+            array,
             from,
             to,
             desc,
             after,
+            cursor,
             limit,
         } => {
-            let handle = open_existing(&db)?;
+            let key = keys.read(&array.parent.key)?;
+            let handle = open_existing(&array.parent.db)?;
             let mut query = ItemQuery::new().range(bounds(from, to));
             if desc {
                 query = query.descending();
@@ -408,12 +527,15 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             if let Some(after) = after {
                 query = query.after_key(after);
             }
+            if let Some(cursor) = cursor {
+                query = query.after(cursor.parse::<Cursor>()?);
+            }
             if let Some(limit) = limit {
                 query = query.limit(limit);
             }
             let page = handle
-                .collection(&collection)?
-                .items(&key, &field, &query)?
+                .collection(&array.parent.collection)?
+                .items(&key, &array.field, &query)?
                 .ok_or_else(|| not_found(&key))?;
             for item in &page.items {
                 if json {
@@ -422,19 +544,20 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                     println!("{}", text::item_text(item));
                 }
             }
+            if let Some(next) = page.next {
+                if json {
+                    print_value(&json!({"cursor": next.to_string()}));
+                } else {
+                    println!("next page: --cursor {next}");
+                }
+            }
         }
-        Command::Summary {
-            db,
-            collection,
-            key,
-            field,
-            from,
-            to,
-        } => {
-            let handle = open_existing(&db)?;
+        Command::Summary { array, from, to } => {
+            let key = keys.read(&array.parent.key)?;
+            let handle = open_existing(&array.parent.db)?;
             let summary = handle
-                .collection(&collection)?
-                .summary(&key, &field, bounds(from, to))?
+                .collection(&array.parent.collection)?
+                .summary(&key, &array.field, bounds(from, to))?
                 .ok_or_else(|| not_found(&key))?;
             if json {
                 print_value(&text::summary_json(&summary));
@@ -458,23 +581,17 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 }
             }
         }
-        Command::Del {
-            db,
-            collection,
-            key,
-        } => {
-            commit_one(&db, json, |batch| {
-                batch.delete(&collection, &key);
+        Command::Del { parent } => {
+            let key = keys.read(&parent.key)?;
+            commit_one(&parent.db, json, |batch| {
+                batch.delete(&parent.collection, &key);
             })?;
         }
-        Command::Get {
-            db,
-            collection,
-            key,
-        } => {
-            let handle = open_existing(&db)?;
+        Command::Get { parent } => {
+            let key = keys.read(&parent.key)?;
+            let handle = open_existing(&parent.db)?;
             let document = handle
-                .collection(&collection)?
+                .collection(&parent.collection)?
                 .get(&key)?
                 .ok_or_else(|| not_found(&key))?;
             if json {
@@ -491,9 +608,12 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         } => {
             let handle = open_existing(&db)?;
             let collection = handle.collection(&collection)?;
-            let from = from.map(String::into_bytes).unwrap_or_default();
+            let from = match from {
+                Some(from) => keys.read(&from)?,
+                None => Vec::new(),
+            };
             let scan = match to {
-                Some(to) => collection.scan(from..=to.into_bytes())?,
+                Some(to) => collection.scan(from..=keys.read(&to)?)?,
                 None => collection.scan(from..)?,
             };
             for document in scan {
@@ -510,15 +630,16 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             }
         }
         Command::Exec { db } => {
-            let handle = open_existing(&db)?;
+            let handle = open_existing(&db.db)?;
             return Ok(exec::run(
                 &handle,
                 std::io::stdin().lock(),
                 &mut std::io::stdout().lock(),
+                json,
             ));
         }
         Command::Stats { db } => {
-            let handle = open_existing(&db)?;
+            let handle = open_existing(&db.db)?;
             let stats = handle.stats()?;
             let space = handle.space()?;
             if json {
@@ -528,7 +649,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             }
         }
         Command::Verify { db } => {
-            let handle = open_existing(&db)?;
+            let handle = open_existing(&db.db)?;
             let report = handle.verify()?;
             if json {
                 print_value(
@@ -544,7 +665,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             }
         }
         Command::Compact { db } => {
-            let handle = open_existing(&db)?;
+            let handle = open_existing(&db.db)?;
             let bar = std::io::stderr().is_terminal().then(|| {
                 let bar = indicatif::ProgressBar::new(0);
                 bar.set_style(
@@ -588,7 +709,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             }
         }
         Command::Inspect { db } => {
-            let handle = open_existing(&db)?;
+            let handle = open_existing(&db.db)?;
             let inspection = handle.inspect()?;
             if json {
                 print_value(&text::inspection_json(&inspection));

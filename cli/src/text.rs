@@ -15,20 +15,11 @@ pub fn bytes_json(bytes: &[u8]) -> Value {
     }
 }
 
-/// Bytes from a JSON value of the shape `bytes_json` prints.
-pub fn bytes_from_json(value: &Value) -> Result<Vec<u8>, String> {
-    match value {
-        Value::String(text) => Ok(text.clone().into_bytes()),
-        Value::Object(map) if map.len() == 1 && map.contains_key("base64") => {
-            match &map["base64"] {
-                Value::String(encoded) => STANDARD
-                    .decode(encoded)
-                    .map_err(|e| format!("bad base64: {e}")),
-                _ => Err("base64 must be a string".to_string()),
-            }
-        }
-        _ => Err("expected a string or {\"base64\": \"...\"}".to_string()),
-    }
+/// Bytes from standard base64, as `bytes_json` and `display` print them.
+pub fn base64_decode(encoded: &str) -> Result<Vec<u8>, String> {
+    STANDARD
+        .decode(encoded)
+        .map_err(|e| format!("bad base64 {encoded:?}: {e}"))
 }
 
 /// Bytes for people: the text when valid UTF-8, else `base64:...`.
@@ -39,8 +30,31 @@ pub fn display(bytes: &[u8]) -> String {
     }
 }
 
+/// A double as JSON: a number when finite; an infinity (a sum that overflowed, or a value
+/// stored before the tool refused them) as Extended JSON's `{"$numberDouble": "Infinity"}`,
+/// never `null`, which means no value.
+pub fn double_json(value: f64) -> Value {
+    if value.is_finite() {
+        json!(value)
+    } else if value.is_nan() {
+        json!({"$numberDouble": "NaN"})
+    } else if value > 0.0 {
+        json!({"$numberDouble": "Infinity"})
+    } else {
+        json!({"$numberDouble": "-Infinity"})
+    }
+}
+
+fn optional_double_json(value: Option<f64>) -> Value {
+    value.map_or(Value::Null, double_json)
+}
+
 pub fn item_json(item: &Item) -> Value {
-    json!({"key": item.key, "value": item.value, "payload": bytes_json(&item.payload)})
+    json!({
+        "key": item.key,
+        "value": optional_double_json(item.value),
+        "payload": bytes_json(&item.payload),
+    })
 }
 
 pub fn item_text(item: &Item) -> String {
@@ -51,9 +65,9 @@ pub fn item_text(item: &Item) -> String {
 pub fn summary_json(summary: &Summary) -> Value {
     json!({
         "count": summary.count,
-        "sum": summary.sum,
-        "min": summary.min,
-        "max": summary.max,
+        "sum": double_json(summary.sum),
+        "min": optional_double_json(summary.min),
+        "max": optional_double_json(summary.max),
         "min_key": summary.min_key,
         "max_key": summary.max_key,
         "items": summary.items,

@@ -121,11 +121,16 @@ fn exec_batches_errors_and_unfinished_input() {
     let lines = json_lines(&output);
     assert_eq!(lines[0], json!({"committed": 1}));
     assert_eq!(lines[1]["line"], json!(5));
+    assert_eq!(lines[1]["kind"], json!("invalid_input"));
     assert!(lines[1]["error"].as_str().unwrap().contains("invalid JSON"));
     assert_eq!(lines[2]["line"], json!(8));
+    assert_eq!(lines[2]["kind"], json!("unknown_collection"));
     assert!(lines[2]["error"].as_str().unwrap().contains("nosuch"));
     assert_eq!(lines[3], json!({"committed": 2}));
-    assert_eq!(lines.len(), 4);
+    // The batch the input ended inside is reported, not applied.
+    assert_eq!(lines[4]["line"], json!(11));
+    assert_eq!(lines[4]["kind"], json!("incomplete_input"));
+    assert_eq!(lines.len(), 5);
     let scan = json_lines(&skewdb(&["scan", &db, "users", "--json"]));
     let keys: Vec<&Value> = scan.iter().map(|l| &l["key"]).collect();
     assert_eq!(keys, vec![&json!("b")]);
@@ -161,8 +166,9 @@ fn user_errors_are_one_line_and_exit_one() {
         &skewdb(&["create", &db, "--collection", ""]),
         "invalid collection name",
     );
+    // Usage errors exit 2, as clap's and scripts' convention has it.
     let usage = skewdb(&["frobnicate"]);
-    assert_eq!(usage.status.code(), Some(1));
+    assert_eq!(usage.status.code(), Some(2));
     assert!(skewdb(&["--help"]).status.success());
 }
 
@@ -280,8 +286,10 @@ fn arrays_through_the_command_line() {
     ]));
     assert_eq!(
         items.iter().map(|i| i["key"].clone()).collect::<Vec<_>>(),
-        vec![json!(2), json!(1)]
+        vec![json!(2), json!(1), Value::Null]
     );
+    // The limit cut the page: the last line is the cursor to continue from.
+    assert!(items[2]["cursor"].is_string(), "{items:?}");
     let after = json_lines(&skewdb(&[
         "--json", "items", &db, "products", "p1", "reviews", "--after", "0",
     ]));
@@ -346,7 +354,13 @@ fn arrays_through_the_command_line() {
         "{\"op\":\"remove\",\"coll\":\"products\",\"key\":\"p2\",\"field\":\"readings\",\"item_key\":\"x\"}\n",
     );
     assert!(!bad_remove.status.success());
-    assert!(String::from_utf8_lossy(&bad_remove.stdout).contains("whole number"));
+    let bad_remove = json_lines(&bad_remove);
+    assert_eq!(bad_remove[0]["kind"], json!("invalid_input"));
+    let message = bad_remove[0]["error"].as_str().unwrap();
+    assert!(
+        message.contains("field \"item_key\": invalid type"),
+        "{message}"
+    );
     assert_user_error(
         &skewdb(&["remove", &db, "products", "p1", "nosuch", "1"]),
         "no array field",

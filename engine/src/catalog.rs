@@ -71,9 +71,14 @@ impl Layout {
         let mut parts = text.split(':');
         let kind = parts.next().unwrap_or_default();
         let number = |part: Option<&str>, what: &str| -> Result<u64, String> {
-            part.ok_or_else(|| format!("{kind} needs {what}"))?
-                .parse::<u64>()
-                .map_err(|_| format!("{what} of {kind} must be a whole number"))
+            let part = part.ok_or_else(|| format!("{kind} needs {what}"))?;
+            match part.parse::<i128>() {
+                Ok(n) if n < 0 => Err(format!("{what} of {kind} cannot be negative, not {n}")),
+                Ok(n) => u64::try_from(n).map_err(|_| format!("{what} of {kind} is too large")),
+                Err(_) => Err(format!(
+                    "{what} of {kind} must be a whole number, not {part:?}"
+                )),
+            }
         };
         let count = |part: Option<&str>, what: &str| -> Result<u32, String> {
             u32::try_from(number(part, what)?).map_err(|_| format!("{what} of {kind} is too large"))
@@ -263,21 +268,47 @@ impl CollectionSpec {
         if self.name.chars().any(char::is_control) {
             return invalid("contains control characters");
         }
+        let schema = |reason: String| {
+            Err(Error::InvalidSchema {
+                collection: self.name.clone(),
+                reason,
+            })
+        };
         if self.arrays.len() > MAX_ARRAYS {
-            return invalid("declares more than 64 array fields");
+            return schema(format!(
+                "{} array fields, more than the {MAX_ARRAYS} allowed",
+                self.arrays.len()
+            ));
         }
         for (index, array) in self.arrays.iter().enumerate() {
             if array.field.is_empty() || array.field.len() > MAX_COLLECTION_NAME_BYTES {
-                return invalid("has an array field name that is empty or longer than 255 bytes");
+                return schema(format!(
+                    "array field name {:?} is empty or longer than 255 bytes",
+                    array.field
+                ));
             }
             if self.arrays[..index].iter().any(|a| a.field == array.field) {
-                return invalid(&format!("declares array field {:?} twice", array.field));
+                return schema(format!("array field {:?} declared twice", array.field));
             }
             if let Err(reason) = array.layout.validate() {
-                return invalid(&format!("array field {:?}: {reason}", array.field));
+                return schema(format!("array field {:?}: {reason}", array.field));
             }
         }
         Ok(())
+    }
+
+    /// The array fields as the command line declares them: `reviews=subset:5, tags=embed`
+    /// (`no array fields` for none).
+    pub fn describe_arrays(&self) -> String {
+        if self.arrays.is_empty() {
+            return "no array fields".to_string();
+        }
+        let fields: Vec<String> = self
+            .arrays
+            .iter()
+            .map(|a| format!("{}={}", a.field, a.layout.describe()))
+            .collect();
+        fields.join(", ")
     }
 
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
@@ -405,5 +436,45 @@ impl Catalog {
                 .insert(spec.name.clone(), Arc::new(CollectionInfo { id, spec }));
         }
         Ok(catalog)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_parse_from_their_names_and_print_back() {
+        for text in [
+            "embed",
+            "reference",
+            "subset:5",
+            "outlier:0",
+            "outlier:1000",
+            "bucket:60",
+            "bucket:60:3600",
+            "bucket:1:9223372036854775807",
+        ] {
+            assert_eq!(Layout::parse(text).unwrap().describe(), text);
+        }
+    }
+
+    #[test]
+    fn bad_layouts_say_what_is_wrong() {
+        let error = |text: &str| Layout::parse(text).unwrap_err();
+        assert!(
+            error("bucket:10:-5").contains("cannot be negative"),
+            "{}",
+            error("bucket:10:-5")
+        );
+        assert!(error("bucket:10:0").contains("must be positive"));
+        assert!(error("bucket:10:x").contains("whole number"));
+        assert!(error("bucket:10:9223372036854775808").contains("too large"));
+        assert!(error("subset:0").contains("from 1"));
+        assert!(error("subset:-1").contains("cannot be negative"));
+        assert!(error("subset:4294967296").contains("too large"));
+        assert!(error("subset").contains("needs N"));
+        assert!(error("subset:1:2").contains("too many parts"));
+        assert!(error("tree").contains("unknown layout"));
     }
 }

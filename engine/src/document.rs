@@ -117,6 +117,53 @@ pub struct Cursor {
     pub seq: u64,
 }
 
+/// Hex digits of a cursor token: the key and push order (8 bytes each, big-endian) and a
+/// CRC32 of them (4 bytes).
+const CURSOR_TOKEN_LEN: usize = 2 * (8 + 8 + 4);
+
+/// The cursor as a token to print and read back: 40 hex digits, checked by a CRC32 so that
+/// a token damaged in a copy is refused, not taken for another position.
+impl std::fmt::Display for Cursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut bytes = [0u8; 20];
+        bytes[..8].copy_from_slice(&self.key.to_be_bytes());
+        bytes[8..16].copy_from_slice(&self.seq.to_be_bytes());
+        let crc = crc32fast::hash(&bytes[..16]);
+        bytes[16..].copy_from_slice(&crc.to_be_bytes());
+        for byte in bytes {
+            write!(f, "{byte:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::str::FromStr for Cursor {
+    type Err = crate::Error;
+
+    fn from_str(token: &str) -> Result<Cursor, crate::Error> {
+        let bad = |reason: &str| crate::Error::InvalidCursor {
+            token: token.chars().take(2 * CURSOR_TOKEN_LEN).collect(),
+            reason: reason.to_string(),
+        };
+        if token.len() != CURSOR_TOKEN_LEN || !token.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(bad("a cursor token is 40 hex digits"));
+        }
+        let mut bytes = [0u8; 20];
+        for (at, byte) in bytes.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(&token[2 * at..2 * at + 2], 16)
+                .map_err(|_| bad("a cursor token is 40 hex digits"))?;
+        }
+        let crc = u32::from_be_bytes(bytes[16..].try_into().expect("4 bytes"));
+        if crc != crc32fast::hash(&bytes[..16]) {
+            return Err(bad("its check digits do not match (a damaged token)"));
+        }
+        Ok(Cursor {
+            key: i64::from_be_bytes(bytes[..8].try_into().expect("8 bytes")),
+            seq: u64::from_be_bytes(bytes[8..16].try_into().expect("8 bytes")),
+        })
+    }
+}
+
 /// What `items` reads: a key range, an order, a cursor and a limit.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ItemQuery {
@@ -258,4 +305,41 @@ fn array_views(info: &CollectionInfo, arrays: Vec<ArrayState<Item>>) -> Vec<Arra
             inline: array.inline,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursor_tokens_round_trip_at_the_ends_of_the_range() {
+        for (key, seq) in [(0, 0), (-1, 7), (i64::MIN, 0), (i64::MAX, u64::MAX), (5, 3)] {
+            let cursor = Cursor { key, seq };
+            let token = cursor.to_string();
+            assert_eq!(token.len(), 40);
+            assert!(token.bytes().all(|b| b.is_ascii_hexdigit()));
+            assert_eq!(token.parse::<Cursor>().unwrap(), cursor);
+        }
+    }
+
+    #[test]
+    fn damaged_cursor_tokens_are_refused() {
+        let token = Cursor { key: 5, seq: 2 }.to_string();
+        for at in 0..token.len() {
+            let mut damaged = token.clone().into_bytes();
+            damaged[at] = if damaged[at] == b'0' { b'1' } else { b'0' };
+            let damaged = String::from_utf8(damaged).unwrap();
+            let error = damaged.parse::<Cursor>().unwrap_err();
+            assert_eq!(error.kind(), "invalid_cursor", "digit {at}");
+        }
+        for bad in [
+            "",
+            "5",
+            &token[1..],
+            &format!("{token}0"),
+            &token.replace('0', "g"),
+        ] {
+            assert!(bad.parse::<Cursor>().is_err(), "{bad:?}");
+        }
+    }
 }

@@ -52,6 +52,10 @@ pub enum Error {
     /// `create_collection` with a name that exists under a different schema.
     #[error("collection {name:?} already exists with a different schema: {reason}")]
     SchemaConflict { name: String, reason: String },
+    /// A collection schema whose array fields are not allowed: too many, a name empty, too
+    /// long or declared twice, or a layout out of its range.
+    #[error("invalid schema for collection {collection:?}: {reason}")]
+    InvalidSchema { collection: String, reason: String },
     /// A collection name that is empty, too long or otherwise not allowed.
     #[error("invalid collection name {name:?}: {reason}")]
     InvalidName { name: String, reason: String },
@@ -68,6 +72,9 @@ pub enum Error {
     /// because data the OS reported as lost cannot be assumed safe by retrying.
     #[error("database is read-only after an earlier write failure: {reason}")]
     WriteFailed { reason: String },
+    /// A cursor token (`Cursor`'s printed form) that is not one, or was damaged.
+    #[error("invalid cursor {token:?}: {reason}")]
+    InvalidCursor { token: String, reason: String },
     /// The file does not look like a skewdb file of a version this build understands.
     #[error("{file} has unsupported format version {found} (this build reads {supported})")]
     UnsupportedVersion {
@@ -95,6 +102,33 @@ impl Error {
             file: file.into(),
             offset,
             reason: reason.into(),
+        }
+    }
+
+    /// A stable snake_case name of the variant, for scripts and logs: `io`, `corruption`,
+    /// `record_too_large`, `key_too_large`, `batch_too_large`, `unknown_collection`,
+    /// `unknown_field`, `wrong_layout`, `invalid_item`, `schema_conflict`, `invalid_name`,
+    /// `invalid_schema`, `locked`, `invalid_option`, `write_failed`, `unsupported_version`,
+    /// `invalid_cursor`. A name, once given, never changes meaning.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::Io { .. } => "io",
+            Error::Corruption { .. } => "corruption",
+            Error::RecordTooLarge { .. } => "record_too_large",
+            Error::KeyTooLarge { .. } => "key_too_large",
+            Error::BatchTooLarge { .. } => "batch_too_large",
+            Error::UnknownCollection { .. } => "unknown_collection",
+            Error::UnknownField { .. } => "unknown_field",
+            Error::WrongLayout { .. } => "wrong_layout",
+            Error::InvalidItem { .. } => "invalid_item",
+            Error::SchemaConflict { .. } => "schema_conflict",
+            Error::InvalidName { .. } => "invalid_name",
+            Error::InvalidSchema { .. } => "invalid_schema",
+            Error::Locked { .. } => "locked",
+            Error::InvalidOption { .. } => "invalid_option",
+            Error::WriteFailed { .. } => "write_failed",
+            Error::UnsupportedVersion { .. } => "unsupported_version",
+            Error::InvalidCursor { .. } => "invalid_cursor",
         }
     }
 

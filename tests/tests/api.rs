@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use skewdb::{
-    CollectionSpec, Db, Durability, Error, MAX_KEY_BYTES, MAX_RECORD_BYTES, Options,
+    CollectionSpec, Db, Durability, Error, Layout, MAX_KEY_BYTES, MAX_RECORD_BYTES, Options,
     RECORD_OVERHEAD_BYTES,
 };
 use skewdb_tests::{open_db, read_all, sim, small_options};
@@ -263,6 +263,26 @@ fn schema_and_name_errors() {
         db.create_collection(CollectionSpec::new("x".repeat(256))),
         Err(Error::InvalidName { .. })
     ));
+    // A schema that declares a field twice is refused as a schema, not as a name.
+    let twice = CollectionSpec::new("twice")
+        .array("a", Layout::Embed)
+        .array("a", Layout::Reference);
+    let refused = db.create_collection(twice).err().unwrap();
+    assert_eq!(refused.kind(), "invalid_schema");
+    assert!(
+        refused.to_string().contains("\"a\" declared twice"),
+        "{refused}"
+    );
+    // A schema conflict names both schemas as the command line writes them.
+    let other = CollectionSpec::new("users").array("tags", Layout::Subset { keep: 3 });
+    let conflict = db.create_collection(other).err().unwrap();
+    assert_eq!(conflict.kind(), "schema_conflict");
+    assert!(
+        conflict
+            .to_string()
+            .contains("stored with no array fields, asked for tags=subset:3"),
+        "{conflict}"
+    );
     db.create_collection(CollectionSpec::new("x".repeat(255)))
         .unwrap();
     assert!(matches!(
@@ -281,6 +301,28 @@ fn second_open_is_locked() {
     ));
     drop(db);
     Db::open(dir.path(), Options::new()).unwrap();
+}
+
+/// A stale-lock cleanup that deletes `LOCK` while a writer holds the database must not let
+/// a second writer in: the directory itself is locked too.
+#[test]
+fn a_deleted_lock_file_does_not_let_a_second_writer_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::new()).unwrap();
+    std::fs::remove_file(dir.path().join("LOCK")).unwrap();
+    let second = Db::open(dir.path(), Options::new());
+    assert!(
+        matches!(&second, Err(Error::Locked { .. })),
+        "{:?}",
+        second.err()
+    );
+    drop(db);
+    let reopened = Db::open(dir.path(), Options::new()).unwrap();
+    assert!(
+        dir.path().join("LOCK").exists(),
+        "the lock file is made again"
+    );
+    drop(reopened);
 }
 
 #[test]

@@ -26,8 +26,14 @@ fn insert_sorted(items: &mut Vec<Stored>, stored: Stored) {
     items.insert(at, stored);
 }
 
+/// The start of the span-aligned window holding `key`: the greatest multiple of `span` at
+/// or below it. Near `i64::MIN` that multiple may lie below the range; the window then
+/// starts at `i64::MIN` (its end, `start + span`, saturates likewise at the other end).
 fn bucket_start(key: i64, span: Option<i64>) -> i64 {
-    span.map_or(key, |span| key.div_euclid(span) * span)
+    span.map_or(key, |span| {
+        let start = i128::from(key).div_euclid(i128::from(span)) * i128::from(span);
+        i64::try_from(start).unwrap_or(i64::MIN)
+    })
 }
 
 /// Applies a push to `array` (its seq already assigned) by `layout`'s rule.
@@ -64,7 +70,10 @@ pub(crate) fn push(layout: Layout, array: &mut ArrayState, stored: Stored) -> Ou
                 }
                 Some(start) if key < start => outcome.to_tail = Some(stored),
                 Some(start) => {
-                    let outside = span.is_some_and(|span| key >= start.saturating_add(span));
+                    // Widened: a window ending past `i64::MAX` holds every later key.
+                    let outside = span.is_some_and(|span| {
+                        i128::from(key) >= i128::from(start) + i128::from(span)
+                    });
                     let full = array.inline.len() >= max_items as usize
                         || item::items_len(&array.inline) + item::stored_len(&stored.item)
                             > MAX_BUCKET_BYTES;
@@ -202,6 +211,32 @@ mod tests {
         assert_eq!(tail, vec![3]);
         assert_eq!(inline_keys(&array), vec![25, 26]);
         assert_eq!(array.bucket_start, Some(20));
+    }
+
+    #[test]
+    fn bucket_windows_at_both_ends_of_the_key_range() {
+        assert_eq!(bucket_start(i64::MIN, Some(10)), i64::MIN);
+        assert_eq!(bucket_start(i64::MIN + 1, Some(10)), i64::MIN);
+        assert_eq!(bucket_start(i64::MIN, Some(i64::MAX)), i64::MIN);
+        assert_eq!(bucket_start(-1, Some(10)), -10);
+        assert_eq!(bucket_start(i64::MAX, Some(10)), i64::MAX - 7);
+        assert_eq!(bucket_start(i64::MAX, Some(i64::MAX)), i64::MAX);
+        let layout = Layout::Bucket {
+            max_items: 100,
+            span: Some(10),
+        };
+        // Near the bottom the first window starts at i64::MIN and later keys stay in it.
+        let low = [i64::MIN + 3, i64::MIN + 1, i64::MIN + 5];
+        let (array, tail, buckets) = push_keys(layout, &low);
+        assert_eq!(array.bucket_start, Some(i64::MIN));
+        assert!(tail.is_empty() && buckets.is_empty());
+        assert_eq!(inline_keys(&array), vec![low[1], low[0], low[2]]);
+        // Near the top the last window's end lies past i64::MAX: i64::MAX is inside it.
+        let high = [i64::MAX - 2, i64::MAX, i64::MAX - 1];
+        let (array, tail, buckets) = push_keys(layout, &high);
+        assert_eq!(array.bucket_start, Some(i64::MAX - 7));
+        assert!(tail.is_empty() && buckets.is_empty());
+        assert_eq!(inline_keys(&array), vec![high[0], high[2], high[1]]);
     }
 
     #[test]

@@ -20,7 +20,10 @@ pub struct FsStorage {
     handles: Mutex<HashMap<String, Arc<File>>>,
 }
 
+/// Both locks of an open database: the directory's own (which no file deletion can take
+/// away) and the `LOCK` file's (which older builds take).
 struct FsLock {
+    _dir: File,
     _file: File,
 }
 
@@ -68,6 +71,18 @@ impl Storage for FsStorage {
     }
 
     fn lock(&self) -> Result<Box<dyn LockGuard>> {
+        // The directory is locked first: a `LOCK` file deleted while a writer holds it (by a
+        // stale-lock cleanup, say) would otherwise let a second writer in.
+        let dir = File::open(&self.dir).map_err(|e| Error::io("open", self.describe(), e))?;
+        match dir.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                return Err(Error::Locked {
+                    path: self.describe(),
+                });
+            }
+            Err(fs::TryLockError::Error(e)) => return Err(Error::io("lock", self.describe(), e)),
+        }
         let path = self.path(LOCK_FILE);
         let file = OpenOptions::new()
             .read(true)
@@ -77,7 +92,10 @@ impl Storage for FsStorage {
             .open(&path)
             .map_err(|e| Error::io("open", self.name(LOCK_FILE), e))?;
         match file.try_lock() {
-            Ok(()) => Ok(Box::new(FsLock { _file: file })),
+            Ok(()) => Ok(Box::new(FsLock {
+                _dir: dir,
+                _file: file,
+            })),
             Err(fs::TryLockError::WouldBlock) => Err(Error::Locked {
                 path: self.describe(),
             }),

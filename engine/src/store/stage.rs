@@ -92,7 +92,11 @@ impl<'a> Stager<'a> {
                     Some(info) => {
                         return Err(Error::SchemaConflict {
                             name: spec.name().to_string(),
-                            reason: format!("stored schema is {:?}", info.spec),
+                            reason: format!(
+                                "stored with {}, asked for {}",
+                                info.spec.describe_arrays(),
+                                spec.describe_arrays()
+                            ),
                         });
                     }
                     None => {
