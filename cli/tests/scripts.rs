@@ -636,3 +636,24 @@ fn every_argument_has_help_and_completions_are_generated() {
     let bad = skewdb(&["completions", "tcsh"]);
     assert_eq!(bad.status.code(), Some(2));
 }
+
+#[test]
+fn a_damaged_file_is_reported_with_the_corruption_kind() {
+    let (_dir, db) = database(&[]);
+    assert!(skewdb(&["put", &db, "c", "a", "1"]).status.success());
+    let checkpoint = Path::new(&db).join("checkpoint");
+    let mut bytes = std::fs::read(&checkpoint).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x40;
+    std::fs::write(&checkpoint, bytes).unwrap();
+    let (code, error) = json_error(&skewdb(&["--json", "get", &db, "c", "a"]));
+    assert_eq!(
+        (code, error["kind"].as_str()),
+        (1, Some("corruption")),
+        "{error}"
+    );
+    assert!(
+        error["error"].as_str().unwrap().contains("checkpoint"),
+        "{error}"
+    );
+}
