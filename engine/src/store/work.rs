@@ -311,11 +311,9 @@ impl ParentWork {
         item_key: i64,
         cold: &mut ColdGroup,
     ) -> Result<()> {
-        if self.record.is_none() {
+        let Some(mut history) = self.open_history(base, index)? else {
             return Ok(());
-        }
-        self.load_tail(base, index)?;
-        let mut history = self.history(base, index)?;
+        };
         let mut removed = 0;
         for chunk in history.iter_mut() {
             let summary = &chunk.chunk.summary;
@@ -362,11 +360,9 @@ impl ParentWork {
         before: i64,
         cold: &mut ColdGroup,
     ) -> Result<()> {
-        if self.record.is_none() {
+        let Some(mut history) = self.open_history(base, index)? else {
             return Ok(());
-        }
-        self.load_tail(base, index)?;
-        let mut history = self.history(base, index)?;
+        };
         let mut expired = false;
         for chunk in history.iter_mut() {
             if pattern::expires(chunk.chunk.kind, &chunk.chunk.summary, before) {
@@ -433,6 +429,16 @@ impl ParentWork {
                 self.dropped_markers.insert(index);
             }
         }
+    }
+
+    /// Array `index`'s history with its tail loaded, for a removal or an expiry; `None`
+    /// when the parent has no record, which leaves nothing to change.
+    fn open_history(&mut self, base: Base, index: usize) -> Result<Option<Vec<HistoryChunk>>> {
+        if self.record.is_none() {
+            return Ok(None);
+        }
+        self.load_tail(base, index)?;
+        self.history(base, index).map(Some)
     }
 
     /// Every chunk of array `index` as of this point in the batch (stored ones not dropped,
