@@ -1,29 +1,20 @@
-//! The public face: `Db`, `Batch`, `Collection`, `Document`, `Scan`.
+//! The public face: `Db` and `Batch` (reads are in `collection.rs`, views in `snapshot.rs`).
 
-use std::ops::{Bound, RangeBounds};
 use std::path::Path;
 use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::cache;
-use crate::catalog::{CollectionId, CollectionInfo, CollectionSpec};
-use crate::document::{Document, ItemPage, ItemQuery, Outlier};
+use crate::catalog::CollectionSpec;
+use crate::collection::Collection;
 use crate::item::NewItem;
-use crate::item::Summary;
-use crate::page::keys;
-use crate::page::tree::Cursor as TreeCursor;
-use crate::pattern::{self, Operation};
+use crate::snapshot::Snapshot;
 use crate::storage::{FsStorage, Storage};
 use crate::store::background::Background;
-use crate::store::decode::decode_document;
-use crate::store::{BatchOp, Shared, Version, check_key};
+use crate::store::{BatchOp, Shared};
 use crate::{
     CacheStats, CompactReport, Error, Inspection, Options, Result, SpaceStats, Stats, VerifyReport,
 };
-
-/// Parents per batch when a collection-wide expiry walks the parents with buckets.
-const EXPIRY_BATCH_PARENTS: usize = 1_000;
 
 /// An open database. Cheap to clone; `Send + Sync`. Closed (and checkpointed) when the
 /// last clone (including those inside `Collection` handles) is dropped.
@@ -85,6 +76,12 @@ impl Db {
             .keys()
             .cloned()
             .collect()
+    }
+
+    /// A consistent read view over every collection, as of the last commit; see
+    /// [`Snapshot`].
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::new(self.clone(), self.shared.current())
     }
 
     /// A new, empty batch.
@@ -297,221 +294,5 @@ impl Batch {
     /// (except after a failed write or sync, which makes every later write fail).
     pub fn commit(self) -> Result<()> {
         self.db.shared.commit(self.ops)
-    }
-}
-
-/// A handle on one collection.
-#[derive(Clone)]
-pub struct Collection {
-    db: Db,
-    info: Arc<CollectionInfo>,
-}
-
-impl Collection {
-    pub fn name(&self) -> &str {
-        self.info.spec.name()
-    }
-
-    pub fn spec(&self) -> &CollectionSpec {
-        &self.info.spec
-    }
-
-    fn id(&self) -> CollectionId {
-        self.info.id
-    }
-
-    fn version(&self) -> Result<Arc<Version>> {
-        let version = self.db.shared.current();
-        match version.catalog.by_name.get(self.name()) {
-            Some(info) if info.id == self.id() => Ok(version),
-            _ => Err(Error::UnknownCollection {
-                name: self.name().to_string(),
-            }),
-        }
-    }
-
-    fn field(&self, field: &str) -> Result<usize> {
-        self.info
-            .spec
-            .field_index(field)
-            .ok_or_else(|| Error::UnknownField {
-                collection: self.name().to_string(),
-                field: field.to_string(),
-            })
-    }
-
-    /// The parent `key` with its inline arrays, or `None`. Never reads cold storage.
-    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Document>> {
-        let key = key.as_ref();
-        let _owner = cache::attribute(self.id());
-        check_key(key)?;
-        let version = self.version()?;
-        self.db.shared.document(&version, &self.info, key)
-    }
-
-    /// [`Collection::get`] with the inline items of the array fields named in `fields`
-    /// only, as a projection would: every other array comes with its total, overflow flag
-    /// and summary, and no inline items (`inline` empty), which spares decoding them (a
-    /// profile with its follower count, not its first thousand followers).
-    /// `Error::UnknownField` for a name the schema lacks.
-    pub fn get_projected(
-        &self,
-        key: impl AsRef<[u8]>,
-        fields: &[&str],
-    ) -> Result<Option<Document>> {
-        let mut wanted = vec![false; self.info.spec.arrays().len()];
-        for field in fields {
-            wanted[self.field(field)?] = true;
-        }
-        let key = key.as_ref();
-        let _owner = cache::attribute(self.id());
-        check_key(key)?;
-        let version = self.version()?;
-        let record = self
-            .db
-            .shared
-            .read_record(&version, &self.info, key, |index| wanted[index])?;
-        Ok(record.map(|(key, record)| Document::new(&self.info, key, record)))
-    }
-
-    /// Items of array `field` of parent `key`, merged from wherever they live, in key
-    /// order (ties in push order); `None` when the parent does not exist.
-    pub fn items(
-        &self,
-        key: impl AsRef<[u8]>,
-        field: &str,
-        query: &ItemQuery,
-    ) -> Result<Option<ItemPage>> {
-        let _owner = cache::attribute(self.id());
-        let key = key.as_ref();
-        check_key(key)?;
-        let field = self.field(field)?;
-        let version = self.version()?;
-        self.db
-            .shared
-            .items(&version, &self.info, key, field, query)
-    }
-
-    /// Count, sum, min, max and key bounds of the items of `field` whose keys fall in
-    /// `range`; `None` when the parent does not exist.
-    pub fn summary(
-        &self,
-        key: impl AsRef<[u8]>,
-        field: &str,
-        range: impl RangeBounds<i64>,
-    ) -> Result<Option<Summary>> {
-        let _owner = cache::attribute(self.id());
-        let key = key.as_ref();
-        check_key(key)?;
-        let field = self.field(field)?;
-        let version = self.version()?;
-        let range = (range.start_bound().cloned(), range.end_bound().cloned());
-        self.db
-            .shared
-            .summary(&version, &self.info, key, field, range)
-    }
-
-    /// The parents whose array `field` has items outside the parent record, in key order.
-    pub fn outliers(&self, field: &str) -> Result<Vec<Outlier>> {
-        let _owner = cache::attribute(self.id());
-        let field = self.field(field)?;
-        let version = self.version()?;
-        self.db.shared.outliers(&version, &self.info, field)
-    }
-
-    /// Drops, from every parent of this collection, the sealed buckets of `Bucket` array
-    /// `field` whose newest item key is below `before` (see [`Batch::expire_buckets`]).
-    /// Only parents with buckets outside their record are visited (found through the
-    /// outlier markers), in batches of 1,000 parents, each atomic; the sweep as a whole is
-    /// not one transaction.
-    pub fn expire_buckets(&self, field: &str, before: i64) -> Result<()> {
-        let index = self.field(field)?;
-        let layout = self.info.spec.arrays()[index].layout;
-        pattern::check_supports(layout, Operation::ExpireBuckets, self.name(), field)?;
-        for parents in self.outliers(field)?.chunks(EXPIRY_BATCH_PARENTS) {
-            let mut batch = self.db.batch();
-            for parent in parents {
-                batch.expire_buckets(self.name(), &parent.key, field, before);
-            }
-            batch.commit()?;
-        }
-        Ok(())
-    }
-
-    /// The parents whose keys fall in `range`, in key order, as of this call (later
-    /// commits are not seen).
-    pub fn scan<K: AsRef<[u8]>>(&self, range: impl RangeBounds<K>) -> Result<Scan> {
-        let _owner = cache::attribute(self.id());
-        let version = self.version()?;
-        let id = self.id();
-        let start = match range.start_bound() {
-            Bound::Included(k) => Bound::Included(keys::parent(id, k.as_ref())),
-            Bound::Excluded(k) => Bound::Excluded(keys::parent(id, k.as_ref())),
-            Bound::Unbounded => Bound::Included(keys::parent(id, &[])),
-        };
-        let end = match range.end_bound() {
-            Bound::Included(k) => Bound::Included(keys::parent(id, k.as_ref())),
-            Bound::Excluded(k) => Bound::Excluded(keys::parent(id, k.as_ref())),
-            Bound::Unbounded => Bound::Excluded(keys::parents_end(id)),
-        };
-        let cursor = version
-            .tree
-            .cursor(&self.db.shared.pages, start.as_ref().map(|k| k.as_ref()))?;
-        Ok(Scan {
-            shared: self.db.shared.clone(),
-            info: self.info.clone(),
-            version,
-            cursor,
-            end,
-            done: false,
-        })
-    }
-}
-
-/// Parents in key order; see [`Collection::scan`]. Sees one committed state throughout.
-pub struct Scan {
-    pub(crate) shared: Arc<Shared>,
-    info: Arc<CollectionInfo>,
-    version: Arc<Version>,
-    cursor: TreeCursor,
-    end: Bound<Bytes>,
-    done: bool,
-}
-
-impl Iterator for Scan {
-    type Item = Result<Document>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        let _owner = cache::attribute(self.info.id);
-        let entry = self.cursor.next(&self.version.tree, &self.shared.pages);
-        let (key, value) = match entry {
-            Ok(Some(entry)) => entry,
-            Ok(None) => {
-                self.done = true;
-                return None;
-            }
-            Err(error) => {
-                self.done = true;
-                return Some(Err(error));
-            }
-        };
-        let inside = match &self.end {
-            Bound::Included(end) => key <= *end,
-            Bound::Excluded(end) => key < *end,
-            Bound::Unbounded => true,
-        };
-        if !inside {
-            self.done = true;
-            return None;
-        }
-        Some(
-            self.shared
-                .pages
-                .value_bytes(&value)
-                .and_then(|bytes| decode_document(&self.info, key.slice(4..), bytes)),
-        )
     }
 }

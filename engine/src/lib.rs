@@ -22,6 +22,7 @@
 mod cache;
 mod catalog;
 mod cold;
+mod collection;
 mod db;
 mod document;
 mod error;
@@ -32,6 +33,7 @@ mod options;
 mod page;
 mod pattern;
 mod record;
+mod snapshot;
 // The one `unsafe` block (mapping a sealed segment) is allowed where it stands, in `fs.rs`.
 mod storage;
 mod store;
@@ -42,12 +44,14 @@ pub use cache::{CachePolicy, CacheStats, CollectionCacheStats, TierStats, WhatIf
 pub use catalog::{
     ArraySpec, CollectionSpec, Layout, MAX_ARRAYS, MAX_COLLECTION_NAME_BYTES, MAX_INLINE_ITEMS,
 };
-pub use db::{Batch, Collection, Db, Scan};
+pub use collection::{Collection, Scan, SnapshotCollection};
+pub use db::{Batch, Db};
 pub use document::{ArrayView, Cursor, Document, ItemPage, ItemQuery, Order, Outlier};
 pub use error::{Error, Result};
 pub use item::{Item, NewItem, Summary};
 pub use options::{Durability, Options};
 pub use record::RECORD_OVERHEAD_BYTES;
+pub use snapshot::Snapshot;
 pub use store::{CompactReport, SegmentSpace, SpaceStats, TierSpace};
 pub use store::{Inspection, SegmentInfo, Stats, VerifyReport};
 
