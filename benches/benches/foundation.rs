@@ -109,7 +109,7 @@ fn commit_latency(c: &mut Criterion) {
                 batch.put("docs", key(next), [b'v'; 100]);
                 batch
             },
-            |batch| batch.commit().unwrap(),
+            |mut batch| batch.commit().unwrap(),
             BatchSize::SmallInput,
         )
     });

@@ -59,7 +59,7 @@ const COLLECTION: &str = "demo";
 const FIELD: &str = "items";
 
 /// Commits a batch; a batch refused for the record limit counts as refused, not an error.
-fn commit(batch: skewdb::Batch, refused: &mut u64) -> Result<(), Failure> {
+fn commit(batch: &mut skewdb::Batch, refused: &mut u64) -> Result<(), Failure> {
     match batch.commit() {
         Ok(()) => Ok(()),
         Err(Error::RecordTooLarge { .. }) => {
@@ -89,10 +89,10 @@ fn followers(db: &Db, sizes: &Sizes) -> Result<(u64, u64, u64), Failure> {
             items += 1;
         }
         if batch.len() >= 5000 {
-            commit(std::mem::replace(&mut batch, db.batch()), &mut refused)?;
+            commit(&mut batch, &mut refused)?;
         }
     }
-    commit(batch, &mut refused)?;
+    commit(&mut batch, &mut refused)?;
     for wave in (0..sizes.celebrity_followers).step_by(50_000) {
         let mut batch = db.batch();
         for follower in wave..(wave + 50_000).min(sizes.celebrity_followers) {
@@ -104,7 +104,7 @@ fn followers(db: &Db, sizes: &Sizes) -> Result<(u64, u64, u64), Failure> {
             );
         }
         let before = refused;
-        commit(batch, &mut refused)?;
+        commit(&mut batch, &mut refused)?;
         if refused == before {
             items += 50_000.min(sizes.celebrity_followers - wave);
         }
@@ -130,10 +130,10 @@ fn reviews(db: &Db, sizes: &Sizes) -> Result<(u64, u64, u64), Failure> {
             NewItem::new(text).value(stars as f64),
         );
         if batch.len() >= 5000 {
-            commit(std::mem::replace(&mut batch, db.batch()), &mut refused)?;
+            commit(&mut batch, &mut refused)?;
         }
     }
-    commit(batch, &mut refused)?;
+    commit(&mut batch, &mut refused)?;
     Ok((sizes.products.min(sizes.reviews), sizes.reviews, refused))
 }
 
@@ -155,7 +155,7 @@ fn sensors(db: &Db, sizes: &Sizes) -> Result<(u64, u64, u64), Failure> {
                     NewItem::new([]).key(minute as i64 * 60).value(celsius),
                 );
             }
-            commit(batch, &mut refused)?;
+            commit(&mut batch, &mut refused)?;
         }
     }
     Ok((sizes.sensors, sizes.sensors * minutes, refused))

@@ -310,11 +310,12 @@ pub fn run(db: &Db, mut input: impl BufRead, output: &mut impl Write, json: bool
             Ok(false) => batch_lines += 1,
             Ok(true) => {
                 batch_lines = 0;
-                let ready = std::mem::replace(&mut batch, db.batch());
                 if std::mem::take(&mut batch_failed) {
+                    // A bad line refused its batch: what was read of it is discarded.
+                    batch = db.batch();
                     continue;
                 }
-                match ready.commit() {
+                match batch.commit() {
                     Ok(()) => {
                         committed += 1;
                         report.committed(committed);

@@ -1,7 +1,7 @@
 //! The public face: `Db` and `Batch` (reads are in `collection.rs`, views in `snapshot.rs`).
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
 
@@ -13,7 +13,8 @@ use crate::storage::{FsStorage, Storage};
 use crate::store::background::Background;
 use crate::store::{BatchOp, Shared};
 use crate::{
-    CacheStats, CompactReport, Error, Inspection, Options, Result, SpaceStats, Stats, VerifyReport,
+    CacheStats, CompactReport, Durability, Error, Inspection, Options, Result, SpaceStats, Stats,
+    VerifyReport,
 };
 
 /// An open database. Cheap to clone; `Send + Sync`. Closed (and checkpointed) when the
@@ -53,7 +54,8 @@ impl Db {
     /// schema does nothing; with a different schema it is `Error::SchemaConflict`.
     pub fn create_collection(&self, spec: CollectionSpec) -> Result<Collection> {
         let name = spec.name().to_string();
-        self.shared.commit(vec![BatchOp::CreateCollection(spec)])?;
+        self.shared
+            .commit(vec![BatchOp::CreateCollection(spec)], Durability::Immediate)?;
         self.collection(&name)
     }
 
@@ -84,10 +86,12 @@ impl Db {
         Snapshot::new(self.clone(), self.shared.current())
     }
 
-    /// A new, empty batch.
+    /// A new, empty batch, durable as the database's `Options::durability` says unless
+    /// [`Batch::durability`] says otherwise.
     pub fn batch(&self) -> Batch {
         Batch {
-            db: self.clone(),
+            shared: Arc::downgrade(&self.shared),
+            durability: self.shared.options.durability,
             ops: Vec::new(),
             names: Vec::new(),
             last_key: None,
@@ -96,6 +100,20 @@ impl Db {
 
     /// Writes every changed page and a new checkpoint, so that reopening replays nothing.
     pub fn checkpoint(&self) -> Result<()> {
+        self.shared.checkpoint()
+    }
+
+    /// Makes every batch committed so far durable, whatever its durability: after a bulk
+    /// load under `Durability::Buffered`, one sync instead of one per batch.
+    pub fn persist(&self) -> Result<()> {
+        self.shared.persist()
+    }
+
+    /// Closes this handle after a final checkpoint, returning that checkpoint's error (the
+    /// close on drop has nowhere to report one). Other clones of the `Db` (and the
+    /// collection handles and snapshots, which hold one) keep the database open until they
+    /// are dropped too.
+    pub fn close(self) -> Result<()> {
         self.shared.checkpoint()
     }
 
@@ -151,9 +169,14 @@ impl Db {
     }
 }
 
-/// Writes to apply atomically: all or nothing, also across a crash.
+/// Writes to apply atomically: all or nothing, also across a crash. Nothing is written
+/// until [`Batch::commit`]; a batch dropped uncommitted is discarded. A batch does not keep
+/// the database open: committing one after the last `Db` handle is gone is
+/// `Error::Closed`.
+#[must_use = "a batch writes nothing until it is committed"]
 pub struct Batch {
-    db: Db,
+    shared: Weak<Shared>,
+    durability: Durability,
     ops: Vec<BatchOp>,
     /// Collection and field names already used by this batch, shared by its operations.
     names: Vec<Arc<str>>,
@@ -290,9 +313,24 @@ impl Batch {
         self.ops.is_empty()
     }
 
-    /// Applies the batch. On error nothing of it is applied and the database stays usable
-    /// (except after a failed write or sync, which makes every later write fail).
-    pub fn commit(self) -> Result<()> {
-        self.db.shared.commit(self.ops)
+    /// How durable the commit is: `Immediate` (on disk when `commit` returns) or
+    /// `Buffered` (written, synced by a later commit, checkpoint or [`Db::persist`]). The
+    /// database's `Options::durability` by default.
+    pub fn durability(&mut self, durability: Durability) -> &mut Self {
+        self.durability = durability;
+        self
+    }
+
+    /// Applies the batch, leaving it empty for the next operations. On error nothing of it
+    /// is applied (and it is left empty too) and the database stays usable (except after a
+    /// failed write or sync, which makes every later write fail).
+    pub fn commit(&mut self) -> Result<()> {
+        self.last_key = None;
+        let ops = std::mem::take(&mut self.ops);
+        match self.shared.upgrade() {
+            Some(shared) => shared.commit(ops, self.durability),
+            None if ops.is_empty() => Ok(()),
+            None => Err(Error::Closed),
+        }
     }
 }

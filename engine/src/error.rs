@@ -72,6 +72,9 @@ pub enum Error {
     /// because data the OS reported as lost cannot be assumed safe by retrying.
     #[error("database is read-only after an earlier write failure: {reason}")]
     WriteFailed { reason: String },
+    /// A batch committed after the last handle on its database was dropped or closed.
+    #[error("the database was closed before the batch was committed")]
+    Closed,
     /// A cursor token (`Cursor`'s printed form) that is not one, or was damaged.
     #[error("invalid cursor {token:?}: {reason}")]
     InvalidCursor { token: String, reason: String },
@@ -109,7 +112,7 @@ impl Error {
     /// `record_too_large`, `key_too_large`, `batch_too_large`, `unknown_collection`,
     /// `unknown_field`, `wrong_layout`, `invalid_item`, `schema_conflict`, `invalid_name`,
     /// `invalid_schema`, `locked`, `invalid_option`, `write_failed`, `unsupported_version`,
-    /// `invalid_cursor`. A name, once given, never changes meaning.
+    /// `invalid_cursor`, `closed`. A name, once given, never changes meaning.
     pub fn kind(&self) -> &'static str {
         match self {
             Error::Io { .. } => "io",
@@ -129,6 +132,7 @@ impl Error {
             Error::WriteFailed { .. } => "write_failed",
             Error::UnsupportedVersion { .. } => "unsupported_version",
             Error::InvalidCursor { .. } => "invalid_cursor",
+            Error::Closed => "closed",
         }
     }
 

@@ -168,7 +168,7 @@ fn review_text(rng: &mut StdRng, review: u64, stars: u32) -> Vec<u8> {
 
 /// Commits `batch`; a batch refused at the record limit is counted, not an error (Embed's
 /// celebrity hits it by design).
-fn commit(batch: skewdb::Batch, refused: &mut u64) -> Result<()> {
+fn commit(batch: &mut skewdb::Batch, refused: &mut u64) -> Result<()> {
     match batch.commit() {
         Err(Error::RecordTooLarge { .. }) => {
             *refused += 1;
@@ -187,7 +187,7 @@ pub fn build(db: &Db, workload: Workload, layout: Layout, sizes: &Sizes) -> Resu
     let mut batch = db.batch();
     let flush = |batch: &mut skewdb::Batch, refused: &mut u64, force: bool| {
         if force || batch.len() >= 5_000 {
-            commit(std::mem::replace(batch, db.batch()), refused)
+            commit(batch, refused)
         } else {
             Ok(())
         }

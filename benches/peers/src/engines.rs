@@ -74,9 +74,9 @@ pub fn skew_counters(db: &Db) -> CacheCounters {
 }
 
 /// Commits a loading batch once it holds 20,000 operations, and starts the next.
-pub fn commit_when_full(db: &Db, batch: &mut skewdb::Batch) {
+pub fn commit_when_full(batch: &mut skewdb::Batch) {
     if batch.len() >= 20_000 {
-        std::mem::replace(batch, db.batch()).commit().expect("load");
+        batch.commit().expect("load");
     }
 }
 
@@ -118,7 +118,7 @@ impl Store for Skew {
                     NewItem::new(review.text.clone()).key(review.time),
                 );
             }
-            commit_when_full(&self.db, &mut batch);
+            commit_when_full(&mut batch);
         }
         batch.commit().expect("load");
         self.db.compact().expect("compact");

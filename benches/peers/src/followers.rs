@@ -117,7 +117,7 @@ impl FollowerStore for Skew {
             for follower in 0..count {
                 let item = NewItem::new([]).key(follower as i64);
                 batch.push("users", key(user as u64), "followers", item);
-                crate::engines::commit_when_full(&self.db, &mut batch);
+                crate::engines::commit_when_full(&mut batch);
             }
         }
         batch.commit().expect("load");

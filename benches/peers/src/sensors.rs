@@ -118,7 +118,7 @@ impl SensorStore for Skew {
             for time in (0..until).step_by(60) {
                 let item = NewItem::new([]).key(time).value(value_at(sensor, time));
                 batch.push("sensors", key(sensor), "readings", item);
-                crate::engines::commit_when_full(&self.db, &mut batch);
+                crate::engines::commit_when_full(&mut batch);
             }
         }
         batch.commit().expect("load");

@@ -68,6 +68,8 @@ pub(crate) enum BatchOp {
 pub(super) struct Request {
     /// Taken by the group that stages them.
     pub(super) ops: Mutex<Vec<BatchOp>>,
+    /// The batch's own durability: a group is synced when any of its batches asks.
+    pub(super) durability: Durability,
     pub(super) result: Mutex<Option<Result<()>>>,
 }
 
@@ -98,12 +100,13 @@ impl Shared {
 
     /// Commits a batch: atomic, and durable on return under `Durability::Immediate`.
     /// Concurrent commits are grouped: one thread writes (and syncs) them all at once.
-    pub fn commit(&self, ops: Vec<BatchOp>) -> Result<()> {
+    pub fn commit(&self, ops: Vec<BatchOp>, durability: Durability) -> Result<()> {
         if ops.is_empty() {
             return Ok(());
         }
         let request = Arc::new(Request {
             ops: Mutex::new(ops),
+            durability,
             result: Mutex::new(None),
         });
         self.queue.lock().push(request.clone());
@@ -162,7 +165,7 @@ impl Shared {
             // A savepoint costs copies; only a group of several batches needs one.
             let savepoint = (requests.len() > 1).then(|| (txn.tree.clone(), txn.catalog.clone()));
             let ops = std::mem::take(&mut *request.ops.lock());
-            match self.stage(&mut txn, &mut group, &mut cold, ops) {
+            match self.stage(&mut txn, &mut group, &mut cold, ops, request.durability) {
                 Ok(redo) => {
                     if redo == ChunkRedo::Located {
                         chunks = ChunkRedo::Located;
@@ -189,7 +192,21 @@ impl Shared {
             return;
         }
         let batches = accepted.len() as u64;
-        let written = self.write_group(writer, &base, txn, (group, cold, chunks), batches);
+        let durability = match accepted
+            .iter()
+            .any(|r| r.durability == Durability::Immediate)
+        {
+            true => Durability::Immediate,
+            false => Durability::Buffered,
+        };
+        let written = self.write_group(
+            writer,
+            &base,
+            txn,
+            (group, cold, chunks),
+            batches,
+            durability,
+        );
         if let Err(error) = written {
             return fail_all(&accepted, error);
         }
@@ -199,9 +216,8 @@ impl Shared {
     }
 
     /// Writes a group's chunks, then its redo (under `Immediate` the log is synced, and the
-    /// chunks before it when the redo does not carry them),
-    /// and publishes the transaction as the new version; `batches` counts the user batches
-    /// in it.
+    /// chunks before it when the redo does not carry them), and publishes the transaction
+    /// as the new version; `batches` counts the user batches in it.
     pub(super) fn write_group(
         &self,
         writer: &mut Writer,
@@ -209,12 +225,13 @@ impl Shared {
         txn: Txn,
         (group, cold, chunks): (Group, ColdGroup, ChunkRedo),
         batches: u64,
+        durability: Durability,
     ) -> Result<()> {
         let bytes = group.bytes() as u64;
         let cold_bytes = cold.mark() as u64;
         self.cold.append(cold)?;
         writer.log.append(group)?;
-        if self.options.durability == Durability::Immediate {
+        if durability == Durability::Immediate {
             if chunks == ChunkRedo::Located {
                 self.cold.sync()?;
             }
@@ -255,6 +272,7 @@ impl Shared {
         group: &mut Group,
         cold: &mut ColdGroup,
         ops: Vec<BatchOp>,
+        durability: Durability,
     ) -> Result<ChunkRedo> {
         let mut stager = stage::Stager::new(self, txn);
         let cold_mark = cold.mark();
@@ -268,8 +286,7 @@ impl Shared {
             // them. Carried only where that spares a sync (an `Immediate` commit) and costs
             // little: a bulk load's chunks are written once, and synced.
             Some((loc, bytes))
-                if self.options.durability == Durability::Immediate
-                    && bytes.len() <= MAX_CARRIED_COLD_BYTES =>
+                if durability == Durability::Immediate && bytes.len() <= MAX_CARRIED_COLD_BYTES =>
             {
                 redo.insert(0, Op::ColdBytes { loc, bytes });
                 ChunkRedo::Carried
@@ -387,7 +404,15 @@ impl Shared {
         let cold = self.cold.group()?;
         let mut group = writer.log.group()?;
         self.encode_redo(&mut txn, &mut group, &redo, &[])?;
-        self.write_group(writer, &base, txn, (group, cold, ChunkRedo::Located), 0)
+        let durability = self.options.durability;
+        self.write_group(
+            writer,
+            &base,
+            txn,
+            (group, cold, ChunkRedo::Located),
+            0,
+            durability,
+        )
     }
 
     /// Publishes a version whose records differ from the current one's in (at most) the

@@ -246,7 +246,15 @@ impl Shared {
             return Ok(done);
         }
         self.encode_redo(&mut txn, &mut group, &redo, &[])?;
-        self.write_group(writer, &base, txn, (group, cold, ChunkRedo::Located), 0)?;
+        let durability = self.options.durability;
+        self.write_group(
+            writer,
+            &base,
+            txn,
+            (group, cold, ChunkRedo::Located),
+            0,
+            durability,
+        )?;
         Ok(done)
     }
 
@@ -410,6 +418,7 @@ impl Shared {
             txn,
             (group, cold, ChunkRedo::Located),
             0,
+            self.options.durability,
         )?;
         Ok(moved)
     }
