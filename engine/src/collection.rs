@@ -23,13 +23,13 @@ use crate::{Error, Result};
 const EXPIRY_BATCH_PARENTS: usize = 1_000;
 
 /// The reads of one collection at one version.
-struct At<'a> {
-    shared: &'a Arc<Shared>,
-    info: &'a Arc<CollectionInfo>,
-    version: Arc<Version>,
+pub(crate) struct At<'a> {
+    pub shared: &'a Arc<Shared>,
+    pub info: &'a Arc<CollectionInfo>,
+    pub version: Arc<Version>,
 }
 
-fn field_index(info: &CollectionInfo, field: &str) -> Result<usize> {
+pub(crate) fn field_index(info: &CollectionInfo, field: &str) -> Result<usize> {
     info.spec
         .field_index(field)
         .ok_or_else(|| Error::UnknownField {
@@ -50,13 +50,13 @@ fn check_known(info: &CollectionInfo, version: &Version) -> Result<()> {
 }
 
 impl At<'_> {
-    fn get(&self, key: &[u8]) -> Result<Option<Document>> {
+    pub(crate) fn get(&self, key: &[u8]) -> Result<Option<Document>> {
         let _owner = cache::attribute(self.info.id);
         check_key(key)?;
         self.shared.document(&self.version, self.info, key)
     }
 
-    fn get_projected(&self, key: &[u8], fields: &[&str]) -> Result<Option<Document>> {
+    pub(crate) fn get_projected(&self, key: &[u8], fields: &[&str]) -> Result<Option<Document>> {
         let mut wanted = vec![false; self.info.spec.arrays().len()];
         for field in fields {
             wanted[field_index(self.info, field)?] = true;
@@ -69,7 +69,12 @@ impl At<'_> {
         Ok(record.map(|(key, record)| Document::new(self.info, key, record)))
     }
 
-    fn items(&self, key: &[u8], field: &str, query: &ItemQuery) -> Result<Option<ItemPage>> {
+    pub(crate) fn items(
+        &self,
+        key: &[u8],
+        field: &str,
+        query: &ItemQuery,
+    ) -> Result<Option<ItemPage>> {
         let _owner = cache::attribute(self.info.id);
         check_key(key)?;
         let field = field_index(self.info, field)?;
@@ -77,7 +82,7 @@ impl At<'_> {
             .items(&self.version, self.info, key, field, query)
     }
 
-    fn summary(
+    pub(crate) fn summary(
         &self,
         key: &[u8],
         field: &str,
@@ -90,13 +95,13 @@ impl At<'_> {
             .summary(&self.version, self.info, key, field, range)
     }
 
-    fn outliers(&self, field: &str) -> Result<Vec<Outlier>> {
+    pub(crate) fn outliers(&self, field: &str) -> Result<Vec<Outlier>> {
         let _owner = cache::attribute(self.info.id);
         let field = field_index(self.info, field)?;
         self.shared.outliers(&self.version, self.info, field)
     }
 
-    fn scan<K: AsRef<[u8]>>(self, range: impl RangeBounds<K>) -> Result<Scan> {
+    pub(crate) fn scan<K: AsRef<[u8]>>(self, range: impl RangeBounds<K>) -> Result<Scan> {
         let _owner = cache::attribute(self.info.id);
         let id = self.info.id;
         let start = match range.start_bound() {

@@ -12,6 +12,7 @@ use crate::snapshot::Snapshot;
 use crate::storage::{FsStorage, Storage};
 use crate::store::background::Background;
 use crate::store::{BatchOp, Shared};
+use crate::transaction::Transaction;
 use crate::{
     CacheStats, CompactReport, Durability, Error, Inspection, Options, Result, SpaceStats, Stats,
     VerifyReport,
@@ -84,6 +85,12 @@ impl Db {
     /// [`Snapshot`].
     pub fn snapshot(&self) -> Snapshot {
         Snapshot::new(self.clone(), self.shared.current())
+    }
+
+    /// A read-modify-write transaction over every collection, starting at the last commit;
+    /// see [`Transaction`].
+    pub fn transaction(&self) -> Transaction {
+        Transaction::new(self.clone())
     }
 
     /// A new, empty batch, durable as the database's `Options::durability` says unless
@@ -176,8 +183,8 @@ impl Db {
 #[must_use = "a batch writes nothing until it is committed"]
 pub struct Batch {
     shared: Weak<Shared>,
-    durability: Durability,
-    ops: Vec<BatchOp>,
+    pub(crate) durability: Durability,
+    pub(crate) ops: Vec<BatchOp>,
     /// Collection and field names already used by this batch, shared by its operations.
     names: Vec<Arc<str>>,
     /// The last parent key, shared by consecutive operations on one parent.

@@ -72,6 +72,10 @@ pub enum Error {
     /// because data the OS reported as lost cannot be assumed safe by retrying.
     #[error("database is read-only after an earlier write failure: {reason}")]
     WriteFailed { reason: String },
+    /// A transaction whose reads no longer hold at its commit: another commit changed what
+    /// it read since it began. Nothing of it was applied; run it again.
+    #[error("transaction conflict: {what} changed since the transaction began")]
+    Conflict { what: String },
     /// A batch committed after the last handle on its database was dropped or closed.
     #[error("the database was closed before the batch was committed")]
     Closed,
@@ -112,7 +116,7 @@ impl Error {
     /// `record_too_large`, `key_too_large`, `batch_too_large`, `unknown_collection`,
     /// `unknown_field`, `wrong_layout`, `invalid_item`, `schema_conflict`, `invalid_name`,
     /// `invalid_schema`, `locked`, `invalid_option`, `write_failed`, `unsupported_version`,
-    /// `invalid_cursor`, `closed`. A name, once given, never changes meaning.
+    /// `invalid_cursor`, `closed`, `conflict`. A name, once given, never changes meaning.
     pub fn kind(&self) -> &'static str {
         match self {
             Error::Io { .. } => "io",
@@ -133,6 +137,7 @@ impl Error {
             Error::UnsupportedVersion { .. } => "unsupported_version",
             Error::InvalidCursor { .. } => "invalid_cursor",
             Error::Closed => "closed",
+            Error::Conflict { .. } => "conflict",
         }
     }
 

@@ -39,6 +39,7 @@ mod storage;
 mod store;
 #[doc(hidden)]
 pub mod testing;
+mod transaction;
 
 pub use cache::{CachePolicy, CacheStats, CollectionCacheStats, TierStats, WhatIf};
 pub use catalog::{
@@ -54,6 +55,7 @@ pub use record::RECORD_OVERHEAD_BYTES;
 pub use snapshot::Snapshot;
 pub use store::{CompactReport, SegmentSpace, SpaceStats, TierSpace};
 pub use store::{Inspection, SegmentInfo, Stats, VerifyReport};
+pub use transaction::{Transaction, TransactionCollection};
 
 /// The README's example, compiled as a doctest so that it stays true.
 #[doc = include_str!("../../README.md")]

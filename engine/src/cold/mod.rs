@@ -89,6 +89,51 @@ impl ColdGroup {
     }
 }
 
+/// The segment id the chunks of a detached group name: no segment file has it (segments are
+/// numbered from 1 and a database would need 2^32 of them to reach it).
+pub const DETACHED_SEGMENT_ID: u32 = u32::MAX;
+
+impl ColdGroup {
+    /// A group whose chunks are never written: a transaction's own view of what its writes
+    /// send to cold chunks. Its chunks' locations name `DETACHED_SEGMENT_ID` and offsets
+    /// into its buffer.
+    pub fn detached() -> ColdGroup {
+        ColdGroup {
+            buf: Vec::new(),
+            tail: ColdTail {
+                segment_id: DETACHED_SEGMENT_ID,
+                offset: 0,
+            },
+            compressor: chunk::compressor(),
+        }
+    }
+
+    /// The chunks of a detached group, to read back.
+    pub fn into_detached(self) -> DetachedChunks {
+        debug_assert_eq!(self.tail.segment_id, DETACHED_SEGMENT_ID);
+        DetachedChunks(self.buf)
+    }
+}
+
+/// The chunks a detached group encoded, read back by their entries.
+pub struct DetachedChunks(Vec<u8>);
+
+impl DetachedChunks {
+    /// The items of a chunk of this group.
+    pub fn items(&self, entry: &ChunkRef) -> Result<Arc<Vec<Stored>>> {
+        let (start, len) = (entry.loc.offset as usize, entry.loc.len as usize);
+        let bytes = start
+            .checked_add(len)
+            .and_then(|end| self.0.get(start..end))
+            .ok_or_else(|| {
+                Error::corruption("transaction", entry.loc.offset, "chunk past its group")
+            })?;
+        chunk::decode_chunk(bytes, entry)
+            .map(Arc::new)
+            .map_err(|reason| Error::corruption("transaction", entry.loc.offset, reason))
+    }
+}
+
 /// A group's bytes, once its compressor is handed back.
 struct ColdGroupBytes {
     buf: Vec<u8>,

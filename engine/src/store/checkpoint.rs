@@ -323,6 +323,7 @@ impl Shared {
             catalog: version.catalog.clone(),
             commits: version.commits,
             generation: version.generation,
+            own_chunks: None,
         });
         drop(version);
         writer.checkpoint_sequence += 1;

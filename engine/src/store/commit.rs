@@ -10,6 +10,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 
 use super::apply::{Txn, apply, is_large, patched_value};
+use super::reads::ReadSet;
 use super::shared::{Shared, Version, Writer};
 use super::stage;
 use crate::catalog::CollectionSpec;
@@ -70,6 +71,8 @@ pub(super) struct Request {
     pub(super) ops: Mutex<Vec<BatchOp>>,
     /// The batch's own durability: a group is synced when any of its batches asks.
     pub(super) durability: Durability,
+    /// A transaction's reads, checked against the group's state before its writes stage.
+    pub(super) reads: Option<Arc<ReadSet>>,
     pub(super) result: Mutex<Option<Result<()>>>,
 }
 
@@ -101,12 +104,25 @@ impl Shared {
     /// Commits a batch: atomic, and durable on return under `Durability::Immediate`.
     /// Concurrent commits are grouped: one thread writes (and syncs) them all at once.
     pub fn commit(&self, ops: Vec<BatchOp>, durability: Durability) -> Result<()> {
+        self.commit_checked(ops, durability, None)
+    }
+
+    /// [`Shared::commit`] of a transaction's writes, refused with `Error::Conflict` unless
+    /// every read in `reads` still holds when they stage (under the writer lock, after the
+    /// batches grouped before it): the transaction takes effect as if all of it ran then.
+    pub fn commit_checked(
+        &self,
+        ops: Vec<BatchOp>,
+        durability: Durability,
+        reads: Option<Arc<ReadSet>>,
+    ) -> Result<()> {
         if ops.is_empty() {
             return Ok(());
         }
         let request = Arc::new(Request {
             ops: Mutex::new(ops),
             durability,
+            reads,
             result: Mutex::new(None),
         });
         self.queue.lock().push(request.clone());
@@ -165,7 +181,14 @@ impl Shared {
             // A savepoint costs copies; only a group of several batches needs one.
             let savepoint = (requests.len() > 1).then(|| (txn.tree.clone(), txn.catalog.clone()));
             let ops = std::mem::take(&mut *request.ops.lock());
-            match self.stage(&mut txn, &mut group, &mut cold, ops, request.durability) {
+            let checked = match &request.reads {
+                Some(reads) => reads.check(&self.pages, &txn.tree),
+                None => Ok(()),
+            };
+            let staged = checked.and_then(|()| {
+                self.stage(&mut txn, &mut group, &mut cold, ops, request.durability)
+            });
+            match staged {
                 Ok(redo) => {
                     if redo == ChunkRedo::Located {
                         chunks = ChunkRedo::Located;
@@ -244,6 +267,7 @@ impl Shared {
                 commits: base.commits + batches,
                 // Set by `publish_changes`.
                 generation: base.generation,
+                own_chunks: None,
             },
             &txn.written,
         );

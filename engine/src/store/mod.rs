@@ -9,6 +9,7 @@
 //! - `apply`: redo applied to a tree, by the commit path and by replay;
 //! - `decode`: parent and tail records decoded for readers, the stager and `verify`;
 //! - `read`: `get`, `items`, `summary` and `outliers` at one version;
+//! - `reads`: what a transaction read, checked at its commit; `view`: its own view;
 //! - `checkpoint`: checkpoints, log cleaning and the removal of unneeded segments;
 //! - `recovery`: opening a database (checkpoint, then redo replay);
 //! - `compact`, `space`, `background`: cold compaction, space accounting, and the
@@ -23,15 +24,18 @@ mod compact;
 pub(crate) mod decode;
 mod patch;
 mod read;
+mod reads;
 mod recovery;
 mod shared;
 mod space;
 mod stage;
 mod stats;
 mod verify;
+mod view;
 mod work;
 
 pub(crate) use commit::{BatchOp, check_key};
+pub(crate) use reads::ReadSet;
 pub(crate) use shared::{Shared, Version};
 
 pub use compact::CompactReport;

@@ -5,6 +5,7 @@
 //! The read rules: `format-spec/arrays.md`.
 
 use std::ops::Bound;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
@@ -14,7 +15,7 @@ use super::shared::{Shared, Version};
 use crate::cache::records::KeptRecord;
 
 use crate::catalog::CollectionInfo;
-use crate::cold::ChunkRef;
+use crate::cold::{ChunkRef, DETACHED_SEGMENT_ID};
 use crate::document::{Cursor, Document, ItemPage, ItemQuery, Order, Outlier, sort_items};
 use crate::item::{Item, Stored, Summary};
 use crate::page::keys;
@@ -31,6 +32,14 @@ enum Found {
 }
 
 impl Shared {
+    /// A chunk's items: through the cache, or from a transaction's own chunks.
+    fn chunk_items(&self, version: &Version, entry: &ChunkRef) -> Result<Arc<Vec<Stored>>> {
+        match &version.own_chunks {
+            Some(own) if entry.loc.segment_id == DETACHED_SEGMENT_ID => own.items(entry),
+            _ => self.cold.items(entry),
+        }
+    }
+
     pub(crate) fn read_tree(&self, version: &Version, key: &[u8]) -> Result<Option<Bytes>> {
         match version.tree.get(&self.pages, key)? {
             Some(value) => Ok(Some(self.pages.value_bytes(&value)?)),
@@ -107,6 +116,11 @@ impl Shared {
         info: &CollectionInfo,
         key: &[u8],
     ) -> Result<Option<Found>> {
+        if version.own_chunks.is_some() {
+            // A transaction's own view: the tier holds published versions' records only.
+            let bytes = self.read_tree(version, &keys::parent(info.id, key))?;
+            return Ok(bytes.map(Found::Read));
+        }
         let records = &self.pages.cache.records;
         if let Some((kept, document)) = records.get(info.id, key, version.generation) {
             return Ok(Some(Found::Kept(kept, document)));
@@ -260,7 +274,7 @@ impl Shared {
                                 break;
                             }
                         }
-                        let items = self.cold.items(&entry)?;
+                        let items = self.chunk_items(version, &entry)?;
                         found.extend(items.iter().filter(|s| query.wanted(s)).cloned());
                     }
                 }
@@ -319,7 +333,7 @@ impl Shared {
             if !query.overlaps(&entry.summary) {
                 continue;
             }
-            let items = self.cold.items(&entry)?;
+            let items = self.chunk_items(version, &entry)?;
             found.extend(items.iter().filter(|s| query.wanted(s)).cloned());
         }
         Ok(())
@@ -391,7 +405,11 @@ impl Shared {
                 Ok(true)
             })?;
             for entry in straddling {
-                for stored in self.cold.items(&entry)?.iter().filter(|s| query.wanted(s)) {
+                for stored in self
+                    .chunk_items(version, &entry)?
+                    .iter()
+                    .filter(|s| query.wanted(s))
+                {
                     summary.add(&stored.item);
                 }
             }

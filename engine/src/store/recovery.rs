@@ -152,6 +152,7 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
             catalog: replayed.txn.catalog,
             commits: 0,
             generation: 0,
+            own_chunks: None,
         })),
         record_epoch: AtomicU64::new(0),
         writer: Mutex::new(writer),
@@ -220,6 +221,7 @@ fn create(
             catalog: Arc::new(Catalog::default()),
             commits: 0,
             generation: 0,
+            own_chunks: None,
         })),
         record_epoch: AtomicU64::new(0),
         writer: Mutex::new(Writer {

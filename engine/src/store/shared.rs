@@ -10,7 +10,7 @@ use super::checkpoint::Doomed;
 use super::commit::Request;
 use super::{background, recovery};
 use crate::catalog::Catalog;
-use crate::cold::ColdStore;
+use crate::cold::{ColdStore, DetachedChunks};
 use crate::log::{HotLog, LogTail};
 use crate::page::tree::Tree;
 use crate::page::{PageStore, max_inline_record};
@@ -28,6 +28,10 @@ pub(crate) struct Version {
     /// checkpoint's) keeps its predecessor's. The record tier keeps what readers read with
     /// the generation they read it at (see `record_bytes`, `publish_changes`).
     pub generation: u64,
+    /// Set on a transaction's own view (the state it started from plus its writes, never
+    /// published): the chunks its writes made, which no segment holds. Such a view reads
+    /// past the record tier, whose records are the published versions'.
+    pub own_chunks: Option<Arc<DetachedChunks>>,
 }
 
 /// What only the committing thread touches, behind one lock: the hot log and what the next

@@ -1,0 +1,47 @@
+//! A transaction's own view: the version it started from with its pending writes applied
+//! in memory, never logged or published. The same stager and redo as a commit build it, so
+//! what a transaction reads of its own writes is what its commit will write.
+
+use std::sync::Arc;
+
+use super::apply::{Txn, apply};
+use super::commit::BatchOp;
+use super::shared::{Shared, Version};
+use super::stage::Stager;
+use crate::Result;
+use crate::cold::ColdGroup;
+use crate::page::node::Value;
+use crate::page::redo::Op;
+
+impl Shared {
+    /// `base` with `ops` applied: records and tails in memory (a large one held, as a patched
+    /// one is), new chunks in a detached group the view reads them back from.
+    pub(crate) fn own_view(&self, base: &Version, ops: Vec<BatchOp>) -> Result<Arc<Version>> {
+        let mut txn = Txn::new(base.tree.clone(), base.catalog.clone());
+        let mut cold = ColdGroup::detached();
+        let redo = {
+            let mut stager = Stager::new(self, &txn);
+            for op in ops {
+                stager.apply(op, &mut cold)?;
+            }
+            stager.finish()?.0
+        };
+        let max_inline = self.max_inline();
+        for op in &redo {
+            match op {
+                Op::Put { key, value } if value.len() > max_inline => {
+                    txn.tree
+                        .insert(&self.pages, key.clone(), Value::Held(value.clone()))?;
+                }
+                _ => apply(&self.pages, &mut txn, op, None)?,
+            }
+        }
+        Ok(Arc::new(Version {
+            tree: txn.tree.pin_root(&self.pages),
+            catalog: txn.catalog,
+            commits: base.commits,
+            generation: base.generation,
+            own_chunks: Some(Arc::new(cold.into_detached())),
+        }))
+    }
+}

@@ -1,0 +1,281 @@
+//! `Transaction`: reads at one version plus the transaction's own writes, then an atomic,
+//! serializable commit. Optimistic, as fjall's transactional keyspaces: nothing is locked
+//! while it runs; its commit checks, under the writer lock, that nothing it read has
+//! changed since it began, and is refused with `Error::Conflict` if anything has.
+
+use std::ops::{Bound, RangeBounds};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+
+use crate::catalog::CollectionInfo;
+use crate::collection::{At, Scan, field_index};
+use crate::db::{Batch, Db};
+use crate::document::{Document, ItemPage, ItemQuery, Outlier};
+use crate::item::{NewItem, Summary};
+use crate::page::keys;
+use crate::store::{ReadSet, Version, check_key};
+use crate::{Durability, Result};
+
+/// A read-modify-write unit of work. Reads (through [`Transaction::collection`]) see the
+/// database as it was when the transaction began, plus the transaction's own writes;
+/// writes are buffered and applied by [`Transaction::commit`], all or nothing.
+///
+/// Serializable: the commit succeeds only if every parent the transaction read (with
+/// `get`, `get_projected`, `items` or `summary`) and every range it scanned (with `scan`
+/// or `outliers`) is as it was when the transaction began; otherwise it applies nothing
+/// and returns `Error::Conflict`, and the caller runs the transaction again. Conflicts are
+/// per parent: a push to another parent, or a compaction that moves chunks, is none. A
+/// transaction that reads nothing never conflicts.
+///
+/// Reading its own writes builds the transaction's view again after each write (the
+/// pending writes staged in memory as a commit would stage them), so a transaction that
+/// interleaves many writes and reads pays for each read after a write in proportion to its
+/// writes so far.
+///
+/// ```
+/// use skewdb::{CollectionSpec, Db, Error, Options};
+///
+/// let dir = tempfile::tempdir()?;
+/// let db = Db::open(dir.path(), Options::new())?;
+/// db.create_collection(CollectionSpec::new("counters"))?;
+/// // Increment a counter; run again on a conflict with a concurrent increment.
+/// loop {
+///     let mut txn = db.transaction();
+///     let count: u64 = match txn.collection("counters")?.get("visits")? {
+///         Some(document) => std::str::from_utf8(document.body())?.parse()?,
+///         None => 0,
+///     };
+///     txn.put("counters", "visits", (count + 1).to_string());
+///     match txn.commit() {
+///         Err(Error::Conflict { .. }) => continue,
+///         other => break other?,
+///     }
+/// }
+/// let visits = db.collection("counters")?.get("visits")?.expect("committed");
+/// assert_eq!(visits.body(), b"1");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[must_use = "a transaction writes nothing until it is committed"]
+pub struct Transaction {
+    db: Db,
+    base: Arc<Version>,
+    batch: Batch,
+    reads: Arc<ReadSet>,
+    /// The view of the pending writes, and how many operations it reflects.
+    view: Mutex<Option<(usize, Arc<Version>)>>,
+}
+
+impl Transaction {
+    pub(crate) fn new(db: Db) -> Self {
+        let base = db.shared.current();
+        let batch = db.batch();
+        Transaction {
+            db,
+            base,
+            batch,
+            reads: Arc::new(ReadSet::default()),
+            view: Mutex::new(None),
+        }
+    }
+
+    /// The collection named `name`, read as the transaction sees it; `Error::UnknownCollection`
+    /// for one created after the transaction began.
+    pub fn collection(&self, name: &str) -> Result<TransactionCollection<'_>> {
+        let info = self.base.catalog.get(name)?.clone();
+        Ok(TransactionCollection { txn: self, info })
+    }
+
+    /// The version reads see: the one the transaction began at, with its writes so far.
+    fn view(&self) -> Result<Arc<Version>> {
+        let ops = &self.batch.ops;
+        if ops.is_empty() {
+            return Ok(self.base.clone());
+        }
+        let mut view = self.view.lock();
+        if let Some((seen, version)) = view.as_ref()
+            && *seen == ops.len()
+        {
+            return Ok(version.clone());
+        }
+        let version = self.db.shared.own_view(&self.base, ops.clone())?;
+        *view = Some((ops.len(), version.clone()));
+        Ok(version)
+    }
+
+    /// [`Batch::put`], applied at commit.
+    pub fn put(
+        &mut self,
+        collection: &str,
+        key: impl AsRef<[u8]>,
+        body: impl AsRef<[u8]>,
+    ) -> &mut Self {
+        self.batch.put(collection, key, body);
+        self
+    }
+
+    /// [`Batch::delete`], applied at commit.
+    pub fn delete(&mut self, collection: &str, key: impl AsRef<[u8]>) -> &mut Self {
+        self.batch.delete(collection, key);
+        self
+    }
+
+    /// [`Batch::push`], applied at commit.
+    pub fn push(
+        &mut self,
+        collection: &str,
+        key: impl AsRef<[u8]>,
+        field: &str,
+        item: NewItem,
+    ) -> &mut Self {
+        self.batch.push(collection, key, field, item);
+        self
+    }
+
+    /// [`Batch::remove`], applied at commit.
+    pub fn remove(
+        &mut self,
+        collection: &str,
+        key: impl AsRef<[u8]>,
+        field: &str,
+        item_key: i64,
+    ) -> &mut Self {
+        self.batch.remove(collection, key, field, item_key);
+        self
+    }
+
+    /// [`Batch::expire_buckets`], applied at commit.
+    pub fn expire_buckets(
+        &mut self,
+        collection: &str,
+        key: impl AsRef<[u8]>,
+        field: &str,
+        before: i64,
+    ) -> &mut Self {
+        self.batch.expire_buckets(collection, key, field, before);
+        self
+    }
+
+    /// [`Batch::durability`] of the commit.
+    pub fn durability(&mut self, durability: Durability) -> &mut Self {
+        self.batch.durability(durability);
+        self
+    }
+
+    /// Applies the writes if nothing the transaction read has changed since it began:
+    /// atomically, durable on return under `Durability::Immediate`. `Error::Conflict` (and
+    /// nothing applied) otherwise; the errors a batch can have too.
+    pub fn commit(mut self) -> Result<()> {
+        let ops = std::mem::take(&mut self.batch.ops);
+        let reads = (!self.reads.is_empty()).then(|| self.reads.clone());
+        self.db
+            .shared
+            .commit_checked(ops, self.batch.durability, reads)
+    }
+}
+
+/// One collection as a [`Transaction`] reads it: at the version the transaction began,
+/// with its own writes; each read is remembered, for the commit to check.
+pub struct TransactionCollection<'t> {
+    txn: &'t Transaction,
+    info: Arc<CollectionInfo>,
+}
+
+impl TransactionCollection<'_> {
+    fn at(&self) -> Result<At<'_>> {
+        Ok(At {
+            shared: &self.txn.db.shared,
+            info: &self.info,
+            version: self.txn.view()?,
+        })
+    }
+
+    /// Remembers the read of parent `key`'s record (which every change to its arrays
+    /// changes too).
+    fn note_parent(&self, key: &[u8]) -> Result<()> {
+        check_key(key)?;
+        let tree_key = keys::parent(self.info.id, key);
+        self.txn
+            .reads
+            .note_point(&self.txn.db.shared.pages, &self.txn.base.tree, tree_key)
+    }
+
+    /// Remembers the read of every tree entry in a range.
+    fn note_range(&self, start: Bound<Bytes>, end: Bound<Bytes>) -> Result<()> {
+        self.txn
+            .reads
+            .note_range(&self.txn.db.shared.pages, &self.txn.base.tree, start, end)
+    }
+
+    pub fn name(&self) -> &str {
+        self.info.spec.name()
+    }
+
+    /// [`crate::Collection::get`] as the transaction sees it.
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Document>> {
+        self.note_parent(key.as_ref())?;
+        self.at()?.get(key.as_ref())
+    }
+
+    /// [`crate::Collection::get_projected`] as the transaction sees it.
+    pub fn get_projected(
+        &self,
+        key: impl AsRef<[u8]>,
+        fields: &[&str],
+    ) -> Result<Option<Document>> {
+        self.note_parent(key.as_ref())?;
+        self.at()?.get_projected(key.as_ref(), fields)
+    }
+
+    /// [`crate::Collection::items`] as the transaction sees it.
+    pub fn items(
+        &self,
+        key: impl AsRef<[u8]>,
+        field: &str,
+        query: &ItemQuery,
+    ) -> Result<Option<ItemPage>> {
+        self.note_parent(key.as_ref())?;
+        self.at()?.items(key.as_ref(), field, query)
+    }
+
+    /// [`crate::Collection::summary`] as the transaction sees it.
+    pub fn summary(
+        &self,
+        key: impl AsRef<[u8]>,
+        field: &str,
+        range: impl RangeBounds<i64>,
+    ) -> Result<Option<Summary>> {
+        self.note_parent(key.as_ref())?;
+        let range = (range.start_bound().cloned(), range.end_bound().cloned());
+        self.at()?.summary(key.as_ref(), field, range)
+    }
+
+    /// [`crate::Collection::outliers`] as the transaction sees it; a parent that overflows
+    /// or stops overflowing in the meantime is a conflict.
+    pub fn outliers(&self, field: &str) -> Result<Vec<Outlier>> {
+        let index = field_index(&self.info, field)?;
+        let start = Bytes::from(keys::outliers(self.info.id, index));
+        let end = keys::outliers_end(self.info.id, index);
+        self.note_range(Bound::Included(start), Bound::Excluded(end))?;
+        self.at()?.outliers(field)
+    }
+
+    /// [`crate::Collection::scan`] as the transaction sees it; a parent put, changed or
+    /// deleted in the range in the meantime is a conflict.
+    pub fn scan<K: AsRef<[u8]>>(&self, range: impl RangeBounds<K>) -> Result<Scan> {
+        let id = self.info.id;
+        let start = match range.start_bound() {
+            Bound::Included(k) => Bound::Included(keys::parent(id, k.as_ref())),
+            Bound::Excluded(k) => Bound::Excluded(keys::parent(id, k.as_ref())),
+            Bound::Unbounded => Bound::Included(keys::parent(id, &[])),
+        };
+        let end = match range.end_bound() {
+            Bound::Included(k) => Bound::Included(keys::parent(id, k.as_ref())),
+            Bound::Excluded(k) => Bound::Excluded(keys::parent(id, k.as_ref())),
+            Bound::Unbounded => Bound::Excluded(keys::parents_end(id)),
+        };
+        self.note_range(start, end)?;
+        self.at()?.scan(range)
+    }
+}
