@@ -251,7 +251,7 @@ pub fn read_all(db: &Db) -> Result<Model> {
     for name in db.collection_names() {
         let collection = db.collection(&name)?;
         let mut entries = BTreeMap::new();
-        for document in collection.scan::<&[u8]>(..)? {
+        for document in collection.scan(..)? {
             let document = document?;
             let mut doc = ModelDoc {
                 body: document.body().to_vec(),
@@ -403,7 +403,7 @@ pub fn check_reads(db: &Db, model: &Model) -> (u64, u64) {
                 }));
             }
         }
-        let scanned: Result<Bodies, Error> = collection.scan::<&[u8]>(..).and_then(|scan| {
+        let scanned: Result<Bodies, Error> = collection.scan(..).and_then(|scan| {
             scan.map(|d| d.map(|d| (d.key().to_vec(), d.body().to_vec())))
                 .collect()
         });

@@ -210,7 +210,7 @@ fn build(
     let report = db.verify()?;
     let collection = db.collection(COLLECTION)?;
     let keys: Vec<Vec<u8>> = collection
-        .scan::<&[u8]>(..)?
+        .scan(..)?
         .map(|d| d.map(|d| d.key().to_vec()))
         .collect::<Result<_, _>>()?;
     db.reset_stats();

@@ -501,11 +501,16 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             }
             None => {
                 let handle = open_existing(&db)?;
-                handle
+                let expired = handle
                     .collection(&collection)?
                     .expire_buckets(&field, before)?;
                 if json {
-                    print_value(&json!({"expired": true}));
+                    print_value(&json!({"buckets": expired.buckets, "items": expired.items}));
+                } else {
+                    println!(
+                        "dropped {} buckets holding {} items",
+                        expired.buckets, expired.items
+                    );
                 }
             }
         },

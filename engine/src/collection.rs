@@ -8,12 +8,13 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::cache;
-use crate::catalog::{CollectionInfo, CollectionSpec};
+use crate::catalog::{CollectionId, CollectionInfo, CollectionSpec};
 use crate::db::Db;
 use crate::document::{Document, ItemPage, ItemQuery, Outlier};
 use crate::item::Summary;
 use crate::page::keys;
-use crate::page::tree::Cursor as TreeCursor;
+use crate::page::node::Value;
+use crate::page::tree::{BackCursor, Cursor as TreeCursor};
 use crate::pattern::{self, Operation};
 use crate::store::decode::decode_document;
 use crate::store::{Shared, Version, check_key};
@@ -101,32 +102,79 @@ impl At<'_> {
         self.shared.outliers(&self.version, self.info, field)
     }
 
-    pub(crate) fn scan<K: AsRef<[u8]>>(self, range: impl RangeBounds<K>) -> Result<Scan> {
-        let _owner = cache::attribute(self.info.id);
-        let id = self.info.id;
-        let start = match range.start_bound() {
-            Bound::Included(k) => Bound::Included(keys::parent(id, k.as_ref())),
-            Bound::Excluded(k) => Bound::Excluded(keys::parent(id, k.as_ref())),
-            Bound::Unbounded => Bound::Included(keys::parent(id, &[])),
-        };
-        let end = match range.end_bound() {
-            Bound::Included(k) => Bound::Included(keys::parent(id, k.as_ref())),
-            Bound::Excluded(k) => Bound::Excluded(keys::parent(id, k.as_ref())),
-            Bound::Unbounded => Bound::Excluded(keys::parents_end(id)),
-        };
-        let cursor = self
-            .version
-            .tree
-            .cursor(&self.shared.pages, start.as_ref().map(|k| k.as_ref()))?;
+    pub(crate) fn scan(self, range: impl KeyRange) -> Result<Scan> {
+        let (start, end) = tree_bounds(self.info.id, &range);
         Ok(Scan {
             shared: self.shared.clone(),
             info: self.info.clone(),
             version: self.version,
-            cursor,
+            start,
             end,
+            front: None,
+            back: None,
             done: false,
         })
     }
+}
+
+/// A range of parent keys as `scan` takes it: `..`, `a..b`, `a..=b`, `a..`, `..b`, `..=b`
+/// or a pair of `Bound`s, over any key type that is bytes (`&str`, `String`, `&[u8]`,
+/// `Vec<u8>`, `[u8; N]`, `Bytes`), with no type to name for `..`.
+pub trait KeyRange {
+    /// The range's ends.
+    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>);
+}
+
+impl KeyRange for std::ops::RangeFull {
+    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
+        (Bound::Unbounded, Bound::Unbounded)
+    }
+}
+
+macro_rules! key_range {
+    ($($range:ty),*) => {$(
+        impl<K: AsRef<[u8]>> KeyRange for $range {
+            fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
+                let start = self.start_bound().map(|k| k.as_ref());
+                let end = self.end_bound().map(|k| k.as_ref());
+                (start, end)
+            }
+        }
+    )*};
+}
+
+key_range!(
+    std::ops::Range<K>,
+    std::ops::RangeInclusive<K>,
+    std::ops::RangeFrom<K>,
+    std::ops::RangeTo<K>,
+    std::ops::RangeToInclusive<K>,
+    (Bound<K>, Bound<K>)
+);
+
+/// The tree keys where a scan of `range` of a collection's parents starts and ends.
+pub(crate) fn tree_bounds(id: CollectionId, range: &impl KeyRange) -> (Bound<Bytes>, Bound<Bytes>) {
+    let (start, end) = range.key_bounds();
+    let start = match start {
+        Bound::Included(k) => Bound::Included(keys::parent(id, k)),
+        Bound::Excluded(k) => Bound::Excluded(keys::parent(id, k)),
+        Bound::Unbounded => Bound::Included(keys::parent(id, &[])),
+    };
+    let end = match end {
+        Bound::Included(k) => Bound::Included(keys::parent(id, k)),
+        Bound::Excluded(k) => Bound::Excluded(keys::parent(id, k)),
+        Bound::Unbounded => Bound::Excluded(keys::parents_end(id)),
+    };
+    (start, end)
+}
+
+/// What a bucket expiry dropped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Expired {
+    /// Sealed buckets dropped.
+    pub buckets: u64,
+    /// Items they held.
+    pub items: u64,
 }
 
 /// A handle on one collection; each read sees the latest committed state.
@@ -206,24 +254,31 @@ impl Collection {
     /// `field` whose newest item key is below `before` (see [`crate::Batch::expire_buckets`]).
     /// Only parents with buckets outside their record are visited (found through the
     /// outlier markers), in batches of 1,000 parents, each atomic; the sweep as a whole is
-    /// not one transaction.
-    pub fn expire_buckets(&self, field: &str, before: i64) -> Result<()> {
+    /// not one transaction. Returns the buckets and items dropped.
+    pub fn expire_buckets(&self, field: &str, before: i64) -> Result<Expired> {
         let index = field_index(&self.info, field)?;
         let layout = self.info.spec.arrays()[index].layout;
         pattern::check_supports(layout, Operation::ExpireBuckets, self.name(), field)?;
+        let mut expired = Expired::default();
         for parents in self.outliers(field)?.chunks(EXPIRY_BATCH_PARENTS) {
             let mut batch = self.db.batch();
             for parent in parents {
                 batch.expire_buckets(self.name(), &parent.key, field, before);
             }
-            batch.commit()?;
+            let dropped = self.db.shared.commit_checked(
+                std::mem::take(&mut batch.ops),
+                batch.durability,
+                None,
+            )?;
+            expired.buckets += dropped.buckets;
+            expired.items += dropped.items;
         }
-        Ok(())
+        Ok(expired)
     }
 
-    /// The parents whose keys fall in `range`, in key order, as of this call (later
-    /// commits are not seen).
-    pub fn scan<K: AsRef<[u8]>>(&self, range: impl RangeBounds<K>) -> Result<Scan> {
+    /// The parents whose keys fall in `range`, in key order (`.rev()` for descending), as
+    /// of this call: later commits are not seen.
+    pub fn scan(&self, range: impl KeyRange) -> Result<Scan> {
         self.at()?.scan(range)
     }
 }
@@ -299,19 +354,105 @@ impl SnapshotCollection {
     }
 
     /// [`Collection::scan`] at the snapshot.
-    pub fn scan<K: AsRef<[u8]>>(&self, range: impl RangeBounds<K>) -> Result<Scan> {
+    pub fn scan(&self, range: impl KeyRange) -> Result<Scan> {
         self.at().scan(range)
     }
 }
 
-/// Parents in key order; see [`Collection::scan`]. Sees one committed state throughout.
+/// Parents in key order, or in reverse from the back ([`DoubleEndedIterator`]); see
+/// [`Collection::scan`]. Sees one committed state throughout.
 pub struct Scan {
     pub(crate) shared: Arc<Shared>,
     info: Arc<CollectionInfo>,
     version: Arc<Version>,
-    cursor: TreeCursor,
+    start: Bound<Bytes>,
     end: Bound<Bytes>,
+    /// Opened on the first `next`, and the last key it yielded.
+    front: Option<(TreeCursor, Option<Bytes>)>,
+    /// Opened on the first `next_back`, and the last key it yielded.
+    back: Option<(BackCursor, Option<Bytes>)>,
     done: bool,
+}
+
+fn inside_end(key: &Bytes, end: &Bound<Bytes>) -> bool {
+    match end {
+        Bound::Included(end) => key <= end,
+        Bound::Excluded(end) => key < end,
+        Bound::Unbounded => true,
+    }
+}
+
+fn inside_start(key: &Bytes, start: &Bound<Bytes>) -> bool {
+    match start {
+        Bound::Included(start) => key >= start,
+        Bound::Excluded(start) => key > start,
+        Bound::Unbounded => true,
+    }
+}
+
+impl Scan {
+    /// The document of a tree entry the scan reached.
+    fn document(&self, key: Bytes, value: Value) -> Result<Document> {
+        self.shared
+            .pages
+            .value_bytes(&value)
+            .and_then(|bytes| decode_document(&self.info, key.slice(4..), bytes))
+    }
+
+    fn step_front(&mut self) -> Result<Option<(Bytes, Value)>> {
+        if self.front.is_none() {
+            let start = self.start.as_ref().map(|k| k.as_ref());
+            let cursor = self.version.tree.cursor(&self.shared.pages, start)?;
+            self.front = Some((cursor, None));
+        }
+        let Some((cursor, last)) = self.front.as_mut() else {
+            return Ok(None);
+        };
+        let Some((key, value)) = cursor.next(&self.version.tree, &self.shared.pages)? else {
+            return Ok(None);
+        };
+        // Stop at the range's end, or where the back half of the scan has been.
+        let met = self.back.as_ref().and_then(|(_, back)| back.as_ref());
+        if !inside_end(&key, &self.end) || met.is_some_and(|back| key >= *back) {
+            return Ok(None);
+        }
+        *last = Some(key.clone());
+        Ok(Some((key, value)))
+    }
+
+    fn step_back(&mut self) -> Result<Option<(Bytes, Value)>> {
+        if self.back.is_none() {
+            let end = self.end.as_ref().map(|k| k.as_ref());
+            let cursor = self.version.tree.cursor_back(&self.shared.pages, end)?;
+            self.back = Some((cursor, None));
+        }
+        let Some((cursor, last)) = self.back.as_mut() else {
+            return Ok(None);
+        };
+        let Some((key, value)) = cursor.prev(&self.version.tree, &self.shared.pages)? else {
+            return Ok(None);
+        };
+        let met = self.front.as_ref().and_then(|(_, front)| front.as_ref());
+        if !inside_start(&key, &self.start) || met.is_some_and(|front| key <= *front) {
+            return Ok(None);
+        }
+        *last = Some(key.clone());
+        Ok(Some((key, value)))
+    }
+
+    fn yielded(&mut self, step: Result<Option<(Bytes, Value)>>) -> Option<Result<Document>> {
+        match step {
+            Ok(Some((key, value))) => Some(self.document(key, value)),
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(error) => {
+                self.done = true;
+                Some(Err(error))
+            }
+        }
+    }
 }
 
 impl Iterator for Scan {
@@ -322,32 +463,18 @@ impl Iterator for Scan {
             return None;
         }
         let _owner = cache::attribute(self.info.id);
-        let entry = self.cursor.next(&self.version.tree, &self.shared.pages);
-        let (key, value) = match entry {
-            Ok(Some(entry)) => entry,
-            Ok(None) => {
-                self.done = true;
-                return None;
-            }
-            Err(error) => {
-                self.done = true;
-                return Some(Err(error));
-            }
-        };
-        let inside = match &self.end {
-            Bound::Included(end) => key <= *end,
-            Bound::Excluded(end) => key < *end,
-            Bound::Unbounded => true,
-        };
-        if !inside {
-            self.done = true;
+        let step = self.step_front();
+        self.yielded(step)
+    }
+}
+
+impl DoubleEndedIterator for Scan {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        if self.done {
             return None;
         }
-        Some(
-            self.shared
-                .pages
-                .value_bytes(&value)
-                .and_then(|bytes| decode_document(&self.info, key.slice(4..), bytes)),
-        )
+        let _owner = cache::attribute(self.info.id);
+        let step = self.step_back();
+        self.yielded(step)
     }
 }

@@ -164,6 +164,23 @@ impl std::str::FromStr for Cursor {
     }
 }
 
+/// A cursor serializes as its token (a string), so it can travel in a web page's query or
+/// a job's state and come back checked.
+#[cfg(feature = "serde")]
+impl serde::Serialize for Cursor {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for Cursor {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let token = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        token.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// What `items` reads: a key range, an order, a cursor and a limit.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ItemQuery {
@@ -320,6 +337,18 @@ mod tests {
             assert!(token.bytes().all(|b| b.is_ascii_hexdigit()));
             assert_eq!(token.parse::<Cursor>().unwrap(), cursor);
         }
+    }
+
+    #[cfg(feature = "serde")]
+    #[test]
+    fn cursors_travel_through_serde_as_their_tokens() {
+        let cursor = Cursor { key: -3, seq: 9 };
+        let json = serde_json::to_string(&cursor).unwrap();
+        assert_eq!(json, format!("\"{cursor}\""));
+        assert_eq!(serde_json::from_str::<Cursor>(&json).unwrap(), cursor);
+        let damaged = json.replace('a', "b").replace('0', "1");
+        assert!(serde_json::from_str::<Cursor>(&damaged).is_err());
+        assert!(serde_json::from_str::<Cursor>("17").is_err());
     }
 
     #[test]

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 
 use crate::catalog::CollectionInfo;
-use crate::collection::{At, Scan, field_index};
+use crate::collection::{At, KeyRange, Scan, field_index, tree_bounds};
 use crate::db::{Batch, Db};
 use crate::document::{Document, ItemPage, ItemQuery, Outlier};
 use crate::item::{NewItem, Summary};
@@ -172,6 +172,7 @@ impl Transaction {
         self.db
             .shared
             .commit_checked(ops, self.batch.durability, reads)
+            .map(|_| ())
     }
 }
 
@@ -263,18 +264,8 @@ impl TransactionCollection<'_> {
 
     /// [`crate::Collection::scan`] as the transaction sees it; a parent put, changed or
     /// deleted in the range in the meantime is a conflict.
-    pub fn scan<K: AsRef<[u8]>>(&self, range: impl RangeBounds<K>) -> Result<Scan> {
-        let id = self.info.id;
-        let start = match range.start_bound() {
-            Bound::Included(k) => Bound::Included(keys::parent(id, k.as_ref())),
-            Bound::Excluded(k) => Bound::Excluded(keys::parent(id, k.as_ref())),
-            Bound::Unbounded => Bound::Included(keys::parent(id, &[])),
-        };
-        let end = match range.end_bound() {
-            Bound::Included(k) => Bound::Included(keys::parent(id, k.as_ref())),
-            Bound::Excluded(k) => Bound::Excluded(keys::parent(id, k.as_ref())),
-            Bound::Unbounded => Bound::Excluded(keys::parents_end(id)),
-        };
+    pub fn scan(&self, range: impl KeyRange) -> Result<Scan> {
+        let (start, end) = tree_bounds(self.info.id, &range);
         self.note_range(start, end)?;
         self.at()?.scan(range)
     }

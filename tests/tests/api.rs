@@ -1,5 +1,6 @@
 //! Round trips, ordering, atomicity, limits and errors through the public API.
 
+use std::ops::Bound;
 use std::sync::Arc;
 
 use skewdb::{
@@ -11,7 +12,7 @@ use skewdb_tests::{open_db, read_all, sim, small_options};
 fn keys_of(db: &Db, collection: &str) -> Vec<Vec<u8>> {
     db.collection(collection)
         .unwrap()
-        .scan::<&[u8]>(..)
+        .scan(..)
         .unwrap()
         .map(|d| d.unwrap().key().to_vec())
         .collect()
@@ -105,7 +106,7 @@ fn scan_sees_one_state_despite_later_commits() {
         batch.put("users", format!("{k:04}"), "old");
     }
     batch.commit().unwrap();
-    let mut scan = db.collection("users").unwrap().scan::<&[u8]>(..).unwrap();
+    let mut scan = db.collection("users").unwrap().scan(..).unwrap();
     let first = scan.next().unwrap().unwrap();
     let mut batch = db.batch();
     for k in 0..500 {
@@ -507,7 +508,7 @@ fn concurrent_readers_see_whole_batches() {
                     let bodies: Vec<Vec<u8>> = db
                         .collection("users")
                         .unwrap()
-                        .scan::<&[u8]>(..)
+                        .scan(..)
                         .unwrap()
                         .map(|d| d.unwrap().body().to_vec())
                         .collect();
@@ -760,7 +761,13 @@ fn expired_buckets_go_without_being_read() {
     assert_eq!(r.summary.sum, sum);
     assert_eq!(keys("b").len(), 360, "another parent was touched");
     // The whole collection: only the open buckets (and a's late reading) are left.
-    docs.expire_buckets("r", 5 * 3600).unwrap();
+    let expired = docs.expire_buckets("r", 5 * 3600).unwrap();
+    assert_eq!(expired.items, (181 - 61) + (360 - 60), "items dropped");
+    assert_eq!(
+        expired.buckets,
+        2 + 5,
+        "hourly buckets: two of a's, five of b's"
+    );
     assert_eq!(keys("a").len(), 61);
     assert_eq!(keys("b").len(), 60);
     let b = docs.get("b").unwrap().unwrap();
@@ -1001,4 +1008,70 @@ fn range_summaries_agree_with_items_across_index_leaves() {
     check();
     db.checkpoint().unwrap();
     check();
+}
+
+#[test]
+fn scans_take_any_key_range_and_run_both_ways() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::new().page_bytes(4096)).unwrap();
+    let docs = db.create_collection(CollectionSpec::new("docs")).unwrap();
+    let mut batch = db.batch();
+    // Enough parents for several leaves, so the two ends walk different pages.
+    for i in 0..500u32 {
+        batch.put("docs", format!("k{i:04}"), i.to_string());
+    }
+    batch.commit().unwrap();
+    let keys = |scan: skewdb::Scan| -> Vec<String> {
+        scan.map(|d| String::from_utf8(d.unwrap().key().to_vec()).unwrap())
+            .collect()
+    };
+    let all: Vec<String> = (0..500).map(|i| format!("k{i:04}")).collect();
+    assert_eq!(keys(docs.scan(..).unwrap()), all);
+    let mut reversed = all.clone();
+    reversed.reverse();
+    let back: Vec<String> = docs
+        .scan(..)
+        .unwrap()
+        .rev()
+        .map(|d| String::from_utf8(d.unwrap().key().to_vec()).unwrap())
+        .collect();
+    assert_eq!(back, reversed);
+    // Every range form, with the key types callers hold.
+    assert_eq!(keys(docs.scan("k0010".."k0013").unwrap()), all[10..13]);
+    assert_eq!(
+        keys(
+            docs.scan(String::from("k0010")..=String::from("k0013"))
+                .unwrap()
+        ),
+        all[10..=13]
+    );
+    assert_eq!(keys(docs.scan(b"k0498".to_vec()..).unwrap()), all[498..]);
+    assert_eq!(keys(docs.scan(..*b"k0002").unwrap()), all[..2]);
+    assert_eq!(keys(docs.scan(..="k0002").unwrap()), all[..=2]);
+    let excluded = (Bound::Excluded("k0100"), Bound::Excluded("k0103"));
+    assert_eq!(keys(docs.scan(excluded).unwrap()), all[101..103]);
+    let back: Vec<String> = docs
+        .scan("k0100".."k0103")
+        .unwrap()
+        .rev()
+        .map(|d| String::from_utf8(d.unwrap().key().to_vec()).unwrap())
+        .collect();
+    assert_eq!(back, ["k0102", "k0101", "k0100"]);
+    // Both ends at once meet without yielding a parent twice or skipping one.
+    let mut scan = docs.scan(..).unwrap();
+    let (mut front, mut rear) = (Vec::new(), Vec::new());
+    loop {
+        match scan.next() {
+            Some(d) => front.push(String::from_utf8(d.unwrap().key().to_vec()).unwrap()),
+            None => break,
+        }
+        match scan.next_back() {
+            Some(d) => rear.push(String::from_utf8(d.unwrap().key().to_vec()).unwrap()),
+            None => break,
+        }
+    }
+    rear.reverse();
+    front.extend(rear);
+    assert_eq!(front, all);
+    assert!(scan.next().is_none() && scan.next_back().is_none());
 }

@@ -200,7 +200,9 @@ fn model_remove(array: &mut ModelArray, key: i64) {
 }
 
 /// Drops the sealed buckets whose greatest key is below `before`.
-fn model_expire(array: &mut ModelArray, before: i64) {
+/// Drops the model's sealed buckets whose newest key is below `before`; returns the buckets
+/// and items dropped.
+fn model_expire(array: &mut ModelArray, before: i64) -> (u64, u64) {
     let key_of = |seq: u64| array.items.iter().find(|i| i.1 == seq).map(|i| i.0);
     let (expired, kept): (Vec<Vec<u64>>, Vec<Vec<u64>>) = array
         .sealed
@@ -208,8 +210,11 @@ fn model_expire(array: &mut ModelArray, before: i64) {
         .cloned()
         .partition(|sealed| sealed.iter().filter_map(|s| key_of(*s)).max() < Some(before));
     array.sealed = kept;
+    let buckets = expired.len() as u64;
     let gone: Vec<u64> = expired.into_iter().flatten().collect();
+    let before_len = array.items.len();
     array.items.retain(|i| !gone.contains(&i.1));
+    (buckets, (before_len - array.items.len()) as u64)
 }
 
 fn summary_of(items: &[&ModelItem]) -> Summary {
@@ -297,18 +302,24 @@ fn run(actions: Vec<Action>) -> Result<(), TestCaseError> {
                 model_remove(&mut parent.arrays[f], key);
             }
             Action::Expire(p, before) => {
-                match p {
+                let reported = match p {
                     Some(p) => {
                         let mut batch = db.batch();
                         batch.expire_buckets("docs", parent_key(p), "b", before);
                         batch.commit().unwrap();
+                        None
                     }
-                    None => docs.expire_buckets("b", before).unwrap(),
-                }
+                    None => Some(docs.expire_buckets("b", before).unwrap()),
+                };
+                let mut dropped = (0, 0);
                 for (q, parent) in model.iter_mut() {
                     if p.is_none_or(|p| p == *q) {
-                        model_expire(&mut parent.arrays[4], before);
+                        let (buckets, items) = model_expire(&mut parent.arrays[4], before);
+                        dropped = (dropped.0 + buckets, dropped.1 + items);
                     }
+                }
+                if let Some(reported) = reported {
+                    assert_eq!((reported.buckets, reported.items), dropped, "what expired");
                 }
             }
             Action::Checkpoint => db.checkpoint().unwrap(),
@@ -417,7 +428,7 @@ fn run(actions: Vec<Action>) -> Result<(), TestCaseError> {
             }
         }
         let stored: Vec<Vec<u8>> = docs
-            .scan::<&[u8]>(..)
+            .scan(..)
             .unwrap()
             .map(|d| d.unwrap().key().to_vec())
             .collect();

@@ -49,7 +49,7 @@ fn scan_generation(db: &Db) -> Option<i64> {
     let docs = db.collection("docs").unwrap();
     let mut generations = Vec::new();
     let mut total = None;
-    for doc in docs.scan::<&[u8]>(..).unwrap() {
+    for doc in docs.scan(..).unwrap() {
         let doc = doc.unwrap();
         if doc.key() == b"stream" {
             total = Some(doc.array("log").unwrap().total);

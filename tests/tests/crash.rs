@@ -39,7 +39,7 @@ fn leaks_nothing(image: &SimStorage, durability: Durability) {
     let db = Db::open_with_storage(storage, small_options(durability)).unwrap();
     let mut batch = db.batch();
     for name in skewdb_tests::COLLECTIONS {
-        for doc in db.collection(name).unwrap().scan::<&[u8]>(..).unwrap() {
+        for doc in db.collection(name).unwrap().scan(..).unwrap() {
             batch.delete(name, doc.unwrap().key());
         }
     }

@@ -86,7 +86,7 @@ fn a_long_scan_holds_its_segments() {
     rewrite(&db, 2_000, 0);
     db.checkpoint().unwrap();
     let docs = db.collection("docs").unwrap();
-    let mut scan = docs.scan::<&[u8]>(..).unwrap();
+    let mut scan = docs.scan(..).unwrap();
     let first = scan.next().unwrap().unwrap();
     assert!(first.body().starts_with(b"0 "));
     let held = hot_files(dir.path());
@@ -204,14 +204,7 @@ fn deleting_everything_then_compacting_leaves_a_small_log() {
     assert!(after_again <= after + 32, "{after} then {after_again}");
     drop(db);
     let db = Db::open(dir.path(), options()).unwrap();
-    assert_eq!(
-        db.collection("docs")
-            .unwrap()
-            .scan::<&[u8]>(..)
-            .unwrap()
-            .count(),
-        0
-    );
+    assert_eq!(db.collection("docs").unwrap().scan(..).unwrap().count(), 0);
     db.verify().unwrap();
 }
 
@@ -264,7 +257,7 @@ fn everything(db: &Db) -> Vec<(Vec<u8>, Items, Items, Summary)> {
             .map(|item| (item.key, item.payload.to_vec()))
             .collect()
     };
-    docs.scan::<&[u8]>(..)
+    docs.scan(..)
         .unwrap()
         .map(|doc| {
             let doc = doc.unwrap();
@@ -337,7 +330,7 @@ fn a_held_version_keeps_its_cold_segments() {
         batch.delete("docs", format!("p{i:03}"));
     }
     batch.commit().unwrap();
-    let scan = db.collection("docs").unwrap().scan::<&[u8]>(..).unwrap();
+    let scan = db.collection("docs").unwrap().scan(..).unwrap();
     db.compact().unwrap();
     assert!(
         cold_files(dir.path()).contains(&first),
@@ -402,11 +395,7 @@ fn the_maintenance_thread_checkpoints_and_cleans() {
     drop(db);
     let db = Db::open(dir.path(), options().background(true)).unwrap();
     assert_eq!(
-        db.collection("docs")
-            .unwrap()
-            .scan::<&[u8]>(..)
-            .unwrap()
-            .count(),
+        db.collection("docs").unwrap().scan(..).unwrap().count(),
         2_000
     );
     db.verify().unwrap();

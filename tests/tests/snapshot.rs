@@ -61,7 +61,7 @@ fn consistent_counter(snapshot: &skewdb::Snapshot) -> u64 {
         let summary = collection.summary("p", "log", ..).unwrap().unwrap();
         assert_eq!(summary.count, counter, "{name}: summary");
         assert_eq!(summary.max, Some(counter as f64), "{name}: newest value");
-        let scanned: Vec<_> = collection.scan::<&str>(..).unwrap().collect();
+        let scanned: Vec<_> = collection.scan(..).unwrap().collect();
         assert_eq!(scanned.len(), 1);
         assert_eq!(scanned[0].as_ref().unwrap().body(), document.body());
         seen.push(counter);

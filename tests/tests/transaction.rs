@@ -114,11 +114,7 @@ fn a_transaction_reads_its_own_writes_across_every_read() {
     );
     let summary = products.summary("p", "reviews", 5..).unwrap().unwrap();
     assert_eq!((summary.count, summary.sum), (5, 25.0));
-    let scanned: Vec<_> = products
-        .scan::<&str>(..)
-        .unwrap()
-        .map(|d| d.unwrap())
-        .collect();
+    let scanned: Vec<_> = products.scan(..).unwrap().map(|d| d.unwrap()).collect();
     assert_eq!(scanned.len(), 2);
     assert_eq!(scanned[1].body(), b"teapot");
     // Nobody else sees them before the commit.

@@ -195,7 +195,7 @@ fn data_bytes(dir: &Path, scratch: &Path) -> Result<u64> {
             .cache_trace(&trace_path);
         let db = Db::open(dir, options)?;
         let collection = db.collection(crate::COLLECTION)?;
-        for doc in collection.scan::<&[u8]>(..)? {
+        for doc in collection.scan(..)? {
             let doc = doc?;
             collection.items(doc.key(), crate::FIELD, &skewdb::ItemQuery::new())?;
         }

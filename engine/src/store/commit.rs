@@ -15,6 +15,7 @@ use super::shared::{Shared, Version, Writer};
 use super::stage;
 use crate::catalog::CollectionSpec;
 use crate::cold::ColdGroup;
+use crate::collection::Expired;
 use crate::item::NewItem;
 use crate::log::{FrameKind, Group};
 use crate::page::node::{LargeRef, Value};
@@ -73,7 +74,7 @@ pub(super) struct Request {
     pub(super) durability: Durability,
     /// A transaction's reads, checked against the group's state before its writes stage.
     pub(super) reads: Option<Arc<ReadSet>>,
-    pub(super) result: Mutex<Option<Result<()>>>,
+    pub(super) result: Mutex<Option<Result<Expired>>>,
 }
 
 /// How a group's redo refers to the cold chunks it wrote.
@@ -104,7 +105,7 @@ impl Shared {
     /// Commits a batch: atomic, and durable on return under `Durability::Immediate`.
     /// Concurrent commits are grouped: one thread writes (and syncs) them all at once.
     pub fn commit(&self, ops: Vec<BatchOp>, durability: Durability) -> Result<()> {
-        self.commit_checked(ops, durability, None)
+        self.commit_checked(ops, durability, None).map(|_| ())
     }
 
     /// [`Shared::commit`] of a transaction's writes, refused with `Error::Conflict` unless
@@ -115,9 +116,9 @@ impl Shared {
         ops: Vec<BatchOp>,
         durability: Durability,
         reads: Option<Arc<ReadSet>>,
-    ) -> Result<()> {
+    ) -> Result<Expired> {
         if ops.is_empty() {
-            return Ok(());
+            return Ok(Expired::default());
         }
         let request = Arc::new(Request {
             ops: Mutex::new(ops),
@@ -189,11 +190,11 @@ impl Shared {
                 self.stage(&mut txn, &mut group, &mut cold, ops, request.durability)
             });
             match staged {
-                Ok(redo) => {
+                Ok((redo, expired)) => {
                     if redo == ChunkRedo::Located {
                         chunks = ChunkRedo::Located;
                     }
-                    accepted.push(request.clone());
+                    accepted.push((request.clone(), expired));
                 }
                 Err(error) => {
                     *request.result.lock() = Some(Err(error));
@@ -217,7 +218,7 @@ impl Shared {
         let batches = accepted.len() as u64;
         let durability = match accepted
             .iter()
-            .any(|r| r.durability == Durability::Immediate)
+            .any(|(r, _)| r.durability == Durability::Immediate)
         {
             true => Durability::Immediate,
             false => Durability::Buffered,
@@ -231,10 +232,11 @@ impl Shared {
             durability,
         );
         if let Err(error) = written {
+            let accepted: Vec<Arc<Request>> = accepted.into_iter().map(|(r, _)| r).collect();
             return fail_all(&accepted, error);
         }
-        for request in accepted {
-            *request.result.lock() = Some(Ok(()));
+        for (request, expired) in accepted {
+            *request.result.lock() = Some(Ok(expired));
         }
     }
 
@@ -297,13 +299,13 @@ impl Shared {
         cold: &mut ColdGroup,
         ops: Vec<BatchOp>,
         durability: Durability,
-    ) -> Result<ChunkRedo> {
+    ) -> Result<(ChunkRedo, Expired)> {
         let mut stager = stage::Stager::new(self, txn);
         let cold_mark = cold.mark();
         for op in ops {
             stager.apply(op, cold)?;
         }
-        let (mut redo, patched) = stager.finish()?;
+        let (mut redo, patched, expired) = stager.finish()?;
         let chunks = match cold.written_since(cold_mark) {
             None => ChunkRedo::Carried,
             // The chunks' bytes go first: replay puts back what was lost before it checks
@@ -318,7 +320,7 @@ impl Shared {
             Some(_) => ChunkRedo::Located,
         };
         self.encode_redo(txn, group, &redo, &patched)?;
-        Ok(chunks)
+        Ok((chunks, expired))
     }
 
     /// Encodes one batch's redo into the group's frames (a large value in a frame of its

@@ -14,6 +14,7 @@ use super::commit::{BatchOp, check_key};
 use super::shared::Shared;
 use super::work::{Base, ParentWork};
 use crate::catalog::{Catalog, CollectionId, CollectionInfo, Layout};
+use crate::collection::Expired;
 use crate::page::redo::Op;
 use crate::pattern::{self, Operation};
 use crate::{Error, Result};
@@ -25,6 +26,8 @@ pub(super) struct Stager<'a> {
     /// The last collection looked up by name: batches mostly write to one.
     last_collection: Option<Arc<CollectionInfo>>,
     created: Vec<Op>,
+    /// What the batch's bucket expiries dropped.
+    expired: Expired,
 }
 
 impl<'a> Stager<'a> {
@@ -35,6 +38,7 @@ impl<'a> Stager<'a> {
             parents: FxHashMap::default(),
             last_collection: None,
             created: Vec::new(),
+            expired: Expired::default(),
         }
     }
 
@@ -151,15 +155,17 @@ impl<'a> Stager<'a> {
             } => {
                 let (work, index, _) =
                     self.array(&collection, &key, &field, Operation::ExpireBuckets)?;
-                work.expire_buckets(base, index, before, cold)?;
+                let (buckets, items) = work.expire_buckets(base, index, before, cold)?;
+                self.expired.buckets += buckets;
+                self.expired.items += items;
             }
         }
         Ok(())
     }
 
-    /// The redo of the whole batch, and the value each `Patch` in it makes (in order); fails
-    /// when any record would exceed the limit.
-    pub fn finish(self) -> Result<(Vec<Op>, Vec<Bytes>)> {
+    /// The redo of the whole batch, the value each `Patch` in it makes (in order) and what
+    /// its expiries dropped; fails when any record would exceed the limit.
+    pub fn finish(self) -> Result<(Vec<Op>, Vec<Bytes>, Expired)> {
         let page_bytes = self.base.shared.pages.page_bytes;
         let mut ops = self.created;
         let mut patched = Vec::new();
@@ -169,6 +175,6 @@ impl<'a> Stager<'a> {
         for (_, work) in parents {
             work.emit(page_bytes, &mut ops, &mut patched)?;
         }
-        Ok((ops, patched))
+        Ok((ops, patched, self.expired))
     }
 }

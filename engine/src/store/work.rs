@@ -352,29 +352,30 @@ impl ParentWork {
     }
 
     /// Drops every sealed bucket of array `index` that the expiry rule names for `before`,
-    /// from the chunk index alone (no bucket is read).
+    /// from the chunk index alone (no bucket is read); returns the buckets and items dropped.
     pub fn expire_buckets(
         &mut self,
         base: Base,
         index: usize,
         before: i64,
         cold: &mut ColdGroup,
-    ) -> Result<()> {
+    ) -> Result<(u64, u64)> {
         let Some(mut history) = self.open_history(base, index)? else {
-            return Ok(());
+            return Ok((0, 0));
         };
-        let mut expired = false;
+        let (mut buckets, mut items) = (0, 0);
         for chunk in history.iter_mut() {
             if pattern::expires(chunk.chunk.kind, &chunk.chunk.summary, before) {
                 chunk.items = Some(Vec::new());
                 chunk.changed = true;
-                expired = true;
+                buckets += 1;
+                items += chunk.chunk.summary.items;
             }
         }
-        if expired {
+        if buckets > 0 {
             self.settle(index, history, cold);
         }
-        Ok(())
+        Ok((buckets, items))
     }
 
     /// Writes what a remove or an expiry left of array `index`: changed chunks lose their
