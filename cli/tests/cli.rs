@@ -390,7 +390,10 @@ fn arrays_through_the_command_line() {
     let expired = skewdb(&["--json", "expire", &db, "products", "readings", "7200"]);
     assert!(expired.status.success());
     // The second hour: sixty readings in buckets of ten.
-    assert_eq!(json_lines(&expired), vec![json!({"buckets": 6, "items": 60})]);
+    assert_eq!(
+        json_lines(&expired),
+        vec![json!({"buckets": 6, "items": 60})]
+    );
     assert_eq!(readings("p3"), 30);
     assert_user_error(
         &skewdb(&["expire", &db, "products", "reviews", "0"]),

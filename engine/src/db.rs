@@ -7,6 +7,7 @@ use bytes::Bytes;
 
 use crate::catalog::CollectionSpec;
 use crate::collection::Collection;
+use crate::document::Cursor;
 use crate::item::NewItem;
 use crate::snapshot::Snapshot;
 use crate::storage::{FsStorage, Storage};
@@ -283,6 +284,32 @@ impl Batch {
             key,
             field,
             item_key,
+            seq: None,
+        });
+        self
+    }
+
+    /// Removes the one item `id` names (its key and push sequence, as [`ItemPage::ids`]
+    /// gives them) from array `field` of parent `key`, wherever it lives; items with the
+    /// same key pushed at other times stay. Nothing if no item has that identity.
+    pub fn remove_item(
+        &mut self,
+        collection: &str,
+        key: impl AsRef<[u8]>,
+        field: &str,
+        id: Cursor,
+    ) -> &mut Self {
+        let (collection, field, key) = (
+            self.name(collection),
+            self.name(field),
+            self.key(key.as_ref()),
+        );
+        self.ops.push(BatchOp::Remove {
+            collection,
+            key,
+            field,
+            item_key: id.key,
+            seq: Some(id.seq),
         });
         self
     }

@@ -288,6 +288,9 @@ impl ItemQuery {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ItemPage {
     pub items: Vec<Item>,
+    /// `ids[i]` identifies `items[i]`: its key and push sequence, for
+    /// [`crate::Batch::remove_item`] (and as a cursor, to page on after it).
+    pub ids: Vec<Cursor>,
     pub next: Option<Cursor>,
 }
 

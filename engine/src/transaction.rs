@@ -145,6 +145,18 @@ impl Transaction {
         self
     }
 
+    /// [`Batch::remove_item`], applied at commit.
+    pub fn remove_item(
+        &mut self,
+        collection: &str,
+        key: impl AsRef<[u8]>,
+        field: &str,
+        id: crate::Cursor,
+    ) -> &mut Self {
+        self.batch.remove_item(collection, key, field, id);
+        self
+    }
+
     /// [`Batch::expire_buckets`], applied at commit.
     pub fn expire_buckets(
         &mut self,

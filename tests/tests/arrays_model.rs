@@ -53,6 +53,8 @@ enum Action {
     Delete(u8),
     /// Removes the key of the model's item picked by the selector (or a key no item has).
     Remove(u8, usize, u16),
+    /// Removes the one item the selector picks, by its identity (key and push sequence).
+    RemoveItem(u8, usize, u16),
     /// One batch: `count` pushes with the next keys, then a remove picked by the selector.
     PushesThenRemove(u8, usize, u8, u16),
     /// Expires the sealed buckets of field "b" older than the key, for one parent or all.
@@ -74,6 +76,7 @@ fn action() -> impl Strategy<Value = Action> {
             .prop_map(|(p, f, k, v, len)| Action::Push(p, f, k, v, len)),
         1 => parent.clone().prop_map(Action::Delete),
         4 => (parent.clone(), field.clone(), any::<u16>()).prop_map(|(p, f, s)| Action::Remove(p, f, s)),
+        3 => (parent.clone(), field.clone(), any::<u16>()).prop_map(|(p, f, s)| Action::RemoveItem(p, f, s)),
         1 => (parent.clone(), field.clone(), 1u8..60, any::<u16>())
             .prop_map(|(p, f, n, s)| Action::PushesThenRemove(p, f, n, s)),
         2 => (proptest::option::of(parent.clone()), -60i64..120).prop_map(|(p, b)| Action::Expire(p, b)),
@@ -182,13 +185,18 @@ fn removal_key(array: Option<&ModelArray>, selector: u16) -> i64 {
 }
 
 fn model_remove(array: &mut ModelArray, key: i64) {
+    model_remove_where(array, |item_key, _| item_key == key);
+}
+
+/// Removes the items `gone(key, seq)` names, wherever the model keeps them.
+fn model_remove_where(array: &mut ModelArray, gone: impl Fn(i64, u64) -> bool) {
     let gone: Vec<u64> = array
         .items
         .iter()
-        .filter(|i| i.0 == key)
+        .filter(|i| gone(i.0, i.1))
         .map(|i| i.1)
         .collect();
-    array.items.retain(|i| i.0 != key);
+    array.items.retain(|i| !gone.contains(&i.1));
     array.outlier_inline.retain(|seq| !gone.contains(seq));
     if let Some((_, seqs)) = &mut array.bucket {
         seqs.retain(|seq| !gone.contains(seq));
@@ -199,7 +207,6 @@ fn model_remove(array: &mut ModelArray, key: i64) {
     array.sealed.retain(|sealed| !sealed.is_empty());
 }
 
-/// Drops the sealed buckets whose greatest key is below `before`.
 /// Drops the model's sealed buckets whose newest key is below `before`; returns the buckets
 /// and items dropped.
 fn model_expire(array: &mut ModelArray, before: i64) -> (u64, u64) {
@@ -288,6 +295,28 @@ fn run(actions: Vec<Action>) -> Result<(), TestCaseError> {
                     model_remove(&mut parent.arrays[f], key);
                 }
             }
+            Action::RemoveItem(p, f, selector) => {
+                // An item of the model, or an identity no item has.
+                let picked = model.get(&p).and_then(|m| {
+                    let items = &m.arrays[f].items;
+                    (!items.is_empty()).then(|| items[selector as usize % items.len()].clone())
+                });
+                let id = picked.map_or(
+                    skewdb::Cursor {
+                        key: 7,
+                        seq: u64::MAX,
+                    },
+                    |i| skewdb::Cursor { key: i.0, seq: i.1 },
+                );
+                let mut batch = db.batch();
+                batch.remove_item("docs", parent_key(p), FIELDS[f].0, id);
+                batch.commit().unwrap();
+                if let Some(parent) = model.get_mut(&p) {
+                    model_remove_where(&mut parent.arrays[f], |key, seq| {
+                        (key, seq) == (id.key, id.seq)
+                    });
+                }
+            }
             Action::PushesThenRemove(p, f, count, selector) => {
                 let mut batch = db.batch();
                 let parent = model.entry(p).or_default();
@@ -361,6 +390,7 @@ fn run(actions: Vec<Action>) -> Result<(), TestCaseError> {
                 }
                 // Page through with the limit; the pages together must be the whole answer.
                 let mut got = Vec::new();
+                let mut ids = Vec::new();
                 let mut page_query = query.clone();
                 if let Some(limit) = limit {
                     page_query = page_query.limit(limit);
@@ -373,12 +403,17 @@ fn run(actions: Vec<Action>) -> Result<(), TestCaseError> {
                     if let Some(limit) = limit {
                         prop_assert!(page.items.len() <= limit);
                     }
+                    prop_assert_eq!(page.items.len(), page.ids.len());
+                    ids.extend(page.ids.iter().map(|id| (id.key, id.seq)));
                     got.extend(page.items);
                     match page.next {
                         Some(cursor) => page_query = page_query.clone().after(cursor),
                         None => break,
                     }
                 }
+                // Each item's identity is the model's (key, push sequence).
+                let expected_ids: Vec<(i64, u64)> = expected.iter().map(|i| (i.0, i.1)).collect();
+                prop_assert_eq!(&ids, &expected_ids);
                 let got: Vec<(i64, Option<f64>, Vec<u8>)> = got
                     .into_iter()
                     .map(|i| (i.key, i.value, i.payload.to_vec()))

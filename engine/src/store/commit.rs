@@ -58,6 +58,8 @@ pub(crate) enum BatchOp {
         key: Bytes,
         field: Arc<str>,
         item_key: i64,
+        /// Only the item pushed with this sequence number; every item with the key if none.
+        seq: Option<u64>,
     },
     ExpireBuckets {
         collection: Arc<str>,

@@ -291,8 +291,16 @@ impl Shared {
             }
             _ => None,
         };
+        let ids = found
+            .iter()
+            .map(|s| Cursor {
+                key: s.item.key,
+                seq: s.seq,
+            })
+            .collect();
         Ok(Some(ItemPage {
             items: found.into_iter().map(|s| s.item).collect(),
+            ids,
             next,
         }))
     }

@@ -142,10 +142,11 @@ impl<'a> Stager<'a> {
                 key,
                 field,
                 item_key,
+                seq,
             } => {
                 let (work, index, layout) =
                     self.array(&collection, &key, &field, Operation::Remove)?;
-                work.remove(base, index, layout, item_key, cold)?;
+                work.remove(base, index, layout, item_key, seq, cold)?;
             }
             BatchOp::ExpireBuckets {
                 collection,

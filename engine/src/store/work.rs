@@ -298,7 +298,8 @@ impl ParentWork {
         Ok(())
     }
 
-    /// Removes every item keyed `item_key` from array `index`, wherever it lives. Chunks
+    /// Removes every item keyed `item_key` (only the one pushed as `seq`, when given) from
+    /// array `index`, wherever it lives. Chunks
     /// that held one are written again without it (their old bytes stay until compaction);
     /// the layout's refill rule brings items back into the parent; the summary is
     /// recomputed from the inline items, the tail and the chunk entries' summaries (no
@@ -309,8 +310,10 @@ impl ParentWork {
         index: usize,
         layout: Layout,
         item_key: i64,
+        seq: Option<u64>,
         cold: &mut ColdGroup,
     ) -> Result<()> {
+        let keep = |s: &Stored| s.item.key != item_key || seq.is_some_and(|seq| s.seq != seq);
         let Some(mut history) = self.open_history(base, index)? else {
             return Ok(());
         };
@@ -322,18 +325,18 @@ impl ParentWork {
             {
                 let items = self.load_chunk(base, chunk)?;
                 let before = items.len();
-                items.retain(|s| s.item.key != item_key);
+                items.retain(keep);
                 removed += before - items.len();
                 chunk.changed |= items.len() < before;
             }
         }
         let tail = self.load_tail(base, index)?;
         let before = tail.items.len();
-        tail.items.retain(|s| s.item.key != item_key);
+        tail.items.retain(keep);
         removed += before - tail.items.len();
         let array = self.array(index);
         let before = array.inline.len();
-        array.inline.retain(|s| s.item.key != item_key);
+        array.inline.retain(keep);
         removed += before - array.inline.len();
         if removed == 0 {
             return Ok(());
