@@ -8,7 +8,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::cache;
-use crate::catalog::{CollectionId, CollectionInfo, CollectionSpec};
+use crate::catalog::{CollectionId, CollectionInfo, CollectionSpec, Layout};
 use crate::db::Db;
 use crate::document::{Document, ItemPage, ItemQuery, Outlier};
 use crate::item::Summary;
@@ -168,6 +168,33 @@ pub(crate) fn tree_bounds(id: CollectionId, range: &impl KeyRange) -> (Bound<Byt
     (start, end)
 }
 
+/// One array field of a collection, checked against the schema when it is made
+/// ([`Collection::array`]): the batch methods that take it ([`crate::Batch::push_to`] and
+/// the others) cannot name a collection or field that does not exist.
+#[derive(Clone, Debug)]
+pub struct Array {
+    pub(crate) collection: Arc<str>,
+    pub(crate) field: Arc<str>,
+    layout: Layout,
+}
+
+impl Array {
+    /// The collection's name.
+    pub fn collection(&self) -> &str {
+        &self.collection
+    }
+
+    /// The array field's name.
+    pub fn field(&self) -> &str {
+        &self.field
+    }
+
+    /// The field's layout.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+}
+
 /// What a bucket expiry dropped.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Expired {
@@ -191,6 +218,17 @@ impl Collection {
 
     pub fn spec(&self) -> &CollectionSpec {
         &self.info.spec
+    }
+
+    /// The handle of array field `field`, for the batch methods that take one;
+    /// `Error::UnknownField` for a name the schema lacks.
+    pub fn array(&self, field: &str) -> Result<Array> {
+        let index = field_index(&self.info, field)?;
+        Ok(Array {
+            collection: Arc::from(self.name()),
+            field: Arc::from(field),
+            layout: self.info.spec.arrays()[index].layout,
+        })
     }
 
     /// Reads at the latest committed state.

@@ -6,7 +6,7 @@ use std::sync::{Arc, Weak};
 use bytes::Bytes;
 
 use crate::catalog::CollectionSpec;
-use crate::collection::Collection;
+use crate::collection::{Array, Collection};
 use crate::document::Cursor;
 use crate::item::NewItem;
 use crate::snapshot::Snapshot;
@@ -334,6 +334,88 @@ impl Batch {
             collection,
             key,
             field,
+            before,
+        });
+        self
+    }
+
+    /// [`Batch::put`] into the collection of a handle (whose name was checked when the
+    /// handle was made).
+    pub fn put_in(
+        &mut self,
+        collection: &Collection,
+        key: impl AsRef<[u8]>,
+        body: impl AsRef<[u8]>,
+    ) -> &mut Self {
+        self.put(collection.name(), key, body)
+    }
+
+    /// [`Batch::delete`] from the collection of a handle.
+    pub fn delete_in(&mut self, collection: &Collection, key: impl AsRef<[u8]>) -> &mut Self {
+        self.delete(collection.name(), key)
+    }
+
+    /// [`Batch::push`] to the array of a handle (whose collection and field were checked
+    /// when the handle was made).
+    pub fn push_to(&mut self, array: &Array, key: impl AsRef<[u8]>, item: NewItem) -> &mut Self {
+        let key = self.key(key.as_ref());
+        self.ops.push(BatchOp::Push {
+            collection: array.collection.clone(),
+            key,
+            field: array.field.clone(),
+            item,
+        });
+        self
+    }
+
+    /// [`Batch::remove`] from the array of a handle.
+    pub fn remove_from(
+        &mut self,
+        array: &Array,
+        key: impl AsRef<[u8]>,
+        item_key: i64,
+    ) -> &mut Self {
+        let key = self.key(key.as_ref());
+        self.ops.push(BatchOp::Remove {
+            collection: array.collection.clone(),
+            key,
+            field: array.field.clone(),
+            item_key,
+            seq: None,
+        });
+        self
+    }
+
+    /// [`Batch::remove_item`] from the array of a handle.
+    pub fn remove_item_from(
+        &mut self,
+        array: &Array,
+        key: impl AsRef<[u8]>,
+        id: Cursor,
+    ) -> &mut Self {
+        let key = self.key(key.as_ref());
+        self.ops.push(BatchOp::Remove {
+            collection: array.collection.clone(),
+            key,
+            field: array.field.clone(),
+            item_key: id.key,
+            seq: Some(id.seq),
+        });
+        self
+    }
+
+    /// [`Batch::expire_buckets`] of the array of a handle.
+    pub fn expire_buckets_of(
+        &mut self,
+        array: &Array,
+        key: impl AsRef<[u8]>,
+        before: i64,
+    ) -> &mut Self {
+        let key = self.key(key.as_ref());
+        self.ops.push(BatchOp::ExpireBuckets {
+            collection: array.collection.clone(),
+            key,
+            field: array.field.clone(),
             before,
         });
         self

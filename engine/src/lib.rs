@@ -45,7 +45,7 @@ pub use cache::{CachePolicy, CacheStats, CollectionCacheStats, TierStats, WhatIf
 pub use catalog::{
     ArraySpec, CollectionSpec, Layout, MAX_ARRAYS, MAX_COLLECTION_NAME_BYTES, MAX_INLINE_ITEMS,
 };
-pub use collection::{Collection, Expired, KeyRange, Scan, SnapshotCollection};
+pub use collection::{Array, Collection, Expired, KeyRange, Scan, SnapshotCollection};
 pub use db::{Batch, Db};
 pub use document::{ArrayView, Cursor, Document, ItemPage, ItemQuery, Order, Outlier};
 pub use error::{Error, Result};

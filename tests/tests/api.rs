@@ -1075,3 +1075,83 @@ fn scans_take_any_key_range_and_run_both_ways() {
     assert_eq!(front, all);
     assert!(scan.next().is_none() && scan.next_back().is_none());
 }
+
+#[test]
+fn handles_check_names_when_made_and_write_through_a_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::new()).unwrap();
+    let spec = CollectionSpec::new("products").array("reviews", Layout::Subset { keep: 2 });
+    let products = db.create_collection(spec).unwrap();
+    // A misspelled name is an error when the handle is made, not at commit.
+    assert!(matches!(
+        db.collection("prodcts"),
+        Err(Error::UnknownCollection { .. })
+    ));
+    assert!(matches!(
+        products.array("reveiws"),
+        Err(Error::UnknownField { .. })
+    ));
+    let reviews = products.array("reviews").unwrap();
+    assert_eq!(
+        (reviews.collection(), reviews.field()),
+        ("products", "reviews")
+    );
+    assert_eq!(reviews.layout(), Layout::Subset { keep: 2 });
+    let mut batch = db.batch();
+    batch.put_in(&products, "p1", "kettle");
+    for key in 0..4 {
+        batch.push_to(
+            &reviews,
+            "p1",
+            skewdb::NewItem::new(format!("r{key}")).key(key),
+        );
+    }
+    batch.push_to(&reviews, "p1", skewdb::NewItem::new("twin").key(2));
+    batch.commit().unwrap();
+    let page = products
+        .items("p1", "reviews", &skewdb::ItemQuery::new())
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        page.items.iter().map(|i| i.key).collect::<Vec<_>>(),
+        [0, 1, 2, 2, 3]
+    );
+    // Remove one of the two items keyed 2 by its identity, then every item keyed 0.
+    let twin = page.ids[3];
+    assert_eq!(page.items[3].payload.as_ref(), b"twin");
+    batch.remove_item_from(&reviews, "p1", twin);
+    batch.remove_from(&reviews, "p1", 0);
+    batch.commit().unwrap();
+    let page = products
+        .items("p1", "reviews", &skewdb::ItemQuery::new())
+        .unwrap()
+        .unwrap();
+    let left: Vec<(i64, &[u8])> = page
+        .items
+        .iter()
+        .map(|i| (i.key, i.payload.as_ref()))
+        .collect();
+    assert_eq!(left, [(1, &b"r1"[..]), (2, b"r2"), (3, b"r3")]);
+    let document = products.get("p1").unwrap().unwrap();
+    let array = document.array("reviews").unwrap();
+    assert_eq!((array.total, array.summary.items), (3, 3));
+    assert_eq!(
+        array.inline.iter().map(|i| i.key).collect::<Vec<_>>(),
+        [2, 3]
+    );
+    // An identity no item has removes nothing.
+    batch.remove_item_from(&reviews, "p1", skewdb::Cursor { key: 2, seq: 99 });
+    batch.commit().unwrap();
+    assert_eq!(
+        products
+            .get("p1")
+            .unwrap()
+            .unwrap()
+            .array("reviews")
+            .unwrap()
+            .total,
+        3
+    );
+    batch.delete_in(&products, "p1").commit().unwrap();
+    assert!(products.get("p1").unwrap().is_none());
+}
