@@ -193,6 +193,11 @@ impl Array {
     pub fn layout(&self) -> Layout {
         self.layout
     }
+
+    /// The collection's and the field's names, shared with the batch operations.
+    pub(crate) fn names(&self) -> (Arc<str>, Arc<str>) {
+        (self.collection.clone(), self.field.clone())
+    }
 }
 
 /// What a bucket expiry dropped.

@@ -177,6 +177,14 @@ impl Db {
     }
 }
 
+/// What a batch does to one array of one parent.
+enum ArrayOp {
+    Push(NewItem),
+    /// Every item with the key, or the one pushed with the sequence number.
+    Remove(i64, Option<u64>),
+    Expire(i64),
+}
+
 /// Writes to apply atomically: all or nothing, also across a crash. Nothing is written
 /// until [`Batch::commit`]; a batch dropped uncommitted is discarded. A batch does not keep
 /// the database open: committing one after the last `Db` handle is gone is
@@ -248,18 +256,8 @@ impl Batch {
         field: &str,
         item: NewItem,
     ) -> &mut Self {
-        let (collection, field, key) = (
-            self.name(collection),
-            self.name(field),
-            self.key(key.as_ref()),
-        );
-        self.ops.push(BatchOp::Push {
-            collection,
-            key,
-            field,
-            item,
-        });
-        self
+        let array = (self.name(collection), self.name(field));
+        self.array_op(array, key.as_ref(), ArrayOp::Push(item))
     }
 
     /// Removes every item with key `item_key` from array `field` of parent `key`, wherever
@@ -274,22 +272,11 @@ impl Batch {
         field: &str,
         item_key: i64,
     ) -> &mut Self {
-        let (collection, field, key) = (
-            self.name(collection),
-            self.name(field),
-            self.key(key.as_ref()),
-        );
-        self.ops.push(BatchOp::Remove {
-            collection,
-            key,
-            field,
-            item_key,
-            seq: None,
-        });
-        self
+        let array = (self.name(collection), self.name(field));
+        self.array_op(array, key.as_ref(), ArrayOp::Remove(item_key, None))
     }
 
-    /// Removes the one item `id` names (its key and push sequence, as [`ItemPage::ids`]
+    /// Removes the one item `id` names (its key and push sequence, as [`crate::ItemPage::ids`]
     /// gives them) from array `field` of parent `key`, wherever it lives; items with the
     /// same key pushed at other times stay. Nothing if no item has that identity.
     pub fn remove_item(
@@ -299,19 +286,8 @@ impl Batch {
         field: &str,
         id: Cursor,
     ) -> &mut Self {
-        let (collection, field, key) = (
-            self.name(collection),
-            self.name(field),
-            self.key(key.as_ref()),
-        );
-        self.ops.push(BatchOp::Remove {
-            collection,
-            key,
-            field,
-            item_key: id.key,
-            seq: Some(id.seq),
-        });
-        self
+        let array = (self.name(collection), self.name(field));
+        self.array_op(array, key.as_ref(), ArrayOp::Remove(id.key, Some(id.seq)))
     }
 
     /// Drops every sealed bucket of `Bucket` array `field` of parent `key` whose newest item
@@ -325,18 +301,8 @@ impl Batch {
         field: &str,
         before: i64,
     ) -> &mut Self {
-        let (collection, field, key) = (
-            self.name(collection),
-            self.name(field),
-            self.key(key.as_ref()),
-        );
-        self.ops.push(BatchOp::ExpireBuckets {
-            collection,
-            key,
-            field,
-            before,
-        });
-        self
+        let array = (self.name(collection), self.name(field));
+        self.array_op(array, key.as_ref(), ArrayOp::Expire(before))
     }
 
     /// [`Batch::put`] into the collection of a handle (whose name was checked when the
@@ -358,14 +324,7 @@ impl Batch {
     /// [`Batch::push`] to the array of a handle (whose collection and field were checked
     /// when the handle was made).
     pub fn push_to(&mut self, array: &Array, key: impl AsRef<[u8]>, item: NewItem) -> &mut Self {
-        let key = self.key(key.as_ref());
-        self.ops.push(BatchOp::Push {
-            collection: array.collection.clone(),
-            key,
-            field: array.field.clone(),
-            item,
-        });
-        self
+        self.array_op(array.names(), key.as_ref(), ArrayOp::Push(item))
     }
 
     /// [`Batch::remove`] from the array of a handle.
@@ -375,15 +334,7 @@ impl Batch {
         key: impl AsRef<[u8]>,
         item_key: i64,
     ) -> &mut Self {
-        let key = self.key(key.as_ref());
-        self.ops.push(BatchOp::Remove {
-            collection: array.collection.clone(),
-            key,
-            field: array.field.clone(),
-            item_key,
-            seq: None,
-        });
-        self
+        self.array_op(array.names(), key.as_ref(), ArrayOp::Remove(item_key, None))
     }
 
     /// [`Batch::remove_item`] from the array of a handle.
@@ -393,15 +344,11 @@ impl Batch {
         key: impl AsRef<[u8]>,
         id: Cursor,
     ) -> &mut Self {
-        let key = self.key(key.as_ref());
-        self.ops.push(BatchOp::Remove {
-            collection: array.collection.clone(),
-            key,
-            field: array.field.clone(),
-            item_key: id.key,
-            seq: Some(id.seq),
-        });
-        self
+        self.array_op(
+            array.names(),
+            key.as_ref(),
+            ArrayOp::Remove(id.key, Some(id.seq)),
+        )
     }
 
     /// [`Batch::expire_buckets`] of the array of a handle.
@@ -411,12 +358,37 @@ impl Batch {
         key: impl AsRef<[u8]>,
         before: i64,
     ) -> &mut Self {
-        let key = self.key(key.as_ref());
-        self.ops.push(BatchOp::ExpireBuckets {
-            collection: array.collection.clone(),
-            key,
-            field: array.field.clone(),
-            before,
+        self.array_op(array.names(), key.as_ref(), ArrayOp::Expire(before))
+    }
+
+    /// Queues an operation on array `field` of `collection`'s parent `key`.
+    fn array_op(
+        &mut self,
+        (collection, field): (Arc<str>, Arc<str>),
+        key: &[u8],
+        op: ArrayOp,
+    ) -> &mut Self {
+        let key = self.key(key);
+        self.ops.push(match op {
+            ArrayOp::Push(item) => BatchOp::Push {
+                collection,
+                key,
+                field,
+                item,
+            },
+            ArrayOp::Remove(item_key, seq) => BatchOp::Remove {
+                collection,
+                key,
+                field,
+                item_key,
+                seq,
+            },
+            ArrayOp::Expire(before) => BatchOp::ExpireBuckets {
+                collection,
+                key,
+                field,
+                before,
+            },
         });
         self
     }
