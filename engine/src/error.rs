@@ -76,6 +76,9 @@ pub enum Error {
     /// it read since it began. Nothing of it was applied; run it again.
     #[error("transaction conflict: {what} changed since the transaction began")]
     Conflict { what: String },
+    /// A typed handle's body, item or key did not encode or decode with its codec.
+    #[error("{codec} codec: {reason}")]
+    Codec { codec: &'static str, reason: String },
     /// A batch committed after the last handle on its database was dropped or closed.
     #[error("the database was closed before the batch was committed")]
     Closed,
@@ -116,7 +119,8 @@ impl Error {
     /// `record_too_large`, `key_too_large`, `batch_too_large`, `unknown_collection`,
     /// `unknown_field`, `wrong_layout`, `invalid_item`, `schema_conflict`, `invalid_name`,
     /// `invalid_schema`, `locked`, `invalid_option`, `write_failed`, `unsupported_version`,
-    /// `invalid_cursor`, `closed`, `conflict`. A name, once given, never changes meaning.
+    /// `invalid_cursor`, `closed`, `conflict`, `codec`. A name, once given, never changes
+    /// meaning.
     pub fn kind(&self) -> &'static str {
         match self {
             Error::Io { .. } => "io",
@@ -138,6 +142,7 @@ impl Error {
             Error::InvalidCursor { .. } => "invalid_cursor",
             Error::Closed => "closed",
             Error::Conflict { .. } => "conflict",
+            Error::Codec { .. } => "codec",
         }
     }
 

@@ -40,6 +40,8 @@ mod store;
 #[doc(hidden)]
 pub mod testing;
 mod transaction;
+#[cfg(feature = "serde")]
+pub mod typed;
 
 pub use cache::{CachePolicy, CacheStats, CollectionCacheStats, TierStats, WhatIf};
 pub use catalog::{
