@@ -25,7 +25,31 @@ pub const MAX_ARRAYS: usize = 64;
 pub const MAX_INLINE_ITEMS: u32 = 1_000_000;
 
 /// How an array field keeps its items: which stay inline in the parent record and which go
-/// to cold chunks.
+/// to cold chunks. Every layout keeps, in the parent, the array's total, an overflow flag
+/// and a summary of all its items; reads merge inline and cold items in key order. The
+/// rules, byte for byte, are in `format-spec/arrays.md`:
+///
+/// - `Embed`: every item inline; a push that would take the record past 16 MiB is refused.
+/// - `Reference`: no item inline.
+/// - `Subset { keep }`: the `keep` items with the greatest keys inline, sorted; an item
+///   pushed out of the window moves to the history in the same write; a removal refills
+///   the window from history.
+/// - `Outlier { inline_cap }`: the first `inline_cap` pushed stay inline; every later one
+///   overflows, and the parent is listed by `Collection::outliers`.
+/// - `Bucket { max_items, span }`: items go to the open bucket (inline); it is sealed into
+///   one chunk with its summary when it holds `max_items` or an item falls past its window.
+///   With a span, windows are aligned: a bucket opened by key `k` covers
+///   `[floor(k / span) * span, ... + span)`; a bucket sealed for being full hands over at
+///   the next item's key. An item older than the open bucket is kept as a late item.
+///
+/// ```
+/// use skewdb::Layout;
+///
+/// let hourly = Layout::Bucket { max_items: 60, span: Some(3600) };
+/// assert_eq!(Layout::parse("bucket:60:3600")?, hourly);
+/// assert_eq!(Layout::Subset { keep: 5 }.describe(), "subset:5");
+/// # Ok::<(), String>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Layout {
     /// Every item inline; a push that would take the record over 16 MiB is refused.
@@ -33,12 +57,24 @@ pub enum Layout {
     /// No item inline; every item in cold chunks.
     Reference,
     /// The `keep` items with the greatest keys inline, sorted; the rest in cold history.
-    Subset { keep: u32 },
+    Subset {
+        /// How many items stay inline.
+        keep: u32,
+    },
     /// The first `inline_cap` pushed items inline; every later one in overflow chunks.
-    Outlier { inline_cap: u32 },
+    Outlier {
+        /// How many items stay inline before the array overflows.
+        inline_cap: u32,
+    },
     /// Items grouped into buckets of at most `max_items` items covering at most `span` of
     /// key (when given); the open bucket is inline, sealed ones are cold chunks.
-    Bucket { max_items: u32, span: Option<i64> },
+    Bucket {
+        /// The most items a bucket holds.
+        max_items: u32,
+        /// The key range a bucket covers, aligned to multiples of it; `None` for buckets
+        /// sealed by count alone.
+        span: Option<i64>,
+    },
 }
 
 const LAYOUT_EMBED: u8 = 1;
@@ -203,7 +239,9 @@ impl Layout {
 /// One array field of a collection.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ArraySpec {
+    /// The array field's name.
     pub field: String,
+    /// How the field keeps its items.
     pub layout: Layout,
 }
 
@@ -232,6 +270,7 @@ impl CollectionSpec {
         self
     }
 
+    /// The collection's name.
     pub fn name(&self) -> &str {
         &self.name
     }

@@ -210,6 +210,29 @@ pub struct Expired {
 }
 
 /// A handle on one collection; each read sees the latest committed state.
+///
+/// ```
+/// use skewdb::{CollectionSpec, Db, ItemQuery, Layout, NewItem, Options};
+///
+/// let dir = tempfile::tempdir()?;
+/// let db = Db::open(dir.path(), Options::new())?;
+/// let spec = CollectionSpec::new("products").array("reviews", Layout::Subset { keep: 2 });
+/// let products = db.create_collection(spec)?;
+/// let mut batch = db.batch();
+/// batch.put("products", "p1", "kettle");
+/// for stars in [5.0, 3.0, 4.0] {
+///     batch.push("products", "p1", "reviews", NewItem::new("text").value(stars));
+/// }
+/// batch.commit()?;
+/// let page = products.get("p1")?.expect("committed"); // the two newest inline
+/// assert_eq!(page.array("reviews").map(|a| a.inline.len()), Some(2));
+/// let all = products.items("p1", "reviews", &ItemQuery::new())?.expect("committed");
+/// assert_eq!(all.items.len(), 3); // the history too, merged in key order
+/// let mean = products.summary("p1", "reviews", ..)?.and_then(|s| s.mean());
+/// assert_eq!(mean, Some(4.0));
+/// assert_eq!(products.scan(..)?.count(), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone)]
 pub struct Collection {
     pub(crate) db: Db,
@@ -217,10 +240,12 @@ pub struct Collection {
 }
 
 impl Collection {
+    /// The collection's name.
     pub fn name(&self) -> &str {
         self.info.spec.name()
     }
 
+    /// The collection's schema.
     pub fn spec(&self) -> &CollectionSpec {
         &self.info.spec
     }
@@ -348,10 +373,12 @@ impl SnapshotCollection {
         }
     }
 
+    /// The collection's name.
     pub fn name(&self) -> &str {
         self.info.spec.name()
     }
 
+    /// The collection's schema.
     pub fn spec(&self) -> &CollectionSpec {
         &self.info.spec
     }

@@ -21,6 +21,21 @@ use crate::{
 
 /// An open database. Cheap to clone; `Send + Sync`. Closed (and checkpointed) when the
 /// last clone (including those inside `Collection` handles) is dropped.
+///
+/// ```
+/// use skewdb::{CollectionSpec, Db, Layout, Options};
+///
+/// let dir = tempfile::tempdir()?;
+/// let db = Db::open(dir.path(), Options::new())?;
+/// let followers = Layout::Outlier { inline_cap: 1000 };
+/// let spec = CollectionSpec::new("users").array("followers", followers);
+/// db.create_collection(spec)?;
+/// assert_eq!(db.collection_names(), ["users"]);
+/// let users = db.collection("users")?; // a handle, checked now
+/// assert!(users.get("nobody")?.is_none());
+/// db.close()?; // the final checkpoint's error, if any
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone)]
 pub struct Db {
     /// The maintenance thread, stopped before `shared` is dropped (fields drop in order).
@@ -155,6 +170,7 @@ impl Db {
         self.shared.verify()
     }
 
+    /// Counters of the cache, the commits, the log and checkpoints; reads the log's file sizes.
     pub fn stats(&self) -> Result<Stats> {
         self.shared.stats()
     }
@@ -189,6 +205,28 @@ enum ArrayOp {
 /// until [`Batch::commit`]; a batch dropped uncommitted is discarded. A batch does not keep
 /// the database open: committing one after the last `Db` handle is gone is
 /// `Error::Closed`.
+///
+/// ```
+/// use skewdb::{CollectionSpec, Db, Durability, Layout, NewItem, Options};
+///
+/// let dir = tempfile::tempdir()?;
+/// let db = Db::open(dir.path(), Options::new().durability(Durability::Buffered))?;
+/// let spec = CollectionSpec::new("users").array("followers", Layout::Outlier { inline_cap: 2 });
+/// let users = db.create_collection(spec)?;
+/// let followers = users.array("followers")?;
+/// let mut batch = db.batch();
+/// for id in 0..100u64 {
+///     batch.push_to(&followers, "celebrity", NewItem::new(id.to_le_bytes()));
+///     if batch.len() == 50 {
+///         batch.commit()?; // and go on with the same batch
+///     }
+/// }
+/// batch.durability(Durability::Immediate).commit()?; // this one synced on return
+/// let celebrity = users.get("celebrity")?.expect("committed");
+/// let array = celebrity.array("followers").expect("declared");
+/// assert_eq!((array.total, array.inline.len(), array.has_overflow), (100, 2, true));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[must_use = "a batch writes nothing until it is committed"]
 pub struct Batch {
     shared: Weak<Shared>,
@@ -393,10 +431,12 @@ impl Batch {
         self
     }
 
+    /// Operations queued, not yet committed.
     pub fn len(&self) -> usize {
         self.ops.len()
     }
 
+    /// True when no operation is queued.
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty()
     }

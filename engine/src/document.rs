@@ -14,7 +14,9 @@ use crate::record::{ArrayState, ParentRecord};
 /// One array field of a document as `get` returns it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ArrayView {
+    /// The array field's name.
     pub field: String,
+    /// How it keeps its items.
     pub layout: Layout,
     /// Items in the array, wherever they live.
     pub total: u64,
@@ -29,6 +31,24 @@ pub struct ArrayView {
 /// A parent document: its body and, per array field, its meta and inline items. A clone
 /// shares them: the record tier keeps the documents of the records `get` reads, and a hit
 /// hands out a clone.
+///
+/// ```
+/// use skewdb::{CollectionSpec, Db, Layout, NewItem, Options};
+///
+/// let dir = tempfile::tempdir()?;
+/// let db = Db::open(dir.path(), Options::new())?;
+/// let users = db.create_collection(CollectionSpec::new("users").array("tags", Layout::Embed))?;
+/// let mut batch = db.batch();
+/// batch.put("users", "ada", "{\"name\":\"Ada\"}");
+/// batch.push("users", "ada", "tags", NewItem::new("admin"));
+/// batch.commit()?;
+/// let ada = users.get("ada")?.expect("committed");
+/// assert_eq!((ada.key(), ada.body()), (&b"ada"[..], &b"{\"name\":\"Ada\"}"[..]));
+/// let tags = ada.array("tags").expect("declared");
+/// assert_eq!((tags.total, tags.has_overflow), (1, false));
+/// assert_eq!(tags.inline[0].payload.as_ref(), b"admin");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, PartialEq)]
 pub struct Document(pub(crate) Arc<DocumentParts>);
 
@@ -49,10 +69,12 @@ impl Document {
         }))
     }
 
+    /// The parent's key.
     pub fn key(&self) -> &[u8] {
         &self.0.key
     }
 
+    /// The parent's body, as written.
     pub fn body(&self) -> &[u8] {
         &self.0.body
     }
@@ -105,7 +127,9 @@ impl std::fmt::Debug for Document {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Order {
     #[default]
+    /// Smallest key first (ties in push order).
     Ascending,
+    /// Greatest key first (ties in reverse push order).
     Descending,
 }
 
@@ -113,7 +137,9 @@ pub enum Order {
 /// told apart by their push order, so paging never skips or repeats one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Cursor {
+    /// The item's key.
     pub key: i64,
+    /// Its push sequence in the array: ties of `key` are ordered by it.
     pub seq: u64,
 }
 
@@ -182,6 +208,27 @@ impl<'de> serde::Deserialize<'de> for Cursor {
 }
 
 /// What `items` reads: a key range, an order, a cursor and a limit.
+///
+/// ```
+/// use skewdb::{CollectionSpec, Db, ItemQuery, Layout, NewItem, Options};
+///
+/// let dir = tempfile::tempdir()?;
+/// let db = Db::open(dir.path(), Options::new())?;
+/// let log = db.create_collection(CollectionSpec::new("log").array("events", Layout::Reference))?;
+/// let mut batch = db.batch();
+/// for key in 0..10 {
+///     batch.push("log", "job", "events", NewItem::new("tick").key(key));
+/// }
+/// batch.commit()?;
+/// // Newest first, three at a time, from key 8 down: 8 7 6, then 5 4 3.
+/// let query = ItemQuery::new().range(..=8).descending().limit(3);
+/// let first = log.items("job", "events", &query)?.expect("committed");
+/// assert_eq!(first.items.iter().map(|i| i.key).collect::<Vec<_>>(), [8, 7, 6]);
+/// let next = first.next.expect("more remain");
+/// let second = log.items("job", "events", &query.clone().after(next))?.expect("committed");
+/// assert_eq!(second.items.iter().map(|i| i.key).collect::<Vec<_>>(), [5, 4, 3]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ItemQuery {
     pub(crate) start: Bound<i64>,
@@ -216,6 +263,7 @@ impl ItemQuery {
         self
     }
 
+    /// Items in `order`.
     pub fn order(mut self, order: Order) -> Self {
         self.order = order;
         self
@@ -241,6 +289,7 @@ impl ItemQuery {
         self.after(Cursor { key, seq })
     }
 
+    /// At most `limit` items; the page's `next` continues after them.
     pub fn limit(mut self, limit: usize) -> Self {
         self.limit = Some(limit);
         self
@@ -287,17 +336,21 @@ impl ItemQuery {
 /// A page of items and the cursor to continue from, when the limit cut it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ItemPage {
+    /// The items, in the query's order.
     pub items: Vec<Item>,
     /// `ids[i]` identifies `items[i]`: its key and push sequence, for
     /// [`crate::Batch::remove_item`] (and as a cursor, to page on after it).
     pub ids: Vec<Cursor>,
+    /// Where the next page starts (`ItemQuery::after`), when the limit cut this one.
     pub next: Option<Cursor>,
 }
 
 /// A parent whose array overflowed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Outlier {
+    /// The parent's key.
     pub key: Bytes,
+    /// Items in the array.
     pub total: u64,
 }
 

@@ -6,90 +6,182 @@ use std::io;
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can go wrong, each variant naming what was wrong and with what.
+/// [`Error::kind`] gives each a stable name for scripts and logs.
+///
+/// ```
+/// use skewdb::{CollectionSpec, Db, Error, Options};
+///
+/// let dir = tempfile::tempdir()?;
+/// let db = Db::open(dir.path(), Options::new())?;
+/// match db.collection("nosuch") {
+///     Err(Error::UnknownCollection { name }) => assert_eq!(name, "nosuch"),
+///     other => panic!("{:?}", other.err()),
+/// }
+/// db.create_collection(CollectionSpec::new("users"))?;
+/// let mut batch = db.batch();
+/// batch.put("users", "k".repeat(2000), "too long a key");
+/// let refused = batch.commit().unwrap_err();
+/// assert_eq!(refused.kind(), "key_too_large");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The operating system refused an operation on a file.
     #[error("I/O error during {op} on {file}: {source}")]
     Io {
+        /// What was being done: `read`, `write`, `sync`, `open`, `lock`, `map`, ...
         op: &'static str,
+        /// The file (or directory) it was done to.
         file: String,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
     /// Bytes on disk failed a checksum or a structural check.
     #[error("corruption in {file} at offset {offset}: {reason}")]
     Corruption {
+        /// The damaged file (or the structure, such as `page store`, that read it).
         file: String,
+        /// Where in it the damage was found.
         offset: u64,
+        /// What check failed.
         reason: String,
     },
     /// A record (a parent record with its inline arrays) would exceed the hard limit.
     #[error("record of {size} bytes exceeds the limit of {limit} bytes")]
-    RecordTooLarge { size: u64, limit: u64 },
+    RecordTooLarge {
+        /// The record's size, in bytes.
+        size: u64,
+        /// The limit, [`crate::MAX_RECORD_BYTES`].
+        limit: u64,
+    },
     /// A parent key longer than [`crate::MAX_KEY_BYTES`].
     #[error("key of {size} bytes exceeds the limit of {limit} bytes")]
-    KeyTooLarge { size: u64, limit: u64 },
+    KeyTooLarge {
+        /// The key's length, in bytes.
+        size: u64,
+        /// The limit, [`crate::MAX_KEY_BYTES`].
+        limit: u64,
+    },
     /// A batch whose encoded operations exceed [`crate::MAX_BATCH_BYTES`].
     #[error("batch of {size} bytes exceeds the limit of {limit} bytes")]
-    BatchTooLarge { size: u64, limit: u64 },
+    BatchTooLarge {
+        /// The batch's encoded size, in bytes.
+        size: u64,
+        /// The limit, [`crate::MAX_BATCH_BYTES`].
+        limit: u64,
+    },
     /// No collection of that name exists.
     #[error("unknown collection {name:?}")]
-    UnknownCollection { name: String },
+    UnknownCollection {
+        /// The name asked for.
+        name: String,
+    },
     /// The collection has no array field of that name.
     #[error("collection {collection:?} has no array field {field:?}")]
-    UnknownField { collection: String, field: String },
+    UnknownField {
+        /// The collection.
+        collection: String,
+        /// The field asked for.
+        field: String,
+    },
     /// An operation that only one layout supports, asked of an array of another.
     #[error("array {field:?} of {collection:?} is not a {expected} array")]
     WrongLayout {
+        /// The collection.
         collection: String,
+        /// The array field.
         field: String,
+        /// The layout the operation needs (`bucket`).
         expected: &'static str,
     },
     /// An item that cannot be stored (a NaN value).
     #[error("invalid item: {reason}")]
-    InvalidItem { reason: String },
+    InvalidItem {
+        /// What is wrong with it.
+        reason: String,
+    },
     /// `create_collection` with a name that exists under a different schema.
     #[error("collection {name:?} already exists with a different schema: {reason}")]
-    SchemaConflict { name: String, reason: String },
+    SchemaConflict {
+        /// The collection.
+        name: String,
+        /// The stored schema and the one asked for.
+        reason: String,
+    },
     /// A collection schema whose array fields are not allowed: too many, a name empty, too
     /// long or declared twice, or a layout out of its range.
     #[error("invalid schema for collection {collection:?}: {reason}")]
-    InvalidSchema { collection: String, reason: String },
+    InvalidSchema {
+        /// The collection.
+        collection: String,
+        /// What is not allowed.
+        reason: String,
+    },
     /// A collection name that is empty, too long or otherwise not allowed.
     #[error("invalid collection name {name:?}: {reason}")]
-    InvalidName { name: String, reason: String },
+    InvalidName {
+        /// The name given.
+        name: String,
+        /// What is not allowed.
+        reason: String,
+    },
     /// Another process (or another `Db` in this one) holds the database open.
     #[error("database {path} is locked by another process")]
-    Locked { path: String },
+    Locked {
+        /// The database's directory.
+        path: String,
+    },
     /// An option outside its allowed range.
     #[error("invalid option {option}: {reason}")]
     InvalidOption {
+        /// The option (`page_bytes`, `cache_bytes`, ...).
         option: &'static str,
+        /// Its allowed range, and the value given.
         reason: String,
     },
     /// A write or sync failed earlier; the database refuses further writes until reopened,
     /// because data the OS reported as lost cannot be assumed safe by retrying.
     #[error("database is read-only after an earlier write failure: {reason}")]
-    WriteFailed { reason: String },
+    WriteFailed {
+        /// The failure that made the database read-only.
+        reason: String,
+    },
     /// A transaction whose reads no longer hold at its commit: another commit changed what
     /// it read since it began. Nothing of it was applied; run it again.
     #[error("transaction conflict: {what} changed since the transaction began")]
-    Conflict { what: String },
+    Conflict {
+        /// The first thing read that changed (a parent, or an entry of a scanned range).
+        what: String,
+    },
     /// A typed handle's body, item or key did not encode or decode with its codec.
     #[error("{codec} codec: {reason}")]
-    Codec { codec: &'static str, reason: String },
+    Codec {
+        /// The codec's name (`json`, `bson`, or the application's).
+        codec: &'static str,
+        /// What did not encode or decode, and why.
+        reason: String,
+    },
     /// A batch committed after the last handle on its database was dropped or closed.
     #[error("the database was closed before the batch was committed")]
     Closed,
     /// A cursor token (`Cursor`'s printed form) that is not one, or was damaged.
     #[error("invalid cursor {token:?}: {reason}")]
-    InvalidCursor { token: String, reason: String },
+    InvalidCursor {
+        /// The token given (at most 80 characters of it).
+        token: String,
+        /// Why it was refused.
+        reason: String,
+    },
     /// The file does not look like a skewdb file of a version this build understands.
     #[error("{file} has unsupported format version {found} (this build reads {supported})")]
     UnsupportedVersion {
+        /// The file.
         file: String,
+        /// The version it declares.
         found: u32,
+        /// The version this build reads.
         supported: u32,
     },
 }

@@ -45,10 +45,15 @@ pub struct Summary {
     pub items: u64,
     /// Items that carry a value; `sum`, `min` and `max` are over these.
     pub count: u64,
+    /// Sum of the values.
     pub sum: f64,
+    /// Smallest value.
     pub min: Option<f64>,
+    /// Greatest value.
     pub max: Option<f64>,
+    /// Smallest key.
     pub min_key: Option<i64>,
+    /// Greatest key.
     pub max_key: Option<i64>,
 }
 
@@ -94,6 +99,7 @@ impl Summary {
         (self.count > 0).then(|| self.sum / self.count as f64)
     }
 
+    /// Adds one item.
     pub fn add(&mut self, item: &Item) {
         self.items += 1;
         self.min_key = merge_option(self.min_key, Some(item.key), i64::min);
@@ -106,6 +112,7 @@ impl Summary {
         }
     }
 
+    /// Adds another summary's items (of a disjoint set).
     pub fn merge(&mut self, other: &Summary) {
         self.items += other.items;
         self.count += other.count;
@@ -116,6 +123,7 @@ impl Summary {
         self.max_key = merge_option(self.max_key, other.max_key, i64::max);
     }
 
+    /// The summary of `items`.
     pub fn of<'a>(items: impl IntoIterator<Item = &'a Item>) -> Summary {
         let mut summary = Summary::default();
         for item in items {

@@ -18,6 +18,7 @@
 //! ```
 
 #![deny(unsafe_code)]
+#![deny(missing_docs)]
 
 mod cache;
 mod catalog;

@@ -26,6 +26,20 @@ pub const MIN_SEGMENT_BYTES: u64 = 64 * 1024;
 pub const MAX_SEGMENT_BYTES: u64 = 1024 * 1024 * 1024;
 
 /// How to open a database. Built with chained setters from [`Options::new`].
+///
+/// ```
+/// use skewdb::{CachePolicy, Db, Durability, Options};
+///
+/// let options = Options::new()
+///     .cache_bytes(256 * 1024 * 1024) // one budget for pages, chunks and records
+///     .page_bytes(8 * 1024)
+///     .durability(Durability::Buffered) // `Db::persist` or a checkpoint makes it durable
+///     .cache_policy(CachePolicy::Sieve);
+/// let dir = tempfile::tempdir()?;
+/// let db = Db::open(dir.path(), options)?;
+/// assert_eq!(db.stats()?.cache.budget_bytes, 256 * 1024 * 1024);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
     pub(crate) cache_bytes: usize,
@@ -60,6 +74,7 @@ impl Default for Options {
 }
 
 impl Options {
+    /// The defaults: 64 MiB cache, 16 KiB pages, `Durability::Immediate`, maintenance on.
     pub fn new() -> Self {
         Self::default()
     }
@@ -113,6 +128,7 @@ impl Options {
         self
     }
 
+    /// Durability of each commit: `Immediate` (on disk when `commit` returns) or `Buffered`.
     pub fn durability(mut self, durability: Durability) -> Self {
         self.durability = durability;
         self

@@ -221,6 +221,7 @@ impl TransactionCollection<'_> {
             .note_range(&self.txn.db.shared.pages, &self.txn.base.tree, start, end)
     }
 
+    /// The collection's name.
     pub fn name(&self) -> &str {
         self.info.spec.name()
     }

@@ -104,11 +104,15 @@ pub struct Loaded {
 /// Counters of one tier (or of one collection's use of one tier).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TierStats {
+    /// Lookups.
     pub requests: u64,
+    /// Lookups that found the object cached.
     pub hits: u64,
+    /// Lookups that loaded it from storage.
     pub misses: u64,
     /// Bytes read from storage by misses.
     pub bytes_read: u64,
+    /// Objects evicted to make room.
     pub evictions: u64,
     /// Bytes of the objects this tier (or collection) has in the cache now.
     pub resident_bytes: u64,
@@ -137,7 +141,9 @@ impl TierStats {
 pub struct CollectionCacheStats {
     /// `None` for reads on behalf of no collection (checkpoints, recovery, verify).
     pub collection: Option<String>,
+    /// Its hot pages and large records.
     pub hot: TierStats,
+    /// Its cold chunks.
     pub cold: TierStats,
     /// Parent records of the collection in the record tier.
     pub records: TierStats,
@@ -150,27 +156,33 @@ pub struct WhatIf {
     /// The budget as a multiple of the live one for pages and chunks (the whole budget less
     /// the record tier's share).
     pub factor: f64,
+    /// The budget this estimate simulates, in bytes.
     pub budget_bytes: u64,
     /// Requests that fell in the sample since the last reset.
     pub sampled_requests: u64,
+    /// The hit ratio the sample shows at that budget.
     pub hit_ratio: f64,
 }
 
 /// Everything the cache counts.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CacheStats {
+    /// The eviction policy.
     pub policy: CachePolicy,
     /// Pages, chunks and records together.
     pub budget_bytes: u64,
     /// The share of the budget for parent records.
     pub record_budget_bytes: u64,
+    /// Hot pages and large records.
     pub hot: TierStats,
+    /// Cold chunks.
     pub cold: TierStats,
     /// Parent records kept whole for `Collection::get` (no bytes read: a miss reads the
     /// record's pages through the hot tier).
     pub records: TierStats,
     /// Records removed because a commit changed them.
     pub record_invalidations: u64,
+    /// The same counters per collection.
     pub collections: Vec<CollectionCacheStats>,
     /// The fraction of objects (by hash of their identity) the what-if caches see; 0 when
     /// the estimate is off.

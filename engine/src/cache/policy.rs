@@ -30,8 +30,10 @@ pub enum CachePolicy {
 }
 
 impl CachePolicy {
+    /// Every policy, the default first.
     pub const ALL: [CachePolicy; 3] = [CachePolicy::S3Fifo, CachePolicy::Sieve, CachePolicy::Lru];
 
+    /// The policy's name: `s3-fifo`, `sieve`, `lru`.
     pub fn name(self) -> &'static str {
         match self {
             CachePolicy::S3Fifo => "s3-fifo",
@@ -40,6 +42,7 @@ impl CachePolicy {
         }
     }
 
+    /// The policy named `name`, as [`CachePolicy::name`] writes it.
     pub fn parse(name: &str) -> Option<CachePolicy> {
         Self::ALL.into_iter().find(|p| p.name() == name)
     }
@@ -371,11 +374,14 @@ pub struct Simulator<K> {
     policy: Policy<K>,
     budget_bytes: u64,
     resident_bytes: u64,
+    /// Requests replayed so far.
     pub requests: u64,
+    /// Requests that hit.
     pub hits: u64,
 }
 
 impl<K: Copy + Eq + Hash> Simulator<K> {
+    /// An empty cache of `budget_bytes` under `policy`.
     pub fn new(policy: CachePolicy, budget_bytes: u64) -> Self {
         Simulator {
             policy: Policy::new(policy, budget_bytes),
@@ -408,10 +414,12 @@ impl<K: Copy + Eq + Hash> Simulator<K> {
         false
     }
 
+    /// hits / requests, or 0 with no requests.
     pub fn hit_ratio(&self) -> f64 {
         ratio(self.hits, self.requests)
     }
 
+    /// Bytes of the objects held now.
     pub fn resident_bytes(&self) -> u64 {
         self.resident_bytes
     }

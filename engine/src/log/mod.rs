@@ -31,8 +31,11 @@ pub fn parse_segment_name(name: &str) -> Option<u32> {
 /// Where a frame lives: segment, byte offset of its header, and total length with header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FrameLoc {
+    /// The hot log segment.
     pub segment_id: u32,
+    /// Byte offset of the frame's header in it.
     pub offset: u64,
+    /// Length of the frame, header included.
     pub len: u32,
 }
 

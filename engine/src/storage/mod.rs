@@ -28,7 +28,9 @@ pub fn parse_segment_file_name(name: &str, prefix: &str, suffix: &str) -> Option
 
 /// An immutable view of a whole file: a memory map of a real file, or a copy.
 pub enum Mapped {
+    /// A memory map of a sealed file.
     Map(memmap2::Mmap),
+    /// A copy of the file's bytes.
     Copy(Vec<u8>),
 }
 

@@ -66,14 +66,17 @@ impl Work {
 pub struct CompactReport {
     /// Bytes of the hot log's segment files before and after.
     pub hot_bytes_before: u64,
+    /// Bytes of the hot log's segment files after.
     pub hot_bytes_after: u64,
     /// Bytes of the cold segment files before and after.
     pub cold_bytes_before: u64,
+    /// Bytes of the cold segment files after.
     pub cold_bytes_after: u64,
     /// Chunks copied out of mostly-dead cold segments.
     pub chunks_moved: u64,
     /// Small chunks merged, and the chunks they became.
     pub chunks_merged: u64,
+    /// The chunks the merged ones became.
     pub merged_into: u64,
 }
 

@@ -16,10 +16,12 @@ use crate::{Error, Result};
 /// One segment file: its size and the bytes of it the current state needs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SegmentSpace {
+    /// The segment file's name.
     pub file: String,
     /// The file's length; for the log's active segment, up to its last frame (the file
     /// runs on in zeros, up to 1 MiB, extended ahead of the writes).
     pub file_bytes: u64,
+    /// Bytes of it the current state needs.
     pub live_bytes: u64,
 }
 
@@ -30,6 +32,7 @@ pub struct TierSpace {
     pub file_bytes: u64,
     /// Bytes of them the current state needs.
     pub live_bytes: u64,
+    /// Each segment file.
     pub segments: Vec<SegmentSpace>,
 }
 
@@ -51,7 +54,9 @@ impl TierSpace {
 /// to are live.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SpaceStats {
+    /// The hot log's segments.
     pub hot: TierSpace,
+    /// The cold segments.
     pub cold: TierSpace,
 }
 

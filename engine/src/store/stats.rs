@@ -9,22 +9,30 @@ use crate::cache::CacheStats;
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct Stats {
+    /// The cache's counters.
     pub cache: CacheStats,
     /// Batches committed since open.
     pub commits: u64,
     /// Groups the commits were written in (one write, and one sync under `Immediate`, each).
     pub commit_groups: u64,
+    /// Syncs of the hot log since open.
     pub log_syncs: u64,
+    /// Checkpoints written since open.
     pub checkpoints: u64,
     /// Log bytes replayed at open; bounded by `Options::checkpoint_bytes` plus one group.
     pub replayed_bytes: u64,
+    /// Pages changed since the last checkpoint, held in memory.
     pub dirty_pages: u64,
     /// Bytes of large records changed by patches and held in memory until they are logged
     /// whole (at most a quarter of `Options::cache_bytes` after any commit).
     pub held_bytes: u64,
+    /// The sequence number the next log frame gets.
     pub next_lsn: u64,
+    /// Frames up to this sequence number are durable.
     pub durable_lsn: u64,
+    /// Hot log segment files.
     pub log_segments: u64,
+    /// Bytes of them.
     pub log_bytes: u64,
 }
 

@@ -22,11 +22,17 @@ use crate::{Error, Result};
 /// One hot log segment as `inspect` shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SegmentInfo {
+    /// The segment's id.
     pub segment_id: u32,
+    /// Its file name.
     pub file: String,
+    /// Its length in bytes.
     pub bytes: u64,
+    /// The sequence number of its first frame.
     pub first_lsn: u64,
+    /// Frames of committed batches.
     pub batch_frames: u64,
+    /// Frames of page images.
     pub page_frames: u64,
 }
 
@@ -34,20 +40,33 @@ pub struct SegmentInfo {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Inspection {
+    /// Every file of the directory with its length.
     pub files: Vec<(String, u64)>,
+    /// The hot log's segments.
     pub segments: Vec<SegmentInfo>,
+    /// The page size.
     pub page_bytes: u64,
+    /// Where redo replay starts at the next open.
     pub replay_from: Option<LogTail>,
+    /// Levels of the tree.
     pub tree_depth: u64,
+    /// Leaf pages.
     pub leaf_pages: u64,
+    /// Internal pages.
     pub internal_pages: u64,
+    /// Pages changed since the last checkpoint.
     pub dirty_pages: u64,
+    /// Parent records.
     pub records: u64,
+    /// Records too large for a page, stored in the log.
     pub large_records: u64,
+    /// Bytes of all records.
     pub record_bytes: u64,
+    /// Bytes of the largest record.
     pub largest_record_bytes: u64,
     /// Cold chunks referenced by the chunk index.
     pub chunks: u64,
+    /// Cold segment files with their lengths.
     pub cold_segments: Vec<(String, u64)>,
     /// Collection name and its number of parent records.
     pub collections: Vec<(String, u64)>,
