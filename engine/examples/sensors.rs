@@ -1,0 +1,93 @@
+//! Sensor readings under `Bucket`: a reading every ten seconds goes to the open hourly
+//! bucket; sealed buckets carry count, sum, min and max, so a day's mean reads no reading
+//! and a last-hour range reads one bucket. Old buckets expire without being read.
+
+use serde::{Deserialize, Serialize};
+use skewdb::typed::{ItemFields, Json};
+use skewdb::{CollectionSpec, Db, ItemQuery, Layout, Options};
+
+#[derive(Serialize, Deserialize)]
+struct Sensor {
+    room: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Reading {
+    at: i64,
+    celsius: f64,
+}
+
+impl ItemFields for Reading {
+    fn item_key(&self) -> Option<i64> {
+        Some(self.at)
+    }
+
+    fn item_value(&self) -> Option<f64> {
+        Some(self.celsius)
+    }
+}
+
+const HOUR: i64 = 3_600;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let db = Db::open(dir.path(), Options::new())?;
+    let hourly = Layout::Bucket {
+        max_items: 360,
+        span: Some(HOUR),
+    };
+    let spec = CollectionSpec::new("sensors").array("readings", hourly);
+    let sensors = db.create_collection(spec)?.typed::<String, Sensor, Json>();
+    let readings = sensors.array::<Reading>("readings")?;
+
+    // A day of readings, one every ten seconds, committed an hour at a time.
+    let mut batch = db.batch();
+    sensors.put(&mut batch, "s1", &Sensor { room: "lab".into() })?;
+    for at in (0..24 * HOUR).step_by(10) {
+        let hour_of_day = (at / HOUR) as f64;
+        let celsius = 18.0 + 6.0 * (hour_of_day / 24.0 * std::f64::consts::TAU).sin();
+        readings.push(&mut batch, "s1", &Reading { at, celsius })?;
+        if at % HOUR == HOUR - 10 {
+            batch.commit()?;
+        }
+    }
+    batch.commit()?;
+
+    let day = readings.summary("s1", ..)?.ok_or("no sensor")?;
+    println!(
+        "{} readings, mean {:.2}, min {:.2}, max {:.2}",
+        day.items,
+        day.mean().unwrap_or(0.0),
+        day.min.unwrap_or(0.0),
+        day.max.unwrap_or(0.0)
+    );
+    let last_hour = readings
+        .items("s1", &ItemQuery::new().range(23 * HOUR..))?
+        .ok_or("no sensor")?;
+    let newest = last_hour.items.last().ok_or("no readings")?;
+    println!(
+        "last hour: {} readings, the newest {:.2} at {}",
+        last_hour.items.len(),
+        newest.celsius,
+        newest.at
+    );
+    let afternoon = readings
+        .summary("s1", 12 * HOUR..18 * HOUR)?
+        .ok_or("no sensor")?;
+    println!("12:00-18:00 mean {:.2}", afternoon.mean().unwrap_or(0.0));
+
+    // Keep twelve hours: the older sealed buckets go, read from the chunk index alone.
+    let expired = sensors.untyped().expire_buckets("readings", 12 * HOUR)?;
+    println!(
+        "expired {} buckets holding {} readings",
+        expired.buckets, expired.items
+    );
+    let kept = readings.summary("s1", ..)?.ok_or("no sensor")?;
+    println!(
+        "kept {} readings from {}",
+        kept.items,
+        kept.min_key.unwrap_or(0)
+    );
+    assert_eq!(expired.items + kept.items, day.items);
+    Ok(())
+}
