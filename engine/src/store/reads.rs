@@ -2,6 +2,7 @@
 //! of the parents it read (a push, removal or expiry changes its parent's record too, so
 //! these cover `items` and `summary`), and the tree key ranges it scanned, entry by entry.
 
+use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use bytes::Bytes;
@@ -21,7 +22,8 @@ struct RangeRead {
 /// The reads of one transaction, as of the version it started from.
 #[derive(Default)]
 pub(crate) struct ReadSet {
-    points: Mutex<Vec<(Bytes, Option<Bytes>)>>,
+    /// Each record read, by tree key, as the starting version held it.
+    points: Mutex<BTreeMap<Bytes, Option<Bytes>>>,
     ranges: Mutex<Vec<RangeRead>>,
 }
 
@@ -71,11 +73,11 @@ fn range(
 impl ReadSet {
     /// Notes the read of record `key` in `base` (the transaction's starting version), once.
     pub fn note_point(&self, pages: &PageStore, base: &Tree, key: Bytes) -> Result<()> {
-        if self.points.lock().iter().any(|(seen, _)| *seen == key) {
+        if self.points.lock().contains_key(&key) {
             return Ok(());
         }
         let value = record(pages, base, &key)?;
-        self.points.lock().push((key, value));
+        self.points.lock().insert(key, value);
         Ok(())
     }
 
