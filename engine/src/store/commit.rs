@@ -423,24 +423,31 @@ impl Shared {
         if held.is_empty() {
             return Ok(());
         }
-        let mut txn = Txn::new(base.tree.clone(), base.catalog.clone());
+        let txn = Txn::new(base.tree.clone(), base.catalog.clone());
         let redo: Vec<Op> = held
             .into_iter()
             .map(|(key, value)| Op::Put { key, value })
             .collect();
         self.cold_synced_before_roll(writer)?;
         let cold = self.cold.group()?;
-        let mut group = writer.log.group()?;
-        self.encode_redo(&mut txn, &mut group, &redo, &[])?;
+        let group = writer.log.group()?;
+        self.write_own_redo(writer, &base, (txn, group, cold), &redo)
+    }
+
+    /// Encodes and writes redo of the engine's own (held records logged whole, what
+    /// compaction moved) as a commit of no user batch, its chunks made durable first, under
+    /// the database's durability.
+    pub(super) fn write_own_redo(
+        &self,
+        writer: &mut Writer,
+        base: &Version,
+        (mut txn, mut group, cold): (Txn, Group, ColdGroup),
+        redo: &[Op],
+    ) -> Result<()> {
+        self.encode_redo(&mut txn, &mut group, redo, &[])?;
         let durability = self.options.durability;
-        self.write_group(
-            writer,
-            &base,
-            txn,
-            (group, cold, ChunkRedo::Located),
-            0,
-            durability,
-        )
+        let groups = (group, cold, ChunkRedo::Located);
+        self.write_group(writer, base, txn, groups, 0, durability)
     }
 
     /// Publishes a version whose records differ from the current one's in (at most) the

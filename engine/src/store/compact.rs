@@ -13,7 +13,6 @@ use std::ops::Bound;
 use bytes::Bytes;
 
 use super::apply::Txn;
-use super::commit::ChunkRedo;
 use super::shared::{Shared, Writer};
 use crate::cold::chunk::{self as cold_chunk, ChunkKind, ChunkRef};
 use crate::item::{self, Stored};
@@ -198,10 +197,10 @@ impl Shared {
     /// cold tail, and the chunk index is pointed at them.
     fn run_cold_work(&self, writer: &mut Writer, work: &[Work]) -> Result<Done> {
         let base = self.current();
-        let mut txn = Txn::new(base.tree.clone(), base.catalog.clone());
+        let txn = Txn::new(base.tree.clone(), base.catalog.clone());
         self.cold_synced_before_roll(writer)?;
         let mut cold = self.cold.group()?;
-        let mut group = writer.log.group()?;
+        let group = writer.log.group()?;
         let mut redo = Vec::new();
         let mut done = Done::default();
         for piece in work {
@@ -248,16 +247,7 @@ impl Shared {
         if redo.is_empty() {
             return Ok(done);
         }
-        self.encode_redo(&mut txn, &mut group, &redo, &[])?;
-        let durability = self.options.durability;
-        self.write_group(
-            writer,
-            &base,
-            txn,
-            (group, cold, ChunkRedo::Located),
-            0,
-            durability,
-        )?;
+        self.write_own_redo(writer, &base, (txn, group, cold), &redo)?;
         Ok(done)
     }
 
@@ -397,7 +387,7 @@ impl Shared {
         drop(version);
         let mut writer = self.writer.lock();
         let base = self.current();
-        let mut txn = Txn::new(base.tree.clone(), base.catalog.clone());
+        let txn = Txn::new(base.tree.clone(), base.catalog.clone());
         let mut redo = Vec::new();
         let mut moved = 0;
         for (key, large) in found {
@@ -413,16 +403,8 @@ impl Shared {
         }
         self.cold_synced_before_roll(&writer)?;
         let cold = self.cold.group()?;
-        let mut group = writer.log.group()?;
-        self.encode_redo(&mut txn, &mut group, &redo, &[])?;
-        self.write_group(
-            &mut writer,
-            &base,
-            txn,
-            (group, cold, ChunkRedo::Located),
-            0,
-            self.options.durability,
-        )?;
+        let group = writer.log.group()?;
+        self.write_own_redo(&mut writer, &base, (txn, group, cold), &redo)?;
         Ok(moved)
     }
 
