@@ -193,6 +193,41 @@ impl Db {
     }
 }
 
+/// What typed handles write into: a [`Batch`], or a [`crate::Transaction`]'s writes. Sealed:
+/// the way in is the crate's own, so a transaction's writes cannot be committed past its
+/// check through it:
+///
+/// ```compile_fail
+/// fn bypass(writes: &mut impl skewdb::Writes) {
+///     writes.pending().commit().unwrap();
+/// }
+/// ```
+pub trait Writes: sealed::Pending {}
+
+impl Writes for Batch {}
+
+pub(crate) mod sealed {
+    /// Only the crate can make one, so only the crate can call [`Pending::pending`].
+    pub struct Token(());
+
+    impl Token {
+        pub(crate) fn new() -> Token {
+            Token(())
+        }
+    }
+
+    /// The batch a writer queues into.
+    pub trait Pending {
+        fn pending(&mut self, token: Token) -> &mut super::Batch;
+    }
+
+    impl Pending for super::Batch {
+        fn pending(&mut self, _: Token) -> &mut super::Batch {
+            self
+        }
+    }
+}
+
 /// What a batch does to one array of one parent.
 enum ArrayOp {
     Push(NewItem),

@@ -49,7 +49,7 @@ pub use catalog::{
     ArraySpec, CollectionSpec, Layout, MAX_ARRAYS, MAX_COLLECTION_NAME_BYTES, MAX_INLINE_ITEMS,
 };
 pub use collection::{Array, Collection, Expired, KeyRange, Scan, SnapshotCollection};
-pub use db::{Batch, Db};
+pub use db::{Batch, Db, Writes};
 pub use document::{ArrayView, Cursor, Document, ItemPage, ItemQuery, Order, Outlier};
 pub use error::{Error, Result};
 pub use item::{Item, NewItem, Summary};

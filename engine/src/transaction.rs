@@ -169,6 +169,39 @@ impl Transaction {
         self
     }
 
+    /// [`Batch::push_to`], applied at commit.
+    pub fn push_to(
+        &mut self,
+        array: &crate::Array,
+        key: impl AsRef<[u8]>,
+        item: NewItem,
+    ) -> &mut Self {
+        self.batch.push_to(array, key, item);
+        self
+    }
+
+    /// [`Batch::remove_from`], applied at commit.
+    pub fn remove_from(
+        &mut self,
+        array: &crate::Array,
+        key: impl AsRef<[u8]>,
+        item_key: i64,
+    ) -> &mut Self {
+        self.batch.remove_from(array, key, item_key);
+        self
+    }
+
+    /// [`Batch::remove_item_from`], applied at commit.
+    pub fn remove_item_from(
+        &mut self,
+        array: &crate::Array,
+        key: impl AsRef<[u8]>,
+        id: crate::Cursor,
+    ) -> &mut Self {
+        self.batch.remove_item_from(array, key, id);
+        self
+    }
+
     /// [`Batch::durability`] of the commit.
     pub fn durability(&mut self, durability: Durability) -> &mut Self {
         self.batch.durability(durability);
@@ -185,6 +218,14 @@ impl Transaction {
             .shared
             .commit_checked(ops, self.batch.durability, reads)
             .map(|_| ())
+    }
+}
+
+impl crate::db::Writes for Transaction {}
+
+impl crate::db::sealed::Pending for Transaction {
+    fn pending(&mut self, _: crate::db::sealed::Token) -> &mut Batch {
+        &mut self.batch
     }
 }
 

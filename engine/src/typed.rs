@@ -46,7 +46,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::collection::{Array, Collection, Scan};
-use crate::db::Batch;
+use crate::db::Writes;
+use crate::db::sealed::Token;
 use crate::document::{Cursor, Document, ItemPage, ItemQuery};
 use crate::item::{NewItem, Summary};
 use crate::{Error, Result};
@@ -243,16 +244,20 @@ impl<K: Key, B: Serialize + DeserializeOwned, C: Codec> TypedCollection<K, B, C>
         }
     }
 
-    /// Sets parent `key`'s body in `batch`; `Error::Codec` when `body` does not encode.
-    pub fn put(&self, batch: &mut Batch, key: &K::Arg, body: &B) -> Result<()> {
+    /// Sets parent `key`'s body in `writes` (a batch or a transaction); `Error::Codec` when `body` does not encode.
+    pub fn put(&self, writes: &mut impl Writes, key: &K::Arg, body: &B) -> Result<()> {
         let bytes = C::encode(body).map_err(|e| codec_error::<C>("body", e))?;
-        batch.put_in(&self.collection, K::encode(key), bytes);
+        writes
+            .pending(Token::new())
+            .put_in(&self.collection, K::encode(key), bytes);
         Ok(())
     }
 
-    /// Deletes parent `key` in `batch`.
-    pub fn delete(&self, batch: &mut Batch, key: &K::Arg) {
-        batch.delete_in(&self.collection, K::encode(key));
+    /// Deletes parent `key` in `writes`.
+    pub fn delete(&self, writes: &mut impl Writes, key: &K::Arg) {
+        writes
+            .pending(Token::new())
+            .delete_in(&self.collection, K::encode(key));
     }
 
     /// The parents whose keys fall in `range`, decoded, in key order (`.rev()` for
@@ -330,9 +335,9 @@ impl<K: Key, I: Serialize + DeserializeOwned + ItemFields, C: Codec> TypedArray<
         &self.array
     }
 
-    /// Pushes `item` to parent `key`'s array in `batch`, keyed and valued as the item says;
+    /// Pushes `item` to parent `key`'s array in `writes`, keyed and valued as the item says;
     /// `Error::Codec` when it does not encode.
-    pub fn push(&self, batch: &mut Batch, key: &K::Arg, item: &I) -> Result<()> {
+    pub fn push(&self, writes: &mut impl Writes, key: &K::Arg, item: &I) -> Result<()> {
         let payload = C::encode(item).map_err(|e| codec_error::<C>("item", e))?;
         let mut new = NewItem::new(payload);
         if let Some(item_key) = item.item_key() {
@@ -341,18 +346,24 @@ impl<K: Key, I: Serialize + DeserializeOwned + ItemFields, C: Codec> TypedArray<
         if let Some(value) = item.item_value() {
             new = new.value(value);
         }
-        batch.push_to(&self.array, K::encode(key), new);
+        writes
+            .pending(Token::new())
+            .push_to(&self.array, K::encode(key), new);
         Ok(())
     }
 
-    /// Removes every item keyed `item_key` from parent `key`'s array, in `batch`.
-    pub fn remove(&self, batch: &mut Batch, key: &K::Arg, item_key: i64) {
-        batch.remove_from(&self.array, K::encode(key), item_key);
+    /// Removes every item keyed `item_key` from parent `key`'s array, in `writes`.
+    pub fn remove(&self, writes: &mut impl Writes, key: &K::Arg, item_key: i64) {
+        writes
+            .pending(Token::new())
+            .remove_from(&self.array, K::encode(key), item_key);
     }
 
-    /// Removes the one item `id` names from parent `key`'s array, in `batch`.
-    pub fn remove_item(&self, batch: &mut Batch, key: &K::Arg, id: Cursor) {
-        batch.remove_item_from(&self.array, K::encode(key), id);
+    /// Removes the one item `id` names from parent `key`'s array, in `writes`.
+    pub fn remove_item(&self, writes: &mut impl Writes, key: &K::Arg, id: Cursor) {
+        writes
+            .pending(Token::new())
+            .remove_item_from(&self.array, K::encode(key), id);
     }
 
     /// Items of parent `key`'s array, decoded (see [`Collection::items`]).

@@ -214,3 +214,45 @@ fn signed_keys_keep_their_order() {
     assert_eq!(negative, [i64::MIN, -300, -1]);
     assert_eq!(events.get(&-300).unwrap().unwrap().body, "-300");
 }
+
+#[test]
+fn typed_handles_write_into_a_transaction() {
+    let (_dir, db) = db();
+    let sensors = db
+        .collection("sensors")
+        .unwrap()
+        .typed::<String, Sensor, Json>();
+    let readings = sensors.array::<Reading>("readings").unwrap();
+    let mut txn = db.transaction();
+    let sensor = Sensor {
+        site: "hall".into(),
+        floor: 1,
+    };
+    sensors.put(&mut txn, "s1", &sensor).unwrap();
+    readings
+        .push(
+            &mut txn,
+            "s1",
+            &Reading {
+                at: 60,
+                celsius: 21.5,
+            },
+        )
+        .unwrap();
+    // Its own writes, read back through the untyped reads of the transaction.
+    let own = txn
+        .collection("sensors")
+        .unwrap()
+        .get("s1")
+        .unwrap()
+        .unwrap();
+    assert_eq!(own.array("readings").unwrap().total, 1);
+    assert!(
+        sensors.get("s1").unwrap().is_none(),
+        "not before the commit"
+    );
+    txn.commit().unwrap();
+    let stored = sensors.get("s1").unwrap().unwrap();
+    assert_eq!(stored.body, sensor);
+    assert_eq!(readings.summary("s1", ..).unwrap().unwrap().max, Some(21.5));
+}
