@@ -333,11 +333,7 @@ impl Collection {
             for parent in parents {
                 batch.expire_buckets(self.name(), &parent.key, field, before);
             }
-            let dropped = self.db.shared.commit_checked(
-                std::mem::take(&mut batch.ops),
-                batch.durability,
-                None,
-            )?;
+            let dropped = batch.commit_checked(None)?;
             expired.buckets += dropped.buckets;
             expired.items += dropped.items;
         }

@@ -6,13 +6,13 @@ use std::sync::{Arc, Weak};
 use bytes::Bytes;
 
 use crate::catalog::CollectionSpec;
-use crate::collection::{Array, Collection};
+use crate::collection::{Array, Collection, Expired};
 use crate::document::Cursor;
 use crate::item::NewItem;
 use crate::snapshot::Snapshot;
 use crate::storage::{FsStorage, Storage};
 use crate::store::background::Background;
-use crate::store::{BatchOp, Shared};
+use crate::store::{BatchOp, ReadSet, Shared};
 use crate::transaction::Transaction;
 use crate::{
     CacheStats, CompactReport, Durability, Error, Inspection, Options, Result, SpaceStats, Stats,
@@ -488,11 +488,17 @@ impl Batch {
     /// is applied (and it is left empty too) and the database stays usable (except after a
     /// failed write or sync, which makes every later write fail).
     pub fn commit(&mut self) -> Result<()> {
+        self.commit_checked(None).map(|_| ())
+    }
+
+    /// [`Batch::commit`], refused with `Error::Conflict` unless `reads` (a transaction's)
+    /// still hold; returns what the batch's expiries dropped.
+    pub(crate) fn commit_checked(&mut self, reads: Option<Arc<ReadSet>>) -> Result<Expired> {
         self.last_key = None;
         let ops = std::mem::take(&mut self.ops);
         match self.shared.upgrade() {
-            Some(shared) => shared.commit(ops, self.durability),
-            None if ops.is_empty() => Ok(()),
+            Some(shared) => shared.commit_checked(ops, self.durability, reads),
+            None if ops.is_empty() => Ok(Expired::default()),
             None => Err(Error::Closed),
         }
     }

@@ -212,12 +212,8 @@ impl Transaction {
     /// atomically, durable on return under `Durability::Immediate`. `Error::Conflict` (and
     /// nothing applied) otherwise; the errors a batch can have too.
     pub fn commit(mut self) -> Result<()> {
-        let ops = std::mem::take(&mut self.batch.ops);
         let reads = (!self.reads.is_empty()).then(|| self.reads.clone());
-        self.db
-            .shared
-            .commit_checked(ops, self.batch.durability, reads)
-            .map(|_| ())
+        self.batch.commit_checked(reads).map(|_| ())
     }
 }
 

@@ -201,14 +201,6 @@ impl Shared {
         Ok(())
     }
 
-    /// Makes everything committed so far durable: the cold chunks, then the log that
-    /// refers to them.
-    pub fn persist(&self) -> Result<()> {
-        let mut writer = self.writer.lock();
-        self.cold.sync()?;
-        writer.log.sync()
-    }
-
     /// Writes every changed page to the log and a new checkpoint file.
     pub fn checkpoint(&self) -> Result<()> {
         let mut writer = self.writer.lock();

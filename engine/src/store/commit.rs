@@ -166,6 +166,14 @@ impl Shared {
         })
     }
 
+    /// Makes everything committed so far durable: the cold chunks, then the log that
+    /// refers to them.
+    pub fn persist(&self) -> Result<()> {
+        let mut writer = self.writer.lock();
+        self.cold.sync()?;
+        writer.log.sync()
+    }
+
     pub(super) fn commit_group(&self, writer: &mut Writer, requests: &[Arc<Request>]) {
         let base = self.current();
         let mut txn = Txn::new(base.tree.clone(), base.catalog.clone());

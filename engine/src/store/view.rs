@@ -4,13 +4,12 @@
 
 use std::sync::Arc;
 
-use super::apply::{Txn, apply};
+use super::apply::{Txn, apply, patched_value};
 use super::commit::BatchOp;
 use super::shared::{Shared, Version};
 use super::stage::Stager;
 use crate::Result;
 use crate::cold::ColdGroup;
-use crate::page::node::Value;
 use crate::page::redo::Op;
 
 impl Shared {
@@ -26,12 +25,12 @@ impl Shared {
             }
             stager.finish()?.0
         };
-        let max_inline = self.max_inline();
         for op in &redo {
             match op {
-                Op::Put { key, value } if value.len() > max_inline => {
-                    txn.tree
-                        .insert(&self.pages, key.clone(), Value::Held(value.clone()))?;
+                // Held when too large for a leaf, as a patched record is: no log holds it.
+                Op::Put { key, value } => {
+                    let value = patched_value(&self.pages, value.clone());
+                    txn.tree.insert(&self.pages, key.clone(), value)?;
                 }
                 _ => apply(&self.pages, &mut txn, op, None)?,
             }
