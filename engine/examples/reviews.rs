@@ -58,7 +58,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let summary = page
         .document
         .array("reviews")
-        .map(|a| a.summary)
+        .map(|a| a.summary.clone())
         .ok_or("no reviews")?;
     println!(
         "{} at {} cents: {} reviews, {:.2} stars on average",

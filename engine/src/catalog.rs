@@ -236,6 +236,9 @@ impl Layout {
     }
 }
 
+/// The measure an array field has when its spec names none.
+pub const DEFAULT_MEASURE: &str = "value";
+
 /// One array field of a collection.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ArraySpec {
@@ -243,6 +246,19 @@ pub struct ArraySpec {
     pub field: String,
     /// How the field keeps its items.
     pub layout: Layout,
+    /// The names of its measures, 1 to [`crate::MAX_MEASURES`], in order: each item may
+    /// carry a value of each, and every summary (the parent's, each chunk's and bucket's)
+    /// keeps count, sum, min and max per measure. The first is `Item::value` and
+    /// `Summary::count`/`sum`/`min`/`max`; an array declared without names has one,
+    /// [`DEFAULT_MEASURE`].
+    pub measures: Vec<String>,
+}
+
+impl ArraySpec {
+    /// The index of measure `name` (for `Item::measure` and `Summary::measure`).
+    pub fn measure_index(&self, name: &str) -> Option<usize> {
+        self.measures.iter().position(|m| m == name)
+    }
 }
 
 /// A collection's name and schema.
@@ -261,11 +277,46 @@ impl CollectionSpec {
         }
     }
 
-    /// Adds an array field with its layout.
-    pub fn array(mut self, field: impl Into<String>, layout: Layout) -> Self {
+    /// Adds an array field with its layout and one measure, [`DEFAULT_MEASURE`].
+    pub fn array(self, field: impl Into<String>, layout: Layout) -> Self {
+        self.array_with_measures(field, layout, [DEFAULT_MEASURE])
+    }
+
+    /// Adds an array field with its layout and named measures (1 to
+    /// [`crate::MAX_MEASURES`], distinct; checked when the collection is created).
+    ///
+    /// ```
+    /// use skewdb::{CollectionSpec, Db, Layout, NewItem, Options};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path(), Options::new())?;
+    /// let hourly = Layout::Bucket { max_items: 360, span: Some(3600) };
+    /// let spec = CollectionSpec::new("sensors")
+    ///     .array_with_measures("readings", hourly, ["temperature", "humidity"]);
+    /// let sensors = db.create_collection(spec)?;
+    /// let readings = sensors.array("readings")?;
+    /// let mut batch = db.batch();
+    /// for (at, (t, h)) in [(21.5, 0.40), (22.5, 0.42), (23.0, 0.47)].into_iter().enumerate() {
+    ///     let reading = NewItem::new("").key(at as i64 * 10);
+    ///     batch.push_to(&readings, "s1", reading.measure("temperature", t).measure("humidity", h));
+    /// }
+    /// batch.commit()?;
+    /// let summary = sensors.summary("s1", "readings", ..)?.expect("committed");
+    /// let humidity = readings.measure_index("humidity")?;
+    /// assert_eq!(summary.measure(humidity).max, Some(0.47));
+    /// assert_eq!(summary.mean(), Some(22.333333333333332)); // the first measure's
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn array_with_measures<M: Into<String>>(
+        mut self,
+        field: impl Into<String>,
+        layout: Layout,
+        measures: impl IntoIterator<Item = M>,
+    ) -> Self {
         self.arrays.push(ArraySpec {
             field: field.into(),
             layout,
+            measures: measures.into_iter().map(Into::into).collect(),
         });
         self
     }
@@ -332,12 +383,39 @@ impl CollectionSpec {
             if let Err(reason) = array.layout.validate() {
                 return schema(format!("array field {:?}: {reason}", array.field));
             }
+            if array.measures.is_empty() || array.measures.len() > crate::MAX_MEASURES {
+                return schema(format!(
+                    "array field {:?} declares {} measures, not 1 to {}",
+                    array.field,
+                    array.measures.len(),
+                    crate::MAX_MEASURES
+                ));
+            }
+            for (at, measure) in array.measures.iter().enumerate() {
+                if measure.is_empty()
+                    || measure.len() > MAX_COLLECTION_NAME_BYTES
+                    || measure.chars().any(char::is_control)
+                {
+                    return schema(format!(
+                        "measure {measure:?} of array field {:?} is empty, longer than 255 \
+                         bytes or holds control characters",
+                        array.field
+                    ));
+                }
+                if array.measures[..at].contains(measure) {
+                    return schema(format!(
+                        "measure {measure:?} of array field {:?} declared twice",
+                        array.field
+                    ));
+                }
+            }
         }
         Ok(())
     }
 
     /// The array fields as the command line declares them: `reviews=subset:5, tags=embed`
-    /// (`no array fields` for none).
+    /// (`no array fields` for none), each with its measures when it names its own:
+    /// `readings=bucket:360:3600 [temperature humidity]`.
     pub fn describe_arrays(&self) -> String {
         if self.arrays.is_empty() {
             return "no array fields".to_string();
@@ -345,11 +423,19 @@ impl CollectionSpec {
         let fields: Vec<String> = self
             .arrays
             .iter()
-            .map(|a| format!("{}={}", a.field, a.layout.describe()))
+            .map(|a| {
+                let mut field = format!("{}={}", a.field, a.layout.describe());
+                if a.measures != [DEFAULT_MEASURE] {
+                    field += &format!(" [{}]", a.measures.join(" "));
+                }
+                field
+            })
             .collect();
         fields.join(", ")
     }
 
+    /// Writes the spec with its arrays' measures (the form that [`CollectionSpec::decode`]
+    /// reads with `measured` set).
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         out.put_u8(self.name.len() as u8);
         out.put_slice(self.name.as_bytes());
@@ -358,6 +444,11 @@ impl CollectionSpec {
             out.put_u8(array.field.len() as u8);
             out.put_slice(array.field.as_bytes());
             array.layout.encode(out);
+            out.put_u8(array.measures.len() as u8);
+            for measure in &array.measures {
+                out.put_u8(measure.len() as u8);
+                out.put_slice(measure.as_bytes());
+            }
         }
     }
 
@@ -367,7 +458,10 @@ impl CollectionSpec {
         out.len()
     }
 
-    pub(crate) fn decode(bytes: &mut Bytes) -> Result<Self, String> {
+    /// Reads a spec; `measured` when its arrays' measures follow their layouts (every form
+    /// written since checkpoint version 4 and hot log version 3); else each array has the
+    /// one [`DEFAULT_MEASURE`].
+    pub(crate) fn decode(bytes: &mut Bytes, measured: bool) -> Result<Self, String> {
         if bytes.remaining() < 1 {
             return Err("collection spec truncated".to_string());
         }
@@ -393,12 +487,48 @@ impl CollectionSpec {
             let field = String::from_utf8(bytes.split_to(len).to_vec())
                 .map_err(|_| "array field name is not UTF-8".to_string())?;
             let layout = Layout::decode(bytes)?;
-            arrays.push(ArraySpec { field, layout });
+            let measures = if measured {
+                decode_measures(bytes)?
+            } else {
+                vec![DEFAULT_MEASURE.to_string()]
+            };
+            arrays.push(ArraySpec {
+                field,
+                layout,
+                measures,
+            });
         }
         let spec = CollectionSpec { name, arrays };
         spec.validate().map_err(|e| e.to_string())?;
         Ok(spec)
     }
+}
+
+/// An array spec's measure names: a count, then each name's length and bytes (checked by
+/// `validate` after).
+fn decode_measures(bytes: &mut Bytes) -> Result<Vec<String>, String> {
+    let truncated = || "array measures truncated".to_string();
+    if !bytes.has_remaining() {
+        return Err(truncated());
+    }
+    let count = bytes.get_u8() as usize;
+    if count > crate::MAX_MEASURES {
+        return Err(format!("an array declares {count} measures"));
+    }
+    let mut measures = Vec::with_capacity(count);
+    for _ in 0..count {
+        if !bytes.has_remaining() {
+            return Err(truncated());
+        }
+        let len = bytes.get_u8() as usize;
+        if bytes.remaining() < len {
+            return Err(truncated());
+        }
+        let name = String::from_utf8(bytes.split_to(len).to_vec())
+            .map_err(|_| "measure name is not UTF-8".to_string())?;
+        measures.push(name);
+    }
+    Ok(measures)
 }
 
 /// A collection as the database knows it.
@@ -442,7 +572,8 @@ impl Catalog {
         }
     }
 
-    pub fn decode(bytes: &mut Bytes) -> Result<Self, String> {
+    /// Reads a catalog; `measured` as [`CollectionSpec::decode`] takes it.
+    pub fn decode(bytes: &mut Bytes, measured: bool) -> Result<Self, String> {
         if bytes.remaining() < 8 {
             return Err("catalog truncated".to_string());
         }
@@ -460,7 +591,7 @@ impl Catalog {
                 return Err("catalog truncated".to_string());
             }
             let id = bytes.get_u32_le();
-            let spec = CollectionSpec::decode(bytes)?;
+            let spec = CollectionSpec::decode(bytes, measured)?;
             if id >= next_id
                 || catalog.by_id(id).is_some()
                 || catalog.by_name.contains_key(&spec.name)

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::cache;
-use crate::catalog::{CollectionId, CollectionInfo, CollectionSpec, Layout};
+use crate::catalog::{ArraySpec, CollectionId, CollectionInfo, CollectionSpec, Layout};
 use crate::db::Db;
 use crate::document::{Document, ItemPage, ItemQuery, Outlier};
 use crate::item::Summary;
@@ -175,7 +175,8 @@ pub(crate) fn tree_bounds(id: CollectionId, range: &impl KeyRange) -> (Bound<Byt
 pub struct Array {
     pub(crate) collection: Arc<str>,
     pub(crate) field: Arc<str>,
-    layout: Layout,
+    info: Arc<CollectionInfo>,
+    index: usize,
 }
 
 impl Array {
@@ -191,7 +192,29 @@ impl Array {
 
     /// The field's layout.
     pub fn layout(&self) -> Layout {
-        self.layout
+        self.spec().layout
+    }
+
+    /// The field's spec: layout and measures.
+    pub fn spec(&self) -> &ArraySpec {
+        &self.info.spec.arrays()[self.index]
+    }
+
+    /// The names of the field's measures, in order (see [`ArraySpec::measures`]).
+    pub fn measures(&self) -> &[String] {
+        &self.spec().measures
+    }
+
+    /// The index of measure `name`, for [`crate::Item::measure`] and [`Summary::measure`];
+    /// `Error::UnknownMeasure` for a name the field does not declare.
+    pub fn measure_index(&self, name: &str) -> Result<usize> {
+        self.spec()
+            .measure_index(name)
+            .ok_or_else(|| Error::UnknownMeasure {
+                collection: self.collection.to_string(),
+                field: self.field.to_string(),
+                measure: name.to_string(),
+            })
     }
 
     /// The collection's and the field's names, shared with the batch operations.
@@ -257,7 +280,8 @@ impl Collection {
         Ok(Array {
             collection: Arc::from(self.name()),
             field: Arc::from(field),
-            layout: self.info.spec.arrays()[index].layout,
+            info: self.info.clone(),
+            index,
         })
     }
 

@@ -86,6 +86,16 @@ pub enum Error {
         /// The field asked for.
         field: String,
     },
+    /// The array field declares no measure of that name.
+    #[error("array {field:?} of {collection:?} has no measure {measure:?}")]
+    UnknownMeasure {
+        /// The collection.
+        collection: String,
+        /// The array field.
+        field: String,
+        /// The measure asked for.
+        measure: String,
+    },
     /// An operation that only one layout supports, asked of an array of another.
     #[error("array {field:?} of {collection:?} is not a {expected} array")]
     WrongLayout {
@@ -209,9 +219,9 @@ impl Error {
 
     /// A stable snake_case name of the variant, for scripts and logs: `io`, `corruption`,
     /// `record_too_large`, `key_too_large`, `batch_too_large`, `unknown_collection`,
-    /// `unknown_field`, `wrong_layout`, `invalid_item`, `schema_conflict`, `invalid_name`,
-    /// `invalid_schema`, `locked`, `invalid_option`, `write_failed`, `unsupported_version`,
-    /// `invalid_cursor`, `closed`, `conflict`, `codec`. A name, once given, never changes
+    /// `unknown_field`, `unknown_measure`, `wrong_layout`, `invalid_item`, `schema_conflict`,
+    /// `invalid_name`, `invalid_schema`, `locked`, `invalid_option`, `write_failed`,
+    /// `unsupported_version`, `invalid_cursor`, `closed`, `conflict`, `codec`. A name, once given, never changes
     /// meaning.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -222,6 +232,7 @@ impl Error {
             Error::BatchTooLarge { .. } => "batch_too_large",
             Error::UnknownCollection { .. } => "unknown_collection",
             Error::UnknownField { .. } => "unknown_field",
+            Error::UnknownMeasure { .. } => "unknown_measure",
             Error::WrongLayout { .. } => "wrong_layout",
             Error::InvalidItem { .. } => "invalid_item",
             Error::SchemaConflict { .. } => "schema_conflict",

@@ -8,7 +8,7 @@ use crate::log::frame::{FRAME_HEADER_BYTES, check_payload, decode_header, decode
 use crate::page::MAX_TREE_KEY_BYTES;
 use crate::page::checkpoint::Checkpoint;
 use crate::page::node::Node;
-use crate::page::redo::{Op, apply_patch};
+use crate::page::redo::{DecodedOp, Op, apply_patch};
 use crate::record::ParentRecord;
 
 /// Runs every decoder on `data`. Each must return a value or an error; none may panic,
@@ -55,7 +55,19 @@ pub fn decoders(data: &[u8]) {
                 for decoded in &ops {
                     decoded.op.encode(&mut again);
                 }
-                assert_eq!(again, rest, "redo decode/encode is not a round trip");
+                // Byte for byte, but for collections created in the form before measures
+                // (op 1), which encode again in today's (op 8): those decode alike.
+                let decoded_again =
+                    Op::decode_all(Bytes::from(again.clone())).expect("re-encoded redo decodes");
+                let ops_of =
+                    |ops: &[DecodedOp]| ops.iter().map(|d| d.op.clone()).collect::<Vec<_>>();
+                assert_eq!(ops_of(&decoded_again), ops_of(&ops), "redo decode/encode");
+                if !ops
+                    .iter()
+                    .any(|d| matches!(d.op, Op::CreateCollection { .. }))
+                {
+                    assert_eq!(again, rest, "redo decode/encode is not a round trip");
+                }
                 for decoded in &ops {
                     // A patch that decodes fits any value of its old length.
                     if let Op::Patch { old_len, edits, .. } = &decoded.op
@@ -136,7 +148,8 @@ pub fn decoders(data: &[u8]) {
                     assert_eq!(ends.last(), Some(&rest.len()));
                 }
             }
-            let _ = Catalog::decode(&mut Bytes::copy_from_slice(rest));
+            let _ = Catalog::decode(&mut Bytes::copy_from_slice(rest), true);
+            let _ = Catalog::decode(&mut Bytes::copy_from_slice(rest), false);
         }
     }
 }

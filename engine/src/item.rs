@@ -6,15 +6,49 @@ use bytes::{Buf, BufMut, Bytes};
 
 use crate::MAX_RECORD_BYTES;
 
+/// The most named measures one array field declares.
+pub const MAX_MEASURES: usize = 8;
+
 /// One item of an array field.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Item {
     /// Orders the array: a time, a sequence, any order.
     pub key: i64,
-    /// The measure summaries aggregate (a rating, a temperature), if any.
+    /// The item's value of its array's first measure (a rating, a temperature), if it has
+    /// one: the only measure of an array that declares none. Others: [`Item::measure`].
     pub value: Option<f64>,
     /// The user's bytes.
     pub payload: Bytes,
+    /// Values of the measures after the first, in the array's order, the absent ones at the
+    /// end left out: `None` when the item has none of them.
+    pub(crate) more: Option<Box<[Option<f64>]>>,
+}
+
+impl Item {
+    /// An item as a read would return it: `values[i]` is its value of measure `i`, if any
+    /// (for summaries and models built outside the engine: see [`Summary::add`]).
+    ///
+    /// # Panics
+    /// When `values` has more than [`MAX_MEASURES`] entries.
+    pub fn new(key: i64, values: &[Option<f64>], payload: impl Into<Bytes>) -> Item {
+        assert!(values.len() <= MAX_MEASURES, "more values than measures");
+        Item {
+            key,
+            value: values.first().copied().flatten(),
+            payload: payload.into(),
+            more: values.get(1..).and_then(more_values),
+        }
+    }
+
+    /// The item's value of measure `index` (in the array's declared order; 0 is
+    /// [`Item::value`]), if it has one. [`crate::ArraySpec::measure_index`] finds a
+    /// measure's index by its name.
+    pub fn measure(&self, index: usize) -> Option<f64> {
+        match index {
+            0 => self.value,
+            _ => self.more.as_deref()?.get(index - 1).copied().flatten(),
+        }
+    }
 }
 
 /// An item as stored: with its push sequence number within its array, which orders items
@@ -33,17 +67,14 @@ impl Stored {
     }
 }
 
-/// Count, sum, min and max of the values of a set of items, and its key bounds.
+/// Count, sum, min and max of one measure's values over a set of items.
 ///
 /// Values may be infinite, and large ones overflow the sum: `sum` is then infinite, or NaN
-/// once infinities of both signs meet. Summaries are equal when every field is, the sums
-/// compared bit for bit, so a summary with a NaN sum equals itself (a chunk's stored
-/// summary is checked against its items' this way).
-#[derive(Clone, Copy, Debug)]
-pub struct Summary {
-    /// Items in the set, with or without a value.
-    pub items: u64,
-    /// Items that carry a value; `sum`, `min` and `max` are over these.
+/// once infinities of both signs meet. Equal when every field is, the sums compared bit for
+/// bit, so a summary with a NaN sum equals itself.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MeasureSummary {
+    /// Items that carry a value of this measure; `sum`, `min` and `max` are over these.
     pub count: u64,
     /// Sum of the values.
     pub sum: f64,
@@ -51,39 +82,117 @@ pub struct Summary {
     pub min: Option<f64>,
     /// Greatest value.
     pub max: Option<f64>,
+}
+
+impl PartialEq for MeasureSummary {
+    fn eq(&self, other: &Self) -> bool {
+        self.count == other.count
+            && self.sum.to_bits() == other.sum.to_bits()
+            && self.min == other.min
+            && self.max == other.max
+    }
+}
+
+/// Bytes of an encoded measure summary: count, sum, min, max.
+pub const MEASURE_SUMMARY_BYTES: usize = 8 * 4;
+
+impl MeasureSummary {
+    /// The average value, if any item has one.
+    pub fn mean(&self) -> Option<f64> {
+        (self.count > 0).then(|| self.sum / self.count as f64)
+    }
+
+    fn add(&mut self, value: f64) {
+        self.count += 1;
+        self.sum += value;
+        self.min = merge_option(self.min, Some(value), f64::min);
+        self.max = merge_option(self.max, Some(value), f64::max);
+    }
+
+    fn merge(&mut self, other: &MeasureSummary) {
+        self.count += other.count;
+        self.sum += other.sum;
+        self.min = merge_option(self.min, other.min, f64::min);
+        self.max = merge_option(self.max, other.max, f64::max);
+    }
+
+    fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.put_u64_le(self.count);
+        out.put_f64_le(self.sum);
+        out.put_f64_le(self.min.unwrap_or(f64::INFINITY));
+        out.put_f64_le(self.max.unwrap_or(f64::NEG_INFINITY));
+    }
+
+    /// Decodes one measure's summary of a set of `items` items. The bytes are checked:
+    /// `count <= items`, `min <= max`, and a measure without values has exactly the stored
+    /// form `encode` gives it, so that what decodes encodes back to the same bytes.
+    fn decode(bytes: &mut impl Buf, items: u64) -> Result<MeasureSummary, String> {
+        if bytes.remaining() < MEASURE_SUMMARY_BYTES {
+            return Err("summary truncated".to_string());
+        }
+        let count = bytes.get_u64_le();
+        let sum = bytes.get_f64_le();
+        let (min, max) = (bytes.get_f64_le(), bytes.get_f64_le());
+        let no_values = min == f64::INFINITY && max == f64::NEG_INFINITY && sum.to_bits() == 0;
+        if count > items || (count == 0) != no_values || (count > 0 && min > max) {
+            return Err("summary fields disagree".to_string());
+        }
+        Ok(MeasureSummary {
+            count,
+            sum,
+            min: (count > 0).then_some(min),
+            max: (count > 0).then_some(max),
+        })
+    }
+}
+
+/// The item count and key bounds of a set of items, and count, sum, min and max of each
+/// of its measures' values: the first measure's in `count`, `sum`, `min` and `max` (an
+/// array that declares no measures has just that one), every one's through
+/// [`Summary::measure`].
+///
+/// Values may be infinite, and large ones overflow the sum: `sum` is then infinite, or NaN
+/// once infinities of both signs meet. Summaries are equal when every field is, the sums
+/// compared bit for bit, so a summary with a NaN sum equals itself (a chunk's stored
+/// summary is checked against its items' this way).
+#[derive(Clone, Debug, Default)]
+pub struct Summary {
+    /// Items in the set, with or without values.
+    pub items: u64,
+    /// Items that carry a value of the first measure; `sum`, `min` and `max` are over these.
+    pub count: u64,
+    /// Sum of the first measure's values.
+    pub sum: f64,
+    /// Smallest value of the first measure.
+    pub min: Option<f64>,
+    /// Greatest value of the first measure.
+    pub max: Option<f64>,
     /// Smallest key.
     pub min_key: Option<i64>,
     /// Greatest key.
     pub max_key: Option<i64>,
+    /// Summaries of the measures after the first, in the array's order, as far as the last
+    /// one any item has a value of.
+    pub(crate) more: Vec<MeasureSummary>,
 }
 
 impl PartialEq for Summary {
     fn eq(&self, other: &Self) -> bool {
         self.items == other.items
-            && self.count == other.count
-            && self.sum.to_bits() == other.sum.to_bits()
-            && self.min == other.min
-            && self.max == other.max
+            && self.first() == other.first()
             && self.min_key == other.min_key
             && self.max_key == other.max_key
+            && (0..self.more.len().max(other.more.len()))
+                .all(|at| self.measure(at + 1) == other.measure(at + 1))
     }
 }
 
-impl Default for Summary {
-    fn default() -> Self {
-        Summary {
-            items: 0,
-            count: 0,
-            sum: 0.0,
-            min: None,
-            max: None,
-            min_key: None,
-            max_key: None,
-        }
-    }
-}
-
-/// Bytes of an encoded summary.
+/// Bytes of an encoded summary of an array with one measure; each further measure whose
+/// summary is stored adds [`MEASURE_SUMMARY_BYTES`].
 pub const SUMMARY_BYTES: usize = 8 * 7;
 
 fn merge_option<T: Copy>(a: Option<T>, b: Option<T>, pick: fn(T, T) -> T) -> Option<T> {
@@ -94,9 +203,38 @@ fn merge_option<T: Copy>(a: Option<T>, b: Option<T>, pick: fn(T, T) -> T) -> Opt
 }
 
 impl Summary {
-    /// The average value, if any item has one.
+    /// The average value of the first measure, if any item has one.
     pub fn mean(&self) -> Option<f64> {
-        (self.count > 0).then(|| self.sum / self.count as f64)
+        self.first().mean()
+    }
+
+    /// The summary of measure `index`'s values (in the array's declared order; 0 is the
+    /// first, also in `count`, `sum`, `min` and `max`). A measure no item has a value of,
+    /// or an index past the array's measures, has an empty summary.
+    /// [`crate::ArraySpec::measure_index`] finds a measure's index by its name.
+    pub fn measure(&self, index: usize) -> MeasureSummary {
+        match index {
+            0 => self.first(),
+            _ => self.more.get(index - 1).copied().unwrap_or_default(),
+        }
+    }
+
+    /// How many measures this summary has values of, at most: 1 and those in `more`.
+    pub(crate) fn measures_held(&self) -> usize {
+        1 + self.more.len()
+    }
+
+    fn first(&self) -> MeasureSummary {
+        MeasureSummary {
+            count: self.count,
+            sum: self.sum,
+            min: self.min,
+            max: self.max,
+        }
+    }
+
+    fn set_first(&mut self, first: MeasureSummary) {
+        (self.count, self.sum, self.min, self.max) = (first.count, first.sum, first.min, first.max);
     }
 
     /// Adds one item.
@@ -105,22 +243,51 @@ impl Summary {
         self.min_key = merge_option(self.min_key, Some(item.key), i64::min);
         self.max_key = merge_option(self.max_key, Some(item.key), i64::max);
         if let Some(value) = item.value {
-            self.count += 1;
-            self.sum += value;
-            self.min = merge_option(self.min, Some(value), f64::min);
-            self.max = merge_option(self.max, Some(value), f64::max);
+            let mut first = self.first();
+            first.add(value);
+            self.set_first(first);
+        }
+        if let Some(more) = &item.more {
+            if self.more.len() < more.len() {
+                self.more.resize(more.len(), MeasureSummary::default());
+            }
+            for (summary, value) in self.more.iter_mut().zip(more.iter()) {
+                if let Some(value) = value {
+                    summary.add(*value);
+                }
+            }
         }
     }
 
     /// Adds another summary's items (of a disjoint set).
     pub fn merge(&mut self, other: &Summary) {
         self.items += other.items;
-        self.count += other.count;
-        self.sum += other.sum;
-        self.min = merge_option(self.min, other.min, f64::min);
-        self.max = merge_option(self.max, other.max, f64::max);
+        let mut first = self.first();
+        first.merge(&other.first());
+        self.set_first(first);
         self.min_key = merge_option(self.min_key, other.min_key, i64::min);
         self.max_key = merge_option(self.max_key, other.max_key, i64::max);
+        if self.more.len() < other.more.len() {
+            self.more
+                .resize(other.more.len(), MeasureSummary::default());
+        }
+        for (summary, other) in self.more.iter_mut().zip(&other.more) {
+            summary.merge(other);
+        }
+    }
+
+    /// How many measure summaries past the first the stored form holds: up to the last one
+    /// with a value (what the flags byte before a stored summary records).
+    pub(crate) fn stored_more(&self) -> usize {
+        self.more
+            .iter()
+            .rposition(|m| !m.is_empty())
+            .map_or(0, |at| at + 1)
+    }
+
+    /// Bytes of the stored form.
+    pub(crate) fn encoded_len(&self) -> usize {
+        SUMMARY_BYTES + self.stored_more() * MEASURE_SUMMARY_BYTES
     }
 
     /// The summary of `items`.
@@ -132,56 +299,75 @@ impl Summary {
         summary
     }
 
+    /// Writes the stored form: items, the first measure's count, sum, min and max, the key
+    /// bounds, then the [`Summary::stored_more`] further measures' summaries.
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         out.put_u64_le(self.items);
-        out.put_u64_le(self.count);
-        out.put_f64_le(self.sum);
-        out.put_f64_le(self.min.unwrap_or(f64::INFINITY));
-        out.put_f64_le(self.max.unwrap_or(f64::NEG_INFINITY));
+        let start = out.len();
+        self.first().encode(out);
+        debug_assert_eq!(out.len() - start, MEASURE_SUMMARY_BYTES);
         out.put_i64_le(self.min_key.unwrap_or(i64::MAX));
         out.put_i64_le(self.max_key.unwrap_or(i64::MIN));
+        for summary in &self.more[..self.stored_more()] {
+            summary.encode(out);
+        }
     }
 
-    pub(crate) fn decode(bytes: &mut impl Buf) -> Result<Summary, String> {
-        if bytes.remaining() < SUMMARY_BYTES {
+    /// Reads a stored summary holding `more` measure summaries past the first (as the flags
+    /// byte before it says). Every field is checked, and the last further measure must have
+    /// values, so that every summary that decodes encodes back to the same bytes.
+    pub(crate) fn decode(bytes: &mut impl Buf, more: usize) -> Result<Summary, String> {
+        if more >= MAX_MEASURES {
+            return Err(format!("summary of {} measures", more + 1));
+        }
+        if bytes.remaining() < SUMMARY_BYTES + more * MEASURE_SUMMARY_BYTES {
             return Err("summary truncated".to_string());
         }
         let items = bytes.get_u64_le();
-        let count = bytes.get_u64_le();
-        let sum = bytes.get_f64_le();
-        let (min, max) = (bytes.get_f64_le(), bytes.get_f64_le());
+        let first = MeasureSummary::decode(bytes, items)?;
         let (min_key, max_key) = (bytes.get_i64_le(), bytes.get_i64_le());
-        // An empty set has exactly the stored form `encode` gives it, so that every summary
-        // that decodes encodes back to the same bytes.
-        let no_values = min == f64::INFINITY && max == f64::NEG_INFINITY && sum.to_bits() == 0;
+        // An empty set has exactly the stored form `encode` gives it.
         let no_keys = min_key == i64::MAX && max_key == i64::MIN;
-        if count > items
-            || (count == 0) != no_values
-            || (count > 0 && min > max)
-            || (items == 0) != no_keys
-            || (items > 0 && min_key > max_key)
-        {
+        if (items == 0) != no_keys || (items > 0 && min_key > max_key) {
             return Err("summary fields disagree".to_string());
         }
-        Ok(Summary {
+        let more = (0..more)
+            .map(|_| MeasureSummary::decode(bytes, items))
+            .collect::<Result<Vec<_>, _>>()?;
+        if more.last().is_some_and(MeasureSummary::is_empty) {
+            return Err("summary stores a last measure without values".to_string());
+        }
+        let mut summary = Summary {
             items,
-            count,
-            sum,
-            min: (count > 0).then_some(min),
-            max: (count > 0).then_some(max),
             min_key: (items > 0).then_some(min_key),
             max_key: (items > 0).then_some(max_key),
-        })
+            more,
+            ..Summary::default()
+        };
+        summary.set_first(first);
+        Ok(summary)
     }
 }
 
 const HAS_VALUE: u8 = 1;
+/// The item has values of measures after the first: a presence mask and those values follow.
+const HAS_MORE: u8 = 2;
 /// Bytes an item adds to its payload when stored: key, seq, flags, payload length (and
-/// 8 more when it has a value).
+/// 8 more when it has a value, and a mask byte and 8 per value of the further measures).
 pub const ITEM_OVERHEAD_BYTES: usize = 8 + 8 + 1 + 4;
 
 pub(crate) fn stored_len(item: &Item) -> usize {
-    ITEM_OVERHEAD_BYTES + item.value.map_or(0, |_| 8) + item.payload.len()
+    let more = item.more.as_deref().map_or(0, |more| {
+        1 + 8 * more.iter().filter(|v| v.is_some()).count()
+    });
+    ITEM_OVERHEAD_BYTES + item.value.map_or(0, |_| 8) + more + item.payload.len()
+}
+
+/// The in-memory form of the further measures' values `values` (the first left out):
+/// `None` when none has a value, else up to the last that has one.
+pub(crate) fn more_values(values: &[Option<f64>]) -> Option<Box<[Option<f64>]>> {
+    let end = values.iter().rposition(Option::is_some)? + 1;
+    Some(values[..end].into())
 }
 
 pub(crate) fn encode_items(items: &[Stored], out: &mut Vec<u8>) {
@@ -191,12 +377,27 @@ pub(crate) fn encode_items(items: &[Stored], out: &mut Vec<u8>) {
         let item = &stored.item;
         out.put_i64_le(item.key);
         out.put_u64_le(stored.seq);
-        match item.value {
-            Some(value) => {
-                out.put_u8(HAS_VALUE);
-                out.put_f64_le(value);
+        let more = item.more.as_deref().unwrap_or_default();
+        let flags = if item.value.is_some() { HAS_VALUE } else { 0 }
+            | if more.is_empty() { 0 } else { HAS_MORE };
+        out.put_u8(flags);
+        if let Some(value) = item.value {
+            out.put_f64_le(value);
+        }
+        if !more.is_empty() {
+            assert!(
+                more.len() < MAX_MEASURES && more.last().is_some_and(Option::is_some),
+                "an item's further measures end at one with a value"
+            );
+            let mask = more
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| v.is_some())
+                .fold(0u8, |mask, (at, _)| mask | 1 << at);
+            out.put_u8(mask);
+            for value in more.iter().flatten() {
+                out.put_f64_le(*value);
             }
-            None => out.put_u8(0),
         }
         out.put_u32_le(item.payload.len() as u32);
         out.put_slice(&item.payload);
@@ -216,17 +417,18 @@ pub(crate) fn items_len(items: &[Stored]) -> usize {
 pub(crate) fn decode_items(bytes: &mut Bytes) -> Result<Vec<Stored>, String> {
     let mut items = Vec::new();
     let whole = bytes.clone();
-    walk_items(bytes, |count, key, seq, value, payload| {
+    walk_items(bytes, |count, walked| {
         if items.capacity() == 0 {
             items.reserve_exact(count);
         }
         items.push(Stored {
             item: Item {
-                key,
-                value,
-                payload: whole.slice(payload),
+                key: walked.key,
+                value: walked.value,
+                payload: whole.slice(walked.payload),
+                more: walked.more.map(read_more),
             },
-            seq,
+            seq: walked.seq,
         })
     })?;
     Ok(items)
@@ -240,16 +442,18 @@ pub(crate) fn decode_read_items(bytes: &mut Bytes) -> Result<Vec<Item>, String> 
     let mut items = Vec::new();
     let mut last = None;
     let mut in_order = true;
-    walk_items(bytes, |count, key, seq, value, payload| {
+    walk_items(bytes, |count, walked| {
         if items.capacity() == 0 {
             items.reserve_exact(count);
         }
-        in_order &= last.is_none_or(|last| last <= (key, seq));
-        last = Some((key, seq));
+        let order = (walked.key, walked.seq);
+        in_order &= last.is_none_or(|last| last <= order);
+        last = Some(order);
         items.push(Item {
-            key,
-            value,
-            payload: whole.slice(payload),
+            key: walked.key,
+            value: walked.value,
+            payload: whole.slice(walked.payload),
+            more: walked.more.map(read_more),
         })
     })?;
     if !in_order {
@@ -275,7 +479,7 @@ pub(crate) fn items_of(stored: Vec<Stored>) -> Vec<Item> {
 pub(crate) fn skip_items(bytes: &mut Bytes) -> Result<(usize, usize), String> {
     let mut count = 0;
     let start = bytes.len();
-    walk_items(bytes, |_, _, _, _, _| count += 1)?;
+    walk_items(bytes, |_, _| count += 1)?;
     Ok((count, start - bytes.len() - 4))
 }
 
@@ -300,19 +504,47 @@ pub(crate) fn part_ends(
     ends: &mut Vec<usize>,
 ) -> Result<(), String> {
     ends.push(base + 4);
-    walk_items(bytes, |_, _, _, _, payload| ends.push(base + payload.end))
+    walk_items(bytes, |_, walked| ends.push(base + walked.payload.end))
 }
 
-/// Reads an item list (checking every length and flag), calling `each` with the list's item
-/// count and the key, seq, value and payload range (in `bytes` as given) of every item, then
-/// advances `bytes` past it.
-fn walk_items(
-    bytes: &mut Bytes,
-    mut each: impl FnMut(usize, i64, u64, Option<f64>, std::ops::Range<usize>),
-) -> Result<(), String> {
+/// One item as [`walk_items`] reads it.
+struct Walked<'a> {
+    key: i64,
+    seq: u64,
+    value: Option<f64>,
+    /// The further measures' stored form (mask, then values), checked.
+    more: Option<&'a [u8]>,
+    /// Where the payload is in the list's bytes.
+    payload: std::ops::Range<usize>,
+}
+
+/// The values of a checked stored form of further measures (mask, then values).
+fn read_more(stored: &[u8]) -> Box<[Option<f64>]> {
+    let mask = stored[0];
+    let len = 8 - mask.leading_zeros() as usize;
+    let mut values = stored[1..].chunks_exact(8);
+    (0..len)
+        .map(|at| {
+            (mask & 1 << at != 0)
+                .then(|| f64::from_le_bytes(values.next().expect("checked").try_into().expect("8")))
+        })
+        .collect()
+}
+
+/// Reads an item list (checking every length, flag and value), calling `each` with the
+/// list's item count and every item, then advances `bytes` past it.
+fn walk_items(bytes: &mut Bytes, mut each: impl FnMut(usize, Walked<'_>)) -> Result<(), String> {
     // Read through a plain slice and an offset.
     let data: &[u8] = bytes;
     let truncated = || "item truncated".to_string();
+    let value_at = |at: usize| -> Result<f64, String> {
+        let value = data[at..].first_chunk::<8>().ok_or_else(truncated)?;
+        let value = f64::from_le_bytes(*value);
+        if value.is_nan() {
+            return Err("item value is NaN".to_string());
+        }
+        Ok(value)
+    };
     let items = list_count(data)?;
     let mut at = 4;
     for _ in 0..items {
@@ -322,19 +554,32 @@ fn walk_items(
             .ok_or_else(truncated)?;
         let key = i64::from_le_bytes(fixed[..8].try_into().expect("8 bytes"));
         let seq = u64::from_le_bytes(fixed[8..16].try_into().expect("8 bytes"));
+        let flags = fixed[16];
         at += 17;
-        let value = match fixed[16] {
-            0 => None,
-            HAS_VALUE => {
-                let value = data[at..].first_chunk::<8>().ok_or_else(truncated)?;
-                let value = f64::from_le_bytes(*value);
-                if value.is_nan() {
-                    return Err("item value is NaN".to_string());
-                }
-                at += 8;
-                Some(value)
+        if flags & !(HAS_VALUE | HAS_MORE) != 0 {
+            return Err(format!("unknown item flags {flags}"));
+        }
+        let value = if flags & HAS_VALUE != 0 {
+            at += 8;
+            Some(value_at(at - 8)?)
+        } else {
+            None
+        };
+        let more = if flags & HAS_MORE != 0 {
+            let mask = *data.get(at).ok_or_else(truncated)?;
+            // Bit i: measure i + 1 has a value; at most the seven measures after the first,
+            // and at least one (an item without any has no HAS_MORE flag).
+            if mask == 0 || mask & 0x80 != 0 {
+                return Err(format!("item measure mask {mask:#04x}"));
             }
-            flags => return Err(format!("unknown item flags {flags}")),
+            let len = 1 + 8 * mask.count_ones() as usize;
+            for value in 0..mask.count_ones() as usize {
+                value_at(at + 1 + 8 * value)?;
+            }
+            at += len;
+            Some(&data[at - len..at])
+        } else {
+            None
         };
         let len = data[at..].first_chunk::<4>().ok_or_else(truncated)?;
         let len = u32::from_le_bytes(*len) as usize;
@@ -342,7 +587,16 @@ fn walk_items(
         if len > MAX_RECORD_BYTES || data.len() - at < len {
             return Err(format!("item payload of {len} bytes past the end"));
         }
-        each(items, key, seq, value, at..at + len);
+        each(
+            items,
+            Walked {
+                key,
+                seq,
+                value,
+                more,
+                payload: at..at + len,
+            },
+        );
         at += len;
     }
     bytes.advance(at);
@@ -355,6 +609,11 @@ pub struct NewItem {
     pub(crate) key: Option<i64>,
     pub(crate) value: Option<f64>,
     pub(crate) payload: Bytes,
+    /// Values set by measure name, in the order set: resolved against the array's measures
+    /// at commit (see [`NewItem::resolve`]).
+    pub(crate) named: Vec<(String, f64)>,
+    /// The further measures' values once resolved.
+    pub(crate) more: Option<Box<[Option<f64>]>>,
 }
 
 impl NewItem {
@@ -364,6 +623,8 @@ impl NewItem {
             key: None,
             value: None,
             payload: Bytes::copy_from_slice(payload.as_ref()),
+            named: Vec::new(),
+            more: None,
         }
     }
 
@@ -373,10 +634,42 @@ impl NewItem {
         self
     }
 
-    /// Sets the value that summaries aggregate.
+    /// Sets the value of the array's first measure (its only one when it declares none):
+    /// what `Summary::count`, `sum`, `min` and `max` aggregate.
     pub fn value(mut self, value: f64) -> Self {
         self.value = Some(value);
         self
+    }
+
+    /// Sets the value of the measure named `name` (one the array's spec declares, see
+    /// [`crate::ArraySpec::measures`]); a later value for the same measure replaces an
+    /// earlier one. A name the array lacks fails the batch at commit with
+    /// `Error::UnknownMeasure`.
+    pub fn measure(mut self, name: impl Into<String>, value: f64) -> Self {
+        self.named.push((name.into(), value));
+        self
+    }
+
+    /// Places the values set by name by their index in `measures` (an array's declared
+    /// measures): into `value` and `more`. `Err` names a measure `measures` lacks.
+    pub(crate) fn resolve(&mut self, measures: &[String]) -> Result<(), String> {
+        if self.named.is_empty() {
+            return Ok(());
+        }
+        let mut values = [None; MAX_MEASURES];
+        values[0] = self.value;
+        for (name, value) in std::mem::take(&mut self.named) {
+            let index = measures.iter().position(|m| *m == name).ok_or(name)?;
+            values[index] = Some(value);
+        }
+        self.value = values[0];
+        self.more = more_values(&values[1..measures.len().max(1)]);
+        Ok(())
+    }
+
+    /// Whether any of the item's values is NaN.
+    pub(crate) fn has_nan(&self) -> bool {
+        self.value.is_some_and(f64::is_nan) || self.named.iter().any(|(_, v)| v.is_nan())
     }
 }
 
@@ -390,6 +683,7 @@ mod tests {
                 key,
                 value,
                 payload: Bytes::from_static(payload),
+                more: None,
             },
             seq,
         }
@@ -454,7 +748,7 @@ mod tests {
             let mut out = Vec::new();
             summary.encode(&mut out);
             assert_eq!(out.len(), SUMMARY_BYTES);
-            assert_eq!(Summary::decode(&mut Bytes::from(out)).unwrap(), summary);
+            assert_eq!(Summary::decode(&mut Bytes::from(out), 0).unwrap(), summary);
         }
         // An empty set has one stored form: any other value in its unused fields is refused,
         // so that what decodes encodes back to the same bytes.
@@ -465,7 +759,7 @@ mod tests {
             other[at] = byte;
             assert_ne!(other, empty);
             assert!(
-                Summary::decode(&mut Bytes::from(other)).is_err(),
+                Summary::decode(&mut Bytes::from(other), 0).is_err(),
                 "byte {at}"
             );
         }
@@ -477,21 +771,158 @@ mod tests {
             key: 1,
             value: Some(1.0),
             payload: Bytes::new(),
+            more: None,
         }];
         let b = [
             Item {
                 key: 9,
                 value: None,
                 payload: Bytes::new(),
+                more: None,
             },
             Item {
                 key: 3,
                 value: Some(5.0),
                 payload: Bytes::new(),
+                more: None,
             },
         ];
         let mut merged = Summary::of(&a);
         merged.merge(&Summary::of(&b));
         assert_eq!(merged, Summary::of(a.iter().chain(&b)));
+    }
+
+    #[test]
+    fn items_with_several_measures_round_trip_and_summarize_per_measure() {
+        // Three measures; each item has some of them.
+        let item = |key, values: &[Option<f64>]| Stored {
+            item: Item::new(key, values, "p"),
+            seq: key as u64,
+        };
+        let items = vec![
+            item(1, &[Some(20.0), Some(0.4), None]),
+            item(2, &[None, None, Some(7.0)]),
+            item(3, &[Some(22.0), None, None, None]),
+            item(4, &[None, Some(0.5)]),
+            item(5, &[]),
+        ];
+        // The absent measures at the end are left out, in memory and on disk.
+        assert_eq!(items[2].item.more, None);
+        assert_eq!(items[3].item.more.as_deref(), Some(&[Some(0.5)][..]));
+        let mut bytes = Vec::new();
+        encode_items(&items, &mut bytes);
+        assert_eq!(bytes.len(), items_len(&items));
+        // Item 1 stores a value, a mask and one more value; item 3 only its value.
+        assert_eq!(
+            stored_len(&items[0].item),
+            ITEM_OVERHEAD_BYTES + 8 + 1 + 8 + 1
+        );
+        assert_eq!(stored_len(&items[2].item), ITEM_OVERHEAD_BYTES + 8 + 1);
+        assert_eq!(
+            decode_items(&mut Bytes::from(bytes.clone())).unwrap(),
+            items
+        );
+        for len in 0..bytes.len() {
+            assert!(decode_items(&mut Bytes::copy_from_slice(&bytes[..len])).is_err());
+        }
+        let read = decode_read_items(&mut Bytes::from(bytes.clone())).unwrap();
+        assert_eq!(read[0].measure(1), Some(0.4));
+        assert_eq!(read[1].measure(2), Some(7.0));
+        assert_eq!((read[1].measure(0), read[1].measure(1)), (None, None));
+        assert_eq!(read[4].measure(7), None);
+
+        let summary = Summary::of(items.iter().map(|s| &s.item));
+        assert_eq!((summary.items, summary.count, summary.sum), (5, 2, 42.0));
+        let humidity = summary.measure(1);
+        assert_eq!(
+            (humidity.count, humidity.min, humidity.max),
+            (2, Some(0.4), Some(0.5))
+        );
+        assert_eq!(humidity.mean(), Some(0.45));
+        assert_eq!((summary.measure(2).count, summary.measure(2).sum), (1, 7.0));
+        assert_eq!(summary.measure(3), MeasureSummary::default());
+        assert_eq!(summary.measure(0).mean(), summary.mean());
+        // Stored with the two further measures it has values of, and read back.
+        assert_eq!(summary.stored_more(), 2);
+        let mut out = Vec::new();
+        summary.encode(&mut out);
+        assert_eq!(out.len(), summary.encoded_len());
+        assert_eq!(out.len(), SUMMARY_BYTES + 2 * MEASURE_SUMMARY_BYTES);
+        assert_eq!(
+            Summary::decode(&mut Bytes::from(out.clone()), 2).unwrap(),
+            summary
+        );
+        // Read with another count of further measures than stored: refused.
+        assert!(Summary::decode(&mut Bytes::from(out.clone()), 3).is_err());
+        let mut short = Bytes::from(out.clone());
+        let first = Summary::decode(&mut short, 1).unwrap();
+        assert_eq!(short.len(), MEASURE_SUMMARY_BYTES);
+        assert_ne!(first, summary);
+        // A last stored measure without values is not the canonical form.
+        let mut trailing = out.clone();
+        trailing.truncate(SUMMARY_BYTES + MEASURE_SUMMARY_BYTES);
+        MeasureSummary::default().encode(&mut trailing);
+        assert!(Summary::decode(&mut Bytes::from(trailing), 2).is_err());
+        assert!(Summary::decode(&mut Bytes::from(out), MAX_MEASURES).is_err());
+
+        // Summaries merge per measure, whatever measures each side holds.
+        let mut merged = Summary::of(items[..2].iter().map(|s| &s.item));
+        merged.merge(&Summary::of(items[2..].iter().map(|s| &s.item)));
+        assert_eq!(merged, summary);
+        let mut other_way = Summary::of(items[3..].iter().map(|s| &s.item));
+        other_way.merge(&Summary::of(items[..3].iter().map(|s| &s.item)));
+        assert_eq!(other_way, summary);
+        // Equal whether or not a trailing measure without values is held.
+        let mut padded = summary.clone();
+        padded.more.push(MeasureSummary::default());
+        assert_eq!(padded, summary);
+    }
+
+    #[test]
+    fn bad_measure_bytes_are_refused() {
+        let one = Stored {
+            item: Item::new(1, &[None, Some(1.0)], ""),
+            seq: 0,
+        };
+        let mut bytes = Vec::new();
+        encode_items(&[one], &mut bytes);
+        // count 4, key 8, seq 8, then flags at 20 and the mask at 21.
+        assert_eq!((bytes[20], bytes[21]), (HAS_MORE, 1));
+        for (at, byte, what) in [
+            (21, 0, "mask without measures"),
+            (21, 0x80, "ninth measure"),
+            (20, 4, "unknown flag"),
+        ] {
+            let mut bad = bytes.clone();
+            bad[at] = byte;
+            assert!(decode_items(&mut Bytes::from(bad)).is_err(), "{what}");
+        }
+        let mut nan = bytes.clone();
+        nan[22..30].copy_from_slice(&f64::NAN.to_le_bytes());
+        assert!(decode_items(&mut Bytes::from(nan)).is_err());
+    }
+
+    #[test]
+    fn new_items_place_named_values_by_the_arrays_measures() {
+        let measures = ["t".to_string(), "h".to_string(), "p".to_string()];
+        let mut new = NewItem::new("")
+            .measure("h", 0.5)
+            .value(20.0)
+            .measure("h", 0.6);
+        assert!(!new.has_nan());
+        new.resolve(&measures).unwrap();
+        assert_eq!(
+            (new.value, new.more.as_deref()),
+            (Some(20.0), Some(&[Some(0.6)][..]))
+        );
+        let mut first = NewItem::new("").value(1.0).measure("t", 2.0);
+        first.resolve(&measures).unwrap();
+        assert_eq!((first.value, first.more), (Some(2.0), None));
+        let mut last = NewItem::new("").measure("p", 3.0);
+        last.resolve(&measures).unwrap();
+        assert_eq!(last.more.as_deref(), Some(&[None, Some(3.0)][..]));
+        let mut unknown = NewItem::new("").measure("x", 1.0);
+        assert_eq!(unknown.resolve(&measures), Err("x".to_string()));
+        assert!(NewItem::new("").measure("t", f64::NAN).has_nan());
     }
 }

@@ -46,13 +46,14 @@ pub mod typed;
 
 pub use cache::{CachePolicy, CacheStats, CollectionCacheStats, TierStats, WhatIf};
 pub use catalog::{
-    ArraySpec, CollectionSpec, Layout, MAX_ARRAYS, MAX_COLLECTION_NAME_BYTES, MAX_INLINE_ITEMS,
+    ArraySpec, CollectionSpec, DEFAULT_MEASURE, Layout, MAX_ARRAYS, MAX_COLLECTION_NAME_BYTES,
+    MAX_INLINE_ITEMS,
 };
 pub use collection::{Array, Collection, Expired, KeyRange, Scan, SnapshotCollection};
 pub use db::{Batch, Db, Writes};
 pub use document::{ArrayView, Cursor, Document, ItemPage, ItemQuery, Order, Outlier};
 pub use error::{Error, Result};
-pub use item::{Item, NewItem, Summary};
+pub use item::{Item, MAX_MEASURES, MeasureSummary, NewItem, Summary};
 pub use options::{Durability, Options};
 pub use record::RECORD_OVERHEAD_BYTES;
 pub use snapshot::Snapshot;

@@ -8,19 +8,26 @@ use crate::MAX_RECORD_BYTES;
 use crate::item::{self, Item, SUMMARY_BYTES, Stored, Summary};
 
 /// The version records are written in: each array's inline item list is preceded by its
-/// length in bytes, so that a read can step over an array it does not want.
-pub(crate) const RECORD_VERSION: u8 = 2;
+/// length in bytes, so that a read can step over an array it does not want, and its flags
+/// byte says how many further measures' summaries its summary stores.
+pub(crate) const RECORD_VERSION: u8 = 3;
+/// Records written before summaries had further measures: still read, never written.
+const RECORD_VERSION_SIZED: u8 = 2;
 /// Records written before item lists had a length: still read, never written.
 const RECORD_VERSION_UNSIZED: u8 = 1;
 /// Bytes a parent record adds to its body when its collection has no array fields:
 /// version, body length, array count.
 pub const RECORD_OVERHEAD_BYTES: usize = 1 + 4 + 2;
 /// Bytes each array adds before its inline items: total, flags, next seq, next chunk,
-/// bucket start, summary, the inline items' length in bytes, inline item count.
+/// bucket start, summary, the inline items' length in bytes, inline item count; its summary
+/// of each further measure with values adds `MEASURE_SUMMARY_BYTES`.
 pub const ARRAY_HEADER_BYTES: usize = 8 + 1 + 8 + 4 + 8 + SUMMARY_BYTES + 4 + 4;
 
 const HAS_OVERFLOW: u8 = 1;
 const BUCKET_OPEN: u8 = 2;
+/// Bits 4 to 6 of the flags: how many summaries of further measures follow the first's.
+const MORE_SHIFT: u32 = 4;
+const MORE_MASK: u8 = 0x70;
 
 /// The state of one array field inside its parent record. Its inline items are `Stored`
 /// (with their push sequence numbers) for the write rules and merged reads; a plain read of
@@ -83,7 +90,11 @@ impl ParentRecord {
             + self
                 .arrays
                 .iter()
-                .map(|a| ARRAY_HEADER_BYTES - 4 + item::items_len(&a.inline))
+                .map(|a| {
+                    ARRAY_HEADER_BYTES - 4 - SUMMARY_BYTES
+                        + a.summary.encoded_len()
+                        + item::items_len(&a.inline)
+                })
                 .sum::<usize>()) as u64
     }
 
@@ -102,6 +113,7 @@ impl ParentRecord {
             if array.bucket_start.is_some() {
                 flags |= BUCKET_OPEN;
             }
+            flags |= (array.summary.stored_more() as u8) << MORE_SHIFT;
             out.put_u8(flags);
             out.put_u64_le(array.next_seq);
             out.put_u32_le(array.next_chunk);
@@ -174,10 +186,17 @@ fn decode_with<T>(
         return Err("record truncated".to_string());
     }
     let version = bytes.get_u8();
-    if version != RECORD_VERSION && version != RECORD_VERSION_UNSIZED {
+    if !(RECORD_VERSION_UNSIZED..=RECORD_VERSION).contains(&version) {
         return Err(format!("unknown record version {version}"));
     }
-    let sized = version == RECORD_VERSION;
+    let sized = version != RECORD_VERSION_UNSIZED;
+    let known_flags = HAS_OVERFLOW
+        | BUCKET_OPEN
+        | if version == RECORD_VERSION {
+            MORE_MASK
+        } else {
+            0
+        };
     // An unsized record's arrays lack the items' length.
     let header_bytes = ARRAY_HEADER_BYTES - if sized { 0 } else { 4 };
     let body_len = bytes.get_u32_le() as usize;
@@ -200,7 +219,7 @@ fn decode_with<T>(
         }
         let total = bytes.get_u64_le();
         let flags = bytes.get_u8();
-        if flags & !(HAS_OVERFLOW | BUCKET_OPEN) != 0 {
+        if flags & !known_flags != 0 {
             return Err(format!("unknown array flags {flags}"));
         }
         let next_seq = bytes.get_u64_le();
@@ -209,7 +228,7 @@ fn decode_with<T>(
         if flags & BUCKET_OPEN == 0 && bucket_start != 0 {
             return Err("a bucket start without an open bucket".to_string());
         }
-        let summary = Summary::decode(&mut bytes)?;
+        let summary = Summary::decode(&mut bytes, ((flags & MORE_MASK) >> MORE_SHIFT) as usize)?;
         let (inline_items, inline_count, inline_bytes) = if sized {
             let list_len = bytes.get_u32_le() as usize;
             if bytes.remaining() < list_len {
@@ -276,9 +295,10 @@ pub(crate) fn part_ends(record: &Bytes) -> Result<Vec<usize>, String> {
     if bytes.remaining() < RECORD_OVERHEAD_BYTES {
         return Err("record truncated".to_string());
     }
+    let version = bytes.get_u8();
     let header_bytes = ARRAY_HEADER_BYTES
-        - match bytes.get_u8() {
-            RECORD_VERSION => 0,
+        - match version {
+            RECORD_VERSION | RECORD_VERSION_SIZED => 0,
             RECORD_VERSION_UNSIZED => 4,
             version => return Err(format!("unknown record version {version}")),
         };
@@ -294,6 +314,16 @@ pub(crate) fn part_ends(record: &Bytes) -> Result<Vec<usize>, String> {
     let mut ends = Vec::with_capacity(capacity);
     ends.push(at(&bytes));
     for _ in 0..count {
+        if bytes.remaining() < header_bytes {
+            return Err("array state truncated".to_string());
+        }
+        // The flags byte, 8 bytes in, says how many further measure summaries there are
+        // (always none before the current version).
+        let more = match version {
+            RECORD_VERSION => ((bytes[8] & MORE_MASK) >> MORE_SHIFT) as usize,
+            _ => 0,
+        };
+        let header_bytes = header_bytes + more * item::MEASURE_SUMMARY_BYTES;
         if bytes.remaining() < header_bytes {
             return Err("array state truncated".to_string());
         }
@@ -320,6 +350,7 @@ mod tests {
             key: 4,
             value: Some(1.5),
             payload: Bytes::from_static(b"p"),
+            more: None,
         };
         record.arrays[1].summary.add(&item);
         record.arrays[1].total = 3;
@@ -356,6 +387,7 @@ mod tests {
                     key,
                     value: (key % 2 == 0).then_some(key as f64),
                     payload: Bytes::from(vec![b'p'; key as usize]),
+                    more: None,
                 };
                 array.summary.add(&item);
                 array.total += 1;

@@ -168,16 +168,40 @@ impl Key for i64 {
 }
 
 /// What an item type says of itself: its key in the array (a time, a sequence; `None`
-/// for the array's next key) and the value its array's summaries aggregate.
+/// for the array's next key) and its values of the measures its array's summaries
+/// aggregate: the first measure's by `item_value`, any measure's by name by
+/// `item_measures`.
+///
+/// ```
+/// use skewdb::typed::ItemFields;
+///
+/// struct Reading { at: i64, celsius: f64, humidity: Option<f64> }
+///
+/// impl ItemFields for Reading {
+///     fn item_key(&self) -> Option<i64> { Some(self.at) }
+///     fn item_measures(&self) -> Vec<(&'static str, f64)> {
+///         let mut measures = vec![("temperature", self.celsius)];
+///         measures.extend(self.humidity.map(|h| ("humidity", h)));
+///         measures
+///     }
+/// }
+/// ```
 pub trait ItemFields {
     /// The item's key; `None` (the default) takes the array's greatest key + 1.
     fn item_key(&self) -> Option<i64> {
         None
     }
 
-    /// The value summaries aggregate; `None` (the default) for none.
+    /// The value of the array's first measure; `None` (the default) for none.
     fn item_value(&self) -> Option<f64> {
         None
+    }
+
+    /// Values by measure name (names the array's spec declares, else the push fails at
+    /// commit with `Error::UnknownMeasure`); set after `item_value`, so a value named here
+    /// for the first measure wins. Empty (the default) for none.
+    fn item_measures(&self) -> Vec<(&'static str, f64)> {
+        Vec::new()
     }
 }
 
@@ -345,6 +369,9 @@ impl<K: Key, I: Serialize + DeserializeOwned + ItemFields, C: Codec> TypedArray<
         }
         if let Some(value) = item.item_value() {
             new = new.value(value);
+        }
+        for (name, value) in item.item_measures() {
+            new = new.measure(name, value);
         }
         writes
             .pending(Token::new())

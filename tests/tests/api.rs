@@ -913,8 +913,12 @@ fn get_projected_builds_only_the_named_arrays() {
         assert!(projected.inline.is_empty());
         assert!(!full.inline.is_empty());
         assert_eq!(
-            (projected.total, projected.has_overflow, projected.summary),
-            (full.total, full.has_overflow, full.summary)
+            (
+                projected.total,
+                projected.has_overflow,
+                projected.summary.clone()
+            ),
+            (full.total, full.has_overflow, full.summary.clone())
         );
         assert_eq!(projected.field, full.field);
     }

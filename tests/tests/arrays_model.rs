@@ -227,11 +227,7 @@ fn model_expire(array: &mut ModelArray, before: i64) -> (u64, u64) {
 fn summary_of(items: &[&ModelItem]) -> Summary {
     let mut summary = Summary::default();
     for item in items {
-        summary.add(&skewdb::Item {
-            key: item.0,
-            value: item.2,
-            payload: item.3.clone().into(),
-        });
+        summary.add(&skewdb::Item::new(item.0, &[item.2], item.3.clone()));
     }
     summary
 }

@@ -202,11 +202,7 @@ fn a_year_of_minute_readings_under_hourly_buckets() {
         for minute in 0..MINUTES {
             let key = minute * 60;
             if key >= low && key < high {
-                summary.add(&skewdb::Item {
-                    key,
-                    value: Some(value(minute)),
-                    payload: Default::default(),
-                });
+                summary.add(&skewdb::Item::new(key, &[Some(value(minute))], ""));
             }
         }
         summary

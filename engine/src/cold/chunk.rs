@@ -3,14 +3,24 @@
 
 use bytes::{Buf, BufMut, Bytes};
 
-use crate::item::{self, SUMMARY_BYTES, Stored, Summary};
+use crate::item::{self, MEASURE_SUMMARY_BYTES, SUMMARY_BYTES, Stored, Summary};
 use crate::{Error, MAX_RECORD_BYTES};
 
 pub const SEGMENT_HEADER_BYTES: usize = 32;
 const SEGMENT_MAGIC: &[u8; 8] = b"SKEWCOLD";
-pub const COLD_VERSION: u32 = 1;
-/// Bytes of a chunk header: compressed length, CRC32, kind, raw length, summary.
+/// The cold segment version this build writes: 2, whose chunks' kind bytes may say that
+/// their summaries hold further measures. Version 1 segments (whose chunks all have one
+/// measure, the same bytes otherwise) are still read.
+pub const COLD_VERSION: u32 = 2;
+const OLDEST_COLD_VERSION: u32 = 1;
+/// Bytes of a chunk header whose summary has one measure: compressed length, CRC32, kind,
+/// raw length, summary. Each further measure stored adds `MEASURE_SUMMARY_BYTES`.
 pub const CHUNK_HEADER_BYTES: usize = 4 + 4 + 1 + 4 + SUMMARY_BYTES;
+/// The kind byte of a chunk's header and index entry: the kind in its low 4 bits, the
+/// number of further measures its summary stores in bits 4 to 6.
+const KIND_MASK: u8 = 0x0f;
+const MORE_SHIFT: u32 = 4;
+const MORE_MASK: u8 = 0x70;
 /// zstd level for chunks: fast, and most of the gain.
 const ZSTD_LEVEL: i32 = 3;
 
@@ -44,7 +54,7 @@ pub fn check_segment_header(bytes: &[u8], segment_id: u32) -> Result<(), Error> 
         return Err(bad("cold segment header damaged"));
     }
     let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
-    if version != COLD_VERSION {
+    if !(OLDEST_COLD_VERSION..=COLD_VERSION).contains(&version) {
         return Err(Error::UnsupportedVersion {
             file: name,
             found: version,
@@ -69,13 +79,34 @@ pub enum ChunkKind {
 }
 
 impl ChunkKind {
-    fn from_byte(byte: u8) -> Option<Self> {
-        match byte {
-            1 => Some(ChunkKind::Items),
-            2 => Some(ChunkKind::Bucket),
-            _ => None,
-        }
+    /// The kind byte of a chunk with `summary`.
+    fn byte(self, summary: &Summary) -> u8 {
+        self as u8 | (summary.stored_more() as u8) << MORE_SHIFT
     }
+
+    /// The kind and the number of further measure summaries a kind byte says.
+    fn from_byte(byte: u8) -> Result<(Self, usize), String> {
+        let kind = match byte & !MORE_MASK {
+            1 => ChunkKind::Items,
+            2 => ChunkKind::Bucket,
+            _ => return Err(format!("unknown chunk kind {byte:#04x}")),
+        };
+        debug_assert_eq!(byte & KIND_MASK, kind as u8);
+        Ok((kind, ((byte & MORE_MASK) >> MORE_SHIFT) as usize))
+    }
+}
+
+/// Bytes of the header of a chunk whose summary stores `more` further measures.
+fn header_len(more: usize) -> usize {
+    CHUNK_HEADER_BYTES + more * MEASURE_SUMMARY_BYTES
+}
+
+/// The length of the chunk framed at the start of `bytes` (header and payload), as its
+/// header says; `None` when too few bytes for its header or its kind byte is unknown.
+pub fn framed_len(bytes: &[u8]) -> Option<usize> {
+    let compressed = u32::from_le_bytes(bytes.get(..4)?.try_into().expect("4 bytes"));
+    let (_, more) = ChunkKind::from_byte(*bytes.get(8)?).ok()?;
+    Some(compressed as usize + header_len(more))
 }
 
 /// Where a chunk is: segment, offset of its header, total length with header.
@@ -113,7 +144,7 @@ impl ChunkLoc {
 
 /// A chunk's entry in the chunk index: where it is, what kind, and its summary (which holds
 /// the item count and key bounds), so reads skip chunks and summaries skip decoding.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ChunkRef {
     pub loc: ChunkLoc,
     pub kind: ChunkKind,
@@ -121,12 +152,15 @@ pub struct ChunkRef {
 }
 
 impl ChunkRef {
+    /// Bytes of an entry whose summary has one measure; each further measure stored adds
+    /// `MEASURE_SUMMARY_BYTES`.
     pub const ENCODED_BYTES: usize = ChunkLoc::ENCODED_BYTES + 1 + SUMMARY_BYTES;
 
     pub fn encode(&self) -> Bytes {
-        let mut out = Vec::with_capacity(Self::ENCODED_BYTES);
+        let mut out =
+            Vec::with_capacity(Self::ENCODED_BYTES - SUMMARY_BYTES + self.summary.encoded_len());
         self.loc.encode(&mut out);
-        out.put_u8(self.kind as u8);
+        out.put_u8(self.kind.byte(&self.summary));
         self.summary.encode(&mut out);
         Bytes::from(out)
     }
@@ -140,8 +174,8 @@ impl ChunkRef {
         if !bytes.has_remaining() {
             return Err("chunk entry truncated".to_string());
         }
-        let kind = ChunkKind::from_byte(bytes.get_u8()).ok_or("unknown chunk kind")?;
-        let summary = Summary::decode(&mut bytes)?;
+        let (kind, more) = ChunkKind::from_byte(bytes.get_u8())?;
+        let summary = Summary::decode(&mut bytes, more)?;
         if bytes.has_remaining() || summary.items == 0 {
             return Err("chunk entry malformed".to_string());
         }
@@ -149,10 +183,11 @@ impl ChunkRef {
     }
 }
 
+/// The CRC32 of a chunk: its header but the CRC itself, then its payload.
 fn chunk_crc(header: &[u8], payload: &[u8]) -> u32 {
     let mut hasher = crc32fast::Hasher::new();
     hasher.update(&header[0..4]);
-    hasher.update(&header[8..CHUNK_HEADER_BYTES]);
+    hasher.update(&header[8..]);
     hasher.update(payload);
     hasher.finalize()
 }
@@ -209,11 +244,13 @@ pub fn encode_chunk(
     let start = out.len();
     out.put_u32_le(compressed.len() as u32);
     out.put_u32_le(0);
-    out.put_u8(kind as u8);
+    out.put_u8(kind.byte(&summary));
     out.put_u32_le(raw.len() as u32);
     summary.encode(out);
+    let header_end = out.len();
+    debug_assert_eq!(header_end - start, header_len(summary.stored_more()));
     out.extend_from_slice(&compressed);
-    let crc = chunk_crc(&out[start..start + CHUNK_HEADER_BYTES], &compressed);
+    let crc = chunk_crc(&out[start..header_end], &compressed);
     out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
     summary
 }
@@ -221,10 +258,11 @@ pub fn encode_chunk(
 /// Checks a chunk's framing and header against its index entry without decompressing it
 /// (enough to copy it elsewhere as it is); returns its raw length.
 pub fn check_copy(bytes: &[u8], expected: &ChunkRef) -> Result<usize, String> {
-    if bytes.len() < CHUNK_HEADER_BYTES || bytes.len() != expected.loc.len as usize {
+    let header_bytes = header_len(expected.summary.stored_more());
+    if bytes.len() < header_bytes || bytes.len() != expected.loc.len as usize {
         return Err("chunk length differs from its entry".to_string());
     }
-    let (header, payload) = bytes.split_at(CHUNK_HEADER_BYTES);
+    let (header, payload) = bytes.split_at(header_bytes);
     let mut fields = header;
     let compressed_len = fields.get_u32_le() as usize;
     let crc = fields.get_u32_le();
@@ -234,10 +272,10 @@ pub fn check_copy(bytes: &[u8], expected: &ChunkRef) -> Result<usize, String> {
     if chunk_crc(header, payload) != crc {
         return Err("chunk checksum mismatch".to_string());
     }
-    let kind = ChunkKind::from_byte(fields.get_u8()).ok_or("unknown chunk kind")?;
+    let (kind, more) = ChunkKind::from_byte(fields.get_u8())?;
     let raw_len = fields.get_u32_le() as usize;
-    let summary = Summary::decode(&mut Bytes::copy_from_slice(&fields[..SUMMARY_BYTES]))?;
-    if kind != expected.kind || summary != expected.summary {
+    let summary = Summary::decode(&mut fields, more)?;
+    if kind != expected.kind || summary != expected.summary || fields.has_remaining() {
         return Err("chunk header differs from its index entry".to_string());
     }
     if raw_len > MAX_RECORD_BYTES {
@@ -271,15 +309,15 @@ fn decompress(payload: &[u8], raw_len: usize) -> Result<Vec<u8>, String> {
 /// limits before decompressing, and that its items agree with its summary.
 pub fn decode_chunk(bytes: &[u8], expected: &ChunkRef) -> Result<Vec<Stored>, String> {
     let raw_len = check_copy(bytes, expected)?;
-    let payload = &bytes[CHUNK_HEADER_BYTES..];
-    let summary = expected.summary;
+    let payload = &bytes[header_len(expected.summary.stored_more())..];
+    let summary = &expected.summary;
     let raw = decompress(payload, raw_len)?;
     if raw.len() != raw_len {
         return Err("chunk decompresses to another length".to_string());
     }
     let mut raw = Bytes::from(raw);
     let items = item::decode_items(&mut raw)?;
-    if raw.has_remaining() || Summary::of(items.iter().map(|s| &s.item)) != summary {
+    if raw.has_remaining() || Summary::of(items.iter().map(|s| &s.item)) != *summary {
         return Err("chunk items disagree with its summary".to_string());
     }
     Ok(items)
@@ -291,8 +329,11 @@ pub fn decode_standalone(bytes: &[u8]) -> Result<Vec<Stored>, String> {
     if bytes.len() < CHUNK_HEADER_BYTES {
         return Err("chunk truncated".to_string());
     }
-    let kind = ChunkKind::from_byte(bytes[8]).ok_or("unknown chunk kind")?;
-    let summary = Summary::decode(&mut Bytes::copy_from_slice(&bytes[13..CHUNK_HEADER_BYTES]))?;
+    let (kind, more) = ChunkKind::from_byte(bytes[8])?;
+    if bytes.len() < header_len(more) {
+        return Err("chunk truncated".to_string());
+    }
+    let summary = Summary::decode(&mut &bytes[13..header_len(more)], more)?;
     let entry = ChunkRef {
         loc: ChunkLoc {
             segment_id: 0,
@@ -307,13 +348,16 @@ pub fn decode_standalone(bytes: &[u8]) -> Result<Vec<Stored>, String> {
 
 /// True when `bytes` is exactly one chunk whose checksum holds.
 pub fn check_framing(bytes: &[u8]) -> bool {
-    if bytes.len() < CHUNK_HEADER_BYTES {
+    let Some(len) = framed_len(bytes) else {
+        return false;
+    };
+    let header_bytes = len - u32::from_le_bytes(bytes[0..4].try_into().expect("4 bytes")) as usize;
+    if bytes.len() != len {
         return false;
     }
-    let (header, payload) = bytes.split_at(CHUNK_HEADER_BYTES);
-    let compressed_len = u32::from_le_bytes(header[0..4].try_into().expect("4 bytes")) as usize;
+    let (header, payload) = bytes.split_at(header_bytes);
     let crc = u32::from_le_bytes(header[4..8].try_into().expect("4 bytes"));
-    compressed_len == payload.len() && chunk_crc(header, payload) == crc
+    chunk_crc(header, payload) == crc
 }
 
 #[cfg(test)]
@@ -329,6 +373,7 @@ mod tests {
                     key: i,
                     value: (i % 3 != 0).then_some(i as f64 / 2.0),
                     payload: Bytes::from(format!("payload {i}")),
+                    more: None,
                 },
                 seq: i as u64,
             })
@@ -362,6 +407,7 @@ mod tests {
                     key: i,
                     value: None,
                     payload: Bytes::from(vec![b'x'; i as usize]),
+                    more: None,
                 },
                 seq: i as u64,
             })

@@ -62,7 +62,7 @@ impl ColdGroup {
                 offset,
                 len: bytes.len() as u32,
             },
-            ..*entry
+            ..entry.clone()
         }
     }
 

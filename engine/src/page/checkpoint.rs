@@ -18,7 +18,10 @@ use crate::{Error, Result};
 pub const CHECKPOINT_FILE: &str = "checkpoint";
 pub const CHECKPOINT_TEMP_FILE: &str = "checkpoint.tmp";
 const MAGIC: &[u8; 8] = b"SKEWCKPT";
-pub const CHECKPOINT_VERSION: u32 = 3;
+pub const CHECKPOINT_VERSION: u32 = 4;
+/// Checkpoints whose catalog lacks the arrays' measures (each array has the one default
+/// measure): still read, never written.
+const CHECKPOINT_VERSION_UNMEASURED: u32 = 3;
 const HEADER_BYTES: usize = 8 + 4 + 8 + 4 + 4;
 /// The largest checkpoint payload read back: 64 M pages' worth of page table.
 pub const MAX_CHECKPOINT_BYTES: u64 = 2 * 1024 * 1024 * 1024;
@@ -136,7 +139,7 @@ impl Checkpoint {
         }
         header.advance(8);
         let version = header.get_u32_le();
-        if version != CHECKPOINT_VERSION {
+        if version != CHECKPOINT_VERSION && version != CHECKPOINT_VERSION_UNMEASURED {
             return Err(Error::UnsupportedVersion {
                 file: CHECKPOINT_FILE.to_string(),
                 found: version,
@@ -182,7 +185,9 @@ impl Checkpoint {
         };
         let root = p.get_u64_le();
         let next_page_id = p.get_u64_le();
-        let catalog = Catalog::decode(&mut p).map_err(|reason| bad(HEADER_BYTES as u64, reason))?;
+        let measured = version == CHECKPOINT_VERSION;
+        let catalog =
+            Catalog::decode(&mut p, measured).map_err(|reason| bad(HEADER_BYTES as u64, reason))?;
         if p.remaining() < 8 {
             return Err(truncated());
         }

@@ -236,13 +236,15 @@ impl Node {
         let Node::Leaf { entries, aid } = self else {
             return None;
         };
-        *aid.chunks.get_or_init(|| {
-            let mut merged = Summary::default();
-            for (key, value) in entries {
-                merged.merge(&summary(key, value)?);
-            }
-            Some(merged)
-        })
+        aid.chunks
+            .get_or_init(|| {
+                let mut merged = Summary::default();
+                for (key, value) in entries {
+                    merged.merge(&summary(key, value)?);
+                }
+                Some(merged)
+            })
+            .clone()
     }
 
     /// Forgets the readers' aids; called before the node is changed.

@@ -15,6 +15,9 @@ const OP_DELETE_RANGE: u8 = 4;
 const OP_COLD_CHUNK: u8 = 5;
 const OP_PATCH: u8 = 6;
 const OP_COLD_BYTES: u8 = 7;
+/// A collection created, its spec with its arrays' measures (op 1's spec lacks them: each
+/// array has the default measure). Written since hot log version 3.
+const OP_CREATE_MEASURED: u8 = 8;
 
 /// One change to the database. Physical at the record level (a patch edits bytes): replay
 /// never recomputes.
@@ -85,7 +88,7 @@ impl Op {
     pub fn encode(&self, out: &mut Vec<u8>) -> usize {
         match self {
             Op::CreateCollection { id, spec } => {
-                out.put_u8(OP_CREATE_COLLECTION);
+                out.put_u8(OP_CREATE_MEASURED);
                 out.put_u32_le(*id);
                 spec.encode(out);
                 0
@@ -191,12 +194,13 @@ impl Op {
             let tag = bytes.get_u8();
             let mut value_offset = 0;
             let op = match tag {
-                OP_CREATE_COLLECTION => {
+                OP_CREATE_COLLECTION | OP_CREATE_MEASURED => {
                     need(&bytes, 4)?;
                     let id = bytes.get_u32_le();
+                    let measured = tag == OP_CREATE_MEASURED;
                     Op::CreateCollection {
                         id,
-                        spec: CollectionSpec::decode(&mut bytes)?,
+                        spec: CollectionSpec::decode(&mut bytes, measured)?,
                     }
                 }
                 OP_PUT => {
@@ -570,6 +574,7 @@ mod tests {
                 key,
                 value: (key % 3 == 0).then_some(key as f64),
                 payload: Bytes::from(vec![key as u8; payload]),
+                more: None,
             },
             seq: key as u64,
         }

@@ -35,6 +35,7 @@ mod tests {
                 key,
                 value: None,
                 payload: bytes::Bytes::new(),
+                more: None,
             })
             .collect();
         Summary::of(items.iter())

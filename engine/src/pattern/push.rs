@@ -163,6 +163,7 @@ mod tests {
                     key: *key,
                     value: None,
                     payload: Bytes::new(),
+                    more: None,
                 },
                 seq,
             };

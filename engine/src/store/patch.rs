@@ -74,6 +74,7 @@ mod tests {
                 key: i as i64,
                 value: None,
                 payload: Bytes::from_static(b"0123456789abcdef"),
+                more: None,
             };
             record.arrays[0].summary.add(&item);
             record.arrays[0].inline.push(Stored {

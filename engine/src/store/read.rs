@@ -162,7 +162,7 @@ impl Shared {
     ) -> Result<Vec<ChunkRef>> {
         let mut entries = Vec::new();
         self.for_each_chunk_entry(&version.tree, info, key, field, from, |_, entry| {
-            entries.push(*entry);
+            entries.push(entry.clone());
             Ok(true)
         })?;
         Ok(entries)
@@ -361,7 +361,7 @@ impl Shared {
         };
         let array = &record.arrays[field];
         if whole {
-            return Ok(Some(array.summary));
+            return Ok(Some(array.summary.clone()));
         }
         let query = ItemQuery::new().range(range);
         let mut summary = Summary::of(

@@ -9,7 +9,7 @@ use super::decode::{decode_items, decode_record};
 use super::shared::{Shared, Version};
 use crate::cold::ChunkRef;
 use crate::cold::chunk as cold_chunk;
-use crate::item::Summary;
+use crate::item::{MeasureSummary, Summary};
 use crate::log::frame::SEGMENT_HEADER_BYTES;
 use crate::log::{
     FrameKind, LogTail, parse_segment_name, read_segment_header, scan_segment, segment_name,
@@ -194,10 +194,7 @@ impl Shared {
             let mut offset = cold_chunk::SEGMENT_HEADER_BYTES;
             while offset < bytes.len() {
                 let rest = &bytes[offset..];
-                let len = rest.get(..4).map(|b| {
-                    u32::from_le_bytes(b.try_into().expect("4 bytes")) as usize
-                        + cold_chunk::CHUNK_HEADER_BYTES
-                });
+                let len = cold_chunk::framed_len(rest);
                 match len {
                     Some(len) if len <= rest.len() && cold_chunk::check_framing(&rest[..len]) => {
                         offset += len
@@ -398,9 +395,10 @@ impl Shared {
                     continue;
                 }
                 // Only overflowed arrays wait for their tail and chunks, met later in key order.
-                checker
-                    .expected
-                    .insert((collection, parent.clone(), field), (array.summary, inline));
+                checker.expected.insert(
+                    (collection, parent.clone(), field),
+                    (array.summary.clone(), inline),
+                );
             }
         }
         Ok(())
@@ -430,15 +428,18 @@ fn same_summary(a: &Summary, b: &Summary) -> bool {
     // overflow (to an infinity, or NaN once both meet) can happen in one order and not
     // another: a sum is checked only when both are finite, and then within what rounding
     // can explain.
-    let close =
-        !(a.sum.is_finite() && b.sum.is_finite()) || (a.sum - b.sum).abs() <= sum_rounding_bound(a);
+    let measures = a.measures_held().max(b.measures_held());
     a.items == b.items
-        && a.count == b.count
-        && a.min == b.min
-        && a.max == b.max
         && a.min_key == b.min_key
         && a.max_key == b.max_key
-        && close
+        && (0..measures).all(|at| same_measure(&a.measure(at), &b.measure(at)))
+}
+
+/// [`same_summary`] for one measure's values.
+fn same_measure(a: &MeasureSummary, b: &MeasureSummary) -> bool {
+    let close =
+        !(a.sum.is_finite() && b.sum.is_finite()) || (a.sum - b.sum).abs() <= sum_rounding_bound(a);
+    a.count == b.count && a.min == b.min && a.max == b.max && close
 }
 
 /// How far apart two sums of a summary's values, added in any two orders, can be. Adding
@@ -448,7 +449,7 @@ fn same_summary(a: &Summary, b: &Summary) -> bool {
 /// n * n * epsilon * that magnitude (twice the bound, with room for the second-order term).
 /// Values that cancel make this wide: -MAX, 88 and MAX add up to 0 or to 88 depending on
 /// the order.
-fn sum_rounding_bound(summary: &Summary) -> f64 {
+fn sum_rounding_bound(summary: &MeasureSummary) -> f64 {
     let magnitude = summary
         .min
         .unwrap_or(0.0)
@@ -486,7 +487,7 @@ impl Checker {
                     id.2, id.1
                 ));
             };
-            let mut all = *inline;
+            let mut all = inline.clone();
             all.merge(outside);
             if !same_summary(&all, summary) {
                 return Err(format!(
@@ -518,6 +519,7 @@ mod tests {
             max: Some(max),
             min_key: Some(0),
             max_key: Some(count as i64 - 1),
+            more: Vec::new(),
         }
     }
 

@@ -209,7 +209,7 @@ impl ParentWork {
         self.chunks.push(PendingChunk {
             index,
             number,
-            chunk,
+            chunk: chunk.clone(),
             items,
         });
         chunk
@@ -257,6 +257,7 @@ impl ParentWork {
             key: item_key,
             value: new.value,
             payload: new.payload,
+            more: new.more,
         };
         let size = item::stored_len(&item) as u64 + 4;
         if size > MAX_RECORD_BYTES as u64 {
@@ -460,7 +461,7 @@ impl ParentWork {
                     if !self.dropped_chunks.contains(tree_key) {
                         chunks.push(HistoryChunk::new(
                             ChunkSource::Stored(tree_key.clone()),
-                            *entry,
+                            entry.clone(),
                         ));
                     }
                     Ok(true)
@@ -469,7 +470,10 @@ impl ParentWork {
         }
         for (at, pending) in self.chunks.iter().enumerate() {
             if pending.index == index {
-                chunks.push(HistoryChunk::new(ChunkSource::Pending(at), pending.chunk));
+                chunks.push(HistoryChunk::new(
+                    ChunkSource::Pending(at),
+                    pending.chunk.clone(),
+                ));
             }
         }
         chunks.sort_by_key(|c| c.chunk.summary.max_key);
