@@ -262,6 +262,14 @@ pub struct Collection {
     pub(crate) info: Arc<CollectionInfo>,
 }
 
+impl std::fmt::Debug for Collection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Collection")
+            .field("spec", &self.info.spec)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Collection {
     /// The collection's name.
     pub fn name(&self) -> &str {

@@ -5,7 +5,7 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use skewdb::{Db, Durability, ItemQuery, NewItem, Options};
+use skewdb::{CollectionSpec, Db, Durability, ItemQuery, Layout, NewItem, Options};
 
 /// The options the image was written with.
 fn options() -> Options {
@@ -112,7 +112,30 @@ fn a_database_written_before_measures_takes_new_writes() {
         batch.push("feed", "p00", "readings", item);
     }
     batch.commit().unwrap();
+    // A collection with measures beside the old ones, in the new format.
+    let spec = CollectionSpec::new("sensors").array_with_measures(
+        "readings",
+        Layout::Bucket {
+            max_items: 4,
+            span: None,
+        },
+        ["t", "h"],
+    );
+    db.create_collection(spec).unwrap();
+    let mut batch = db.batch();
+    for key in 0..10 {
+        let reading = NewItem::new("").key(key).measure("h", key as f64);
+        batch.push("sensors", "s", "readings", reading);
+    }
+    batch.commit().unwrap();
     let check = |db: &Db| {
+        let sensors = db.collection("sensors").unwrap();
+        let h = sensors
+            .summary("s", "readings", 2..)
+            .unwrap()
+            .unwrap()
+            .measure(1);
+        assert_eq!((h.count, h.sum, h.max), (8, 44.0, Some(9.0)));
         let feed = db.collection("feed").unwrap();
         let after = feed.summary("p00", "followers", ..).unwrap().unwrap();
         assert_eq!(after.items, before.items + 10);
