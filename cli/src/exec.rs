@@ -170,6 +170,7 @@ fn parse_line(line: &str, batch: &mut Batch) -> Result<bool, Failure> {
             let field: String = fields.required("field")?;
             let item_key: Option<i64> = fields.optional("item_key")?;
             let value: Option<f64> = fields.optional("value")?;
+            let measures: Option<Fields> = fields.optional("measures")?;
             let payload: Option<JsonBytes> = fields.optional("payload")?;
             fields.finish(&op)?;
             let mut item = NewItem::new(payload.map(|p| p.0).unwrap_or_default());
@@ -178,6 +179,13 @@ fn parse_line(line: &str, batch: &mut Batch) -> Result<bool, Failure> {
             }
             if let Some(value) = value {
                 item = item.value(crate::failure::finite(value, "field \"value\"")?);
+            }
+            for (name, value) in measures.map(|m| m.0).unwrap_or_default() {
+                let what = format!("measure {name:?}");
+                let value: f64 = serde_json::from_str(value.get()).map_err(|e| {
+                    Failure::invalid_input(format!("{what}: {}", without_position(&e)))
+                })?;
+                item = item.measure(name, crate::failure::finite(value, &what)?);
             }
             batch.push(&coll, key, &field, item);
         }

@@ -32,12 +32,14 @@ value out of range is an error.
 One example per operation:
   {\"op\":\"put\",\"coll\":\"users\",\"key\":\"alice\",\"body\":\"{\\\"name\\\":\\\"Alice\\\"}\"}
   {\"op\":\"push\",\"coll\":\"users\",\"key\":\"alice\",\"field\":\"followers\",\"item_key\":17,\"value\":4.5,\"payload\":\"bob\"}
+  {\"op\":\"push\",\"coll\":\"sensors\",\"key\":\"s1\",\"field\":\"readings\",\"measures\":{\"temperature\":21.5,\"humidity\":0.4}}
   {\"op\":\"remove\",\"coll\":\"users\",\"key\":\"alice\",\"field\":\"followers\",\"item_key\":17}
   {\"op\":\"expire\",\"coll\":\"sensors\",\"key\":\"s1\",\"field\":\"readings\",\"before\":1700000000}
   {\"op\":\"del\",\"coll\":\"users\",\"key\":{\"base64\":\"AAE=\"}}
   {\"op\":\"commit\"}
-In push, item_key (default: the array's greatest key + 1), value (finite) and payload
-(default: empty) may be left out.
+In push, item_key (default: the array's greatest key + 1), value (the first measure's,
+finite), measures (values of named measures, finite) and payload (default: empty) may be
+left out.
 
 A bad line prints {\"error\":\"...\",\"kind\":\"...\",\"line\":N} (and a line on stderr); its batch
 is not applied and later batches go on. Input that ends inside a batch applies nothing of it
@@ -123,6 +125,10 @@ enum Command {
         /// An array field and its layout: FIELD=embed|reference|subset:N|outlier:N|bucket:N[:SPAN]
         #[arg(long = "array", value_name = "FIELD=LAYOUT")]
         arrays: Vec<String>,
+        /// The named measures of an array field (up to 8), in order: FIELD=NAME,NAME,...
+        /// (default: one, "value").
+        #[arg(long = "measures", value_name = "FIELD=NAMES")]
+        measures: Vec<String>,
     },
     /// Set the body of a parent document.
     Put {
@@ -141,9 +147,12 @@ enum Command {
         /// not the parent's KEY.
         #[arg(long = "key", visible_alias = "item-key", allow_hyphen_values = true)]
         item_key: Option<i64>,
-        /// The value summaries aggregate (a finite number).
+        /// The value of the array's first measure (a finite number).
         #[arg(long, allow_hyphen_values = true)]
         value: Option<f64>,
+        /// The value of a named measure, NAME=V (a finite number); repeatable.
+        #[arg(long = "measure", value_name = "NAME=V", allow_hyphen_values = true)]
+        measures: Vec<String>,
     },
     /// Remove every item with this key from an array field, wherever it lives.
     Remove {
@@ -204,6 +213,10 @@ enum Command {
         /// Largest item key (inclusive).
         #[arg(long, allow_hyphen_values = true)]
         to: Option<i64>,
+        /// Only this measure's count, sum, min and max (default: the first, and every
+        /// measure's by name when the array names its own).
+        #[arg(long)]
+        measure: Option<String>,
     },
     /// Print the parents whose array field has items outside the parent record.
     Outliers {
@@ -438,7 +451,19 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             db,
             collection,
             arrays,
+            measures,
         } => {
+            let mut named: Vec<(&str, Vec<&str>)> = Vec::new();
+            for given in &measures {
+                let (field, names) = given.split_once('=').ok_or_else(|| {
+                    Failure::invalid_input(format!("--measures {given:?} is not FIELD=NAMES"))
+                })?;
+                if named.iter().any(|(seen, _)| *seen == field) {
+                    let message = format!("--measures names field {field:?} twice");
+                    return Err(Failure::invalid_input(message).into());
+                }
+                named.push((field, names.split(',').collect()));
+            }
             let mut spec = CollectionSpec::new(&collection);
             for array in &arrays {
                 let (field, layout) = array.split_once('=').ok_or_else(|| {
@@ -446,7 +471,14 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 })?;
                 let layout = Layout::parse(layout)
                     .map_err(|e| Failure::invalid_input(format!("--array {array:?}: {e}")))?;
-                spec = spec.array(field, layout);
+                spec = match named.iter().position(|(f, _)| *f == field) {
+                    Some(at) => spec.array_with_measures(field, layout, named.remove(at).1),
+                    None => spec.array(field, layout),
+                };
+            }
+            if let Some((field, _)) = named.first() {
+                let message = format!("--measures names {field:?}, which no --array declares");
+                return Err(Failure::invalid_input(message).into());
             }
             let handle = Db::open(&db, Options::new())?;
             handle.create_collection(spec)?;
@@ -467,6 +499,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             payload,
             item_key,
             value,
+            measures,
         } => {
             let key = keys.read(&array.parent.key)?;
             let mut item = NewItem::new(&payload);
@@ -475,6 +508,12 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             }
             if let Some(value) = value {
                 item = item.value(failure::finite(value, "--value")?);
+            }
+            for given in &measures {
+                let bad = || Failure::invalid_input(format!("--measure {given:?} is not NAME=V"));
+                let (name, value) = given.split_once('=').ok_or_else(bad)?;
+                let value: f64 = value.parse().map_err(|_| bad())?;
+                item = item.measure(name, failure::finite(value, "--measure")?);
             }
             commit_one(&array.parent.db, json, |batch| {
                 batch.push(&array.parent.collection, &key, &array.field, item);
@@ -538,15 +577,16 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             if let Some(limit) = limit {
                 query = query.limit(limit);
             }
-            let page = handle
-                .collection(&array.parent.collection)?
+            let collection = handle.collection(&array.parent.collection)?;
+            let measures = collection.array(&array.field)?.measures().to_vec();
+            let page = collection
                 .items(&key, &array.field, &query)?
                 .ok_or_else(|| not_found(&key))?;
             for item in &page.items {
                 if json {
-                    print_value(&text::item_json(item));
+                    print_value(&text::item_json(item, &measures));
                 } else {
-                    println!("{}", text::item_text(item));
+                    println!("{}", text::item_text(item, &measures));
                 }
             }
             if let Some(next) = page.next {
@@ -557,17 +597,31 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 }
             }
         }
-        Command::Summary { array, from, to } => {
+        Command::Summary {
+            array,
+            from,
+            to,
+            measure,
+        } => {
             let key = keys.read(&array.parent.key)?;
             let handle = open_existing(&array.parent.db)?;
-            let summary = handle
-                .collection(&array.parent.collection)?
+            let collection = handle.collection(&array.parent.collection)?;
+            let array_handle = collection.array(&array.field)?;
+            let index = measure
+                .map(|name| array_handle.measure_index(&name))
+                .transpose()?;
+            let measures = array_handle.measures();
+            let summary = collection
                 .summary(&key, &array.field, bounds(from, to))?
                 .ok_or_else(|| not_found(&key))?;
-            if json {
-                print_value(&text::summary_json(&summary));
-            } else {
-                println!("{}", text::summary_text(&summary));
+            match (json, index) {
+                (true, Some(index)) => {
+                    let mut value = text::measure_summary_json(&summary, index);
+                    value["measure"] = json!(measures[index]);
+                    print_value(&value);
+                }
+                (true, None) => print_value(&text::summary_json(&summary, measures)),
+                (false, index) => println!("{}", text::summary_text(&summary, measures, index)),
             }
         }
         Command::Outliers {
@@ -595,14 +649,12 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Get { parent } => {
             let key = keys.read(&parent.key)?;
             let handle = open_existing(&parent.db)?;
-            let document = handle
-                .collection(&parent.collection)?
-                .get(&key)?
-                .ok_or_else(|| not_found(&key))?;
+            let collection = handle.collection(&parent.collection)?;
+            let document = collection.get(&key)?.ok_or_else(|| not_found(&key))?;
             if json {
-                print_value(&text::document_json(&document));
+                print_value(&text::document_json(&document, collection.spec()));
             } else {
-                print!("{}", text::document_text(&document));
+                print!("{}", text::document_text(&document, collection.spec()));
             }
         }
         Command::Scan {
@@ -624,7 +676,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             for document in scan {
                 let document = document?;
                 if json {
-                    print_value(&text::document_json(&document));
+                    print_value(&text::document_json(&document, collection.spec()));
                 } else {
                     println!(
                         "{}\t{}",

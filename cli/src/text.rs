@@ -4,7 +4,8 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 use skewdb::{
-    CacheStats, Document, Inspection, Item, SpaceStats, Stats, Summary, TierSpace, TierStats,
+    CacheStats, CollectionSpec, DEFAULT_MEASURE, Document, Inspection, Item, MeasureSummary,
+    SpaceStats, Stats, Summary, TierSpace, TierStats,
 };
 
 /// Bytes as a JSON value: a string when valid UTF-8, else `{"base64": "..."}`.
@@ -49,58 +50,130 @@ fn optional_double_json(value: Option<f64>) -> Value {
     value.map_or(Value::Null, double_json)
 }
 
-pub fn item_json(item: &Item) -> Value {
-    json!({
+/// Whether an array's measures are its own names (printed by name), not just the one
+/// default measure (printed as `value` and the summary's count, sum, min and max).
+fn named(measures: &[String]) -> bool {
+    measures != [DEFAULT_MEASURE]
+}
+
+/// An item; with its `"measures"` by name when its array names its own.
+pub fn item_json(item: &Item, measures: &[String]) -> Value {
+    let mut value = json!({
         "key": item.key,
         "value": optional_double_json(item.value),
         "payload": bytes_json(&item.payload),
-    })
+    });
+    if named(measures) {
+        let by_name: serde_json::Map<String, Value> = measures
+            .iter()
+            .enumerate()
+            .map(|(at, name)| (name.clone(), optional_double_json(item.measure(at))))
+            .collect();
+        value["measures"] = Value::Object(by_name);
+    }
+    value
 }
 
-pub fn item_text(item: &Item) -> String {
-    let value = item.value.map_or("-".to_string(), |v| v.to_string());
-    format!("{}\t{}\t{}", item.key, value, display(&item.payload))
-}
-
-pub fn summary_json(summary: &Summary) -> Value {
-    json!({
-        "count": summary.count,
-        "sum": double_json(summary.sum),
-        "min": optional_double_json(summary.min),
-        "max": optional_double_json(summary.max),
-        "min_key": summary.min_key,
-        "max_key": summary.max_key,
-        "items": summary.items,
-    })
-}
-
-pub fn summary_text(summary: &Summary) -> String {
+pub fn item_text(item: &Item, measures: &[String]) -> String {
     let show = |v: Option<f64>| v.map_or("-".to_string(), |v| v.to_string());
-    let key = |k: Option<i64>| k.map_or("-".to_string(), |k| k.to_string());
+    let values = if named(measures) {
+        let values: Vec<String> = measures
+            .iter()
+            .enumerate()
+            .map(|(at, name)| format!("{name}={}", show(item.measure(at))))
+            .collect();
+        values.join(" ")
+    } else {
+        show(item.value)
+    };
+    format!("{}\t{}\t{}", item.key, values, display(&item.payload))
+}
+
+fn measure_json(measure: &MeasureSummary) -> Value {
+    json!({
+        "count": measure.count,
+        "sum": double_json(measure.sum),
+        "min": optional_double_json(measure.min),
+        "max": optional_double_json(measure.max),
+    })
+}
+
+/// A summary: item count, key bounds and the first measure's count, sum, min and max; with
+/// every measure's by name under `"measures"` when the array names its own.
+pub fn summary_json(summary: &Summary, measures: &[String]) -> Value {
+    let mut value = measure_summary_json(summary, 0);
+    if named(measures) {
+        let by_name: serde_json::Map<String, Value> = measures
+            .iter()
+            .enumerate()
+            .map(|(at, name)| (name.clone(), measure_json(&summary.measure(at))))
+            .collect();
+        value["measures"] = Value::Object(by_name);
+    }
+    value
+}
+
+/// A summary with measure `index`'s count, sum, min and max.
+pub fn measure_summary_json(summary: &Summary, index: usize) -> Value {
+    let mut value = measure_json(&summary.measure(index));
+    value["min_key"] = json!(summary.min_key);
+    value["max_key"] = json!(summary.max_key);
+    value["items"] = json!(summary.items);
+    value
+}
+
+fn measure_text(measure: &MeasureSummary) -> String {
+    let show = |v: Option<f64>| v.map_or("-".to_string(), |v| v.to_string());
     format!(
-        "items {}  count {}  sum {}  min {}  max {}  mean {}  keys {}..{}",
-        summary.items,
-        summary.count,
-        summary.sum,
-        show(summary.min),
-        show(summary.max),
-        show(summary.mean()),
-        key(summary.min_key),
-        key(summary.max_key)
+        "count {}  sum {}  min {}  max {}  mean {}",
+        measure.count,
+        measure.sum,
+        show(measure.min),
+        show(measure.max),
+        show(measure.mean()),
     )
 }
 
-pub fn document_json(document: &Document) -> Value {
+/// A summary for people: items, measure `index`'s values (every measure's, one per line
+/// after the first, when `index` is `None` and the array names its own), key bounds.
+pub fn summary_text(summary: &Summary, measures: &[String], index: Option<usize>) -> String {
+    let key = |k: Option<i64>| k.map_or("-".to_string(), |k| k.to_string());
+    let keys = format!("keys {}..{}", key(summary.min_key), key(summary.max_key));
+    match index {
+        Some(index) => format!(
+            "items {}  {}: {}  {keys}",
+            summary.items,
+            measures[index],
+            measure_text(&summary.measure(index))
+        ),
+        None if named(measures) => {
+            let mut out = format!("items {}  {keys}", summary.items);
+            for (at, name) in measures.iter().enumerate() {
+                out += &format!("\n  {name}: {}", measure_text(&summary.measure(at)));
+            }
+            out
+        }
+        None => format!(
+            "items {}  {}  {keys}",
+            summary.items,
+            measure_text(&summary.measure(0))
+        ),
+    }
+}
+
+pub fn document_json(document: &Document, spec: &CollectionSpec) -> Value {
     let arrays: serde_json::Map<String, Value> = document
         .arrays()
         .iter()
-        .map(|array| {
+        .zip(spec.arrays())
+        .map(|(array, array_spec)| {
+            let measures = &array_spec.measures;
             let value = json!({
                 "layout": array.layout.describe(),
                 "total": array.total,
                 "has_overflow": array.has_overflow,
-                "summary": summary_json(&array.summary),
-                "inline": array.inline.iter().map(item_json).collect::<Vec<_>>(),
+                "summary": summary_json(&array.summary, measures),
+                "inline": array.inline.iter().map(|i| item_json(i, measures)).collect::<Vec<_>>(),
             });
             (array.field.clone(), value)
         })
@@ -108,13 +181,14 @@ pub fn document_json(document: &Document) -> Value {
     json!({"key": bytes_json(document.key()), "body": bytes_json(document.body()), "arrays": arrays})
 }
 
-pub fn document_text(document: &Document) -> String {
+pub fn document_text(document: &Document, spec: &CollectionSpec) -> String {
     let mut out = format!(
         "key:  {}\nbody: {}\n",
         display(document.key()),
         display(document.body())
     );
-    for array in document.arrays() {
+    for (array, array_spec) in document.arrays().iter().zip(spec.arrays()) {
+        let measures = &array_spec.measures;
         out += &format!(
             "array {} ({}): {} items{}, {}\n",
             array.field,
@@ -125,10 +199,10 @@ pub fn document_text(document: &Document) -> String {
             } else {
                 ""
             },
-            summary_text(&array.summary)
+            summary_text(&array.summary, measures, None)
         );
         for item in &array.inline {
-            out += &format!("  {}\n", item_text(item));
+            out += &format!("  {}\n", item_text(item, measures));
         }
     }
     out

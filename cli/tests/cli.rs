@@ -508,3 +508,214 @@ fn compact_gives_back_the_log() {
         "no skewdb database",
     );
 }
+
+#[test]
+fn named_measures_through_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db").to_str().unwrap().to_string();
+    let ok = |args: &[&str]| {
+        let output = skewdb(args);
+        assert!(output.status.success(), "{args:?}: {output:?}");
+        output
+    };
+    ok(&[
+        "create",
+        &db,
+        "--collection",
+        "sensors",
+        "--array",
+        "readings=bucket:2",
+        "--array",
+        "plain=embed",
+        "--measures",
+        "readings=temperature,humidity",
+    ]);
+    ok(&[
+        "push",
+        &db,
+        "sensors",
+        "s1",
+        "readings",
+        "--key",
+        "1",
+        "--measure",
+        "temperature=20.5",
+        "--measure",
+        "humidity=0.4",
+        "a",
+    ]);
+    ok(&[
+        "push", &db, "sensors", "s1", "readings", "--key", "2", "--value", "-1", "b",
+    ]);
+    ok(&[
+        "push",
+        &db,
+        "sensors",
+        "s1",
+        "readings",
+        "--key",
+        "3",
+        "--measure",
+        "humidity=0.6",
+        "c",
+    ]);
+    let input = concat!(
+        r#"{"op":"push","coll":"sensors","key":"s1","field":"readings","item_key":4,"#,
+        r#""measures":{"humidity":0.5,"temperature":30},"payload":"d"}"#,
+        "\n",
+        r#"{"op":"push","coll":"sensors","key":"s1","field":"plain","value":7}"#,
+        "\n",
+        r#"{"op":"commit"}"#,
+        "\n",
+    );
+    assert!(exec(Path::new(&db), input).status.success());
+
+    let items = json_lines(&ok(&["--json", "items", &db, "sensors", "s1", "readings"]));
+    assert_eq!(items.len(), 4);
+    assert_eq!(
+        items[0]["measures"],
+        json!({"temperature": 20.5, "humidity": 0.4})
+    );
+    assert_eq!(
+        items[1]["measures"],
+        json!({"temperature": -1.0, "humidity": null})
+    );
+    assert_eq!(items[2]["value"], Value::Null);
+    assert_eq!(items[3]["value"], json!(30.0));
+    let text = stdout(&ok(&["items", &db, "sensors", "s1", "readings"]));
+    assert_eq!(
+        text.lines().next(),
+        Some("1\ttemperature=20.5 humidity=0.4\ta")
+    );
+
+    // Every measure by name (sealed buckets and the open one together), the first also at
+    // the top; one measure alone with --measure.
+    let summary = &json_lines(&ok(&[
+        "--json", "summary", &db, "sensors", "s1", "readings",
+    ]))[0];
+    assert_eq!(
+        (summary["items"].clone(), summary["count"].clone()),
+        (json!(4), json!(3))
+    );
+    assert_eq!(
+        summary["measures"]["humidity"],
+        json!({"count": 3, "sum": 1.5, "min": 0.4, "max": 0.6})
+    );
+    assert_eq!(summary["measures"]["temperature"]["max"], json!(30.0));
+    let humidity = &json_lines(&ok(&[
+        "--json",
+        "summary",
+        &db,
+        "sensors",
+        "s1",
+        "readings",
+        "--measure",
+        "humidity",
+        "--from",
+        "2",
+    ]))[0];
+    assert_eq!(humidity["measure"], json!("humidity"));
+    assert_eq!(
+        (humidity["count"].clone(), humidity["max"].clone()),
+        (json!(2), json!(0.6))
+    );
+    assert_eq!(humidity["items"], json!(3));
+    let text = stdout(&ok(&["summary", &db, "sensors", "s1", "readings"]));
+    assert!(text.contains("humidity: count 3  sum 1.5"), "{text}");
+    // An array without named measures prints as before: no "measures".
+    let document = &json_lines(&ok(&["--json", "get", &db, "sensors", "s1"]))[0];
+    assert!(
+        document["arrays"]["plain"]["summary"]
+            .get("measures")
+            .is_none()
+    );
+    assert!(
+        document["arrays"]["plain"]["inline"][0]
+            .get("measures")
+            .is_none()
+    );
+    assert_eq!(document["arrays"]["plain"]["summary"]["sum"], json!(7.0));
+    assert!(document["arrays"]["readings"]["summary"]["measures"].is_object());
+
+    // Bad input: an unknown measure (at push and at summary), a value that is not a
+    // number, one that is not finite, a --measures for no array, one field named twice.
+    let push = |extra: &[&str]| {
+        let mut args = vec!["push", &db, "sensors", "s1", "readings"];
+        args.extend_from_slice(extra);
+        args.push("x");
+        skewdb(&args)
+    };
+    assert_user_error(
+        &push(&["--measure", "pressure=1"]),
+        "no measure \"pressure\"",
+    );
+    assert_user_error(&push(&["--measure", "humidity=wet"]), "is not NAME=V");
+    assert_user_error(&push(&["--measure", "humidity"]), "is not NAME=V");
+    assert_user_error(&push(&["--measure", "humidity=inf"]), "finite");
+    assert_user_error(
+        &skewdb(&[
+            "summary",
+            &db,
+            "sensors",
+            "s1",
+            "readings",
+            "--measure",
+            "wind",
+        ]),
+        "no measure \"wind\"",
+    );
+    assert_user_error(
+        &skewdb(&[
+            "create",
+            &db,
+            "--collection",
+            "x",
+            "--array",
+            "a=embed",
+            "--measures",
+            "b=m",
+        ]),
+        "no --array declares",
+    );
+    assert_user_error(
+        &skewdb(&[
+            "create",
+            &db,
+            "--collection",
+            "x",
+            "--array",
+            "a=embed",
+            "--measures",
+            "a=m",
+            "--measures",
+            "a=n",
+        ]),
+        "twice",
+    );
+    assert_user_error(
+        &skewdb(&[
+            "create",
+            &db,
+            "--collection",
+            "x",
+            "--array",
+            "a=embed",
+            "--measures",
+            "a=m,m",
+        ]),
+        "declared twice",
+    );
+    let bad = exec(
+        Path::new(&db),
+        concat!(
+            r#"{"op":"push","coll":"sensors","key":"s1","field":"readings","measures":{"humidity":"wet"}}"#,
+            "\n",
+            r#"{"op":"commit"}"#,
+            "\n"
+        ),
+    );
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("measure \"humidity\""));
+    let after = json_lines(&ok(&["--json", "items", &db, "sensors", "s1", "readings"]));
+    assert_eq!(after.len(), 4, "no refused push applied");
+}
