@@ -460,7 +460,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 })?;
                 if named.iter().any(|(seen, _)| *seen == field) {
                     let message = format!("--measures names field {field:?} twice");
-                    return Err(Failure::invalid_input(message).into());
+                    return Err(Failure::invalid_input(message));
                 }
                 named.push((field, names.split(',').collect()));
             }
@@ -478,7 +478,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             }
             if let Some((field, _)) = named.first() {
                 let message = format!("--measures names {field:?}, which no --array declares");
-                return Err(Failure::invalid_input(message).into());
+                return Err(Failure::invalid_input(message));
             }
             let handle = Db::open(&db, Options::new())?;
             handle.create_collection(spec)?;
