@@ -1,6 +1,7 @@
-//! Sensor readings under `Bucket`: a reading every ten seconds goes to the open hourly
-//! bucket; sealed buckets carry count, sum, min and max, so a day's mean reads no reading
-//! and a last-hour range reads one bucket. Old buckets expire without being read.
+//! Sensor readings under `Bucket`: a reading (temperature and humidity) every ten seconds
+//! goes to the open hourly bucket; sealed buckets carry count, sum, min and max of each
+//! measure, so a day's means read no reading and a last-hour range reads one bucket. Old
+//! buckets expire without being read.
 
 use serde::{Deserialize, Serialize};
 use skewdb::typed::{ItemFields, Json};
@@ -15,6 +16,7 @@ struct Sensor {
 struct Reading {
     at: i64,
     celsius: f64,
+    humidity: f64,
 }
 
 impl ItemFields for Reading {
@@ -22,8 +24,8 @@ impl ItemFields for Reading {
         Some(self.at)
     }
 
-    fn item_value(&self) -> Option<f64> {
-        Some(self.celsius)
+    fn item_measures(&self) -> Vec<(&'static str, f64)> {
+        vec![("temperature", self.celsius), ("humidity", self.humidity)]
     }
 }
 
@@ -36,17 +38,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         max_items: 360,
         span: Some(HOUR),
     };
-    let spec = CollectionSpec::new("sensors").array("readings", hourly);
+    let spec = CollectionSpec::new("sensors").array_with_measures(
+        "readings",
+        hourly,
+        ["temperature", "humidity"],
+    );
     let sensors = db.create_collection(spec)?.typed::<String, Sensor, Json>();
     let readings = sensors.array::<Reading>("readings")?;
+    let humidity = readings.untyped().measure_index("humidity")?;
 
     // A day of readings, one every ten seconds, committed an hour at a time.
     let mut batch = db.batch();
     sensors.put(&mut batch, "s1", &Sensor { room: "lab".into() })?;
     for at in (0..24 * HOUR).step_by(10) {
         let hour_of_day = (at / HOUR) as f64;
-        let celsius = 18.0 + 6.0 * (hour_of_day / 24.0 * std::f64::consts::TAU).sin();
-        readings.push(&mut batch, "s1", &Reading { at, celsius })?;
+        let wave = (hour_of_day / 24.0 * std::f64::consts::TAU).sin();
+        let (celsius, humidity) = (18.0 + 6.0 * wave, 0.5 - 0.2 * wave);
+        let reading = Reading {
+            at,
+            celsius,
+            humidity,
+        };
+        readings.push(&mut batch, "s1", &reading)?;
         if at % HOUR == HOUR - 10 {
             batch.commit()?;
         }
@@ -55,11 +68,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let day = readings.summary("s1", ..)?.ok_or("no sensor")?;
     println!(
-        "{} readings, mean {:.2}, min {:.2}, max {:.2}",
+        "{} readings, mean {:.2} C (min {:.2}, max {:.2}), humidity mean {:.3}",
         day.items,
         day.mean().unwrap_or(0.0),
         day.min.unwrap_or(0.0),
-        day.max.unwrap_or(0.0)
+        day.max.unwrap_or(0.0),
+        day.measure(humidity).mean().unwrap_or(0.0)
     );
     let last_hour = readings
         .items("s1", &ItemQuery::new().range(23 * HOUR..))?
@@ -74,7 +88,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let afternoon = readings
         .summary("s1", 12 * HOUR..18 * HOUR)?
         .ok_or("no sensor")?;
-    println!("12:00-18:00 mean {:.2}", afternoon.mean().unwrap_or(0.0));
+    println!(
+        "12:00-18:00 mean {:.2} C, humidity up to {:.3}",
+        afternoon.mean().unwrap_or(0.0),
+        afternoon.measure(humidity).max.unwrap_or(0.0)
+    );
 
     // Keep twelve hours: the older sealed buckets go, read from the chunk index alone.
     let expired = sensors.untyped().expire_buckets("readings", 12 * HOUR)?;
