@@ -9,7 +9,10 @@ use std::sync::Arc;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use skewdb::testing::{SimStorage, Storage};
-use skewdb::{CollectionSpec, Db, Durability, Error, ItemQuery, Layout, NewItem, Options, Result};
+use skewdb::{
+    CollectionSpec, Db, Durability, Error, Item, ItemQuery, Layout, NewItem, Options, Result,
+    Summary,
+};
 
 /// An item as the models keep it: key, value, payload.
 pub type ModelItem = (i64, Option<f64>, Vec<u8>);
@@ -62,12 +65,44 @@ pub fn arrays_of(collection: &str) -> Vec<(&'static str, Layout)> {
     }
 }
 
+/// The collection whose arrays have a second measure, `mirror`: every item with a value
+/// gets its negation as its mirror value, so that the models (one value per item) check the
+/// second measure of every item and summary read back (see [`check_mirror`]).
+pub const MIRRORED: &str = "products";
+
 fn spec(collection: &str) -> CollectionSpec {
-    arrays_of(collection)
-        .into_iter()
-        .fold(CollectionSpec::new(collection), |spec, (field, layout)| {
-            spec.array(field, layout)
-        })
+    arrays_of(collection).into_iter().fold(
+        CollectionSpec::new(collection),
+        |spec, (field, layout)| {
+            if collection == MIRRORED {
+                spec.array_with_measures(field, layout, ["value", "mirror"])
+            } else {
+                spec.array(field, layout)
+            }
+        },
+    )
+}
+
+/// Checks that every item of `document`'s arrays and their summaries carry the mirror
+/// measure as [`MIRRORED`]'s pushes set it: the negation of the first measure.
+fn check_mirror(items: &[Item], summary: &Summary) {
+    for item in items {
+        assert_eq!(
+            item.measure(1),
+            item.value.map(|v| -v),
+            "an item's second measure"
+        );
+    }
+    let (first, mirror) = (summary.measure(0), summary.measure(1));
+    let neg = |v: Option<f64>| v.map(|v| -v);
+    assert_eq!(mirror.count, first.count, "the second measure's count");
+    assert_eq!((mirror.min, mirror.max), (neg(first.max), neg(first.min)));
+    assert!(
+        mirror.sum == -first.sum || (mirror.sum.is_nan() && first.sum.is_nan()),
+        "the second measure's sum {} against {}",
+        mirror.sum,
+        first.sum
+    );
 }
 
 /// Small pages and segments so that a short workload splits pages, rolls segments and
@@ -188,6 +223,9 @@ pub fn commit(db: &Db, steps: &[Step]) -> Result<()> {
                 let mut item = NewItem::new(payload).key(*item_key);
                 if let Some(value) = value {
                     item = item.value(*value);
+                    if *collection == MIRRORED {
+                        item = item.measure("mirror", -value);
+                    }
                 }
                 batch.push(collection, key, field, item)
             }
@@ -264,6 +302,10 @@ pub fn read_all(db: &Db) -> Result<Model> {
                 let page = collection
                     .items(document.key(), &array.field, &ItemQuery::new())?
                     .expect("parent exists");
+                if name == MIRRORED {
+                    check_mirror(&page.items, &array.summary);
+                    check_mirror(&array.inline, &array.summary);
+                }
                 let items: Vec<ModelItem> = page
                     .items
                     .into_iter()
