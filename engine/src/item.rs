@@ -19,10 +19,13 @@ pub struct Item {
     pub value: Option<f64>,
     /// The user's bytes.
     pub payload: Bytes,
-    /// Values of the measures after the first, in the array's order, the absent ones at the
-    /// end left out: `None` when the item has none of them.
-    pub(crate) more: Option<Box<[Option<f64>]>>,
+    /// Values of the measures after the first, in the array's order: `None` when the item
+    /// has none of them (boxed, so that an item without them is no larger than one).
+    pub(crate) more: More,
 }
+
+/// The values of an item's measures after the first, when it has any.
+pub(crate) type More = Option<Box<[Option<f64>; MAX_MEASURES - 1]>>;
 
 impl Item {
     /// An item as a read would return it: `values[i]` is its value of measure `i`, if any
@@ -248,8 +251,12 @@ impl Summary {
             self.set_first(first);
         }
         if let Some(more) = &item.more {
-            if self.more.len() < more.len() {
-                self.more.resize(more.len(), MeasureSummary::default());
+            let len = more
+                .iter()
+                .rposition(Option::is_some)
+                .map_or(0, |at| at + 1);
+            if self.more.len() < len {
+                self.more.resize(len, MeasureSummary::default());
             }
             for (summary, value) in self.more.iter_mut().zip(more.iter()) {
                 if let Some(value) = value {
@@ -363,11 +370,14 @@ pub(crate) fn stored_len(item: &Item) -> usize {
     ITEM_OVERHEAD_BYTES + item.value.map_or(0, |_| 8) + more + item.payload.len()
 }
 
-/// The in-memory form of the further measures' values `values` (the first left out):
-/// `None` when none has a value, else up to the last that has one.
-pub(crate) fn more_values(values: &[Option<f64>]) -> Option<Box<[Option<f64>]>> {
-    let end = values.iter().rposition(Option::is_some)? + 1;
-    Some(values[..end].into())
+/// The in-memory form of the further measures' values `values` (the first left out, at
+/// most `MAX_MEASURES - 1`): `None` when none has a value.
+pub(crate) fn more_values(values: &[Option<f64>]) -> More {
+    values.iter().any(Option::is_some).then(|| {
+        let mut more = Box::new([None; MAX_MEASURES - 1]);
+        more[..values.len()].copy_from_slice(values);
+        more
+    })
 }
 
 pub(crate) fn encode_items(items: &[Stored], out: &mut Vec<u8>) {
@@ -377,23 +387,19 @@ pub(crate) fn encode_items(items: &[Stored], out: &mut Vec<u8>) {
         let item = &stored.item;
         out.put_i64_le(item.key);
         out.put_u64_le(stored.seq);
-        let more = item.more.as_deref().unwrap_or_default();
-        let flags = if item.value.is_some() { HAS_VALUE } else { 0 }
-            | if more.is_empty() { 0 } else { HAS_MORE };
+        let more: &[Option<f64>] = item.more.as_deref().map_or(&[], |more| &more[..]);
+        let mask = more
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v.is_some())
+            .fold(0u8, |mask, (at, _)| mask | 1 << at);
+        let flags =
+            if item.value.is_some() { HAS_VALUE } else { 0 } | if mask == 0 { 0 } else { HAS_MORE };
         out.put_u8(flags);
         if let Some(value) = item.value {
             out.put_f64_le(value);
         }
-        if !more.is_empty() {
-            assert!(
-                more.len() < MAX_MEASURES && more.last().is_some_and(Option::is_some),
-                "an item's further measures end at one with a value"
-            );
-            let mask = more
-                .iter()
-                .enumerate()
-                .filter(|(_, v)| v.is_some())
-                .fold(0u8, |mask, (at, _)| mask | 1 << at);
+        if mask != 0 {
             out.put_u8(mask);
             for value in more.iter().flatten() {
                 out.put_f64_le(*value);
@@ -519,16 +525,17 @@ struct Walked<'a> {
 }
 
 /// The values of a checked stored form of further measures (mask, then values).
-fn read_more(stored: &[u8]) -> Box<[Option<f64>]> {
+fn read_more(stored: &[u8]) -> Box<[Option<f64>; MAX_MEASURES - 1]> {
     let mask = stored[0];
-    let len = 8 - mask.leading_zeros() as usize;
     let mut values = stored[1..].chunks_exact(8);
-    (0..len)
-        .map(|at| {
-            (mask & 1 << at != 0)
-                .then(|| f64::from_le_bytes(values.next().expect("checked").try_into().expect("8")))
-        })
-        .collect()
+    let mut more = Box::new([None; MAX_MEASURES - 1]);
+    for (at, slot) in more.iter_mut().enumerate() {
+        if mask & 1 << at != 0 {
+            let value = values.next().expect("checked").try_into().expect("8 bytes");
+            *slot = Some(f64::from_le_bytes(value));
+        }
+    }
+    more
 }
 
 /// Reads an item list (checking every length, flag and value), calling `each` with the
@@ -613,7 +620,7 @@ pub struct NewItem {
     /// at commit (see [`NewItem::resolve`]).
     pub(crate) named: Vec<(String, f64)>,
     /// The further measures' values once resolved.
-    pub(crate) more: Option<Box<[Option<f64>]>>,
+    pub(crate) more: More,
 }
 
 impl NewItem {
@@ -808,7 +815,8 @@ mod tests {
         ];
         // The absent measures at the end are left out, in memory and on disk.
         assert_eq!(items[2].item.more, None);
-        assert_eq!(items[3].item.more.as_deref(), Some(&[Some(0.5)][..]));
+        assert_eq!(items[4].item.more, None);
+        assert_eq!(items[3].item.measure(1), Some(0.5));
         let mut bytes = Vec::new();
         encode_items(&items, &mut bytes);
         assert_eq!(bytes.len(), items_len(&items));
@@ -911,16 +919,21 @@ mod tests {
             .measure("h", 0.6);
         assert!(!new.has_nan());
         new.resolve(&measures).unwrap();
+        let two = |more: &More| more.as_ref().map(|m| m[..2].to_vec());
         assert_eq!(
-            (new.value, new.more.as_deref()),
-            (Some(20.0), Some(&[Some(0.6)][..]))
+            (new.value, two(&new.more)),
+            (Some(20.0), Some(vec![Some(0.6), None]))
         );
         let mut first = NewItem::new("").value(1.0).measure("t", 2.0);
         first.resolve(&measures).unwrap();
         assert_eq!((first.value, first.more), (Some(2.0), None));
         let mut last = NewItem::new("").measure("p", 3.0);
         last.resolve(&measures).unwrap();
-        assert_eq!(last.more.as_deref(), Some(&[None, Some(3.0)][..]));
+        assert_eq!(two(&last.more), Some(vec![None, Some(3.0)]));
+        assert!(
+            last.more
+                .is_some_and(|m| m[2..].iter().all(Option::is_none))
+        );
         let mut unknown = NewItem::new("").measure("x", 1.0);
         assert_eq!(unknown.resolve(&measures), Err("x".to_string()));
         assert!(NewItem::new("").measure("t", f64::NAN).has_nan());

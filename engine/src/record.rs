@@ -230,6 +230,11 @@ fn decode_with<T>(
         }
         let summary = Summary::decode(&mut bytes, ((flags & MORE_MASK) >> MORE_SHIFT) as usize)?;
         let (inline_items, inline_count, inline_bytes) = if sized {
+            // The header's fixed part was checked; the summary's further measures may have
+            // taken the rest.
+            if bytes.remaining() < 4 {
+                return Err("array state truncated".to_string());
+            }
             let list_len = bytes.get_u32_le() as usize;
             if bytes.remaining() < list_len {
                 return Err(format!(
