@@ -20,14 +20,29 @@ pub fn key(i: u64) -> String {
 /// `Bucket { max_items: 1000, span: one hour }`, keyed by seconds. Values follow a daily
 /// cycle at 0.1 degree resolution, as real sensors report. Returns the minutes.
 pub fn readings_db(options: Options) -> (tempfile::TempDir, Db, i64) {
+    readings_db_with(options, false)
+}
+
+/// [`readings_db`]; with `humidity`, the array declares two measures, `temperature` and
+/// `humidity`, and every reading has a humidity too (percent, 0.1 resolution, on the
+/// opposite daily cycle).
+pub fn readings_db_with(options: Options, humidity: bool) -> (tempfile::TempDir, Db, i64) {
     use skewdb::{Layout, NewItem};
     let (dir, db) = temp_db(options);
     let layout = Layout::Bucket {
         max_items: 1000,
         span: Some(3600),
     };
-    db.create_collection(CollectionSpec::new("sensors").array("readings", layout))
-        .expect("create");
+    let spec = if humidity {
+        CollectionSpec::new("sensors").array_with_measures(
+            "readings",
+            layout,
+            ["temperature", "humidity"],
+        )
+    } else {
+        CollectionSpec::new("sensors").array("readings", layout)
+    };
+    db.create_collection(spec).expect("create");
     const MINUTES: i64 = 525_600;
     for start in (0..MINUTES).step_by(10_000) {
         let mut batch = db.batch();
@@ -36,12 +51,12 @@ pub fn readings_db(options: Options) -> (tempfile::TempDir, Db, i64) {
             let celsius =
                 ((20.0 + 5.0 * phase.sin() + ((minute * 7919) % 11) as f64 / 10.0) * 10.0).round()
                     / 10.0;
-            batch.push(
-                "sensors",
-                "s1",
-                "readings",
-                NewItem::new([]).key(minute * 60).value(celsius),
-            );
+            let mut reading = NewItem::new([]).key(minute * 60).value(celsius);
+            if humidity {
+                let percent = ((50.0 - 15.0 * phase.sin()) * 10.0).round() / 10.0;
+                reading = reading.measure("humidity", percent);
+            }
+            batch.push("sensors", "s1", "readings", reading);
         }
         batch.commit().expect("commit");
     }

@@ -1,13 +1,14 @@
 //! Criterion benchmarks of the array layouts:
 //! - push throughput per layout, batches of 1,000 under `Buffered`;
-//! - `summary` over a year of minute readings beside decoding every item, same run;
+//! - `summary` over a year of minute readings beside decoding every item, same run, and
+//!   the same for a second measure (humidity) of a year of two-measure readings;
 //! - the first page (20 newest) of a 1,000,000-item `Subset` history, warm.
 //!
 //! Run: `cargo bench -p skewdb-benches --bench arrays`
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use skewdb::{CollectionSpec, Db, Durability, ItemQuery, Layout, NewItem, Options};
-use skewdb_benches::readings_db;
+use skewdb_benches::{readings_db, readings_db_with};
 
 fn layouts() -> Vec<(&'static str, Layout)> {
     vec![
@@ -100,6 +101,32 @@ fn summary_of_a_year(c: &mut Criterion) {
     group.finish();
 }
 
+/// The same year with a second measure, humidity: its summary from the buckets' stored
+/// summaries beside decoding every item for it.
+fn second_measure_of_a_year(c: &mut Criterion) {
+    let options = Options::new().durability(Durability::Buffered);
+    let (_dir, db, minutes) = readings_db_with(options, true);
+    let sensors = db.collection("sensors").unwrap();
+    let year = 1..minutes * 60;
+    let mut group = c.benchmark_group("humidity_of_a_year_of_minute_readings");
+    group.bench_function("summary", |b| {
+        b.iter(|| {
+            let summary = sensors.summary("s1", "readings", year.clone()).unwrap();
+            summary.unwrap().measure(1).mean()
+        })
+    });
+    group.bench_function("decode_every_item", |b| {
+        b.iter(|| {
+            let page = sensors
+                .items("s1", "readings", &ItemQuery::new().range(year.clone()))
+                .unwrap()
+                .unwrap();
+            page.items.iter().filter_map(|i| i.measure(1)).sum::<f64>()
+        })
+    });
+    group.finish();
+}
+
 fn subset_first_page(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options::new().durability(Durability::Buffered)).unwrap();
@@ -139,6 +166,7 @@ criterion_group!(
     benches,
     push_throughput,
     summary_of_a_year,
+    second_measure_of_a_year,
     subset_first_page
 );
 criterion_main!(benches);

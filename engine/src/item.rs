@@ -338,9 +338,12 @@ impl Summary {
         if (items == 0) != no_keys || (items > 0 && min_key > max_key) {
             return Err("summary fields disagree".to_string());
         }
-        let more = (0..more)
-            .map(|_| MeasureSummary::decode(bytes, items))
-            .collect::<Result<Vec<_>, _>>()?;
+        let more = match more {
+            0 => Vec::new(),
+            more => (0..more)
+                .map(|_| MeasureSummary::decode(bytes, items))
+                .collect::<Result<Vec<_>, _>>()?,
+        };
         if more.last().is_some_and(MeasureSummary::is_empty) {
             return Err("summary stores a last measure without values".to_string());
         }
@@ -387,19 +390,19 @@ pub(crate) fn encode_items(items: &[Stored], out: &mut Vec<u8>) {
         let item = &stored.item;
         out.put_i64_le(item.key);
         out.put_u64_le(stored.seq);
-        let more: &[Option<f64>] = item.more.as_deref().map_or(&[], |more| &more[..]);
-        let mask = more
-            .iter()
-            .enumerate()
-            .filter(|(_, v)| v.is_some())
-            .fold(0u8, |mask, (at, _)| mask | 1 << at);
-        let flags =
-            if item.value.is_some() { HAS_VALUE } else { 0 } | if mask == 0 { 0 } else { HAS_MORE };
-        out.put_u8(flags);
+        // Most items have at most the first measure's value: the bytes of before measures.
+        let mask = item.more.as_deref().map_or(0, |more| {
+            more.iter()
+                .enumerate()
+                .filter(|(_, v)| v.is_some())
+                .fold(0u8, |mask, (at, _)| mask | 1 << at)
+        });
+        let flags = if item.value.is_some() { HAS_VALUE } else { 0 };
+        out.put_u8(flags | if mask == 0 { 0 } else { HAS_MORE });
         if let Some(value) = item.value {
             out.put_f64_le(value);
         }
-        if mask != 0 {
+        if let Some(more) = item.more.as_deref().filter(|_| mask != 0) {
             out.put_u8(mask);
             for value in more.iter().flatten() {
                 out.put_f64_le(*value);
@@ -572,7 +575,9 @@ fn walk_items(bytes: &mut Bytes, mut each: impl FnMut(usize, Walked<'_>)) -> Res
         } else {
             None
         };
-        let more = if flags & HAS_MORE != 0 {
+        let more = if flags & HAS_MORE == 0 {
+            None
+        } else {
             let mask = *data.get(at).ok_or_else(truncated)?;
             // Bit i: measure i + 1 has a value; at most the seven measures after the first,
             // and at least one (an item without any has no HAS_MORE flag).
@@ -585,8 +590,6 @@ fn walk_items(bytes: &mut Bytes, mut each: impl FnMut(usize, Walked<'_>)) -> Res
             }
             at += len;
             Some(&data[at - len..at])
-        } else {
-            None
         };
         let len = data[at..].first_chunk::<4>().ok_or_else(truncated)?;
         let len = u32::from_le_bytes(*len) as usize;
