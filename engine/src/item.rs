@@ -133,6 +133,7 @@ impl MeasureSummary {
     /// Decodes one measure's summary of a set of `items` items. The bytes are checked:
     /// `count <= items`, `min <= max`, and a measure without values has exactly the stored
     /// form `encode` gives it, so that what decodes encodes back to the same bytes.
+    #[inline]
     fn decode(bytes: &mut impl Buf, items: u64) -> Result<MeasureSummary, String> {
         if bytes.remaining() < MEASURE_SUMMARY_BYTES {
             return Err("summary truncated".to_string());
@@ -178,10 +179,13 @@ pub struct Summary {
     pub min_key: Option<i64>,
     /// Greatest key.
     pub max_key: Option<i64>,
-    /// Summaries of the measures after the first, in the array's order, as far as the last
-    /// one any item has a value of.
-    pub(crate) more: Vec<MeasureSummary>,
+    /// Summaries of the measures after the first, in the array's order, once any item of
+    /// the set has a value of one (boxed, so that a summary of one measure stays small).
+    pub(crate) more: MoreSummaries,
 }
+
+/// The summaries of the measures after the first, when a set has values of any.
+pub(crate) type MoreSummaries = Option<Box<[MeasureSummary; MAX_MEASURES - 1]>>;
 
 impl PartialEq for Summary {
     fn eq(&self, other: &Self) -> bool {
@@ -189,8 +193,8 @@ impl PartialEq for Summary {
             && self.first() == other.first()
             && self.min_key == other.min_key
             && self.max_key == other.max_key
-            && (0..self.more.len().max(other.more.len()))
-                .all(|at| self.measure(at + 1) == other.measure(at + 1))
+            && (self.more.is_none() && other.more.is_none()
+                || (1..MAX_MEASURES).all(|at| self.measure(at) == other.measure(at)))
     }
 }
 
@@ -198,6 +202,7 @@ impl PartialEq for Summary {
 /// summary is stored adds [`MEASURE_SUMMARY_BYTES`].
 pub const SUMMARY_BYTES: usize = 8 * 7;
 
+#[inline]
 fn merge_option<T: Copy>(a: Option<T>, b: Option<T>, pick: fn(T, T) -> T) -> Option<T> {
     match (a, b) {
         (Some(a), Some(b)) => Some(pick(a, b)),
@@ -208,7 +213,7 @@ fn merge_option<T: Copy>(a: Option<T>, b: Option<T>, pick: fn(T, T) -> T) -> Opt
 impl Summary {
     /// The average value of the first measure, if any item has one.
     pub fn mean(&self) -> Option<f64> {
-        self.first().mean()
+        (self.count > 0).then(|| self.sum / self.count as f64)
     }
 
     /// The summary of measure `index`'s values (in the array's declared order; 0 is the
@@ -218,13 +223,18 @@ impl Summary {
     pub fn measure(&self, index: usize) -> MeasureSummary {
         match index {
             0 => self.first(),
-            _ => self.more.get(index - 1).copied().unwrap_or_default(),
+            _ => self
+                .more
+                .as_ref()
+                .and_then(|more| more.get(index - 1))
+                .copied()
+                .unwrap_or_default(),
         }
     }
 
-    /// How many measures this summary has values of, at most: 1 and those in `more`.
+    /// How many measures this summary may have values of: 1, or all when it holds others.
     pub(crate) fn measures_held(&self) -> usize {
-        1 + self.more.len()
+        if self.more.is_some() { MAX_MEASURES } else { 1 }
     }
 
     fn first(&self) -> MeasureSummary {
@@ -236,49 +246,55 @@ impl Summary {
         }
     }
 
-    fn set_first(&mut self, first: MeasureSummary) {
-        (self.count, self.sum, self.min, self.max) = (first.count, first.sum, first.min, first.max);
+    fn more_mut(&mut self) -> &mut [MeasureSummary; MAX_MEASURES - 1] {
+        self.more
+            .get_or_insert_with(|| Box::new([MeasureSummary::default(); MAX_MEASURES - 1]))
     }
 
     /// Adds one item.
+    #[inline]
     pub fn add(&mut self, item: &Item) {
         self.items += 1;
         self.min_key = merge_option(self.min_key, Some(item.key), i64::min);
         self.max_key = merge_option(self.max_key, Some(item.key), i64::max);
         if let Some(value) = item.value {
-            let mut first = self.first();
-            first.add(value);
-            self.set_first(first);
+            self.count += 1;
+            self.sum += value;
+            self.min = merge_option(self.min, Some(value), f64::min);
+            self.max = merge_option(self.max, Some(value), f64::max);
         }
         if let Some(more) = &item.more {
-            let len = more
-                .iter()
-                .rposition(Option::is_some)
-                .map_or(0, |at| at + 1);
-            if self.more.len() < len {
-                self.more.resize(len, MeasureSummary::default());
-            }
-            for (summary, value) in self.more.iter_mut().zip(more.iter()) {
-                if let Some(value) = value {
-                    summary.add(*value);
-                }
+            self.add_more(more);
+        }
+    }
+
+    #[inline(never)]
+    fn add_more(&mut self, more: &[Option<f64>; MAX_MEASURES - 1]) {
+        for (summary, value) in self.more_mut().iter_mut().zip(more.iter()) {
+            if let Some(value) = value {
+                summary.add(*value);
             }
         }
     }
 
     /// Adds another summary's items (of a disjoint set).
+    #[inline]
     pub fn merge(&mut self, other: &Summary) {
         self.items += other.items;
-        let mut first = self.first();
-        first.merge(&other.first());
-        self.set_first(first);
+        self.count += other.count;
+        self.sum += other.sum;
+        self.min = merge_option(self.min, other.min, f64::min);
+        self.max = merge_option(self.max, other.max, f64::max);
         self.min_key = merge_option(self.min_key, other.min_key, i64::min);
         self.max_key = merge_option(self.max_key, other.max_key, i64::max);
-        if self.more.len() < other.more.len() {
-            self.more
-                .resize(other.more.len(), MeasureSummary::default());
+        if let Some(others) = &other.more {
+            self.merge_more(others);
         }
-        for (summary, other) in self.more.iter_mut().zip(&other.more) {
+    }
+
+    #[inline(never)]
+    fn merge_more(&mut self, others: &[MeasureSummary; MAX_MEASURES - 1]) {
+        for (summary, other) in self.more_mut().iter_mut().zip(others.iter()) {
             summary.merge(other);
         }
     }
@@ -286,15 +302,32 @@ impl Summary {
     /// How many measure summaries past the first the stored form holds: up to the last one
     /// with a value (what the flags byte before a stored summary records).
     pub(crate) fn stored_more(&self) -> usize {
-        self.more
-            .iter()
-            .rposition(|m| !m.is_empty())
-            .map_or(0, |at| at + 1)
+        self.more.as_ref().map_or(0, |more| {
+            more.iter()
+                .rposition(|m| !m.is_empty())
+                .map_or(0, |at| at + 1)
+        })
     }
 
     /// Bytes of the stored form.
     pub(crate) fn encoded_len(&self) -> usize {
         SUMMARY_BYTES + self.stored_more() * MEASURE_SUMMARY_BYTES
+    }
+
+    #[inline(never)]
+    fn decode_more(
+        bytes: &mut impl Buf,
+        items: u64,
+        more: usize,
+    ) -> Result<Box<[MeasureSummary; MAX_MEASURES - 1]>, String> {
+        let mut summaries = Box::new([MeasureSummary::default(); MAX_MEASURES - 1]);
+        for summary in &mut summaries[..more] {
+            *summary = MeasureSummary::decode(bytes, items)?;
+        }
+        if summaries[more - 1].is_empty() {
+            return Err("summary stores a last measure without values".to_string());
+        }
+        Ok(summaries)
     }
 
     /// The summary of `items`.
@@ -310,19 +343,22 @@ impl Summary {
     /// bounds, then the [`Summary::stored_more`] further measures' summaries.
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         out.put_u64_le(self.items);
-        let start = out.len();
         self.first().encode(out);
-        debug_assert_eq!(out.len() - start, MEASURE_SUMMARY_BYTES);
         out.put_i64_le(self.min_key.unwrap_or(i64::MAX));
         out.put_i64_le(self.max_key.unwrap_or(i64::MIN));
-        for summary in &self.more[..self.stored_more()] {
-            summary.encode(out);
+        if let Some(more) = &self.more {
+            for summary in &more[..self.stored_more()] {
+                summary.encode(out);
+            }
         }
     }
 
     /// Reads a stored summary holding `more` measure summaries past the first (as the flags
     /// byte before it says). Every field is checked, and the last further measure must have
     /// values, so that every summary that decodes encodes back to the same bytes.
+    // Always inlined: a chunk index entry's decode is mostly this, on every ranged summary's
+    // path; called, it took twice the instructions (callgrind, BENCHMARKS.md).
+    #[inline(always)]
     pub(crate) fn decode(bytes: &mut impl Buf, more: usize) -> Result<Summary, String> {
         if more >= MAX_MEASURES {
             return Err(format!("summary of {} measures", more + 1));
@@ -331,31 +367,36 @@ impl Summary {
             return Err("summary truncated".to_string());
         }
         let items = bytes.get_u64_le();
-        let first = MeasureSummary::decode(bytes, items)?;
+        let count = bytes.get_u64_le();
+        let sum = bytes.get_f64_le();
+        let (min, max) = (bytes.get_f64_le(), bytes.get_f64_le());
         let (min_key, max_key) = (bytes.get_i64_le(), bytes.get_i64_le());
-        // An empty set has exactly the stored form `encode` gives it.
+        // An empty set has exactly the stored form `encode` gives it (and a measure without
+        // values, as `MeasureSummary::decode` checks).
+        let no_values = min == f64::INFINITY && max == f64::NEG_INFINITY && sum.to_bits() == 0;
         let no_keys = min_key == i64::MAX && max_key == i64::MIN;
-        if (items == 0) != no_keys || (items > 0 && min_key > max_key) {
+        if count > items
+            || (count == 0) != no_values
+            || (count > 0 && min > max)
+            || (items == 0) != no_keys
+            || (items > 0 && min_key > max_key)
+        {
             return Err("summary fields disagree".to_string());
         }
         let more = match more {
-            0 => Vec::new(),
-            more => (0..more)
-                .map(|_| MeasureSummary::decode(bytes, items))
-                .collect::<Result<Vec<_>, _>>()?,
+            0 => None,
+            more => Some(Self::decode_more(bytes, items, more)?),
         };
-        if more.last().is_some_and(MeasureSummary::is_empty) {
-            return Err("summary stores a last measure without values".to_string());
-        }
-        let mut summary = Summary {
+        Ok(Summary {
             items,
+            count,
+            sum,
+            min: (count > 0).then_some(min),
+            max: (count > 0).then_some(max),
             min_key: (items > 0).then_some(min_key),
             max_key: (items > 0).then_some(max_key),
             more,
-            ..Summary::default()
-        };
-        summary.set_first(first);
-        Ok(summary)
+        })
     }
 }
 
@@ -883,10 +924,14 @@ mod tests {
         let mut other_way = Summary::of(items[3..].iter().map(|s| &s.item));
         other_way.merge(&Summary::of(items[..3].iter().map(|s| &s.item)));
         assert_eq!(other_way, summary);
-        // Equal whether or not a trailing measure without values is held.
-        let mut padded = summary.clone();
-        padded.more.push(MeasureSummary::default());
-        assert_eq!(padded, summary);
+        // Equal whether or not measures without values are held.
+        let single = Summary::of(items[2..3].iter().map(|s| &s.item));
+        assert!(single.more.is_none());
+        let mut padded = single.clone();
+        padded.more = Some(Box::new([MeasureSummary::default(); MAX_MEASURES - 1]));
+        assert_eq!(padded, single);
+        assert_eq!(padded.stored_more(), 0);
+        assert_ne!(single, summary);
     }
 
     #[test]

@@ -232,7 +232,7 @@ impl Node {
     pub fn chunk_summary(
         &self,
         summary: impl Fn(&Bytes, &Value) -> Option<Summary>,
-    ) -> Option<Summary> {
+    ) -> Option<&Summary> {
         let Node::Leaf { entries, aid } = self else {
             return None;
         };
@@ -244,7 +244,7 @@ impl Node {
                 }
                 Some(merged)
             })
-            .clone()
+            .as_ref()
     }
 
     /// Forgets the readers' aids; called before the node is changed.

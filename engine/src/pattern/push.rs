@@ -74,9 +74,10 @@ pub(crate) fn push(layout: Layout, array: &mut ArrayState, stored: Stored) -> Ou
                     let outside = span.is_some_and(|span| {
                         i128::from(key) >= i128::from(start) + i128::from(span)
                     });
+                    // The open bucket's encoded size: its items' stored bytes (kept current
+                    // by every write rule) and the list's count.
                     let full = array.inline.len() >= max_items as usize
-                        || item::items_len(&array.inline) + item::stored_len(&stored.item)
-                            > MAX_BUCKET_BYTES;
+                        || 4 + bytes_before + len > MAX_BUCKET_BYTES;
                     if outside || full {
                         // A bucket emptied by removals moves its window without a chunk.
                         if !array.inline.is_empty() {

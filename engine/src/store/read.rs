@@ -396,7 +396,7 @@ impl Shared {
                     && let Some(whole) = leaf.chunk_summary(chunk_entry_summary)
                     && query.covers(&whole)
                 {
-                    summary.merge(&whole);
+                    summary.merge(whole);
                     return Ok(true);
                 }
                 for (tree_key, value) in rest {

@@ -519,7 +519,7 @@ mod tests {
             max: Some(max),
             min_key: Some(0),
             max_key: Some(count as i64 - 1),
-            more: Vec::new(),
+            more: None,
         }
     }
 
