@@ -394,7 +394,7 @@ impl Shared {
                 if from == 0
                     && rest.last().is_some_and(|(last, _)| *last < end)
                     && let Some(whole) = leaf.chunk_summary(chunk_entry_summary)
-                    && query.covers(&whole)
+                    && query.covers(whole)
                 {
                     summary.merge(whole);
                     return Ok(true);
