@@ -8,7 +8,7 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use skewdb::{CollectionSpec, Db, Durability, ItemQuery, Layout, NewItem, Options};
-use skewdb_benches::{readings_db, readings_db_with};
+use skewdb_benches::readings_db_with;
 
 fn layouts() -> Vec<(&'static str, Layout)> {
     vec![
@@ -77,42 +77,27 @@ fn push_throughput(c: &mut Criterion) {
 }
 
 fn summary_of_a_year(c: &mut Criterion) {
-    let (_dir, db, minutes) = readings_db(Options::new().durability(Durability::Buffered));
-    let sensors = db.collection("sensors").unwrap();
-    let year = 1..minutes * 60;
-    let mut group = c.benchmark_group("summary_year_of_minute_readings");
-    group.bench_function("summary", |b| {
-        b.iter(|| {
-            sensors
-                .summary("s1", "readings", year.clone())
-                .unwrap()
-                .unwrap()
-        })
-    });
-    group.bench_function("decode_every_item", |b| {
-        b.iter(|| {
-            let page = sensors
-                .items("s1", "readings", &ItemQuery::new().range(year.clone()))
-                .unwrap()
-                .unwrap();
-            page.items.iter().filter_map(|i| i.value).sum::<f64>()
-        })
-    });
-    group.finish();
+    summary_of_a_year_of(c, "summary_year_of_minute_readings", 0);
 }
 
 /// The same year with a second measure, humidity: its summary from the buckets' stored
 /// summaries beside decoding every item for it.
 fn second_measure_of_a_year(c: &mut Criterion) {
+    summary_of_a_year_of(c, "humidity_of_a_year_of_minute_readings", 1);
+}
+
+/// Measure `measure` of a year of readings (with a second measure when it is 1): its
+/// summary, and the same by decoding every item.
+fn summary_of_a_year_of(c: &mut Criterion, name: &str, measure: usize) {
     let options = Options::new().durability(Durability::Buffered);
-    let (_dir, db, minutes) = readings_db_with(options, true);
+    let (_dir, db, minutes) = readings_db_with(options, measure == 1);
     let sensors = db.collection("sensors").unwrap();
     let year = 1..minutes * 60;
-    let mut group = c.benchmark_group("humidity_of_a_year_of_minute_readings");
+    let mut group = c.benchmark_group(name);
     group.bench_function("summary", |b| {
         b.iter(|| {
             let summary = sensors.summary("s1", "readings", year.clone()).unwrap();
-            summary.unwrap().measure(1).mean()
+            summary.unwrap().measure(measure).mean()
         })
     });
     group.bench_function("decode_every_item", |b| {
@@ -121,7 +106,10 @@ fn second_measure_of_a_year(c: &mut Criterion) {
                 .items("s1", "readings", &ItemQuery::new().range(year.clone()))
                 .unwrap()
                 .unwrap();
-            page.items.iter().filter_map(|i| i.measure(1)).sum::<f64>()
+            page.items
+                .iter()
+                .filter_map(|i| i.measure(measure))
+                .sum::<f64>()
         })
     });
     group.finish();

@@ -530,35 +530,28 @@ fn named_measures_through_the_command_line() {
         "--measures",
         "readings=temperature,humidity",
     ]);
-    ok(&[
-        "push",
-        &db,
-        "sensors",
-        "s1",
-        "readings",
-        "--key",
-        "1",
-        "--measure",
-        "temperature=20.5",
-        "--measure",
-        "humidity=0.4",
-        "a",
-    ]);
-    ok(&[
-        "push", &db, "sensors", "s1", "readings", "--key", "2", "--value", "-1", "b",
-    ]);
-    ok(&[
-        "push",
-        &db,
-        "sensors",
-        "s1",
-        "readings",
-        "--key",
-        "3",
-        "--measure",
-        "humidity=0.6",
-        "c",
-    ]);
+    let push = |extra: &[&str], payload: &str| {
+        let mut args = vec!["push", &db, "sensors", "s1", "readings"];
+        args.extend_from_slice(extra);
+        args.push(payload);
+        skewdb(&args)
+    };
+    let pushed = [
+        push(
+            &[
+                "--key",
+                "1",
+                "--measure",
+                "temperature=20.5",
+                "--measure",
+                "humidity=0.4",
+            ],
+            "a",
+        ),
+        push(&["--key", "2", "--value", "-1"], "b"),
+        push(&["--key", "3", "--measure", "humidity=0.6"], "c"),
+    ];
+    assert!(pushed.iter().all(|p| p.status.success()), "{pushed:?}");
     let input = concat!(
         r#"{"op":"push","coll":"sensors","key":"s1","field":"readings","item_key":4,"#,
         r#""measures":{"humidity":0.5,"temperature":30},"payload":"d"}"#,
@@ -639,19 +632,13 @@ fn named_measures_through_the_command_line() {
 
     // Bad input: an unknown measure (at push and at summary), a value that is not a
     // number, one that is not finite, a --measures for no array, one field named twice.
-    let push = |extra: &[&str]| {
-        let mut args = vec!["push", &db, "sensors", "s1", "readings"];
-        args.extend_from_slice(extra);
-        args.push("x");
-        skewdb(&args)
-    };
     assert_user_error(
-        &push(&["--measure", "pressure=1"]),
+        &push(&["--measure", "pressure=1"], "x"),
         "no measure \"pressure\"",
     );
-    assert_user_error(&push(&["--measure", "humidity=wet"]), "is not NAME=V");
-    assert_user_error(&push(&["--measure", "humidity"]), "is not NAME=V");
-    assert_user_error(&push(&["--measure", "humidity=inf"]), "finite");
+    assert_user_error(&push(&["--measure", "humidity=wet"], "x"), "is not NAME=V");
+    assert_user_error(&push(&["--measure", "humidity"], "x"), "is not NAME=V");
+    assert_user_error(&push(&["--measure", "humidity=inf"], "x"), "finite");
     assert_user_error(
         &skewdb(&[
             "summary",
@@ -664,47 +651,18 @@ fn named_measures_through_the_command_line() {
         ]),
         "no measure \"wind\"",
     );
-    assert_user_error(
-        &skewdb(&[
-            "create",
-            &db,
-            "--collection",
-            "x",
-            "--array",
-            "a=embed",
-            "--measures",
-            "b=m",
-        ]),
-        "no --array declares",
-    );
-    assert_user_error(
-        &skewdb(&[
-            "create",
-            &db,
-            "--collection",
-            "x",
-            "--array",
-            "a=embed",
-            "--measures",
-            "a=m",
-            "--measures",
-            "a=n",
-        ]),
-        "twice",
-    );
-    assert_user_error(
-        &skewdb(&[
-            "create",
-            &db,
-            "--collection",
-            "x",
-            "--array",
-            "a=embed",
-            "--measures",
-            "a=m,m",
-        ]),
-        "declared twice",
-    );
+    for (measures, says) in [
+        (&["b=m"][..], "no --array declares"),
+        (&["a=m", "a=n"][..], "twice"),
+        (&["a=m,m"][..], "declared twice"),
+        (&["a"][..], "is not FIELD=NAMES"),
+    ] {
+        let mut args = vec!["create", &db, "--collection", "x", "--array", "a=embed"];
+        for given in measures {
+            args.extend(["--measures", given]);
+        }
+        assert_user_error(&skewdb(&args), says);
+    }
     let bad = exec(
         Path::new(&db),
         concat!(

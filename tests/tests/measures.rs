@@ -60,6 +60,18 @@ fn layouts() -> [(&'static str, Layout); 5] {
     ]
 }
 
+/// A database with the sensors collection and parent `s1`'s items `0..n` pushed to `field`.
+fn with_items(field: &str, n: i64) -> Db {
+    let db = open_db(sim().1, small_options(Durability::Buffered)).unwrap();
+    create(&db);
+    let mut batch = db.batch();
+    for i in 0..n {
+        batch.push("sensors", "s1", field, item(i));
+    }
+    batch.commit().unwrap();
+    db
+}
+
 fn create(db: &Db) {
     let mut spec = CollectionSpec::new("sensors");
     for (field, layout) in layouts() {
@@ -213,14 +225,7 @@ fn every_layout_summarizes_each_measure_through_writes_removals_compaction_and_r
 
 #[test]
 fn a_sealed_bucket_keeps_each_measures_summary_and_expiry_drops_them_all() {
-    let (_sim, storage) = sim();
-    let db = open_db(storage, small_options(Durability::Buffered)).unwrap();
-    create(&db);
-    let mut batch = db.batch();
-    for i in 0..100 {
-        batch.push("sensors", "s1", "bucket", item(i));
-    }
-    batch.commit().unwrap();
+    let db = with_items("bucket", 100);
     let kept: Vec<i64> = (0..100).collect();
     let sensors = db.collection("sensors").unwrap();
     // Whole buckets in a range add their stored summaries: each measure's agrees.
@@ -367,14 +372,7 @@ fn a_measure_the_array_lacks_fails_its_batch() {
 
 #[test]
 fn snapshots_and_transactions_see_each_measure() {
-    let (_sim, storage) = sim();
-    let db = open_db(storage, small_options(Durability::Buffered)).unwrap();
-    create(&db);
-    let mut batch = db.batch();
-    for i in 0..30 {
-        batch.push("sensors", "s1", "outlier", item(i));
-    }
-    batch.commit().unwrap();
+    let db = with_items("outlier", 30);
     let snapshot = db.snapshot();
     let mut batch = db.batch();
     batch.push("sensors", "s1", "outlier", item(30));
