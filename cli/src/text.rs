@@ -237,6 +237,7 @@ fn cache_json(cache: &CacheStats) -> Value {
         "what_if": cache.what_if.iter().map(|w| json!({
             "factor": w.factor, "budget_bytes": w.budget_bytes,
             "sampled_requests": w.sampled_requests, "hit_ratio": w.hit_ratio,
+            "sampled_hit_ratio": w.sampled_hit_ratio,
         })).collect::<Vec<_>>(),
         "trace_error": cache.trace_error,
     })

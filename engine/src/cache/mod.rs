@@ -160,8 +160,28 @@ pub struct WhatIf {
     pub budget_bytes: u64,
     /// Requests that fell in the sample since the last reset.
     pub sampled_requests: u64,
-    /// The hit ratio the sample shows at that budget.
+    /// The estimated hit ratio at that budget: the sample's, corrected for the share of
+    /// requests the sample drew (SHARDS_adj, Waldspurger et al., FAST 2015): when the
+    /// sampled objects drew more requests than the sample rate's share of all requests (a
+    /// hot object fell in the sample), the excess counts as hits taken back; when fewer
+    /// (hot objects fell outside it), the shortfall counts as hits, as most requests to the
+    /// hottest objects are.
     pub hit_ratio: f64,
+    /// The hit ratio of the sampled requests alone, before that correction.
+    pub sampled_hit_ratio: f64,
+}
+
+/// The SHARDS_adj estimate from a miniature cache that saw `sampled` requests and `hits`
+/// of them hit, where the sample rate's share of all requests is `expected`.
+pub(crate) fn shards_adjusted(hits: u64, sampled: u64, expected: f64) -> f64 {
+    if expected <= 0.0 {
+        return if sampled == 0 {
+            0.0
+        } else {
+            hits as f64 / sampled as f64
+        };
+    }
+    ((hits as f64 + expected - sampled as f64) / expected).clamp(0.0, 1.0)
 }
 
 /// Everything the cache counts.
@@ -753,6 +773,8 @@ impl PageCache {
             None => (0.0, Vec::new()),
             Some(estimator) => {
                 let caches = estimator.caches.lock();
+                // Every page and chunk request was offered to the sample.
+                let expected = estimator.rate * (hot.requests + cold.requests) as f64;
                 let what_if = WHAT_IF_FACTORS
                     .iter()
                     .zip(caches.iter())
@@ -760,7 +782,8 @@ impl PageCache {
                         factor,
                         budget_bytes: (self.page_budget as f64 * factor) as u64,
                         sampled_requests: cache.requests,
-                        hit_ratio: cache.hit_ratio(),
+                        hit_ratio: shards_adjusted(cache.hits, cache.requests, expected),
+                        sampled_hit_ratio: cache.hit_ratio(),
                     })
                     .collect();
                 (estimator.rate, what_if)

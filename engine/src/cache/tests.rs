@@ -391,3 +391,66 @@ fn many_threads_hit_and_miss_without_losing_counts() {
     assert!(stats.hits > 0 && stats.evictions > 0);
     assert!(stats.resident_bytes <= 64 * 300);
 }
+
+/// A trace whose hot set is a handful of objects: `hot` objects draw half the requests,
+/// a Zipf tail over `objects` the other half, interleaved at random.
+fn hot_set_trace(hot: u64, objects: u64, requests: usize, unit: u64) -> Vec<(u64, u64)> {
+    use rand::Rng;
+    let mut rng = StdRng::seed_from_u64(7);
+    let tail = zipf_trace(objects, requests, 0.9, unit);
+    tail.into_iter()
+        .map(|(id, weight)| {
+            if rng.random_bool(0.5) {
+                let hot_id = (1 << 60) + rng.random_range(0..hot);
+                (hot_id, unit)
+            } else {
+                (id, weight)
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn what_if_corrects_for_a_hot_set_the_sample_over_or_under_draws() {
+    let budget = 32 << 20;
+    let trace = hot_set_trace(10, 40_000, 400_000, 4096);
+    let live = cache(budget, CachePolicy::S3Fifo, true);
+    replay_quick(&live, &trace);
+    let stats = live.stats(no_names);
+    assert_eq!(stats.sample_rate, 1.0 / 8.0);
+    let mut worst_raw = 0.0f64;
+    for what_if in &stats.what_if {
+        let mut full = Simulator::new(CachePolicy::S3Fifo, what_if.budget_bytes);
+        for &(id, weight) in &trace {
+            full.access(id, weight);
+        }
+        let error = (what_if.hit_ratio - full.hit_ratio()).abs();
+        let raw = (what_if.sampled_hit_ratio - full.hit_ratio()).abs();
+        worst_raw = worst_raw.max(raw);
+        assert!(
+            error <= 0.01,
+            "at {}x: estimated {:.4} (sampled {:.4}), simulated {:.4}",
+            what_if.factor,
+            what_if.hit_ratio,
+            what_if.sampled_hit_ratio,
+            full.hit_ratio()
+        );
+    }
+    // The trace is one the uncorrected estimate gets wrong.
+    assert!(worst_raw > 0.02, "worst uncorrected error {worst_raw:.4}");
+}
+
+#[test]
+fn shards_adjustment_counts_the_sample_share_gap_as_hits() {
+    // The sample drew its share exactly: the sampled ratio.
+    assert_eq!(shards_adjusted(50, 100, 100.0), 0.5);
+    // It drew 20 more requests than its share (a hot object in it): those hits go.
+    assert_eq!(shards_adjusted(70, 120, 100.0), 0.5);
+    // 20 fewer (hot objects outside it): counted as hits.
+    assert_eq!(shards_adjusted(30, 80, 100.0), 0.5);
+    // Bounded to a ratio; nothing expected gives the sampled ratio.
+    assert_eq!(shards_adjusted(0, 300, 100.0), 0.0);
+    assert_eq!(shards_adjusted(10, 0, 100.0), 1.0);
+    assert_eq!(shards_adjusted(3, 4, 0.0), 0.75);
+    assert_eq!(shards_adjusted(0, 0, 0.0), 0.0);
+}
