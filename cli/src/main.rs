@@ -416,7 +416,9 @@ fn bench(scale: u64, out: PathBuf, names: &[String], json: bool) -> Result<(), F
                 "budget_fraction": run.budget_fraction, "budget_bytes": run.budget_bytes,
                 "policy": run.policy.name(), "ops": run.ops, "requests": run.requests,
                 "hits": run.hits, "misses": run.misses, "hit_ratio": run.hit_ratio(),
-                "optimum_hit_ratio": run.optimum_ratio(), "read_misses": run.read_misses,
+                "optimum_hit_ratio": run.optimum_ratio(), "optimum_misses": run.optimum_misses(),
+                "lru_misses": run.simulated_misses(skewdb::CachePolicy::Lru),
+                "read_misses": run.read_misses,
                 "reads": run.reads, "bytes_read": run.bytes_read,
                 "ops_per_second": run.ops_per_second(),
             }));
