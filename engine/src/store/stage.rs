@@ -126,27 +126,12 @@ impl<'a> Stager<'a> {
                 collection,
                 key,
                 field,
-                mut item,
+                item,
             } => {
                 if item.has_nan() {
                     return Err(Error::InvalidItem {
                         reason: "value is NaN".to_string(),
                     });
-                }
-                if !item.named.is_empty() {
-                    let info = self.collection(&collection)?;
-                    let array = info
-                        .spec
-                        .field_index(&field)
-                        .map(|at| &info.spec.arrays()[at]);
-                    if let Some(array) = array {
-                        item.resolve(&array.measures)
-                            .map_err(|measure| Error::UnknownMeasure {
-                                collection: collection.to_string(),
-                                field: field.to_string(),
-                                measure,
-                            })?;
-                    }
                 }
                 let (work, index, layout) =
                     self.array(&collection, &key, &field, Operation::Push)?;

@@ -245,9 +245,17 @@ impl ParentWork {
         base: Base,
         index: usize,
         layout: Layout,
-        new: NewItem,
+        mut new: NewItem,
         cold: &mut ColdGroup,
     ) -> Result<()> {
+        // Values given by measure name find their places in the array's measures.
+        let spec = &self.info.spec.arrays()[index];
+        new.resolve(&spec.measures)
+            .map_err(|measure| Error::UnknownMeasure {
+                collection: self.info.spec.name().to_string(),
+                field: spec.field.clone(),
+                measure,
+            })?;
         let tail_limit = crate::page::max_inline_record(base.shared.pages.page_bytes);
         let array = &mut self.record_or_new().arrays[index];
         let item_key = new
