@@ -580,15 +580,15 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 query = query.limit(limit);
             }
             let collection = handle.collection(&array.parent.collection)?;
-            let measures = collection.array(&array.field)?.measures().to_vec();
+            let spec = collection.array(&array.field)?.spec().clone();
             let page = collection
                 .items(&key, &array.field, &query)?
                 .ok_or_else(|| not_found(&key))?;
             for item in &page.items {
                 if json {
-                    print_value(&text::item_json(item, &measures));
+                    print_value(&text::item_json(item, &spec));
                 } else {
-                    println!("{}", text::item_text(item, &measures));
+                    println!("{}", text::item_text(item, &spec));
                 }
             }
             if let Some(next) = page.next {
@@ -622,8 +622,13 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                     value["measure"] = json!(measures[index]);
                     print_value(&value);
                 }
-                (true, None) => print_value(&text::summary_json(&summary, measures)),
-                (false, index) => println!("{}", text::summary_text(&summary, measures, index)),
+                (true, None) => print_value(&text::summary_json(&summary, array_handle.spec())),
+                (false, index) => {
+                    println!(
+                        "{}",
+                        text::summary_text(&summary, array_handle.spec(), index)
+                    )
+                }
             }
         }
         Command::Outliers {

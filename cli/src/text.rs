@@ -4,8 +4,8 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 use skewdb::{
-    CacheStats, CollectionSpec, DEFAULT_MEASURE, Document, Inspection, Item, MeasureSummary,
-    SpaceStats, Stats, Summary, TierSpace, TierStats,
+    ArraySpec, CacheStats, CollectionSpec, Document, Inspection, Item, MeasureSummary, SpaceStats,
+    Stats, Summary, TierSpace, TierStats,
 };
 
 /// Bytes as a JSON value: a string when valid UTF-8, else `{"base64": "..."}`.
@@ -50,20 +50,16 @@ fn optional_double_json(value: Option<f64>) -> Value {
     value.map_or(Value::Null, double_json)
 }
 
-/// Whether an array's measures are its own names (printed by name), not just the one
-/// default measure (printed as `value` and the summary's count, sum, min and max).
-fn named(measures: &[String]) -> bool {
-    measures != [DEFAULT_MEASURE]
-}
-
-/// An item; with its `"measures"` by name when its array names its own.
-pub fn item_json(item: &Item, measures: &[String]) -> Value {
+/// An item; with its `"measures"` by name when its array names its own (else its one
+/// measure is its `value`).
+pub fn item_json(item: &Item, array: &ArraySpec) -> Value {
+    let measures = &array.measures;
     let mut value = json!({
         "key": item.key,
         "value": optional_double_json(item.value),
         "payload": bytes_json(&item.payload),
     });
-    if named(measures) {
+    if array.names_its_measures() {
         let by_name: serde_json::Map<String, Value> = measures
             .iter()
             .enumerate()
@@ -74,9 +70,10 @@ pub fn item_json(item: &Item, measures: &[String]) -> Value {
     value
 }
 
-pub fn item_text(item: &Item, measures: &[String]) -> String {
+pub fn item_text(item: &Item, array: &ArraySpec) -> String {
+    let measures = &array.measures;
     let show = |v: Option<f64>| v.map_or("-".to_string(), |v| v.to_string());
-    let values = if named(measures) {
+    let values = if array.names_its_measures() {
         let values: Vec<String> = measures
             .iter()
             .enumerate()
@@ -100,9 +97,10 @@ fn measure_json(measure: &MeasureSummary) -> Value {
 
 /// A summary: item count, key bounds and the first measure's count, sum, min and max; with
 /// every measure's by name under `"measures"` when the array names its own.
-pub fn summary_json(summary: &Summary, measures: &[String]) -> Value {
+pub fn summary_json(summary: &Summary, array: &ArraySpec) -> Value {
+    let measures = &array.measures;
     let mut value = measure_summary_json(summary, 0);
-    if named(measures) {
+    if array.names_its_measures() {
         let by_name: serde_json::Map<String, Value> = measures
             .iter()
             .enumerate()
@@ -136,7 +134,8 @@ fn measure_text(measure: &MeasureSummary) -> String {
 
 /// A summary for people: items, measure `index`'s values (every measure's, one per line
 /// after the first, when `index` is `None` and the array names its own), key bounds.
-pub fn summary_text(summary: &Summary, measures: &[String], index: Option<usize>) -> String {
+pub fn summary_text(summary: &Summary, array: &ArraySpec, index: Option<usize>) -> String {
+    let measures = &array.measures;
     let key = |k: Option<i64>| k.map_or("-".to_string(), |k| k.to_string());
     let keys = format!("keys {}..{}", key(summary.min_key), key(summary.max_key));
     match index {
@@ -146,7 +145,7 @@ pub fn summary_text(summary: &Summary, measures: &[String], index: Option<usize>
             measures[index],
             measure_text(&summary.measure(index))
         ),
-        None if named(measures) => {
+        None if array.names_its_measures() => {
             let mut out = format!("items {}  {keys}", summary.items);
             for (at, name) in measures.iter().enumerate() {
                 out += &format!("\n  {name}: {}", measure_text(&summary.measure(at)));
@@ -167,13 +166,12 @@ pub fn document_json(document: &Document, spec: &CollectionSpec) -> Value {
         .iter()
         .zip(spec.arrays())
         .map(|(array, array_spec)| {
-            let measures = &array_spec.measures;
             let value = json!({
                 "layout": array.layout.describe(),
                 "total": array.total,
                 "has_overflow": array.has_overflow,
-                "summary": summary_json(&array.summary, measures),
-                "inline": array.inline.iter().map(|i| item_json(i, measures)).collect::<Vec<_>>(),
+                "summary": summary_json(&array.summary, array_spec),
+                "inline": array.inline.iter().map(|i| item_json(i, array_spec)).collect::<Vec<_>>(),
             });
             (array.field.clone(), value)
         })
@@ -188,7 +186,6 @@ pub fn document_text(document: &Document, spec: &CollectionSpec) -> String {
         display(document.body())
     );
     for (array, array_spec) in document.arrays().iter().zip(spec.arrays()) {
-        let measures = &array_spec.measures;
         out += &format!(
             "array {} ({}): {} items{}, {}\n",
             array.field,
@@ -199,10 +196,10 @@ pub fn document_text(document: &Document, spec: &CollectionSpec) -> String {
             } else {
                 ""
             },
-            summary_text(&array.summary, measures, None)
+            summary_text(&array.summary, array_spec, None)
         );
         for item in &array.inline {
-            out += &format!("  {}\n", item_text(item, measures));
+            out += &format!("  {}\n", item_text(item, array_spec));
         }
     }
     out

@@ -259,6 +259,12 @@ impl ArraySpec {
     pub fn measure_index(&self, name: &str) -> Option<usize> {
         self.measures.iter().position(|m| m == name)
     }
+
+    /// Whether the array names its own measures, rather than having just the one
+    /// [`DEFAULT_MEASURE`] of an array declared without names.
+    pub fn names_its_measures(&self) -> bool {
+        self.measures != [DEFAULT_MEASURE]
+    }
 }
 
 /// A collection's name and schema.
@@ -425,7 +431,7 @@ impl CollectionSpec {
             .iter()
             .map(|a| {
                 let mut field = format!("{}={}", a.field, a.layout.describe());
-                if a.measures != [DEFAULT_MEASURE] {
+                if a.names_its_measures() {
                     field += &format!(" [{}]", a.measures.join(" "));
                 }
                 field
