@@ -16,6 +16,8 @@ const KEEP: usize = 5;
 pub enum Model {
     /// skewdb's `Subset { keep: 5 }`.
     Native,
+    /// skewdb's `Embed`: every review inline in the product's record.
+    NativeEmbed,
     /// Every review inside the product's value.
     Embedded,
     /// The product's value with its 5 newest reviews, the others in a history table keyed by
@@ -23,10 +25,18 @@ pub enum Model {
     HandSubset,
 }
 
+impl Model {
+    /// Whether every review lives with the product (the naive baseline).
+    pub fn embeds(self) -> bool {
+        matches!(self, Model::NativeEmbed | Model::Embedded)
+    }
+}
+
 impl std::fmt::Display for Model {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Model::Native => "native Subset",
+            Model::NativeEmbed => "native Embed",
             Model::Embedded => "embedded",
             Model::HandSubset => "hand-coded Subset",
         })
@@ -38,15 +48,18 @@ pub fn all() -> Vec<(&'static str, Model)> {
     let mut all = vec![("skewdb", Model::Native)];
     for engine in ["redb", "fjall", "sqlite"] {
         all.push((engine, Model::HandSubset));
+    }
+    all.push(("skewdb", Model::NativeEmbed));
+    for engine in ["redb", "fjall", "sqlite"] {
         all.push((engine, Model::Embedded));
     }
     all
 }
 
-pub fn open(engine: &str, model: Model, dir: &Path) -> Box<dyn Store> {
+pub fn open(engine: &str, model: Model, dir: &Path, cache_bytes: usize) -> Box<dyn Store> {
     match engine {
-        "skewdb" => Box::new(Skew::open(dir)),
-        _ => Box::new(Peer::open(engine, dir, model)),
+        "skewdb" => Box::new(Skew::open(dir, model, cache_bytes)),
+        _ => Box::new(Peer::open(engine, dir, model, cache_bytes)),
     }
 }
 
@@ -88,26 +101,37 @@ fn product_key(id: u64) -> [u8; 8] {
 
 struct Skew {
     dir: PathBuf,
-    db: Db,
-    products: Collection,
+    /// The database and its collection; `None` only while reopening.
+    open: Option<(Db, Collection)>,
 }
 
 impl Skew {
-    fn open(dir: &Path) -> Skew {
-        let db = Db::open(dir, crate::skew_options()).expect("open skewdb");
-        let spec = CollectionSpec::new("products").array("reviews", Layout::Subset { keep: 5 });
+    fn open(dir: &Path, model: Model, cache_bytes: usize) -> Skew {
+        let db = Db::open(dir, crate::skew_options(cache_bytes)).expect("open skewdb");
+        let layout = match model {
+            Model::NativeEmbed => Layout::Embed,
+            _ => Layout::Subset { keep: KEEP as u32 },
+        };
+        let spec = CollectionSpec::new("products").array("reviews", layout);
         let products = db.create_collection(spec).expect("collection");
         Skew {
             dir: dir.to_path_buf(),
-            db,
-            products,
+            open: Some((db, products)),
         }
+    }
+
+    fn db(&self) -> &Db {
+        &self.open.as_ref().expect("open").0
+    }
+
+    fn products(&self) -> &Collection {
+        &self.open.as_ref().expect("open").1
     }
 }
 
 impl Store for Skew {
     fn load(&mut self, products: &[Product]) {
-        let mut batch = self.db.batch();
+        let mut batch = self.db().batch();
         for product in products {
             batch.put("products", product_key(product.id), &product.body);
             for review in &product.reviews {
@@ -121,12 +145,12 @@ impl Store for Skew {
             commit_when_full(&mut batch);
         }
         batch.commit().expect("load");
-        self.db.compact().expect("compact");
+        self.db().compact().expect("compact");
     }
 
     fn view(&mut self, id: u64) -> usize {
         let doc = self
-            .products
+            .products()
             .get(product_key(id))
             .expect("get")
             .expect("product");
@@ -141,7 +165,7 @@ impl Store for Skew {
     }
 
     fn append(&mut self, id: u64, review: &Review) {
-        let mut batch = self.db.batch();
+        let mut batch = self.db().batch();
         batch.push(
             "products",
             product_key(id),
@@ -151,10 +175,18 @@ impl Store for Skew {
         batch.commit().expect("append");
     }
 
-    fn show_all(&mut self, id: u64) -> usize {
-        let query = ItemQuery::new().descending();
-        let page = self.products.items(product_key(id), "reviews", &query);
-        page.expect("items").expect("product").items.len()
+    fn page(&mut self, id: u64) -> (usize, usize) {
+        let query = ItemQuery::new().descending().limit(data::PAGE);
+        let page = self.products().items(product_key(id), "reviews", &query);
+        let items = page.expect("items").expect("product").items;
+        (items.len(), items.iter().map(|r| r.payload.len()).sum())
+    }
+
+    fn reopen(&mut self, cache_bytes: usize) {
+        drop(self.open.take());
+        let db = Db::open(&self.dir, crate::skew_options(cache_bytes)).expect("reopen skewdb");
+        let products = db.collection("products").expect("collection");
+        self.open = Some((db, products));
     }
 
     fn disk_bytes(&self) -> u64 {
@@ -162,7 +194,7 @@ impl Store for Skew {
     }
 
     fn cache_counters(&self) -> Option<CacheCounters> {
-        Some(skew_counters(&self.db))
+        Some(skew_counters(self.db()))
     }
 }
 
@@ -178,16 +210,11 @@ struct Peer {
 }
 
 impl Peer {
-    fn open(engine: &str, dir: &Path, model: Model) -> Peer {
+    fn open(engine: &str, dir: &Path, model: Model, cache_bytes: usize) -> Peer {
         Peer {
-            kv: kv::open(engine, dir),
+            kv: kv::open(engine, dir, cache_bytes),
             model,
         }
-    }
-
-    fn product(&self, id: u64) -> (Vec<u8>, Vec<Review>) {
-        let value = self.kv.get(PRODUCTS, &product_key(id)).expect("product");
-        data::decode(&value)
     }
 }
 
@@ -215,12 +242,17 @@ impl Store for Peer {
     }
 
     fn view(&mut self, id: u64) -> usize {
-        let (body, reviews) = self.product(id);
-        data::rendered(&body, &reviews)
+        let mut rendered = 0;
+        let found = self.kv.read(PRODUCTS, &product_key(id), &mut |v| {
+            rendered = data::rendered(v)
+        });
+        assert!(found, "product {id}");
+        rendered
     }
 
     fn append(&mut self, id: u64, review: &Review) {
-        let (body, mut reviews) = self.product(id);
+        let value = self.kv.get(PRODUCTS, &product_key(id)).expect("product");
+        let (body, mut reviews) = data::decode(&value);
         let left = match self.model {
             Model::Embedded => {
                 reviews.push(review.clone());
@@ -243,20 +275,26 @@ impl Store for Peer {
         self.kv.put_all(puts, true);
     }
 
-    fn show_all(&mut self, id: u64) -> usize {
-        let (_, newest) = self.product(id);
-        if self.model == Model::Embedded {
-            return newest.len();
+    fn page(&mut self, id: u64) -> (usize, usize) {
+        let (mut count, mut bytes) = (0, 0);
+        self.kv.read(PRODUCTS, &product_key(id), &mut |v| {
+            for (_, text) in data::InPlace::new(v).newest().take(data::PAGE) {
+                count += 1;
+                bytes += text.len();
+            }
+        });
+        if self.model == Model::HandSubset && count == KEEP {
+            let (start, end) = (data::history_key(id, 0), data::history_key(id + 1, 0));
+            let rest = data::PAGE - count;
+            count += self.kv.scan(HISTORY, (&start, &end), true, rest, &mut |v| {
+                bytes += v.len()
+            });
         }
-        let (start, end) = (data::history_key(id, 0), data::history_key(id + 1, 0));
-        let older = self
-            .kv
-            .range(HISTORY, &start, &end)
-            .iter()
-            .rev()
-            .filter(|review| !review.is_empty())
-            .count();
-        newest.len() + older
+        (count, bytes)
+    }
+
+    fn reopen(&mut self, cache_bytes: usize) {
+        self.kv.reopen(cache_bytes);
     }
 
     fn disk_bytes(&self) -> u64 {

@@ -94,7 +94,7 @@ pub struct Skew {
 
 impl Skew {
     pub fn open(dir: &Path) -> Skew {
-        let db = Db::open(dir, crate::skew_options()).expect("open skewdb");
+        let db = Db::open(dir, crate::skew_options(crate::CACHE_BYTES)).expect("open skewdb");
         let layout = Layout::Outlier {
             inline_cap: INLINE_CAP as u32,
         };
@@ -220,7 +220,7 @@ pub struct Peer {
 impl Peer {
     pub fn open(engine: &str, model: Model, dir: &Path) -> Peer {
         Peer {
-            kv: kv::open(engine, dir),
+            kv: kv::open(engine, dir, crate::CACHE_BYTES),
             model,
         }
     }
@@ -256,9 +256,13 @@ impl FollowerStore for Peer {
     }
 
     fn profile(&mut self, user: u64) -> usize {
-        let value = self.kv.get(USERS_TABLE, &key(user)).expect("user");
-        let (profile, _, total) = decode_head(&value);
-        profile.len() + (total as usize).min(1)
+        let mut read = 0;
+        let found = self.kv.read(USERS_TABLE, &key(user), &mut |value| {
+            let (profile, _, total) = decode_head(value);
+            read = profile.len() + (total as usize).min(1);
+        });
+        assert!(found, "user {user}");
+        read
     }
 
     fn follow(&mut self, user: u64, follower: u64) {
@@ -288,17 +292,24 @@ impl FollowerStore for Peer {
     }
 
     fn list(&mut self, user: u64) -> usize {
-        let value = self.kv.get(USERS_TABLE, &key(user)).expect("user");
-        let (_, overflow, _, followers) = decode(&value);
-        let mut listed = followers.len().min(LIST);
+        let (mut listed, mut overflow) = (0, false);
+        let found = self.kv.read(USERS_TABLE, &key(user), &mut |value| {
+            let (profile, flagged, _) = decode_head(value);
+            let followers = value[13 + profile.len()..].chunks_exact(8);
+            for follower in followers.take(LIST) {
+                std::hint::black_box(u64::from_le_bytes(follower.try_into().expect("8")));
+                listed += 1;
+            }
+            overflow = flagged;
+        });
+        assert!(found, "user {user}");
         if overflow && listed < LIST {
             let start = overflow_key(user, 0);
             let end = overflow_key(user + 1, 0);
+            let rest = LIST - listed;
             listed += self
                 .kv
-                .range(OVERFLOW, &start, &end)
-                .len()
-                .min(LIST - listed);
+                .scan(OVERFLOW, (&start, &end), false, rest, &mut |_| {});
         }
         listed
     }

@@ -1,19 +1,38 @@
 //! The little each peer needs for the hand-written models of every workload (products,
-//! sensors, followers): get, a durable transaction of puts, and a key range, over named
+//! sensors, followers): a read, a durable transaction of puts, and a key range, over named
 //! tables (redb tables, fjall keyspaces, SQLite tables with a blob primary key: rowid tables,
-//! which SQLite advises for rows as large as these values).
+//! which SQLite advises for rows as large as these values). Reads hand the value to the
+//! caller where the engine holds it, as a performance-minded user reads: redb's
+//! `AccessGuard::value()`, fjall's `Slice`, rusqlite's `get_ref`; nothing is copied.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use crate::{CACHE_BYTES, CacheCounters};
+use crate::CacheCounters;
 
 pub trait Kv {
-    fn get(&self, table: &'static str, key: &[u8]) -> Option<Vec<u8>>;
+    /// Calls `read` with the value of `key` where the engine holds it; false when absent.
+    fn read(&self, table: &'static str, key: &[u8], read: &mut dyn FnMut(&[u8])) -> bool;
+    /// A copy of the value of `key`, for a read-modify-write.
+    fn get(&self, table: &'static str, key: &[u8]) -> Option<Vec<u8>> {
+        let mut value = None;
+        self.read(table, key, &mut |v| value = Some(v.to_vec()));
+        value
+    }
     /// Writes every put in one transaction; durable (fsync) when `durable`.
     fn put_all(&mut self, puts: Vec<(&'static str, Vec<u8>, Vec<u8>)>, durable: bool);
-    /// The values of keys in `start..end`, in key order.
-    fn range(&self, table: &'static str, start: &[u8], end: &[u8]) -> Vec<Vec<u8>>;
+    /// Calls `read` with the values of keys in `start..end` where the engine holds them, in
+    /// key order (descending when `newest_first`), at most `limit` of them; returns how many.
+    fn scan(
+        &self,
+        table: &'static str,
+        bounds: (&[u8], &[u8]),
+        newest_first: bool,
+        limit: usize,
+        read: &mut dyn FnMut(&[u8]),
+    ) -> usize;
+    /// Closes the engine and opens its files again with a cache of `cache_bytes`.
+    fn reopen(&mut self, cache_bytes: usize);
     fn disk_bytes(&self) -> u64;
     /// The engine's own cache counters: redb's read hits and misses (its `cache_metrics`
     /// feature), fjall's block loads from its cache and from disk (its `metrics` feature),
@@ -21,11 +40,11 @@ pub trait Kv {
     fn cache_counters(&self) -> CacheCounters;
 }
 
-pub fn open(engine: &str, dir: &Path) -> Box<dyn Kv> {
+pub fn open(engine: &str, dir: &Path, cache_bytes: usize) -> Box<dyn Kv> {
     match engine {
-        "redb" => Box::new(RedbKv::open(dir)),
-        "fjall" => Box::new(FjallKv::open(dir)),
-        "sqlite" => Box::new(SqliteKv::open(dir)),
+        "redb" => Box::new(RedbKv::open(dir, cache_bytes)),
+        "fjall" => Box::new(FjallKv::open(dir, cache_bytes)),
+        "sqlite" => Box::new(SqliteKv::open(dir, cache_bytes)),
         _ => unreachable!("unknown engine {engine}"),
     }
 }
@@ -36,15 +55,18 @@ struct RedbKv {
 }
 
 impl RedbKv {
-    fn open(dir: &Path) -> RedbKv {
-        let db = redb::Database::builder()
-            .set_cache_size(CACHE_BYTES)
-            .create(dir.join("redb"))
-            .expect("open redb");
+    fn open(dir: &Path, cache_bytes: usize) -> RedbKv {
         RedbKv {
             dir: dir.to_path_buf(),
-            db,
+            db: Self::database(dir, cache_bytes),
         }
+    }
+
+    fn database(dir: &Path, cache_bytes: usize) -> redb::Database {
+        redb::Database::builder()
+            .set_cache_size(cache_bytes)
+            .create(dir.join("redb"))
+            .expect("open redb")
     }
 }
 
@@ -53,11 +75,12 @@ fn table(name: &'static str) -> redb::TableDefinition<'static, &'static [u8], &'
 }
 
 impl Kv for RedbKv {
-    fn get(&self, name: &'static str, key: &[u8]) -> Option<Vec<u8>> {
+    fn read(&self, name: &'static str, key: &[u8], read: &mut dyn FnMut(&[u8])) -> bool {
         use redb::ReadableDatabase;
-        let read = self.db.begin_read().expect("read");
-        let table = read.open_table(table(name)).expect("table");
-        table.get(key).expect("get").map(|v| v.value().to_vec())
+        let transaction = self.db.begin_read().expect("read");
+        let table = transaction.open_table(table(name)).expect("table");
+        let guard = table.get(key).expect("get");
+        guard.map(|value| read(value.value())).is_some()
     }
 
     fn put_all(&mut self, puts: Vec<(&'static str, Vec<u8>, Vec<u8>)>, durable: bool) {
@@ -74,15 +97,34 @@ impl Kv for RedbKv {
         write.commit().expect("commit");
     }
 
-    fn range(&self, name: &'static str, start: &[u8], end: &[u8]) -> Vec<Vec<u8>> {
+    fn scan(
+        &self,
+        name: &'static str,
+        (start, end): (&[u8], &[u8]),
+        newest_first: bool,
+        limit: usize,
+        read: &mut dyn FnMut(&[u8]),
+    ) -> usize {
         use redb::ReadableDatabase;
-        let read = self.db.begin_read().expect("read");
-        let table = read.open_table(table(name)).expect("table");
-        table
-            .range(start..end)
-            .expect("range")
-            .map(|entry| entry.expect("entry").1.value().to_vec())
-            .collect()
+        let transaction = self.db.begin_read().expect("read");
+        let table = transaction.open_table(table(name)).expect("table");
+        let range = table.range(start..end).expect("range");
+        let mut each = |entry: redb::Result<(redb::AccessGuard<_>, redb::AccessGuard<_>)>| {
+            read(entry.expect("entry").1.value())
+        };
+        match newest_first {
+            true => range.rev().take(limit).map(&mut each).count(),
+            false => range.take(limit).map(&mut each).count(),
+        }
+    }
+
+    fn reopen(&mut self, cache_bytes: usize) {
+        // redb allows one open database per file: the old one closes first.
+        let placeholder = redb::Builder::new()
+            .create_with_backend(redb::backends::InMemoryBackend::new())
+            .expect("in-memory redb");
+        drop(std::mem::replace(&mut self.db, placeholder));
+        self.db = Self::database(&self.dir, cache_bytes);
     }
 
     fn disk_bytes(&self) -> u64 {
@@ -106,16 +148,19 @@ struct FjallKv {
 }
 
 impl FjallKv {
-    fn open(dir: &Path) -> FjallKv {
-        let db = fjall::Database::builder(dir.join("fjall"))
-            .cache_size(CACHE_BYTES as u64)
-            .open()
-            .expect("open fjall");
+    fn open(dir: &Path, cache_bytes: usize) -> FjallKv {
         FjallKv {
             dir: dir.to_path_buf(),
-            db,
+            db: Self::database(dir, cache_bytes),
             keyspaces: HashMap::new(),
         }
+    }
+
+    fn database(dir: &Path, cache_bytes: usize) -> fjall::Database {
+        fjall::Database::builder(dir.join("fjall"))
+            .cache_size(cache_bytes as u64)
+            .open()
+            .expect("open fjall")
     }
 
     fn keyspace(&mut self, name: &'static str) -> fjall::Keyspace {
@@ -131,9 +176,12 @@ impl FjallKv {
 }
 
 impl Kv for FjallKv {
-    fn get(&self, name: &'static str, key: &[u8]) -> Option<Vec<u8>> {
-        let keyspace = self.keyspaces.get(name)?;
-        keyspace.get(key).expect("get").map(|v| v.to_vec())
+    fn read(&self, name: &'static str, key: &[u8], read: &mut dyn FnMut(&[u8])) -> bool {
+        let Some(keyspace) = self.keyspaces.get(name) else {
+            return false;
+        };
+        let value = keyspace.get(key).expect("get");
+        value.map(|value| read(&value)).is_some()
     }
 
     fn put_all(&mut self, puts: Vec<(&'static str, Vec<u8>, Vec<u8>)>, durable: bool) {
@@ -148,14 +196,41 @@ impl Kv for FjallKv {
         batch.commit().expect("commit");
     }
 
-    fn range(&self, name: &'static str, start: &[u8], end: &[u8]) -> Vec<Vec<u8>> {
+    fn scan(
+        &self,
+        name: &'static str,
+        (start, end): (&[u8], &[u8]),
+        newest_first: bool,
+        limit: usize,
+        read: &mut dyn FnMut(&[u8]),
+    ) -> usize {
         let Some(keyspace) = self.keyspaces.get(name) else {
-            return Vec::new();
+            return 0;
         };
-        keyspace
-            .range(start.to_vec()..end.to_vec())
-            .map(|guard| guard.value().expect("value").to_vec())
-            .collect()
+        let range = keyspace.range(start..end);
+        let mut each = |guard: fjall::Guard| read(&guard.value().expect("value"));
+        match newest_first {
+            true => range.rev().take(limit).map(&mut each).count(),
+            false => range.take(limit).map(&mut each).count(),
+        }
+    }
+
+    fn reopen(&mut self, cache_bytes: usize) {
+        let names: Vec<&'static str> = self.keyspaces.keys().copied().collect();
+        self.keyspaces.clear();
+        self.db
+            .persist(fjall::PersistMode::SyncAll)
+            .expect("persist");
+        // fjall allows one open database per folder: the old one closes first.
+        let closed = tempfile::tempdir().expect("temporary directory");
+        drop(std::mem::replace(
+            &mut self.db,
+            Self::database(closed.path(), 1 << 20),
+        ));
+        self.db = Self::database(&self.dir, cache_bytes);
+        for name in names {
+            self.keyspace(name);
+        }
     }
 
     fn disk_bytes(&self) -> u64 {
@@ -181,37 +256,41 @@ struct SqliteKv {
 }
 
 impl SqliteKv {
-    fn open(dir: &Path) -> SqliteKv {
+    fn open(dir: &Path, cache_bytes: usize) -> SqliteKv {
+        SqliteKv {
+            dir: dir.to_path_buf(),
+            connection: Self::connection(dir, cache_bytes),
+            tables: HashSet::new(),
+        }
+    }
+
+    fn connection(dir: &Path, cache_bytes: usize) -> rusqlite::Connection {
         let connection = rusqlite::Connection::open(dir.join("sqlite.db")).expect("open sqlite");
         connection
             .execute_batch(&format!(
                 "PRAGMA journal_mode = WAL;
                  PRAGMA synchronous = FULL;
                  PRAGMA cache_size = -{};",
-                CACHE_BYTES >> 10
+                cache_bytes >> 10
             ))
             .expect("pragmas");
-        SqliteKv {
-            dir: dir.to_path_buf(),
-            connection,
-            tables: HashSet::new(),
-        }
+        connection
     }
 }
 
 impl Kv for SqliteKv {
-    fn get(&self, name: &'static str, key: &[u8]) -> Option<Vec<u8>> {
+    fn read(&self, name: &'static str, key: &[u8], read: &mut dyn FnMut(&[u8])) -> bool {
         if !self.tables.contains(name) {
-            return None;
+            return false;
         }
         let mut statement = self
             .connection
             .prepare_cached(&format!("SELECT v FROM {name} WHERE k = ?1"))
             .expect("prepare");
         let mut rows = statement.query([key]).expect("query");
-        rows.next()
-            .expect("row")
-            .map(|row| row.get(0).expect("value"))
+        let row = rows.next().expect("row");
+        row.map(|row| read(row.get_ref(0).expect("value").as_blob().expect("blob")))
+            .is_some()
     }
 
     fn put_all(&mut self, puts: Vec<(&'static str, Vec<u8>, Vec<u8>)>, durable: bool) {
@@ -241,21 +320,40 @@ impl Kv for SqliteKv {
         transaction.commit().expect("commit");
     }
 
-    fn range(&self, name: &'static str, start: &[u8], end: &[u8]) -> Vec<Vec<u8>> {
+    fn scan(
+        &self,
+        name: &'static str,
+        (start, end): (&[u8], &[u8]),
+        newest_first: bool,
+        limit: usize,
+        read: &mut dyn FnMut(&[u8]),
+    ) -> usize {
         if !self.tables.contains(name) {
-            return Vec::new();
+            return 0;
         }
+        let order = if newest_first { "DESC" } else { "ASC" };
         let mut statement = self
             .connection
             .prepare_cached(&format!(
-                "SELECT v FROM {name} WHERE k >= ?1 AND k < ?2 ORDER BY k"
+                "SELECT v FROM {name} WHERE k >= ?1 AND k < ?2 ORDER BY k {order} LIMIT ?3"
             ))
             .expect("prepare");
-        statement
-            .query_map(rusqlite::params![start, end], |row| row.get(0))
-            .expect("query")
-            .map(|value| value.expect("row"))
-            .collect()
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut rows = statement
+            .query(rusqlite::params![start, end, limit])
+            .expect("query");
+        let mut count = 0;
+        while let Some(row) = rows.next().expect("row") {
+            read(row.get_ref(0).expect("value").as_blob().expect("blob"));
+            count += 1;
+        }
+        count
+    }
+
+    fn reopen(&mut self, cache_bytes: usize) {
+        let closed = rusqlite::Connection::open_in_memory().expect("in-memory sqlite");
+        drop(std::mem::replace(&mut self.connection, closed));
+        self.connection = Self::connection(&self.dir, cache_bytes);
     }
 
     fn disk_bytes(&self) -> u64 {

@@ -3,14 +3,15 @@
 //! the data today (everything embedded in one value per parent, and the pattern coded by
 //! hand: for product pages the product value with its 5 newest reviews plus a history table
 //! keyed by product and time, both written in one transaction), and skewdb with its native
-//! layouts. Every engine gets the same cache budget and commits every write durably (fsync).
+//! layouts. Peers read their values where the engine holds them (no copy, no allocation per
+//! review). Every engine gets the same cache budget and commits every write durably (fsync).
 //!
 //! Run: `cargo run --release -p skewdb-peers` (`-- --products N` to change the size,
-//! `-- --only ENGINE` to measure one engine, `-- --workload products|sensors|followers` one
+//! `-- --only ENGINE` to measure one engine (or `--only "ENGINE MODEL"` one model of it), `-- --workload products|sensors|followers` one
 //! workload, `-- --record-cache-percent N` to give skewdb's record tier another share of its
-//! cache, each without writing the results). It prints the tables, and writes them into
-//! `BENCHMARKS.md` (between its two marker lines) and `bench-results/peers.md`, with a bar
-//! chart of product views in `bench-results/peers.svg`.
+//! cache, `-- --views N` fewer views per pass, each without writing the results). It prints
+//! the tables, and writes them into `BENCHMARKS.md` (between its two marker lines) and
+//! `bench-results/peers.md`, with a bar chart of product views in `bench-results/peers.svg`.
 
 mod data;
 mod engines;
@@ -21,15 +22,15 @@ mod sensors;
 
 use std::time::Instant;
 
-use data::{Op, Product, Review};
+use data::{Product, Review};
 
 /// `--record-cache-percent N`: skewdb's record tier share, for a comparison (the measured
 /// run keeps the default).
 static RECORD_CACHE_PERCENT: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
 
 /// How skewdb is opened: the same cache budget as every peer.
-pub fn skew_options() -> skewdb::Options {
-    let options = skewdb::Options::new().cache_bytes(CACHE_BYTES);
+pub fn skew_options(cache_bytes: usize) -> skewdb::Options {
+    let options = skewdb::Options::new().cache_bytes(cache_bytes);
     match RECORD_CACHE_PERCENT.get() {
         Some(&percent) => options.record_cache_percent(percent),
         None => options,
@@ -38,8 +39,13 @@ pub fn skew_options() -> skewdb::Options {
 
 /// Products of the measured run (`--products` changes it, for a trial).
 const PRODUCTS: u64 = 100_000;
-/// The cache every engine gets.
-pub const CACHE_BYTES: usize = 32 << 20;
+/// The cache every engine gets in the sensors and followers workloads, and the product
+/// pages' budget smaller than their data.
+pub const CACHE_BYTES: usize = 64 << 20;
+/// The product pages' budget that holds everything.
+pub const LARGE_CACHE_BYTES: usize = 2 << 30;
+/// The embedded models take one pass of this share of the views.
+const EMBEDDED_SHARE: usize = 5;
 /// Runs per engine and model; the median is reported.
 const RUNS: usize = 3;
 /// Durable appends are taken in turns: each store this many at a time...
@@ -55,8 +61,11 @@ pub trait Store {
     fn view(&mut self, id: u64) -> usize;
     /// Appends a review, durably.
     fn append(&mut self, id: u64, review: &Review);
-    /// Every review of the product, newest first (each one read); returns how many.
-    fn show_all(&mut self, id: u64) -> usize;
+    /// The first page of the product's reviews, newest first ([`data::PAGE`] of them, each
+    /// read); returns how many and their bytes.
+    fn page(&mut self, id: u64) -> (usize, usize);
+    /// Closes the engine and opens its files again with a cache of `cache_bytes`.
+    fn reopen(&mut self, cache_bytes: usize);
     /// Bytes of the engine's files.
     fn disk_bytes(&self) -> u64;
     /// The cache's counters, where the engine exposes them.
@@ -79,11 +88,12 @@ impl CacheCounters {
     }
 }
 
-/// The median and 99th percentile of one kind of operation's latencies, in microseconds.
+/// Percentiles of one kind of operation's latencies, in microseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Percentiles {
     pub p50_us: f64,
     pub p99_us: f64,
+    pub p999_us: f64,
 }
 
 /// Latencies of one kind of operation as they are measured.
@@ -114,63 +124,98 @@ impl Latencies {
         Percentiles {
             p50_us: at(0.5),
             p99_us: at(0.99),
+            p999_us: at(0.999),
         }
     }
 }
 
-/// What one run measured.
+/// Product views and show-all pages at one cache budget: one pass, or the median of passes.
+#[derive(Clone, Debug, Default)]
+pub struct Viewed {
+    pub views_per_second: f64,
+    pub view_latency: Percentiles,
+    pub pages_per_second: f64,
+    pub page_latency: Percentiles,
+    /// Over the views, as the engine counts it.
+    pub hit_ratio: Option<f64>,
+    /// Passes the median is taken over.
+    pub passes: usize,
+}
+
+/// What one engine and model measured on the product pages.
 #[derive(Clone, Debug, Default)]
 pub struct Measured {
-    pub ops_per_second: f64,
-    /// Product pages per second, views only (the same products as the mixed run's views).
-    pub views_per_second: f64,
-    /// Views in the mixed run.
-    pub view_latency: Percentiles,
+    /// With the cache smaller than the data ([`CACHE_BYTES`]).
+    pub small: Viewed,
+    /// With a cache that holds everything ([`LARGE_CACHE_BYTES`]).
+    pub fits: Viewed,
     pub appends_per_second: f64,
     /// Appends in turns.
     pub append_latency: Percentiles,
     pub disk_bytes: u64,
-    pub hit_ratio: Option<f64>,
 }
 
-/// One run: the mixed operations, then the views alone. (Appends are timed in turns
-/// across every store, see [`appends_in_turns`].)
-fn run(store: &mut dyn Store, ops: &[Op]) -> Measured {
+/// One pass: `views` product views timed one by one, then `pages` show-all pages.
+fn view_pass(store: &mut dyn Store, views: &[u64], pages: &[u64]) -> Viewed {
     let counters = store.cache_counters();
-    let mut views = Latencies::default();
-    let started = Instant::now();
-    for op in ops {
-        match op {
-            Op::View(id) => {
-                std::hint::black_box(views.time(|| store.view(*id)));
-            }
-            Op::Append(id, review) => store.append(*id, review),
-            Op::ShowAll(id) => {
-                std::hint::black_box(store.show_all(*id));
-            }
-        }
+    let mut latencies = Latencies::default();
+    for id in views {
+        std::hint::black_box(latencies.time(|| store.view(*id)));
     }
-    let seconds = started.elapsed().as_secs_f64();
     let hit_ratio = CacheCounters::ratio(counters, store.cache_counters());
-    let viewed: Vec<u64> = ops
-        .iter()
-        .filter_map(|op| match op {
-            Op::View(id) => Some(*id),
-            _ => None,
+    let views_per_second = latencies.per_second();
+    let view_latency = latencies.percentiles();
+    let mut latencies = Latencies::default();
+    for id in pages {
+        std::hint::black_box(latencies.time(|| store.page(*id)));
+    }
+    Viewed {
+        views_per_second,
+        view_latency,
+        pages_per_second: latencies.per_second(),
+        page_latency: latencies.percentiles(),
+        hit_ratio,
+        passes: 1,
+    }
+}
+
+/// Warms the caches, then takes `passes` passes of `view_count` views each (a stream of its
+/// own per pass) and keeps the pass with the median view rate, its page rate the median
+/// of the passes' own.
+fn view_passes(store: &mut dyn Store, products: u64, view_count: usize, passes: usize) -> Viewed {
+    for id in data::views(products, data::WARM_VIEWS.min(view_count), 999) {
+        std::hint::black_box(store.view(id));
+    }
+    let mut runs: Vec<Viewed> = (0..passes as u64)
+        .map(|pass| {
+            let views = data::views(products, view_count, pass);
+            let pages = data::views(products, data::PAGES.min(view_count), 500 + pass);
+            view_pass(store, &views, &pages)
         })
         .collect();
-    let started = Instant::now();
-    for id in &viewed {
-        std::hint::black_box(store.view(*id));
-    }
-    let views_per_second = viewed.len() as f64 / started.elapsed().as_secs_f64();
-    Measured {
-        ops_per_second: ops.len() as f64 / seconds,
-        views_per_second,
-        view_latency: views.percentiles(),
-        disk_bytes: store.disk_bytes(),
-        hit_ratio,
-        ..Measured::default()
+    runs.sort_by(|a, b| a.views_per_second.total_cmp(&b.views_per_second));
+    let mut middle = runs[runs.len() / 2].clone();
+    middle.pages_per_second = median_of(&runs, |r| r.pages_per_second);
+    middle.passes = passes;
+    middle
+}
+
+/// Every store must render the same pages: a few products' views and first pages checked
+/// against the generator's reviews.
+fn check_pages(store: &mut dyn Store, products: &[Product], what: &str) {
+    for at in [0, 1, 2, 10, 100, products.len() / 2, products.len() - 1] {
+        let product = &products[at];
+        let newest = product.reviews.iter().rev();
+        let rendered =
+            product.body.len() + newest.clone().take(5).map(|r| r.text.len()).sum::<usize>();
+        assert_eq!(store.view(product.id), rendered, "{what}: view of {at}");
+        let page: Vec<&Review> = newest.take(data::PAGE).collect();
+        let bytes = page.iter().map(|r| r.text.len()).sum();
+        assert_eq!(
+            store.page(product.id),
+            (page.len(), bytes),
+            "{what}: page of {at}"
+        );
     }
 }
 
@@ -179,14 +224,6 @@ pub fn median_of<M>(runs: &[M], figure: impl Fn(&M) -> f64) -> f64 {
     let mut values: Vec<f64> = runs.iter().map(figure).collect();
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
-}
-
-/// The run with the median mixed rate, with the views' rate the median of their own.
-fn median(mut runs: Vec<Measured>) -> Measured {
-    runs.sort_by(|a, b| a.ops_per_second.total_cmp(&b.ops_per_second));
-    let mut middle = runs[runs.len() / 2].clone();
-    middle.views_per_second = median_of(&runs, |r| r.views_per_second);
-    middle
 }
 
 /// Durable appends taken in turns: every store makes `PER_TURN` appends, then the next one,
@@ -370,35 +407,59 @@ fn main() {
     if let Some(percent) = record_percent {
         RECORD_CACHE_PERCENT.set(percent).expect("set once");
     }
+    // `--views N`: fewer views per pass (for a trial).
+    let view_count = args
+        .iter()
+        .position(|a| a == "--views")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(data::VIEWS);
     let started = Instant::now();
     let products = data::products(products_count);
     let reviews: usize = products.iter().map(|p| p.reviews.len()).sum();
     let mut rows = Vec::new();
     let mut kept = Vec::new();
     for (engine, model) in engines::all() {
-        if only.as_ref().is_some_and(|only| only != engine) || !runs("products") {
+        let what = format!("{engine} {model}");
+        if only
+            .as_ref()
+            .is_some_and(|only| only != engine && *only != what)
+            || !runs("products")
+        {
             continue;
         }
-        let mut runs = Vec::new();
-        for run_index in 0..RUNS {
-            let dir = tempfile::tempdir().expect("temporary directory");
-            let mut store = engines::open(engine, model, dir.path());
-            store.load(&products);
-            let (ops, _) = data::operations(&products, run_index as u64);
-            runs.push(run(store.as_mut(), &ops));
-            if run_index + 1 == RUNS {
-                kept.push((dir, store));
-            }
-        }
-        let measured = median(runs);
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let mut store = engines::open(engine, model, dir.path(), LARGE_CACHE_BYTES);
+        store.load(&products);
+        check_pages(store.as_mut(), &products, &what);
+        // The embedded models read every review of a product per view, thousands of them
+        // for the most viewed: one pass of a fifth of the views.
+        let (passes, views) = match model.embeds() {
+            true => (1, view_count / EMBEDDED_SHARE),
+            false => (RUNS, view_count),
+        };
+        let at = Instant::now();
+        let fits = view_passes(store.as_mut(), products_count, views, passes);
+        store.reopen(CACHE_BYTES);
+        check_pages(store.as_mut(), &products, &what);
+        let small = view_passes(store.as_mut(), products_count, views, passes);
         eprintln!(
-            "{engine} {model}: {:.0} ops/s, view p50 {:.1} us",
-            measured.ops_per_second, measured.view_latency.p50_us
+            "{what}: {:.0} views/s everything cached, {:.0} at {} MiB ({:.0} s)",
+            fits.views_per_second,
+            small.views_per_second,
+            CACHE_BYTES >> 20,
+            at.elapsed().as_secs_f64()
         );
+        let measured = Measured {
+            small,
+            fits,
+            disk_bytes: store.disk_bytes(),
+            ..Measured::default()
+        };
         rows.push((engine, model, measured));
+        kept.push((dir, store));
     }
-    // New reviews after the runs' own, the same for every store.
-    let (_, stream) = data::operations(&products, RUNS as u64);
+    let stream = data::appends(products_count);
     assert!(stream.len() >= TURNS * PER_TURN);
     let appends = appends_in_turns(&mut kept, |store, i| {
         let (id, review) = &stream[i];
@@ -413,8 +474,12 @@ fn main() {
     let mut sections = Vec::new();
     if !rows.is_empty() {
         sections.push(format!(
-            "Product pages: {products_count} products, {reviews} reviews (Zipf-shaped counts, the largest on the most viewed); {} operations per run (94% views, 5% new reviews, 1% show all; Zipf 0.99 over products), then the same views alone (views/s). Hand-coded Subset: the product value with its 5 newest reviews, the others in a history table keyed by product and time, both written in one transaction; skewdb `Subset {{ keep: 5 }}`. {}\n\n{}",
-            data::OPS,
+            "Product pages: {products_count} products, {reviews} reviews (Pareto(1.1) counts, the largest, {}, on the most viewed product); views Zipf(0.99) over products. A view renders the body and the 5 newest reviews; a page is the first {} reviews, newest first, each read. Per cache budget: {} views to warm the cache (not timed), then passes of {view_count} views and {} pages, each timed (a stream of its own per pass; the median of {RUNS} passes; the embedded models: one pass of {} views). Hand-coded Subset: the product value with its 5 newest reviews, the others in a history table keyed by product and time, both written in one transaction; embedded: every review in the product's value. Values are laid out newest first and read in place (redb `AccessGuard::value()`, fjall's `Slice`, rusqlite `get_ref`). skewdb `Subset {{ keep: 5 }}` and `Embed`, read with `get` and `items`. {}\n\n{}",
+            products[0].reviews.len(),
+            data::PAGE,
+            data::WARM_VIEWS.min(view_count),
+            data::PAGES.min(view_count),
+            view_count / EMBEDDED_SHARE,
             turns_note("new reviews"),
             report::table(&rows),
         ));
@@ -447,8 +512,9 @@ fn main() {
         ));
     }
     let whole = format!(
-        "Every engine: cache {} MiB, every write durable, median of {RUNS} runs (the run with the median mixed rate; views, aggregates, ranges and profile reads alone: the median of their own). Latencies: reads in the mixed runs, appends in the turns; beside a latency, above 1.00x is slower than skewdb, beside a rate, above 1.00x is faster. Cache hit ratio over the mixed run, as each engine counts it: skewdb page and chunk requests (not the record tier's: a read the tier answers asks the page cache for nothing, as a read fjall's memtable answers loads no block), redb read hits and misses (`cache_metrics` feature), fjall block loads (`metrics` feature; reads its memtable serves count none), SQLite pager hits and misses (`sqlite3_db_status`).\n\n{}\n\nWhole run {:.0} s.\n",
+        "Every engine: cache {} MiB (product pages: also {} MiB, which holds everything), every write durable. Sensors and followers: median of {RUNS} runs (the run with the median mixed rate; aggregates, ranges and profile reads alone: the median of their own); latencies: reads in the mixed runs, appends in the turns; beside a latency, above 1.00x is slower than skewdb, beside a rate, above 1.00x is faster. Cache hit ratio (over the mixed run; product pages: over a pass's views), as each engine counts it: skewdb page and chunk requests (not the record tier's: a read the tier answers asks the page cache for nothing, as a read fjall's memtable answers loads no block), redb read hits and misses (`cache_metrics` feature), fjall block loads (`metrics` feature; reads its memtable serves count none), SQLite pager hits and misses (`sqlite3_db_status`).\n\n{}\n\nWhole run {:.0} s.\n",
         CACHE_BYTES >> 20,
+        LARGE_CACHE_BYTES >> 20,
         sections.join("\n\n"),
         started.elapsed().as_secs_f64()
     );
@@ -457,6 +523,7 @@ fn main() {
         && workload.is_none()
         && record_percent.is_none()
         && products_count == PRODUCTS
+        && view_count == data::VIEWS
         && let Err(e) = report::write(&whole, &rows)
     {
         eprintln!("skewdb-peers: {e}");

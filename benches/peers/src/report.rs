@@ -26,6 +26,8 @@ enum Figure {
     Rate(&'static str, f64),
     /// Columns "NAME p50 us" and "NAME p99 us", each with its ratio.
     Latency(&'static str, Percentiles),
+    /// Those two and "NAME p999 us".
+    Tail(&'static str, Percentiles),
 }
 
 /// A last column: its name and how a row's cell reads.
@@ -53,6 +55,14 @@ fn markdown<M>(
                 format!("{name} p99 us"),
                 "vs skewdb".into(),
             ]),
+            Figure::Tail(name, _) => header.extend([
+                format!("{name} p50 us"),
+                "vs skewdb".into(),
+                format!("{name} p99 us"),
+                "vs skewdb".into(),
+                format!("{name} p999 us"),
+                "vs skewdb".into(),
+            ]),
         }
     }
     header.extend(["disk MiB".into(), "vs skewdb".into()]);
@@ -71,6 +81,14 @@ fn markdown<M>(
                     ratio(p.p50_us, base.p50_us),
                     format!("{:.1}", p.p99_us),
                     ratio(p.p99_us, base.p99_us),
+                ]),
+                (Figure::Tail(_, p), Figure::Tail(_, base)) => cells.extend([
+                    format!("{:.1}", p.p50_us),
+                    ratio(p.p50_us, base.p50_us),
+                    format!("{:.1}", p.p99_us),
+                    ratio(p.p99_us, base.p99_us),
+                    format!("{:.1}", p.p999_us),
+                    ratio(p.p999_us, base.p999_us),
                 ]),
                 _ => unreachable!("every row has the same figures"),
             }
@@ -97,20 +115,41 @@ fn hits(ratio: Option<f64>) -> String {
     ratio.map_or("-".to_string(), |h| format!("{h:.3}"))
 }
 
+/// The product pages' two tables: with the cache smaller than the data (and the appends),
+/// and with everything cached.
 pub fn table(rows: &[Row]) -> String {
-    markdown(
+    let small = markdown(
         &named(rows),
         |m| {
             vec![
-                Figure::Rate("mixed ops/s", m.ops_per_second),
-                Figure::Rate("views/s", m.views_per_second),
-                Figure::Latency("view", m.view_latency),
+                Figure::Rate("views/s", m.small.views_per_second),
+                Figure::Tail("view", m.small.view_latency),
+                Figure::Rate("pages/s", m.small.pages_per_second),
+                Figure::Tail("page", m.small.page_latency),
                 Figure::Rate("appends/s", m.appends_per_second),
                 Figure::Latency("append", m.append_latency),
             ]
         },
         |m| m.disk_bytes,
-        Some(("cache hit ratio", &|m| hits(m.hit_ratio))),
+        Some(("cache hit ratio", &|m| hits(m.small.hit_ratio))),
+    );
+    let fits = markdown(
+        &named(rows),
+        |m| {
+            vec![
+                Figure::Rate("views/s", m.fits.views_per_second),
+                Figure::Tail("view", m.fits.view_latency),
+                Figure::Rate("pages/s", m.fits.pages_per_second),
+                Figure::Tail("page", m.fits.page_latency),
+            ]
+        },
+        |m| m.disk_bytes,
+        Some(("cache hit ratio", &|m| hits(m.fits.hit_ratio))),
+    );
+    format!(
+        "Cache {} MiB, smaller than the data:\n\n{small}\nCache {} MiB, everything cached:\n\n{fits}",
+        crate::CACHE_BYTES >> 20,
+        crate::LARGE_CACHE_BYTES >> 20
     )
 }
 
@@ -190,41 +229,56 @@ pub fn write(text: &str, rows: &[Row]) -> Result<(), String> {
     std::fs::write(&benchmarks, updated).map_err(|e| failed("BENCHMARKS.md", &e))
 }
 
+/// Product views per second, two bars per engine and model: the cache smaller than the
+/// data (dark) and everything cached (light).
 fn chart(path: &Path, rows: &[Row]) -> Result<(), Box<dyn std::error::Error>> {
-    let root = SVGBackend::new(path, (900, 420)).into_drawing_area();
+    let root = SVGBackend::new(path, (960, 440)).into_drawing_area();
     root.fill(&WHITE)?;
     let top = rows
         .iter()
-        .map(|r| r.2.views_per_second)
+        .map(|r| r.2.fits.views_per_second.max(r.2.small.views_per_second))
         .fold(1.0, f64::max)
         * 3.0;
+    let caption = format!(
+        "Product views per second (log scale): cache {} MiB (dark), everything cached (light)",
+        crate::CACHE_BYTES >> 20
+    );
     let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "Product page views per second (log scale)",
-            ("sans-serif", 18),
-        )
+        .caption(caption, ("sans-serif", 17))
         .margin(10)
         .x_label_area_size(90)
         .y_label_area_size(70)
-        .build_cartesian_2d(0..rows.len(), (1.0..top).log_scale())?;
+        .build_cartesian_2d(0..rows.len() * 3, (1.0..top).log_scale())?;
     chart
         .configure_mesh()
         .disable_x_mesh()
-        .x_labels(rows.len())
-        .x_label_formatter(&|i| {
-            rows.get(*i)
+        .x_labels(rows.len() * 3)
+        .x_label_formatter(&|i| match i % 3 {
+            1 => rows
+                .get(i / 3)
                 .map(|(engine, model, _)| format!("{engine} {model}"))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            _ => String::new(),
         })
         .y_desc("views/s")
         .draw()?;
-    chart.draw_series(rows.iter().enumerate().map(|(i, (engine, _, m))| {
-        let color = if *engine == "skewdb" { RED } else { BLUE };
-        Rectangle::new(
-            [(i, 1.0), (i + 1, m.views_per_second.max(1.0))],
-            color.mix(0.6).filled(),
-        )
-    }))?;
+    for (offset, shade, rate) in [
+        (
+            0,
+            0.8,
+            &(|m: &Measured| m.small.views_per_second) as &dyn Fn(&Measured) -> f64,
+        ),
+        (1, 0.35, &|m: &Measured| m.fits.views_per_second),
+    ] {
+        chart.draw_series(rows.iter().enumerate().map(|(i, (engine, _, m))| {
+            let color = if *engine == "skewdb" { RED } else { BLUE };
+            let x = i * 3 + offset;
+            Rectangle::new(
+                [(x, 1.0), (x + 1, rate(m).max(1.0))],
+                color.mix(shade).filled(),
+            )
+        }))?;
+    }
     root.present()?;
     Ok(())
 }
@@ -232,6 +286,7 @@ fn chart(path: &Path, rows: &[Row]) -> Result<(), Box<dyn std::error::Error>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Viewed;
 
     #[test]
     fn the_tables_replace_only_what_lies_between_the_markers() {
@@ -248,43 +303,55 @@ mod tests {
 
     #[test]
     fn tables_put_each_ratio_beside_its_figure() {
+        let tail = |p50_us, p99_us, p999_us| Percentiles {
+            p50_us,
+            p99_us,
+            p999_us,
+        };
         let skew = Measured {
-            ops_per_second: 1000.0,
-            views_per_second: 4000.0,
-            view_latency: Percentiles {
-                p50_us: 2.25,
-                p99_us: 30.0,
+            small: Viewed {
+                views_per_second: 4000.0,
+                view_latency: tail(2.25, 30.0, 90.0),
+                pages_per_second: 100.0,
+                page_latency: tail(10.0, 20.0, 40.0),
+                hit_ratio: Some(0.8666),
+                passes: 3,
+            },
+            fits: Viewed {
+                views_per_second: 8000.0,
+                view_latency: tail(1.0, 2.0, 4.0),
+                pages_per_second: 200.0,
+                page_latency: tail(5.0, 10.0, 20.0),
+                hit_ratio: Some(1.0),
+                passes: 3,
             },
             appends_per_second: 500.0,
-            append_latency: Percentiles {
-                p50_us: 180.0,
-                p99_us: 412.34,
-            },
+            append_latency: tail(180.0, 412.34, 0.0),
             disk_bytes: 2 << 20,
-            hit_ratio: Some(0.8666),
         };
-        let peer = Measured {
-            ops_per_second: 500.0,
-            views_per_second: 8000.0,
-            view_latency: Percentiles {
-                p50_us: 4.5,
-                p99_us: 15.0,
-            },
-            appends_per_second: 1000.0,
-            disk_bytes: 1 << 20,
-            hit_ratio: None,
-            ..skew.clone()
-        };
+        let mut peer = skew.clone();
+        peer.small.views_per_second = 2000.0;
+        peer.small.view_latency = tail(4.5, 15.0, 45.0);
+        peer.small.hit_ratio = None;
+        peer.fits.pages_per_second = 300.0;
+        peer.appends_per_second = 1000.0;
+        peer.disk_bytes = 1 << 20;
         let rows = vec![
             ("skewdb", Model::Native, skew),
             ("fjall", Model::HandSubset, peer),
         ];
         assert_eq!(
             table(&rows),
-            "| engine | model | mixed ops/s | vs skewdb | views/s | vs skewdb | view p50 us | vs skewdb | view p99 us | vs skewdb | appends/s | vs skewdb | append p50 us | vs skewdb | append p99 us | vs skewdb | disk MiB | vs skewdb | cache hit ratio |\n\
-             |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n\
-             | skewdb | native Subset | 1000 | 1.00x | 4000 | 1.00x | 2.2 | 1.00x | 30.0 | 1.00x | 500 | 1.00x | 180.0 | 1.00x | 412.3 | 1.00x | 2.0 | 1.00x | 0.867 |\n\
-             | fjall | hand-coded Subset | 500 | 0.50x | 8000 | 2.00x | 4.5 | 2.00x | 15.0 | 0.50x | 1000 | 2.00x | 180.0 | 1.00x | 412.3 | 1.00x | 1.0 | 0.50x | - |\n"
+            "Cache 64 MiB, smaller than the data:\n\n\
+             | engine | model | views/s | vs skewdb | view p50 us | vs skewdb | view p99 us | vs skewdb | view p999 us | vs skewdb | pages/s | vs skewdb | page p50 us | vs skewdb | page p99 us | vs skewdb | page p999 us | vs skewdb | appends/s | vs skewdb | append p50 us | vs skewdb | append p99 us | vs skewdb | disk MiB | vs skewdb | cache hit ratio |\n\
+             |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n\
+             | skewdb | native Subset | 4000 | 1.00x | 2.2 | 1.00x | 30.0 | 1.00x | 90.0 | 1.00x | 100 | 1.00x | 10.0 | 1.00x | 20.0 | 1.00x | 40.0 | 1.00x | 500 | 1.00x | 180.0 | 1.00x | 412.3 | 1.00x | 2.0 | 1.00x | 0.867 |\n\
+             | fjall | hand-coded Subset | 2000 | 0.50x | 4.5 | 2.00x | 15.0 | 0.50x | 45.0 | 0.50x | 100 | 1.00x | 10.0 | 1.00x | 20.0 | 1.00x | 40.0 | 1.00x | 1000 | 2.00x | 180.0 | 1.00x | 412.3 | 1.00x | 1.0 | 0.50x | - |\n\
+             \nCache 2048 MiB, everything cached:\n\n\
+             | engine | model | views/s | vs skewdb | view p50 us | vs skewdb | view p99 us | vs skewdb | view p999 us | vs skewdb | pages/s | vs skewdb | page p50 us | vs skewdb | page p99 us | vs skewdb | page p999 us | vs skewdb | disk MiB | vs skewdb | cache hit ratio |\n\
+             |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n\
+             | skewdb | native Subset | 8000 | 1.00x | 1.0 | 1.00x | 2.0 | 1.00x | 4.0 | 1.00x | 200 | 1.00x | 5.0 | 1.00x | 10.0 | 1.00x | 20.0 | 1.00x | 2.0 | 1.00x | 1.000 |\n\
+             | fjall | hand-coded Subset | 8000 | 1.00x | 1.0 | 1.00x | 2.0 | 1.00x | 4.0 | 1.00x | 300 | 1.50x | 5.0 | 1.00x | 10.0 | 1.00x | 20.0 | 1.00x | 1.0 | 0.50x | 1.000 |\n"
         );
         let followers = vec![(
             "skewdb",
@@ -295,6 +362,7 @@ mod tests {
                 profile_latency: Percentiles {
                     p50_us: 1.04,
                     p99_us: 7.0,
+                    p999_us: 9.0,
                 },
                 hit_ratio: Some(1.0),
                 ..Default::default()

@@ -94,7 +94,7 @@ pub struct Skew {
 
 impl Skew {
     pub fn open(dir: &Path) -> Skew {
-        let db = Db::open(dir, crate::skew_options()).expect("open skewdb");
+        let db = Db::open(dir, crate::skew_options(crate::CACHE_BYTES)).expect("open skewdb");
         let layout = Layout::Bucket {
             max_items: 1000,
             span: Some(HOUR),
@@ -187,7 +187,7 @@ const HEADER: usize = 4 + 8 * 3;
 impl Peer {
     pub fn open(engine: &str, model: Model, dir: &Path) -> Peer {
         Peer {
-            kv: kv::open(engine, dir),
+            kv: kv::open(engine, dir, crate::CACHE_BYTES),
             model,
         }
     }
@@ -306,23 +306,25 @@ impl SensorStore for Peer {
     fn range(&mut self, sensor: u64, from: i64, to: i64) -> usize {
         match self.model {
             Model::Embedded => {
-                let all = self.kv.get(EMBEDDED, &key(sensor)).unwrap_or_default();
-                readings(&all)
-                    .filter(|(t, _)| (from..to).contains(t))
-                    .count()
+                let mut count = 0;
+                self.kv.read(EMBEDDED, &key(sensor), &mut |all| {
+                    count = readings(all)
+                        .filter(|(t, _)| (from..to).contains(t))
+                        .count();
+                });
+                count
             }
             Model::HandBuckets => {
                 let start = bucket_key(sensor, from - from.rem_euclid(HOUR));
                 let end = bucket_key(sensor, to);
+                let mut count = 0;
                 self.kv
-                    .range(BUCKETS, &start, &end)
-                    .iter()
-                    .map(|b| {
-                        readings(&b[HEADER..])
+                    .scan(BUCKETS, (&start, &end), false, usize::MAX, &mut |b| {
+                        count += readings(&b[HEADER..])
                             .filter(|(t, _)| (from..to).contains(t))
-                            .count()
-                    })
-                    .sum()
+                            .count();
+                    });
+                count
             }
         }
     }
@@ -331,35 +333,37 @@ impl SensorStore for Peer {
         let mut aggregate = empty();
         match self.model {
             Model::Embedded => {
-                let all = self.kv.get(EMBEDDED, &key(sensor)).unwrap_or_default();
-                for (_, value) in readings(&all).filter(|(t, _)| (from..to).contains(t)) {
-                    add(&mut aggregate, value);
-                }
+                self.kv.read(EMBEDDED, &key(sensor), &mut |all| {
+                    for (_, value) in readings(all).filter(|(t, _)| (from..to).contains(t)) {
+                        add(&mut aggregate, value);
+                    }
+                });
             }
             Model::HandBuckets => {
                 let start = bucket_key(sensor, from - from.rem_euclid(HOUR));
                 let end = bucket_key(sensor, to);
-                for bucket in self.kv.range(BUCKETS, &start, &end) {
-                    let first =
-                        i64::from_le_bytes(bucket[HEADER..HEADER + 8].try_into().expect("8"));
-                    let bucket_start = first - first.rem_euclid(HOUR);
-                    let whole = bucket_start >= from && bucket_start + HOUR <= to;
-                    if whole {
-                        let h = header(&bucket);
-                        aggregate = (
-                            aggregate.0 + h.0,
-                            aggregate.1 + h.1,
-                            aggregate.2.min(h.2),
-                            aggregate.3.max(h.3),
-                        );
-                    } else {
-                        for (_, value) in
-                            readings(&bucket[HEADER..]).filter(|(t, _)| (from..to).contains(t))
-                        {
-                            add(&mut aggregate, value);
+                self.kv
+                    .scan(BUCKETS, (&start, &end), false, usize::MAX, &mut |bucket| {
+                        let first =
+                            i64::from_le_bytes(bucket[HEADER..HEADER + 8].try_into().expect("8"));
+                        let bucket_start = first - first.rem_euclid(HOUR);
+                        let whole = bucket_start >= from && bucket_start + HOUR <= to;
+                        if whole {
+                            let h = header(bucket);
+                            aggregate = (
+                                aggregate.0 + h.0,
+                                aggregate.1 + h.1,
+                                aggregate.2.min(h.2),
+                                aggregate.3.max(h.3),
+                            );
+                        } else {
+                            for (_, value) in
+                                readings(&bucket[HEADER..]).filter(|(t, _)| (from..to).contains(t))
+                            {
+                                add(&mut aggregate, value);
+                            }
                         }
-                    }
-                }
+                    });
             }
         }
         aggregate
