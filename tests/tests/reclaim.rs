@@ -126,6 +126,52 @@ fn a_long_scan_holds_its_segments() {
     }
 }
 
+/// Pages of sealed segments are read from the segments' maps: with a cache far smaller than
+/// the data every read goes back to them, while rewrites seal new segments and cleaning
+/// removes old ones (a cached page may still be a view of a removed segment's map). Every
+/// read sees its round, the removed files are gone, and a reopen reads the same.
+#[test]
+fn reads_from_sealed_segments_stay_right_while_segments_come_and_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = || options().cache_bytes(128 * 1024).record_cache_percent(0);
+    let db = Db::open(dir.path(), small()).unwrap();
+    db.create_collection(CollectionSpec::new("docs")).unwrap();
+    let docs = db.collection("docs").unwrap();
+    let check = |docs: &skewdb::Collection, round: u32| {
+        for i in (0..2_000).rev() {
+            let doc = docs.get(format!("p{i:05}")).unwrap().expect("parent");
+            assert_eq!(
+                doc.body(),
+                format!("{round} {}", "x".repeat(150)).as_bytes(),
+                "p{i:05}"
+            );
+        }
+    };
+    let mut removed = Vec::new();
+    for round in 0..20 {
+        let before = hot_files(dir.path());
+        rewrite(&db, 2_000, round);
+        db.checkpoint().unwrap();
+        check(&docs, round);
+        let now = hot_files(dir.path());
+        removed.extend(before.into_iter().filter(|name| !now.contains(name)));
+    }
+    assert!(removed.len() >= 5, "cleaning removed only {removed:?}");
+    let stats = db.cache_stats();
+    assert!(
+        stats.hot.misses > 20 * 100,
+        "reads should mostly miss the small cache: {:?}",
+        stats.hot
+    );
+    for name in &removed {
+        assert!(!dir.path().join(name).exists(), "{name} still on disk");
+    }
+    drop(docs);
+    db.close().unwrap();
+    let db = Db::open(dir.path(), small()).unwrap();
+    check(&db.collection("docs").unwrap(), 19);
+}
+
 /// Rewriting all parents but the first tenth leaves those in the first segments among dead
 /// pages: cleaning copies them to the tail, so the first segments go too, and the files stay
 /// within a bound of the live data.

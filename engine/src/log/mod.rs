@@ -6,6 +6,7 @@
 pub mod frame;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use bytes::Bytes;
 
@@ -15,7 +16,7 @@ use frame::{
 };
 pub use frame::{FrameHeader, FrameKind};
 
-use crate::storage::Storage;
+use crate::storage::{Mapped, Storage};
 use crate::{Error, Result};
 
 /// The file name of hot log segment `segment_id`.
@@ -134,6 +135,9 @@ pub struct HotLog {
     /// Set by the first failed write or sync; from then on every write is refused.
     failed: Option<String>,
     syncs: u64,
+    /// The active segment's id, published once a roll has sealed the one before it:
+    /// every segment below it is complete and never written again, which readers may map.
+    sealed_below: Arc<AtomicU32>,
 }
 
 /// How far ahead of the writes the segment file is extended, by writing zeros: syncing a
@@ -185,6 +189,7 @@ impl HotLog {
             allocated: SEGMENT_HEADER_BYTES as u64,
             failed: None,
             syncs: 0,
+            sealed_below: Arc::new(AtomicU32::new(segment_id)),
         })
     }
 
@@ -201,7 +206,13 @@ impl HotLog {
             allocated: tail.offset,
             failed: None,
             syncs: 0,
+            sealed_below: Arc::new(AtomicU32::new(tail.segment_id)),
         }
+    }
+
+    /// The id below which every segment is sealed, kept current as the log rolls.
+    pub fn sealed_below(&self) -> Arc<AtomicU32> {
+        self.sealed_below.clone()
     }
 
     pub fn tail(&self) -> LogTail {
@@ -362,6 +373,8 @@ impl HotLog {
         self.segment_id = next;
         self.tail = SEGMENT_HEADER_BYTES as u64;
         self.allocated = self.tail;
+        // The old segment was cut to its last frame and synced above: sealed.
+        self.sealed_below.store(next, Ordering::Release);
         Ok(())
     }
 }
@@ -425,6 +438,43 @@ pub fn read_frame_pooled(
         Bytes::from_owner(buffer).slice(FRAME_HEADER_BYTES..),
         held,
     ))
+}
+
+/// `read_frame` from a map of the sealed segment holding the frame: the payload is a view
+/// of the map, nothing is copied. Also returns the bytes a pooled read would hold for the
+/// frame, for the cache to weigh it the same however it was read.
+pub fn read_frame_mapped(map: &Arc<Mapped>, loc: FrameLoc) -> Result<(FrameHeader, Bytes, usize)> {
+    let name = segment_name(loc.segment_id);
+    let len = frame_len(&name, loc)?;
+    let whole: &[u8] = map.as_ref().as_ref();
+    let end = loc
+        .offset
+        .checked_add(len as u64)
+        .filter(|end| *end <= whole.len() as u64)
+        .ok_or_else(|| {
+            Error::corruption(
+                &name,
+                loc.offset,
+                "frame extends past the end of its segment",
+            )
+        })?;
+    let (start, end) = (loc.offset as usize, end as usize);
+    let header = check_frame(&name, loc, &whole[start..end])?;
+    let view = Bytes::from_owner(MapView(map.clone()));
+    Ok((
+        header,
+        view.slice(start + FRAME_HEADER_BYTES..end),
+        ReadBuffers::size_for(len),
+    ))
+}
+
+/// A shared map as the owner of the views taken of it.
+struct MapView(Arc<Mapped>);
+
+impl AsRef<[u8]> for MapView {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_ref().as_ref()
+    }
 }
 
 fn frame_len(name: &str, loc: FrameLoc) -> Result<usize> {
@@ -699,6 +749,44 @@ mod tests {
         assert_eq!(seen[2].2, b"three");
         let (_, payload) = read_frame(sim.as_ref(), locs[0]).unwrap();
         assert_eq!(&payload[..], b"one");
+    }
+
+    #[test]
+    fn a_roll_seals_the_segment_and_mapped_reads_agree_with_reads() {
+        let big = vec![b'm'; 3000];
+        let (sim, mut log, locs) = log_with(&[b"first", &big, b"third"]);
+        let sealed = log.sealed_below();
+        assert_eq!(
+            sealed.load(Ordering::Acquire),
+            1,
+            "the active segment is not sealed"
+        );
+        log.seal().unwrap();
+        assert_eq!(sealed.load(Ordering::Acquire), 2);
+        let map = Arc::new(sim.map(&segment_name(1)).unwrap());
+        for loc in &locs {
+            let (header, payload, held) = read_frame_mapped(&map, *loc).unwrap();
+            let (read_header, read) = read_frame(sim.as_ref(), *loc).unwrap();
+            assert_eq!((header, &payload[..]), (read_header, &read[..]));
+            assert_eq!(held, ReadBuffers::size_for(loc.len as usize));
+        }
+        // A frame said to run past the segment's end, or with a damaged byte, is refused.
+        let past = FrameLoc {
+            offset: map.as_ref().as_ref().len() as u64 - 4,
+            ..locs[2]
+        };
+        assert!(matches!(
+            read_frame_mapped(&map, past),
+            Err(Error::Corruption { .. })
+        ));
+        let mut bytes = sim.file_bytes(&segment_name(1)).unwrap();
+        bytes[locs[1].offset as usize + FRAME_HEADER_BYTES + 100] ^= 1;
+        let damaged = Arc::new(Mapped::Copy(bytes));
+        assert!(matches!(
+            read_frame_mapped(&damaged, locs[1]),
+            Err(Error::Corruption { .. })
+        ));
+        assert!(read_frame_mapped(&damaged, locs[0]).is_ok());
     }
 
     #[test]

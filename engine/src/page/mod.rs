@@ -8,13 +8,16 @@ pub mod redo;
 pub mod table;
 pub mod tree;
 
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use bytes::Bytes;
+use parking_lot::Mutex;
 
 use crate::cache::{CacheKey, CacheValue, Loaded, PageCache, Tier};
 use crate::log::{self, FrameKind, FrameLoc, ReadBuffers, frame::FRAME_HEADER_BYTES, segment_name};
-use crate::storage::Storage;
+use crate::storage::{Mapped, Storage};
 use crate::{Error, Result};
 use node::{LargeRef, Node, PageId, Value};
 use table::{PageTable, Slot};
@@ -39,6 +42,11 @@ pub struct PageStore {
     pub page_bytes: usize,
     /// Buffers for page reads that miss the cache.
     buffers: Arc<ReadBuffers>,
+    /// Every hot segment below this id is sealed (see `HotLog::sealed_below`): a page read
+    /// from one is a view of the segment's map, not a copy. 0 until a log is attached.
+    sealed_below: Arc<AtomicU32>,
+    /// Maps of sealed hot segments, by id; forgotten before a segment is removed.
+    maps: Mutex<HashMap<u32, Arc<Mapped>>>,
 }
 
 /// The first bytes of a page frame's payload: the page id.
@@ -56,7 +64,34 @@ impl PageStore {
             cache,
             page_bytes,
             buffers: ReadBuffers::new(KEPT_READ_BUFFERS, frame_bytes),
+            sealed_below: Arc::new(AtomicU32::new(0)),
+            maps: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Reads pages of the segments `sealed_below` says are sealed from their maps.
+    pub fn map_sealed_segments(&mut self, sealed_below: Arc<AtomicU32>) {
+        self.sealed_below = sealed_below;
+    }
+
+    /// Forgets the map of a hot segment about to be removed (views of it that pages in the
+    /// cache still hold keep it until they go).
+    pub fn forget_map(&self, segment_id: u32) {
+        self.maps.lock().remove(&segment_id);
+    }
+
+    /// The map of hot segment `segment_id` if it is sealed, made on first use.
+    fn sealed_map(&self, segment_id: u32) -> Result<Option<Arc<Mapped>>> {
+        if segment_id >= self.sealed_below.load(Ordering::Acquire) {
+            return Ok(None);
+        }
+        let mut maps = self.maps.lock();
+        if let Some(map) = maps.get(&segment_id) {
+            return Ok(Some(map.clone()));
+        }
+        let map = Arc::new(self.storage.map(&segment_name(segment_id))?);
+        maps.insert(segment_id, map.clone());
+        Ok(Some(map))
     }
 
     /// The node of page `id` in `table`.
@@ -94,8 +129,10 @@ impl PageStore {
 
     /// `read_page`, and the bytes of memory the page image takes.
     fn read_page_held(&self, id: PageId, loc: FrameLoc) -> Result<(Arc<Node>, usize)> {
-        let (header, payload, held) =
-            log::read_frame_pooled(self.storage.as_ref(), loc, &self.buffers)?;
+        let (header, payload, held) = match self.sealed_map(loc.segment_id)? {
+            Some(map) => log::read_frame_mapped(&map, loc)?,
+            None => log::read_frame_pooled(self.storage.as_ref(), loc, &self.buffers)?,
+        };
         let bad =
             |reason: String| Error::corruption(segment_name(loc.segment_id), loc.offset, reason);
         if header.kind != FrameKind::Page || payload.len() < PAGE_FRAME_PREFIX_BYTES {

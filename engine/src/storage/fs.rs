@@ -181,9 +181,12 @@ impl Storage for FsStorage {
     #[allow(unsafe_code)]
     fn map(&self, name: &str) -> Result<Mapped> {
         let file = self.handle(name)?;
-        // SAFETY: the engine maps only sealed cold segments, which it never writes, truncates
-        // or removes while a map exists, and the database lock keeps other skewdb processes
-        // out. A change by a foreign process is outside what any mmap user can guard against.
+        // SAFETY: the engine maps only sealed segments (cold segments no longer written, hot
+        // log segments below the active one), which it never writes or truncates again; a
+        // sealed segment is removed only after its map is forgotten, and a removed file's
+        // pages stay valid for the views still held (Unix keeps an unlinked file until its
+        // last map goes). The database lock keeps other skewdb processes out. A change by a
+        // foreign process is outside what any mmap user can guard against.
         let map = unsafe { memmap2::Mmap::map(file.as_ref()) }
             .map_err(|e| Error::io("map", self.name(name), e))?;
         Ok(Mapped::Map(map))

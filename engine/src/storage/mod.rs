@@ -77,7 +77,7 @@ pub trait Storage: Send + Sync + 'static {
     /// Removes the file.
     fn remove(&self, name: &str) -> Result<()>;
 
-    /// The whole file, for files that are no longer written (sealed cold segments).
+    /// The whole file, for files that are no longer written (sealed cold and hot segments).
     fn map(&self, name: &str) -> Result<Mapped> {
         let len = self.len(name)?;
         Ok(Mapped::Copy(self.read_vec(name, 0, len as usize)?))

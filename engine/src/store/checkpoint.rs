@@ -184,6 +184,9 @@ impl Shared {
                 if let Some(id) = crate::cold::chunk::parse_segment_name(file) {
                     self.cold.forget_map(id);
                 }
+                if let Some(id) = crate::log::parse_segment_name(file) {
+                    self.pages.forget_map(id);
+                }
                 if let Err(error) = storage.remove(file) {
                     failed = Some(error);
                     return true;

@@ -72,7 +72,7 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
             ));
         }
     }
-    let pages = PageStore::new(storage.clone(), cache.clone(), page_bytes);
+    let mut pages = PageStore::new(storage.clone(), cache.clone(), page_bytes);
     let tree = if checkpoint.pages.is_empty() {
         Tree::new()
     } else {
@@ -131,6 +131,8 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
         replayed.cold_tail,
     );
     let log = HotLog::resume(storage.clone(), replayed.tail, options.segment_bytes);
+    // Recovery has cut the log's torn tail, if any: from here on no sealed segment changes.
+    pages.map_sealed_segments(log.sealed_below());
     let writer = Writer {
         log,
         checkpoint_tail: checkpoint.replay_from,
@@ -212,7 +214,8 @@ fn create(
         options.segment_bytes,
         ColdTail::default(),
     );
-    let pages = PageStore::new(storage, cache.clone(), options.page_bytes);
+    let mut pages = PageStore::new(storage, cache.clone(), options.page_bytes);
+    pages.map_sealed_segments(log.sealed_below());
     Ok(Shared {
         pages,
         cold,
