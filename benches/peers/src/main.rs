@@ -19,22 +19,49 @@ mod followers;
 mod kv;
 mod report;
 mod sensors;
+mod variants;
 
 use std::time::Instant;
 
 use data::{Product, Review};
 
-/// `--record-cache-percent N`: skewdb's record tier share, for a comparison (the measured
-/// run keeps the default).
-static RECORD_CACHE_PERCENT: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
+/// skewdb's settings other than the defaults, for a comparison: `--record-cache-percent N`
+/// and `--variants` set them (the measured run keeps the defaults).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Settings {
+    pub record_cache_percent: Option<u8>,
+    pub page_bytes: Option<usize>,
+}
 
-/// How skewdb is opened: the same cache budget as every peer.
-pub fn skew_options(cache_bytes: usize) -> skewdb::Options {
-    let options = skewdb::Options::new().cache_bytes(cache_bytes);
-    match RECORD_CACHE_PERCENT.get() {
-        Some(&percent) => options.record_cache_percent(percent),
-        None => options,
+impl std::fmt::Display for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.page_bytes {
+            Some(bytes) => write!(f, "pages {} KiB", bytes >> 10)?,
+            None => write!(f, "pages as default")?,
+        }
+        match self.record_cache_percent {
+            Some(percent) => write!(f, ", record tier {percent}%"),
+            None => write!(f, ", record tier as default"),
+        }
     }
+}
+
+static SETTINGS: std::sync::Mutex<Settings> = std::sync::Mutex::new(Settings {
+    record_cache_percent: None,
+    page_bytes: None,
+});
+
+/// How skewdb is opened: the same cache budget as every peer, and the settings in force.
+pub fn skew_options(cache_bytes: usize) -> skewdb::Options {
+    let settings = *SETTINGS.lock().expect("settings");
+    let mut options = skewdb::Options::new().cache_bytes(cache_bytes);
+    if let Some(bytes) = settings.page_bytes {
+        options = options.page_bytes(bytes);
+    }
+    if let Some(percent) = settings.record_cache_percent {
+        options = options.record_cache_percent(percent);
+    }
+    options
 }
 
 /// Products of the measured run (`--products` changes it, for a trial).
@@ -47,7 +74,7 @@ pub const LARGE_CACHE_BYTES: usize = 2 << 30;
 /// The embedded models take one pass of this share of the views.
 const EMBEDDED_SHARE: usize = 5;
 /// Runs per engine and model; the median is reported.
-const RUNS: usize = 3;
+pub const RUNS: usize = 3;
 /// Durable appends are taken in turns: each store this many at a time...
 const PER_TURN: usize = 50;
 /// ...for this many turns.
@@ -138,6 +165,8 @@ pub struct Viewed {
     pub page_latency: Percentiles,
     /// Over the views, as the engine counts it.
     pub hit_ratio: Option<f64>,
+    /// Cache misses per view, as the engine counts them.
+    pub misses_per_view: Option<f64>,
     /// Passes the median is taken over.
     pub passes: usize,
 }
@@ -162,7 +191,12 @@ fn view_pass(store: &mut dyn Store, views: &[u64], pages: &[u64]) -> Viewed {
     for id in views {
         std::hint::black_box(latencies.time(|| store.view(*id)));
     }
-    let hit_ratio = CacheCounters::ratio(counters, store.cache_counters());
+    let after = store.cache_counters();
+    let hit_ratio = CacheCounters::ratio(counters, after);
+    let misses_per_view = counters.zip(after).map(|(before, after)| {
+        let misses = (after.requests - after.hits) - (before.requests - before.hits);
+        misses as f64 / views.len().max(1) as f64
+    });
     let views_per_second = latencies.per_second();
     let view_latency = latencies.percentiles();
     let mut latencies = Latencies::default();
@@ -175,6 +209,7 @@ fn view_pass(store: &mut dyn Store, views: &[u64], pages: &[u64]) -> Viewed {
         pages_per_second: latencies.per_second(),
         page_latency: latencies.percentiles(),
         hit_ratio,
+        misses_per_view,
         passes: 1,
     }
 }
@@ -182,7 +217,12 @@ fn view_pass(store: &mut dyn Store, views: &[u64], pages: &[u64]) -> Viewed {
 /// Warms the caches, then takes `passes` passes of `view_count` views each (a stream of its
 /// own per pass) and keeps the pass with the median view rate, its page rate the median
 /// of the passes' own.
-fn view_passes(store: &mut dyn Store, products: u64, view_count: usize, passes: usize) -> Viewed {
+pub fn view_passes(
+    store: &mut dyn Store,
+    products: u64,
+    view_count: usize,
+    passes: usize,
+) -> Viewed {
     for id in data::views(products, data::WARM_VIEWS.min(view_count), 999) {
         std::hint::black_box(store.view(id));
     }
@@ -202,7 +242,7 @@ fn view_passes(store: &mut dyn Store, products: u64, view_count: usize, passes: 
 
 /// Every store must render the same pages: a few products' views and first pages checked
 /// against the generator's reviews.
-fn check_pages(store: &mut dyn Store, products: &[Product], what: &str) {
+pub fn check_pages(store: &mut dyn Store, products: &[Product], what: &str) {
     for at in [0, 1, 2, 10, 100, products.len() / 2, products.len() - 1] {
         let product = &products[at];
         let newest = product.reviews.iter().rev();
@@ -404,8 +444,10 @@ fn main() {
             s.parse::<u8>()
                 .expect("--record-cache-percent takes 0 to 90")
         });
-    if let Some(percent) = record_percent {
-        RECORD_CACHE_PERCENT.set(percent).expect("set once");
+    SETTINGS.lock().expect("settings").record_cache_percent = record_percent;
+    if args.iter().any(|a| a == "--variants") {
+        variants::run(products_count);
+        return;
     }
     // `--views N`: fewer views per pass (for a trial).
     let view_count = args

@@ -201,7 +201,7 @@ const END: &str = "<!-- end of peers tables -->";
 
 /// `document` with the text between the lines `BEGIN` and `END` replaced by `text`; `None`
 /// when the markers are missing or out of order.
-fn replace_tables(document: &str, text: &str) -> Option<String> {
+pub(crate) fn replace_tables(document: &str, text: &str) -> Option<String> {
     let begin = document.find(BEGIN)? + BEGIN.len();
     let end = begin + document[begin..].find(END)?;
     Some(format!(
@@ -315,6 +315,7 @@ mod tests {
                 pages_per_second: 100.0,
                 page_latency: tail(10.0, 20.0, 40.0),
                 hit_ratio: Some(0.8666),
+                misses_per_view: Some(0.1),
                 passes: 3,
             },
             fits: Viewed {
@@ -323,6 +324,7 @@ mod tests {
                 pages_per_second: 200.0,
                 page_latency: tail(5.0, 10.0, 20.0),
                 hit_ratio: Some(1.0),
+                misses_per_view: Some(0.0),
                 passes: 3,
             },
             appends_per_second: 500.0,
