@@ -33,9 +33,9 @@ use super::TierStats;
 const SHARDS: usize = 16;
 
 /// Memory an entry costs beyond its key and record bytes: its slot (the buffer's handle,
-/// hash, generation, lengths, bit), its place in the table, the buffer's shared header
+/// hash, generation, lengths, bit, a short key), its place in the table, the buffer's shared header
 /// (made on the first hit) and the allocator's headers of both.
-const ENTRY_OVERHEAD: u64 = 160;
+const ENTRY_OVERHEAD: u64 = 184;
 
 /// What an entry of `bytes` of key and record weighs.
 fn entry_weight(bytes: usize) -> u64 {
@@ -84,8 +84,50 @@ impl KeptRecord {
     }
 }
 
+/// Keys up to this long are kept in the slot too, so that a lookup compares them there
+/// instead of in the record's buffer (a second memory access per probe).
+const SHORT_KEY: usize = 23;
+
+/// A key of up to [`SHORT_KEY`] bytes, or the mark that the key is longer.
+#[derive(Clone, Copy)]
+struct ShortKey {
+    /// The key's length, or `u8::MAX` when it is longer than [`SHORT_KEY`].
+    len: u8,
+    bytes: [u8; SHORT_KEY],
+}
+
+impl ShortKey {
+    fn new(key: &[u8]) -> ShortKey {
+        let mut bytes = [0; SHORT_KEY];
+        match key.len() <= SHORT_KEY {
+            true => {
+                bytes[..key.len()].copy_from_slice(key);
+                ShortKey {
+                    len: key.len() as u8,
+                    bytes,
+                }
+            }
+            false => ShortKey {
+                len: u8::MAX,
+                bytes,
+            },
+        }
+    }
+
+    /// Whether `key` is this key; `None` when only the full key can tell (both are long).
+    #[inline(always)]
+    fn matches(&self, key: &[u8]) -> Option<bool> {
+        match self.len {
+            u8::MAX if key.len() > SHORT_KEY => None,
+            u8::MAX => Some(false),
+            len => Some(key.len() == len as usize && self.bytes[..len as usize] == *key),
+        }
+    }
+}
+
 struct Slot<D> {
     collection: u32,
+    short_key: ShortKey,
     record: KeptRecord,
     /// What a reader built from `record`, and the memory it takes beyond the record.
     decoded: Option<(D, u64)>,
@@ -153,7 +195,10 @@ impl<D> Shard<D> {
             .find(hash, |&at| {
                 slots[at as usize].as_ref().is_some_and(|slot| {
                     slot.collection == collection
-                        && slot.record.buffer[..slot.record.key_len] == *key
+                        && slot
+                            .short_key
+                            .matches(key)
+                            .unwrap_or_else(|| slot.record.buffer[..slot.record.key_len] == *key)
                 })
             })
             .map(|&at| at as usize)
@@ -239,6 +284,37 @@ impl<D: Clone> RecordCache<D> {
         key: &[u8],
         generation: u64,
     ) -> Option<(KeptRecord, Option<D>)> {
+        self.lookup(collection, key, generation, |slot| {
+            let decoded = slot.decoded.as_ref().map(|(decoded, _)| decoded.clone());
+            (slot.record.clone(), decoded)
+        })
+    }
+
+    /// What a reader built from the record of `key` in `collection` (as [`RecordCache::get`]
+    /// finds it) if one did, else the record: a hit that only needs the built value does
+    /// not take a handle on the record's buffer too.
+    pub fn get_decoded(
+        &self,
+        collection: u32,
+        key: &[u8],
+        generation: u64,
+    ) -> Option<Result<D, KeptRecord>> {
+        self.lookup(collection, key, generation, |slot| match &slot.decoded {
+            Some((decoded, _)) => Ok(decoded.clone()),
+            None => Err(slot.record.clone()),
+        })
+    }
+
+    /// Counts a lookup of `key` in `collection` at `generation`; on a hit, marks the entry
+    /// visited and returns what `take` makes of it.
+    #[inline(always)]
+    fn lookup<T>(
+        &self,
+        collection: u32,
+        key: &[u8],
+        generation: u64,
+        take: impl FnOnce(&Slot<D>) -> T,
+    ) -> Option<T> {
         if self.shard_budget == 0 {
             return None;
         }
@@ -248,8 +324,7 @@ impl<D: Clone> RecordCache<D> {
             let slot = shard.slots[at].as_mut().expect("found slots are live");
             (slot.generation <= generation).then(|| {
                 slot.visited = true;
-                let decoded = slot.decoded.as_ref().map(|(decoded, _)| decoded.clone());
-                (slot.record.clone(), decoded)
+                take(slot)
             })
         });
         let counts = shard.counts(collection);
@@ -288,6 +363,7 @@ impl<D: Clone> RecordCache<D> {
         shard.counts(collection).tier.resident_bytes += weight;
         let slot = Slot {
             collection,
+            short_key: ShortKey::new(key),
             record: KeptRecord::new(key, value),
             decoded: None,
             hash,
@@ -500,6 +576,56 @@ mod tests {
         cache.attach(7, b"k", &first, "built from first", 100);
         assert_eq!(cache.get(7, b"k", 2).unwrap().1, None);
         assert_eq!(cache.counts().tier.resident_bytes, 7 + ENTRY_OVERHEAD);
+    }
+
+    #[test]
+    fn keys_short_and_long_are_told_apart() {
+        let cache = Cache::new(1 << 20);
+        let keys: Vec<Vec<u8>> = vec![
+            Vec::new(),
+            b"a".to_vec(),
+            b"a\0".to_vec(),
+            vec![b'k'; SHORT_KEY],
+            vec![b'k'; SHORT_KEY + 1],
+            [vec![b'k'; SHORT_KEY], b"l".to_vec()].concat(),
+            vec![b'k'; 200],
+        ];
+        for (i, key) in keys.iter().enumerate() {
+            cache.insert(7, key, &value(i + 1), 0, || true);
+        }
+        for (i, key) in keys.iter().enumerate() {
+            let found = cache.get(7, key, 0).map(|(r, _)| (r.key(), r.value()));
+            assert_eq!(
+                found,
+                Some((Bytes::from(key.clone()), value(i + 1))),
+                "{key:?}"
+            );
+            assert_eq!(cache.get(8, key, 0).map(|(r, _)| r.value()), None);
+        }
+        assert_eq!(
+            cache
+                .get(7, &[b'k'; SHORT_KEY - 1], 0)
+                .map(|(r, _)| r.value()),
+            None
+        );
+        assert_eq!(cache.get(7, &[b'k'; 199], 0).map(|(r, _)| r.value()), None);
+    }
+
+    #[test]
+    fn a_decoded_hit_takes_what_was_built_or_else_the_record() {
+        let cache = Cache::new(1 << 20);
+        assert!(cache.get_decoded(7, b"k", 0).is_none());
+        cache.insert(7, b"k", b"first", 3, || true);
+        let kept = match cache.get_decoded(7, b"k", 3) {
+            Some(Err(kept)) => kept,
+            _ => panic!("the record, nothing built yet"),
+        };
+        assert_eq!(kept.value(), Bytes::from_static(b"first"));
+        cache.attach(7, b"k", &kept, "built", 10);
+        assert!(matches!(cache.get_decoded(7, b"k", 5), Some(Ok("built"))));
+        assert!(cache.get_decoded(7, b"k", 2).is_none(), "an older reader");
+        let counts = cache.counts();
+        assert_eq!((counts.tier.requests, counts.tier.hits), (4, 2));
     }
 
     #[test]

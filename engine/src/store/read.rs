@@ -55,7 +55,21 @@ impl Shared {
         info: &CollectionInfo,
         key: &[u8],
     ) -> Result<Option<Document>> {
-        let document = match self.find_record(version, info, key)? {
+        // A hit that finds the document built needs nothing of the record.
+        let found = match version.own_chunks {
+            None => match self
+                .pages
+                .cache
+                .records
+                .get_decoded(info.id, key, version.generation)
+            {
+                Some(Ok(document)) => return Ok(Some(document)),
+                Some(Err(kept)) => Some(Found::Kept(kept, None)),
+                None => self.read_and_keep(version, info, key)?.map(Found::Read),
+            },
+            Some(_) => self.find_record(version, info, key)?,
+        };
+        let document = match found {
             Some(Found::Kept(_, Some(document))) => document,
             Some(Found::Kept(kept, None)) => {
                 let document = decode_document(info, kept.key(), kept.value())?;
@@ -125,6 +139,18 @@ impl Shared {
         if let Some((kept, document)) = records.get(info.id, key, version.generation) {
             return Ok(Some(Found::Kept(kept, document)));
         }
+        Ok(self.read_and_keep(version, info, key)?.map(Found::Read))
+    }
+
+    /// A parent's record read from the tree at `version` (a published one), then kept in
+    /// the record tier if `version` is the current one and no commit is publishing.
+    fn read_and_keep(
+        &self,
+        version: &Version,
+        info: &CollectionInfo,
+        key: &[u8],
+    ) -> Result<Option<Bytes>> {
+        let records = &self.pages.cache.records;
         let epoch = self.record_epoch.load(Ordering::SeqCst);
         let Some(bytes) = self.read_tree(version, &keys::parent(info.id, key))? else {
             return Ok(None);
@@ -134,7 +160,7 @@ impl Shared {
                 self.record_epoch.load(Ordering::SeqCst) == epoch
             });
         }
-        Ok(Some(Found::Read(bytes)))
+        Ok(Some(bytes))
     }
 
     fn tail_items(
