@@ -9,10 +9,13 @@
 //! generation while no commit is between those two steps (see `Shared::find_record`).
 //! A reader uses an entry only when its version is at least as new as the entry's.
 //!
-//! Sixteen shards, each with its own lock, its own share of the budget and a CLOCK hand
-//! over its entries: a hit sets the entry's bit; the hand clears bits and evicts the first
-//! entry without one. A record read once is evicted before any record read again (scans do
-//! not insert).
+//! Sixteen shards, each with its own lock and a CLOCK hand over its entries, under one byte
+//! budget: a hit sets the entry's bit; the hand clears bits and evicts the first entry
+//! without one. A record read once is evicted before any record read again (scans do not
+//! insert). Room for a new entry is made in its own shard first, and taken from the other
+//! shards in turn when that one has too little: an entry may be up to half the budget (a
+//! large parent read often, such as an `Embed` one with thousands of items), and one over a
+//! shard's even share comes in on its second offer only.
 //!
 //! A record is named by its collection and the parent's key; an entry is one buffer, the key
 //! then the record, in a slot of the shard's slab, and the shard's table maps the hash of
@@ -22,6 +25,8 @@
 //! An entry may also carry what a reader built from its record (the store keeps the
 //! `Document` of a full `get` there, so that a hit does not decode the record again),
 //! weighed with it and gone with it.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use bytes::Bytes;
 use hashbrown::HashTable;
@@ -217,9 +222,25 @@ impl<D> Shard<D> {
         (weight, slot.collection)
     }
 
-    /// Evicts until `weight` more bytes fit in `budget`.
-    fn make_room(&mut self, weight: u64, budget: u64) {
-        while self.bytes + weight > budget && self.bytes > 0 {
+    /// Evicts from this shard until `weight` more bytes fit the tier's budget (`resident`
+    /// counts every shard's bytes), this shard is empty, or the hand has passed `steps`
+    /// slots (one turn spares every entry read since the hand last passed it); returns
+    /// whether they fit.
+    fn make_room(
+        &mut self,
+        weight: u64,
+        resident: &AtomicU64,
+        budget: u64,
+        mut steps: usize,
+    ) -> bool {
+        loop {
+            if resident.load(Ordering::Acquire) + weight <= budget {
+                return true;
+            }
+            if self.bytes == 0 || steps == 0 {
+                return false;
+            }
+            steps -= 1;
             let at = self.hand;
             self.hand = (self.hand + 1) % self.slots.len();
             match &mut self.slots[at] {
@@ -227,6 +248,7 @@ impl<D> Shard<D> {
                 Some(slot) if slot.visited => slot.visited = false,
                 Some(_) => {
                     let (weight, collection) = self.take(at);
+                    resident.fetch_sub(weight, Ordering::AcqRel);
                     let counts = self.counts(collection);
                     counts.tier.evictions += 1;
                     counts.tier.resident_bytes -= weight;
@@ -253,11 +275,27 @@ impl<D> Shard<D> {
 }
 
 /// Parent records by collection and key, with what readers built from them (`D`), within
-/// `budget_bytes`.
+/// `budget_bytes` over all shards.
 pub struct RecordCache<D> {
     shards: Box<[Mutex<Shard<D>>]>,
-    shard_budget: u64,
+    budget: u64,
+    /// Bytes of every shard's entries; never above `budget` (room is taken before an entry
+    /// or a built value is added).
+    resident: AtomicU64,
+    /// The shard the next eviction for another shard's entry starts at.
+    next_victim_shard: AtomicUsize,
+    /// Hashes of the latest large records offered (see [`LARGE_SEEN`]).
+    large_seen: Mutex<std::collections::VecDeque<u64>>,
 }
+
+/// The largest entry is this share of the tier's budget: a large `Embed` parent read often
+/// deserves the room (decoding it again costs a millisecond for 50,000 items).
+const MAX_ENTRY_SHARE: u64 = 2;
+
+/// An entry over a shard's even share of the budget is kept only when it was asked for
+/// before among this many such requests: one large record read once does not push out
+/// records read again and again.
+const LARGE_SEEN: usize = 64;
 
 fn shard_index(hash: u64) -> usize {
     (hash >> 40) as usize % SHARDS
@@ -268,12 +306,91 @@ impl<D: Clone> RecordCache<D> {
     pub fn new(budget_bytes: u64) -> Self {
         RecordCache {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
-            shard_budget: budget_bytes / SHARDS as u64,
+            budget: budget_bytes,
+            resident: AtomicU64::new(0),
+            next_victim_shard: AtomicUsize::new(0),
+            large_seen: Mutex::new(std::collections::VecDeque::with_capacity(LARGE_SEEN)),
         }
     }
 
+    /// Whether a record of `weight` named by `hash` may come in now: at once when it is
+    /// within a shard's even share, else when it was offered before (see [`LARGE_SEEN`]).
+    fn admits_now(&self, hash: u64, weight: u64) -> bool {
+        if weight <= self.budget / SHARDS as u64 {
+            return true;
+        }
+        let mut seen = self.large_seen.lock();
+        if let Some(at) = seen.iter().position(|&h| h == hash) {
+            seen.remove(at);
+            return true;
+        }
+        if seen.len() == LARGE_SEEN {
+            seen.pop_front();
+        }
+        seen.push_back(hash);
+        false
+    }
+
     pub fn budget_bytes(&self) -> u64 {
-        self.shard_budget * SHARDS as u64
+        self.budget
+    }
+
+    /// Whether an entry of `weight` bytes may be kept at all.
+    fn admits(&self, weight: u64) -> bool {
+        weight <= self.budget / MAX_ENTRY_SHARE
+    }
+
+    /// Takes `weight` bytes of the budget for `shard` (locked by the caller, which gives
+    /// its guard and gets one back): evicts from that shard first; if it has too little,
+    /// unlocks it and evicts from the others in turn, one lock at a time, then locks it
+    /// again. `None` when the room could not be had (the caller keeps nothing); the guard
+    /// returned may have been unlocked in between, so the caller checks again what it
+    /// found under it.
+    fn reserve<'a>(
+        &'a self,
+        at: usize,
+        mut shard: parking_lot::MutexGuard<'a, Shard<D>>,
+        weight: u64,
+    ) -> Option<(parking_lot::MutexGuard<'a, Shard<D>>, bool)> {
+        let mut relocked = false;
+        // Round 0 spares what was read since the hands last passed (one turn of each hand);
+        // round 1 does not.
+        for round in 0..2 {
+            let turn = |shard: &Shard<D>| match round {
+                0 => shard.slots.len(),
+                _ => usize::MAX,
+            };
+            let steps = turn(&shard);
+            let own = shard.make_room(weight, &self.resident, self.budget, steps);
+            if own && self.take_room(weight) {
+                return Some((shard, relocked));
+            }
+            drop(shard);
+            let start = self.next_victim_shard.fetch_add(1, Ordering::Relaxed);
+            for step in 0..SHARDS {
+                let other = (start + step) % SHARDS;
+                if other == at {
+                    continue;
+                }
+                let mut victim = self.shards[other].lock();
+                let steps = turn(&victim);
+                if victim.make_room(weight, &self.resident, self.budget, steps) {
+                    break;
+                }
+            }
+            shard = self.shards[at].lock();
+            relocked = true;
+        }
+        None
+    }
+
+    /// Adds `weight` to the resident bytes if they stay within the budget.
+    fn take_room(&self, weight: u64) -> bool {
+        self.resident
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |resident| {
+                (resident + weight <= self.budget).then_some(resident + weight)
+            })
+            .is_ok()
     }
 
     /// The record of `key` in `collection` as read at a generation no newer than
@@ -315,7 +432,7 @@ impl<D: Clone> RecordCache<D> {
         generation: u64,
         take: impl FnOnce(&Slot<D>) -> T,
     ) -> Option<T> {
-        if self.shard_budget == 0 {
+        if self.budget == 0 {
             return None;
         }
         let hash = hash_of(collection, key);
@@ -348,18 +465,29 @@ impl<D: Clone> RecordCache<D> {
         key: &[u8],
         value: &[u8],
         generation: u64,
-        still_current: impl FnOnce() -> bool,
+        still_current: impl Fn() -> bool,
     ) {
         let weight = entry_weight(key.len() + value.len());
-        if weight > self.shard_budget {
+        if !self.admits(weight) {
             return;
         }
         let hash = hash_of(collection, key);
-        let mut shard = self.shards[shard_index(hash)].lock();
+        let at = shard_index(hash);
+        let shard = self.shards[at].lock();
         if shard.find(hash, collection, key).is_some() || !still_current() {
             return;
         }
-        shard.make_room(weight, self.shard_budget);
+        if !self.admits_now(hash, weight) {
+            return;
+        }
+        let Some((mut shard, relocked)) = self.reserve(at, shard, weight) else {
+            return;
+        };
+        // Unlocked in between: someone may have kept the key, or a commit begun.
+        if relocked && (shard.find(hash, collection, key).is_some() || !still_current()) {
+            self.resident.fetch_sub(weight, Ordering::AcqRel);
+            return;
+        }
         shard.counts(collection).tier.resident_bytes += weight;
         let slot = Slot {
             collection,
@@ -377,35 +505,50 @@ impl<D: Clone> RecordCache<D> {
     /// `key` in `collection` if that entry still holds `kept` (the same buffer: `kept`
     /// keeps it alive, so its address names it) and nothing built yet.
     pub fn attach(&self, collection: u32, key: &[u8], kept: &KeptRecord, decoded: D, weight: u64) {
-        if kept.weight() + weight > self.shard_budget {
+        if !self.admits(kept.weight() + weight) {
             return;
         }
         let hash = hash_of(collection, key);
-        let mut guard = self.shards[shard_index(hash)].lock();
-        let shard = &mut *guard;
-        let Some(at) = shard.find(hash, collection, key) else {
-            return;
+        let at = shard_index(hash);
+        // The entry holding `kept`, with nothing built yet.
+        let holds = |shard: &Shard<D>| {
+            shard.find(hash, collection, key).filter(|&slot| {
+                let slot = shard.slots[slot].as_ref().expect("found slots are live");
+                slot.decoded.is_none() && slot.record.buffer.as_ptr() == kept.buffer.as_ptr()
+            })
         };
-        let slot = shard.slots[at].as_mut().expect("found slots are live");
-        if slot.decoded.is_some() || slot.record.buffer.as_ptr() != kept.buffer.as_ptr() {
+        let shard = self.shards[at].lock();
+        if holds(&shard).is_none() {
             return;
         }
-        slot.decoded = Some((decoded, weight));
+        // Making room may evict the entry itself (the hand passes it once first: it was
+        // just read), so it is looked for again after.
+        let Some((mut guard, _)) = self.reserve(at, shard, weight) else {
+            return;
+        };
+        let shard = &mut *guard;
+        let Some(slot) = holds(shard) else {
+            self.resident.fetch_sub(weight, Ordering::AcqRel);
+            return;
+        };
+        shard.slots[slot]
+            .as_mut()
+            .expect("found slots are live")
+            .decoded = Some((decoded, weight));
         shard.bytes += weight;
         shard.counts(collection).tier.resident_bytes += weight;
-        // The entry was just read: the hand passes it once before it could go.
-        shard.make_room(0, self.shard_budget);
     }
 
     /// Forgets the record of `key` in `collection` (a commit is changing it).
     pub fn remove(&self, collection: u32, key: &[u8]) {
-        if self.shard_budget == 0 {
+        if self.budget == 0 {
             return;
         }
         let hash = hash_of(collection, key);
         let mut shard = self.shards[shard_index(hash)].lock();
         if let Some(at) = shard.find(hash, collection, key) {
             let (weight, collection) = shard.take(at);
+            self.resident.fetch_sub(weight, Ordering::AcqRel);
             let counts = shard.counts(collection);
             counts.tier.resident_bytes -= weight;
             counts.invalidations += 1;
@@ -515,30 +658,88 @@ mod tests {
 
     #[test]
     fn the_tier_stays_in_budget_and_keeps_records_read_again() {
-        // One shard's worth of keys: find keys of one shard to test its hand alone.
-        let budget = 16 * 4096;
+        // 8 + 200 + 184 bytes an entry: 102 fit in 40,000 bytes, over whichever shards.
+        let budget = 40_000;
         let cache = Cache::new(budget);
-        let same_shard: Vec<Bytes> = (0..10_000)
-            .map(key)
-            .filter(|k| shard_index(hash_of(7, k)) == shard_index(hash_of(7, &key(0))))
-            .take(40)
-            .collect();
-        // 8 + 200 + 160 bytes each: 11 fit in a shard's 4,096.
-        let hot = same_shard[0].clone();
+        let hot = key(0);
         cache.insert(7, &hot, &value(200), 0, || true);
-        for k in &same_shard[1..] {
+        for i in 1..500 {
             assert!(cache.get(7, &hot, 0).is_some(), "a record read again stays");
-            cache.insert(7, k, &value(200), 0, || true);
-            assert!(cache.counts().tier.resident_bytes <= budget / 16);
+            cache.insert(7, &key(i), &value(200), 0, || true);
+            let resident = cache.counts().tier.resident_bytes;
+            assert!(resident <= budget, "{resident} over {budget}");
+            assert_eq!(resident, cache.resident.load(Ordering::Acquire));
         }
         let counts = cache.counts();
-        assert!(counts.tier.evictions >= 39 - 10, "{counts:?}");
-        let shard = cache.shards[shard_index(hash_of(7, &hot))].lock();
-        assert!(shard.slots.len() <= 11, "evicted slots are used again");
-        drop(shard);
-        // Too large for a shard: not kept at all.
-        cache.insert(7, &key(99_999), &value(5000), 0, || true);
+        assert!(counts.tier.evictions >= 499 - 102, "{counts:?}");
+        assert!(counts.tier.resident_bytes > budget - 2 * entry_weight(208));
+        let slots: usize = cache.shards.iter().map(|s| s.lock().slots.len()).sum();
+        assert!(
+            slots <= 102 + SHARDS,
+            "evicted slots are used again: {slots}"
+        );
+        // Over half the budget: not kept at all, however often offered.
+        for _ in 0..3 {
+            cache.insert(7, &key(99_999), &value(20_000), 0, || true);
+        }
         assert_eq!(cache.get(7, &key(99_999), 0).map(|(r, _)| r.value()), None);
+    }
+
+    /// An entry larger than a shard's even share takes its room from the other shards,
+    /// and what is built from it can take room the same way.
+    #[test]
+    fn a_large_entry_takes_room_from_other_shards() {
+        let budget = 64 * 1024;
+        let cache = Cache::new(budget);
+        for i in 0..200 {
+            cache.insert(7, &key(i), &value(200), 0, || true);
+        }
+        let before = cache.counts().tier.resident_bytes;
+        assert!(
+            before > budget - 1000,
+            "the small entries fill the tier: {before}"
+        );
+        let large = Bytes::from(format!("large-{}", 0));
+        let home = shard_index(hash_of(7, &large));
+        let homes: usize = (0..200)
+            .filter(|&i| shard_index(hash_of(7, &key(i))) == home)
+            .count();
+        assert!(
+            homes * 400 < 14_000,
+            "its own shard could not make the room alone"
+        );
+        let evictions = cache.counts().tier.evictions;
+        cache.insert(7, &large, &value(14_000), 0, || true);
+        assert!(
+            cache.get(7, &large, 0).is_none(),
+            "kept on its second offer only"
+        );
+        assert_eq!(
+            cache.counts().tier.evictions,
+            evictions,
+            "nothing made room for it"
+        );
+        cache.insert(7, &large, &value(14_000), 0, || true);
+        let (kept, _) = cache.get(7, &large, 0).expect("the large entry is kept");
+        assert_eq!(kept.value().len(), 14_000);
+        cache.attach(7, &large, &kept, "built", 2_000);
+        assert!(matches!(cache.get_decoded(7, &large, 0), Some(Ok("built"))));
+        let counts = cache.counts();
+        assert!(counts.tier.resident_bytes <= budget, "{counts:?}");
+        assert_eq!(
+            counts.tier.resident_bytes,
+            cache.resident.load(Ordering::Acquire)
+        );
+        assert!(
+            counts.tier.evictions >= (14_000 + 2_000) / 400,
+            "{counts:?}"
+        );
+        cache.remove(7, &large);
+        let counts = cache.counts();
+        assert_eq!(
+            counts.tier.resident_bytes,
+            cache.resident.load(Ordering::Acquire)
+        );
     }
 
     #[test]
