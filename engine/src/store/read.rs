@@ -301,7 +301,10 @@ impl Shared {
                             }
                         }
                         let items = self.chunk_items(version, &entry)?;
-                        found.extend(items.iter().filter(|s| query.wanted(s)).cloned());
+                        // A chunk is in (key, push) order: with a limit, only its first
+                        // `limit` wanted items can be among the page's.
+                        let wanted = items.iter().filter(|s| query.wanted(s));
+                        found.extend(wanted.take(query.limit.unwrap_or(usize::MAX)).cloned());
                     }
                 }
             }
@@ -368,7 +371,10 @@ impl Shared {
                 continue;
             }
             let items = self.chunk_items(version, &entry)?;
-            found.extend(items.iter().filter(|s| query.wanted(s)).cloned());
+            // A chunk is in (key, push) order: only its last `limit` wanted items can be
+            // among the page's.
+            let wanted = items.iter().rev().filter(|s| query.wanted(s));
+            found.extend(wanted.take(limit).cloned());
         }
         Ok(())
     }
