@@ -40,6 +40,20 @@ pub trait Kv {
     fn cache_counters(&self) -> CacheCounters;
 }
 
+/// Calls `each` on the first `limit` entries of `range`, from its end when `newest_first`;
+/// returns how many.
+fn visit_in_order<T>(
+    range: impl DoubleEndedIterator<Item = T>,
+    newest_first: bool,
+    limit: usize,
+    each: &mut impl FnMut(T),
+) -> usize {
+    match newest_first {
+        true => range.rev().take(limit).map(each).count(),
+        false => range.take(limit).map(each).count(),
+    }
+}
+
 pub fn open(engine: &str, dir: &Path, cache_bytes: usize) -> Box<dyn Kv> {
     match engine {
         "redb" => Box::new(RedbKv::open(dir, cache_bytes)),
@@ -112,10 +126,7 @@ impl Kv for RedbKv {
         let mut each = |entry: redb::Result<(redb::AccessGuard<_>, redb::AccessGuard<_>)>| {
             read(entry.expect("entry").1.value())
         };
-        match newest_first {
-            true => range.rev().take(limit).map(&mut each).count(),
-            false => range.take(limit).map(&mut each).count(),
-        }
+        visit_in_order(range, newest_first, limit, &mut each)
     }
 
     fn reopen(&mut self, cache_bytes: usize) {
@@ -209,10 +220,7 @@ impl Kv for FjallKv {
         };
         let range = keyspace.range(start..end);
         let mut each = |guard: fjall::Guard| read(&guard.value().expect("value"));
-        match newest_first {
-            true => range.rev().take(limit).map(&mut each).count(),
-            false => range.take(limit).map(&mut each).count(),
-        }
+        visit_in_order(range, newest_first, limit, &mut each)
     }
 
     fn reopen(&mut self, cache_bytes: usize) {

@@ -118,31 +118,32 @@ fn hits(ratio: Option<f64>) -> String {
 /// The product pages' two tables: with the cache smaller than the data (and the appends),
 /// and with everything cached.
 pub fn table(rows: &[Row]) -> String {
+    // One budget's views and pages, then `more` figures.
+    let figures = |viewed: &crate::Viewed, more: Vec<Figure>| {
+        let mut figures = vec![
+            Figure::Rate("views/s", viewed.views_per_second),
+            Figure::Tail("view", viewed.view_latency),
+            Figure::Rate("pages/s", viewed.pages_per_second),
+            Figure::Tail("page", viewed.page_latency),
+        ];
+        figures.extend(more);
+        figures
+    };
     let small = markdown(
         &named(rows),
         |m| {
-            vec![
-                Figure::Rate("views/s", m.small.views_per_second),
-                Figure::Tail("view", m.small.view_latency),
-                Figure::Rate("pages/s", m.small.pages_per_second),
-                Figure::Tail("page", m.small.page_latency),
+            let appends = vec![
                 Figure::Rate("appends/s", m.appends_per_second),
                 Figure::Latency("append", m.append_latency),
-            ]
+            ];
+            figures(&m.small, appends)
         },
         |m| m.disk_bytes,
         Some(("cache hit ratio", &|m| hits(m.small.hit_ratio))),
     );
     let fits = markdown(
         &named(rows),
-        |m| {
-            vec![
-                Figure::Rate("views/s", m.fits.views_per_second),
-                Figure::Tail("view", m.fits.view_latency),
-                Figure::Rate("pages/s", m.fits.pages_per_second),
-                Figure::Tail("page", m.fits.page_latency),
-            ]
-        },
+        |m| figures(&m.fits, Vec::new()),
         |m| m.disk_bytes,
         Some(("cache hit ratio", &|m| hits(m.fits.hit_ratio))),
     );
