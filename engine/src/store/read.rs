@@ -268,12 +268,16 @@ impl Shared {
             return Ok(None);
         };
         let array = &record.arrays[field];
-        let mut found: Vec<Stored> = array
-            .inline
-            .iter()
-            .filter(|s| query.wanted(s))
-            .cloned()
-            .collect();
+        let inline = array.inline.iter().filter(|s| query.wanted(s));
+        // Inline items in (key, push) order (every layout's but an Outlier's, kept in push
+        // order): with a limit, only the first (or last) `limit` wanted can be on the page.
+        let mut found: Vec<Stored> = match query.limit {
+            Some(limit) if array.inline.is_sorted_by_key(|s| s.order()) => match query.order {
+                Order::Ascending => inline.take(limit).cloned().collect(),
+                Order::Descending => inline.rev().take(limit).cloned().collect(),
+            },
+            _ => inline.cloned().collect(),
+        };
         if array.has_overflow {
             found.extend(
                 self.tail_items(version, info, key, field)?
