@@ -343,9 +343,9 @@ impl<D: Clone> RecordCache<D> {
     /// Takes `weight` bytes of the budget for `shard` (locked by the caller, which gives
     /// its guard and gets one back): evicts from that shard first; if it has too little,
     /// unlocks it and evicts from the others in turn, one lock at a time, then locks it
-    /// again. `None` when the room could not be had (the caller keeps nothing); the guard
-    /// returned may have been unlocked in between, so the caller checks again what it
-    /// found under it.
+    /// again. `None` when the room could not be had (the caller keeps nothing); with the
+    /// guard, whether the shard was unlocked in between (what the caller found under it may
+    /// have changed; its own evictions may also have taken what the caller found).
     fn reserve<'a>(
         &'a self,
         at: usize,
@@ -394,7 +394,13 @@ impl<D: Clone> RecordCache<D> {
     }
 
     /// The record of `key` in `collection` as read at a generation no newer than
-    /// `generation`, with what a reader built from it if one did.
+    /// `generation`.
+    pub fn get_record(&self, collection: u32, key: &[u8], generation: u64) -> Option<KeptRecord> {
+        self.lookup(collection, key, generation, |slot| slot.record.clone())
+    }
+
+    /// [`RecordCache::get_record`], with what a reader built from the record if one did.
+    #[cfg(test)]
     pub fn get(
         &self,
         collection: u32,
@@ -483,7 +489,8 @@ impl<D: Clone> RecordCache<D> {
         let Some((mut shard, relocked)) = self.reserve(at, shard, weight) else {
             return;
         };
-        // Unlocked in between: someone may have kept the key, or a commit begun.
+        // Unlocked in between: someone may have kept the key, or a commit begun (evicting
+        // from this shard adds no key, and commits take its lock to remove theirs).
         if relocked && (shard.find(hash, collection, key).is_some() || !still_current()) {
             self.resident.fetch_sub(weight, Ordering::AcqRel);
             return;

@@ -24,10 +24,11 @@ use crate::page::tree::Tree;
 use crate::record::ParentRecord;
 use crate::{Error, Result};
 
-/// A parent record as a read found it: kept in the record tier (with the document a `get`
-/// built from it, if one did), or read from the tree.
+/// A parent record as a read found it: kept in the record tier, or read from the tree. (A
+/// `get` that finds its document built in the tier takes it without the record:
+/// `Shared::document`.)
 enum Found {
-    Kept(KeptRecord, Option<Document>),
+    Kept(KeptRecord),
     Read(Bytes),
 }
 
@@ -64,14 +65,13 @@ impl Shared {
                 .get_decoded(info.id, key, version.generation)
             {
                 Some(Ok(document)) => return Ok(Some(document)),
-                Some(Err(kept)) => Some(Found::Kept(kept, None)),
+                Some(Err(kept)) => Some(Found::Kept(kept)),
                 None => self.read_and_keep(version, info, key)?.map(Found::Read),
             },
             Some(_) => self.find_record(version, info, key)?,
         };
         let document = match found {
-            Some(Found::Kept(_, Some(document))) => document,
-            Some(Found::Kept(kept, None)) => {
+            Some(Found::Kept(kept)) => {
                 let document = decode_document(info, kept.key(), kept.value())?;
                 let weight = document.memory_bytes();
                 let records = &self.pages.cache.records;
@@ -95,7 +95,7 @@ impl Shared {
         wanted: impl Fn(usize) -> bool,
     ) -> Result<Option<(Bytes, ParentRecord<Item>)>> {
         let (key_bytes, bytes) = match self.find_record(version, info, key)? {
-            Some(Found::Kept(kept, _)) => (kept.key(), kept.value()),
+            Some(Found::Kept(kept)) => (kept.key(), kept.value()),
             Some(Found::Read(bytes)) => (Bytes::copy_from_slice(key), bytes),
             None => return Ok(None),
         };
@@ -113,7 +113,7 @@ impl Shared {
         wanted: impl Fn(usize) -> bool,
     ) -> Result<Option<ParentRecord>> {
         let bytes = match self.find_record(version, info, key)? {
-            Some(Found::Kept(kept, _)) => kept.value(),
+            Some(Found::Kept(kept)) => kept.value(),
             Some(Found::Read(bytes)) => bytes,
             None => return Ok(None),
         };
@@ -136,8 +136,8 @@ impl Shared {
             return Ok(bytes.map(Found::Read));
         }
         let records = &self.pages.cache.records;
-        if let Some((kept, document)) = records.get(info.id, key, version.generation) {
-            return Ok(Some(Found::Kept(kept, document)));
+        if let Some(kept) = records.get_record(info.id, key, version.generation) {
+            return Ok(Some(Found::Kept(kept)));
         }
         Ok(self.read_and_keep(version, info, key)?.map(Found::Read))
     }
