@@ -16,7 +16,7 @@ use frame::{
 };
 pub use frame::{FrameHeader, FrameKind};
 
-use crate::storage::{Mapped, Storage};
+use crate::storage::Storage;
 use crate::{Error, Result};
 
 /// The file name of hot log segment `segment_id`.
@@ -440,17 +440,17 @@ pub fn read_frame_pooled(
     ))
 }
 
-/// `read_frame` from a map of the sealed segment holding the frame: the payload is a view
-/// of the map, nothing is copied. Also returns the bytes a pooled read would hold for the
-/// frame, for the cache to weigh it the same however it was read.
-pub fn read_frame_mapped(map: &Arc<Mapped>, loc: FrameLoc) -> Result<(FrameHeader, Bytes, usize)> {
+/// `read_frame` from the bytes of the sealed segment holding the frame (its map, held as
+/// one `Bytes`): the payload is a view of them, nothing is copied or allocated. Also returns
+/// the bytes a pooled read would hold for the frame, for the cache to weigh it the same
+/// however it was read.
+pub fn read_frame_mapped(segment: &Bytes, loc: FrameLoc) -> Result<(FrameHeader, Bytes, usize)> {
     let name = segment_name(loc.segment_id);
     let len = frame_len(&name, loc)?;
-    let whole: &[u8] = map.as_ref().as_ref();
     let end = loc
         .offset
         .checked_add(len as u64)
-        .filter(|end| *end <= whole.len() as u64)
+        .filter(|end| *end <= segment.len() as u64)
         .ok_or_else(|| {
             Error::corruption(
                 &name,
@@ -459,22 +459,12 @@ pub fn read_frame_mapped(map: &Arc<Mapped>, loc: FrameLoc) -> Result<(FrameHeade
             )
         })?;
     let (start, end) = (loc.offset as usize, end as usize);
-    let header = check_frame(&name, loc, &whole[start..end])?;
-    let view = Bytes::from_owner(MapView(map.clone()));
+    let header = check_frame(&name, loc, &segment[start..end])?;
     Ok((
         header,
-        view.slice(start + FRAME_HEADER_BYTES..end),
+        segment.slice(start + FRAME_HEADER_BYTES..end),
         ReadBuffers::size_for(len),
     ))
-}
-
-/// A shared map as the owner of the views taken of it.
-struct MapView(Arc<Mapped>);
-
-impl AsRef<[u8]> for MapView {
-    fn as_ref(&self) -> &[u8] {
-        self.0.as_ref().as_ref()
-    }
 }
 
 fn frame_len(name: &str, loc: FrameLoc) -> Result<usize> {
@@ -763,7 +753,7 @@ mod tests {
         );
         log.seal().unwrap();
         assert_eq!(sealed.load(Ordering::Acquire), 2);
-        let map = Arc::new(sim.map(&segment_name(1)).unwrap());
+        let map = Bytes::from_owner(sim.map(&segment_name(1)).unwrap());
         for loc in &locs {
             let (header, payload, held) = read_frame_mapped(&map, *loc).unwrap();
             let (read_header, read) = read_frame(sim.as_ref(), *loc).unwrap();
@@ -772,7 +762,7 @@ mod tests {
         }
         // A frame said to run past the segment's end, or with a damaged byte, is refused.
         let past = FrameLoc {
-            offset: map.as_ref().as_ref().len() as u64 - 4,
+            offset: map.len() as u64 - 4,
             ..locs[2]
         };
         assert!(matches!(
@@ -781,7 +771,7 @@ mod tests {
         ));
         let mut bytes = sim.file_bytes(&segment_name(1)).unwrap();
         bytes[locs[1].offset as usize + FRAME_HEADER_BYTES + 100] ^= 1;
-        let damaged = Arc::new(Mapped::Copy(bytes));
+        let damaged = Bytes::from(bytes);
         assert!(matches!(
             read_frame_mapped(&damaged, locs[1]),
             Err(Error::Corruption { .. })

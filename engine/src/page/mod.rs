@@ -17,7 +17,7 @@ use parking_lot::Mutex;
 
 use crate::cache::{CacheKey, CacheValue, Loaded, PageCache, Tier};
 use crate::log::{self, FrameKind, FrameLoc, ReadBuffers, frame::FRAME_HEADER_BYTES, segment_name};
-use crate::storage::{Mapped, Storage};
+use crate::storage::Storage;
 use crate::{Error, Result};
 use node::{LargeRef, Node, PageId, Value};
 use table::{PageTable, Slot};
@@ -45,8 +45,9 @@ pub struct PageStore {
     /// Every hot segment below this id is sealed (see `HotLog::sealed_below`): a page read
     /// from one is a view of the segment's map, not a copy. 0 until a log is attached.
     sealed_below: Arc<AtomicU32>,
-    /// Maps of sealed hot segments, by id; forgotten before a segment is removed.
-    maps: Mutex<HashMap<u32, Arc<Mapped>>>,
+    /// Maps of sealed hot segments (each held as one `Bytes`, which page views slice), by
+    /// id; forgotten before a segment is removed.
+    maps: Mutex<HashMap<u32, Bytes>>,
 }
 
 /// The first bytes of a page frame's payload: the page id.
@@ -81,7 +82,7 @@ impl PageStore {
     }
 
     /// The map of hot segment `segment_id` if it is sealed, made on first use.
-    fn sealed_map(&self, segment_id: u32) -> Result<Option<Arc<Mapped>>> {
+    fn sealed_map(&self, segment_id: u32) -> Result<Option<Bytes>> {
         if segment_id >= self.sealed_below.load(Ordering::Acquire) {
             return Ok(None);
         }
@@ -89,7 +90,7 @@ impl PageStore {
         if let Some(map) = maps.get(&segment_id) {
             return Ok(Some(map.clone()));
         }
-        let map = Arc::new(self.storage.map(&segment_name(segment_id))?);
+        let map = Bytes::from_owner(self.storage.map(&segment_name(segment_id))?);
         maps.insert(segment_id, map.clone());
         Ok(Some(map))
     }
