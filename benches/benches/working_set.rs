@@ -18,6 +18,7 @@ fn main() {
         sizes: Sizes::at_scale(scale),
         workloads: Workload::ALL.to_vec(),
         out_dir: Some(out.clone()),
+        traces_dir: std::env::var_os("SKEWDB_BENCH_TRACES").map(Into::into),
         progress: Box::new(|line| eprintln!("{line}")),
     })
     .expect("the working-set benchmark runs");

@@ -114,6 +114,10 @@ enum Command {
         /// Only these workloads (followers, reviews, sensors); all by default.
         #[arg(long = "workload", value_parser = ["followers", "reviews", "sensors"])]
         workloads: Vec<String>,
+        /// Also keep every run's cache trace here, with traces.csv listing each one's budget
+        /// and warm-up requests (for replay in an outside simulator).
+        #[arg(long)]
+        traces: Option<PathBuf>,
     },
     /// Create a database (and its directory) or add a collection to one.
     Create {
@@ -392,7 +396,13 @@ fn commit_one(db: &Path, json: bool, add: impl FnOnce(&mut Batch)) -> Result<(),
     Ok(())
 }
 
-fn bench(scale: u64, out: PathBuf, names: &[String], json: bool) -> Result<(), Failure> {
+fn bench(
+    scale: u64,
+    out: PathBuf,
+    names: &[String],
+    traces_dir: Option<PathBuf>,
+    json: bool,
+) -> Result<(), Failure> {
     use skewdb_workload::Workload;
     use skewdb_workload::working_set::{self, Config};
     let workloads = Workload::ALL
@@ -403,6 +413,7 @@ fn bench(scale: u64, out: PathBuf, names: &[String], json: bool) -> Result<(), F
         sizes: skewdb_workload::Sizes::at_scale(scale),
         workloads,
         out_dir: Some(out.clone()),
+        traces_dir,
         progress: Box::new(move |line| {
             if !json {
                 eprintln!("{line}");
@@ -445,7 +456,8 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             scale,
             out,
             workloads,
-        } => bench(scale, out, &workloads, json)?,
+            traces,
+        } => bench(scale, out, &workloads, traces, json)?,
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "skewdb", &mut std::io::stdout());
         }

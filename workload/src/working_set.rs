@@ -11,8 +11,8 @@ use skewdb::{CachePolicy, Db, Layout, Options, Result};
 use crate::{Op, Sizes, Workload, build, build_options, operations, run_op};
 
 /// Budgets as fractions of the Embed layout's data size.
-pub const BUDGETS: [f64; 4] = [0.01, 0.05, 0.10, 0.25];
-/// The live policies each configuration runs with.
+pub const BUDGETS: [f64; 5] = [0.01, 0.05, 0.10, 0.20, 0.25];
+/// The live policies each configuration runs with: the default, and LRU at one budget.
 pub const POLICIES: [CachePolicy; 2] = [CachePolicy::S3Fifo, CachePolicy::Lru];
 
 /// The budget at which LRU also runs live. Elsewhere LRU's misses come from simulating it on
@@ -27,6 +27,12 @@ pub struct Config {
     pub workloads: Vec<Workload>,
     /// Where the table and plots go; none writes nothing.
     pub out_dir: Option<PathBuf>,
+    /// Where to keep each layout and budget's cache trace (`WORKLOAD-LAYOUT-PCT.csv`, as
+    /// `Options::cache_trace` writes it) and `traces.csv`, which lists them with their
+    /// budget, warm-up requests and measured requests (the lines after those, made by
+    /// closing the database, belong to no reader), for replay in an outside simulator;
+    /// none keeps none.
+    pub traces_dir: Option<PathBuf>,
     /// Called with a line of progress.
     pub progress: Box<dyn FnMut(&str)>,
 }
@@ -319,8 +325,12 @@ fn run_one(
         (run, warmup_requests)
     };
     let recorded = if keep_trace {
+        // The trace goes on past the measured phase: closing the database (its last
+        // checkpoint) makes requests the counters above never saw. They are no reader's.
+        let mut trace = read_trace(&trace_path)?;
+        trace.truncate(warmup_requests + run.requests as usize);
         Some(Recorded {
-            trace: read_trace(&trace_path)?,
+            trace,
             warmup: warmup_requests,
         })
     } else {
@@ -361,6 +371,8 @@ pub fn run(mut config: Config) -> Result<Report> {
         peak_process_bytes: None,
         seconds: 0.0,
     };
+    let mut trace_index =
+        String::from("file,workload,layout,budget_bytes,warmup_requests,measured_requests\n");
     for &workload in &config.workloads {
         let ops = operations(workload, &sizes);
         let mut dirs = Vec::new();
@@ -422,6 +434,24 @@ pub fn run(mut config: Config) -> Result<Report> {
                     };
                     let (mut run, recorded) =
                         run_one(&setup, (fraction, budget), policy, offline.is_none())?;
+                    if let (Some(dir), Some(recorded)) = (&config.traces_dir, &recorded) {
+                        let name = format!(
+                            "{}-{}-{:.0}.csv",
+                            workload.name(),
+                            layout.describe().replace(':', "-"),
+                            fraction * 100.0
+                        );
+                        std::fs::create_dir_all(dir).map_err(io)?;
+                        std::fs::copy(scratch.path().join("trace.csv"), dir.join(&name))
+                            .map_err(io)?;
+                        trace_index.push_str(&format!(
+                            "{name},{},{},{budget},{},{}\n",
+                            workload.name(),
+                            layout.describe(),
+                            recorded.warmup,
+                            recorded.trace.len() - recorded.warmup
+                        ));
+                    }
                     if let Some(Recorded { trace, warmup }) = recorded {
                         let simulated = CachePolicy::ALL
                             .iter()
@@ -446,6 +476,9 @@ pub fn run(mut config: Config) -> Result<Report> {
                 }
             }
         }
+    }
+    if let Some(dir) = &config.traces_dir {
+        std::fs::write(dir.join("traces.csv"), trace_index).map_err(io)?;
     }
     report.peak_process_bytes = peak_process_bytes();
     report.seconds = started.elapsed().as_secs_f64();
@@ -528,37 +561,49 @@ pub fn markdown(report: &Report) -> String {
                 run.ops_per_second()
             );
         }
+        let live = CachePolicy::default();
+        let names: String = CachePolicy::ALL
+            .iter()
+            .map(|p| format!(" {} (sim) |", p.name()))
+            .collect();
         let _ = writeln!(
             out,
-            "\nMisses per measured operation by policy: S3-FIFO live; the others simulated on \
-             its trace; LRU also live at the {:.0}% budget. Live and simulated runs see the same \
-             requests and decide alike; they part only where a checkpoint puts the pages it \
-             wrote into the live cache, which is not a request and not in the trace:\n\n\
-             | layout | budget | S3-FIFO | LRU (sim) | fewer than LRU | SIEVE (sim) | S3-FIFO (sim) | LRU live |\n|---|---|---|---|---|---|---|---|",
-            LIVE_LRU_BUDGET * 100.0
+            "\nEvery policy on the same trace, as misses over the optimum's (simulated; the live \
+             run's own, {live}, first, and LRU also live at the {:.0}% budget, both in misses per \
+             operation). Live and simulated runs see the same requests and decide alike; they \
+             part only where a checkpoint puts the pages it wrote into the live cache, which is \
+             not a request and not in the trace:\n\n\
+             | layout | budget | {live} live | fewer than LRU |{names} LRU live |\n\
+             |---|---|---|---|{}---|",
+            LIVE_LRU_BUDGET * 100.0,
+            "---|".repeat(CachePolicy::ALL.len()),
+            live = live.name(),
         );
         let runs = report.runs.iter().filter(|r| r.workload == workload);
-        for s3 in runs.clone().filter(|r| r.policy == CachePolicy::S3Fifo) {
-            let sim = |p: CachePolicy| s3.simulated_misses(p);
+        for run in runs.clone().filter(|r| r.policy == live) {
             let lru_live = runs.clone().find(|r| {
                 r.policy == CachePolicy::Lru
-                    && r.layout == s3.layout
-                    && r.budget_fraction == s3.budget_fraction
+                    && r.layout == run.layout
+                    && r.budget_fraction == run.budget_fraction
             });
+            let simulated: String = CachePolicy::ALL
+                .iter()
+                .map(|&p| {
+                    let over = run.over_optimum(run.simulated_misses(p));
+                    over.map_or(" - |".to_string(), |x| format!(" {x:.2}x |"))
+                })
+                .collect();
             let _ = writeln!(
                 out,
-                "| {} | {:.0}% | {:.3} | {:.3} | {} | {:.3} | {:.3} | {} |",
-                s3.layout.describe(),
-                s3.budget_fraction * 100.0,
-                ratio(s3.misses, s3.ops),
-                ratio(sim(CachePolicy::Lru), s3.ops),
-                match s3.misses.cmp(&sim(CachePolicy::Lru)) {
+                "| {} | {:.0}% | {:.3} | {} |{simulated} {} |",
+                run.layout.describe(),
+                run.budget_fraction * 100.0,
+                ratio(run.misses, run.ops),
+                match run.misses.cmp(&run.simulated_misses(CachePolicy::Lru)) {
                     std::cmp::Ordering::Less => "yes",
                     std::cmp::Ordering::Equal => "equal",
                     std::cmp::Ordering::Greater => "no",
                 },
-                ratio(sim(CachePolicy::Sieve), s3.ops),
-                ratio(sim(CachePolicy::S3Fifo), s3.ops),
                 lru_live.map_or("-".to_string(), |r| format!(
                     "{:.3}",
                     ratio(r.misses, r.ops)

@@ -12,6 +12,7 @@ fn tiny_run_writes_table_and_plots() {
         sizes: Sizes::tiny(),
         workloads: Workload::ALL.to_vec(),
         out_dir: Some(out.path().to_path_buf()),
+        traces_dir: Some(out.path().join("traces")),
         progress: Box::new(|_| {}),
     })
     .unwrap();
@@ -66,6 +67,41 @@ fn tiny_run_writes_table_and_plots() {
     for (workload, data) in &report.data_bytes {
         assert!(*data > 0, "{workload:?}");
     }
+    // One kept trace per layout and budget, listed with the requests it replays: the
+    // simulated S3-FIFO of each run's trace, cut to its warm-up and measured requests,
+    // decides as the run's own simulation did.
+    let index = std::fs::read_to_string(out.path().join("traces").join("traces.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = index
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert_eq!(rows.len(), Workload::ALL.len() * 3 * BUDGETS.len());
+    for (row, run) in rows.iter().zip(
+        report
+            .runs
+            .iter()
+            .filter(|r| r.policy == CachePolicy::S3Fifo),
+    ) {
+        let trace = working_set::read_trace(&out.path().join("traces").join(row[0])).unwrap();
+        let budget: u64 = row[3].parse().unwrap();
+        let (warmup, measured): (usize, usize) = (row[4].parse().unwrap(), row[5].parse().unwrap());
+        assert_eq!((budget, measured as u64), (run.budget_bytes, run.requests));
+        assert!(trace.len() >= warmup + measured, "{}", row[0]);
+        let mut sim = skewdb::testing::Simulator::new(CachePolicy::S3Fifo, budget);
+        let mut hits = 0;
+        for (i, &(id, bytes)) in trace[..warmup + measured].iter().enumerate() {
+            if sim.access(id, bytes) && i >= warmup {
+                hits += 1;
+            }
+        }
+        assert_eq!(
+            run.requests - hits,
+            run.simulated_misses(CachePolicy::S3Fifo),
+            "{}",
+            row[0]
+        );
+    }
     let table = std::fs::read_to_string(out.path().join("working-set.md")).unwrap();
     for workload in Workload::ALL {
         assert!(table.contains(&format!("### {}", workload.name())));
@@ -116,6 +152,7 @@ fn runs_leave_the_built_database_as_it_was() {
             sizes: Sizes::tiny(),
             workloads: vec![Workload::Reviews],
             out_dir: None,
+            traces_dir: None,
             progress: Box::new(|_| {}),
         })
         .unwrap()

@@ -61,7 +61,7 @@ impl Tier {
 }
 
 /// A cached object's identity: where its bytes live.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CacheKey {
     /// A page image frame in the hot log.
     Page { segment_id: u32, offset: u64 },
@@ -81,6 +81,14 @@ impl CacheKey {
             CacheKey::Chunk { segment_id, offset } => (2, segment_id, offset),
         };
         (kind << 62) | ((segment_id as u64 & 0x3f_ffff) << 40) | (offset & ((1 << 40) - 1))
+    }
+}
+
+/// Hashed as its object id, so that a policy's hashing of keys (W-TinyLFU's sketch) sees a
+/// live key as the simulator sees the same object's id in a trace, and both decide alike.
+impl std::hash::Hash for CacheKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.object_id().hash(state);
     }
 }
 
@@ -540,7 +548,7 @@ impl PageCache {
         };
         counts.hits += 1;
         let (value, weight) = (entry.value.clone(), entry.weight);
-        if self.config.policy == CachePolicy::Lru {
+        if self.config.policy.needs_every_hit() {
             let seq = self.next_hit.fetch_add(1, Ordering::Relaxed);
             shard.pending.hits.push((seq, *key));
         } else {
@@ -625,9 +633,9 @@ impl PageCache {
         if core.policy.contains(&key) {
             return;
         }
-        if self.config.policy == CachePolicy::Lru {
-            // LRU must know of every earlier hit before it picks a victim or places the new
-            // object above them.
+        if self.config.policy.needs_every_hit() {
+            // LRU (and W-TinyLFU's counts) must know of every earlier hit before it picks a
+            // victim or places the new object above them.
             self.touch_all(&mut core, Vec::new());
         }
         while core.resident_bytes + weight > budget {

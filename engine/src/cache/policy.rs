@@ -27,19 +27,39 @@ pub enum CachePolicy {
     Sieve,
     /// Least recently used; kept for comparison.
     Lru,
+    /// W-TinyLFU (Einziger, Friedman and Manes, 2017), the admission filter Caffeine and
+    /// moka use: new objects enter a window of 1% of the budget; one leaving it must have
+    /// been asked for more often than the main cache's next victim (counted in a count-min
+    /// sketch of 4-bit counters, halved as it fills) to take its place. The main cache is
+    /// segmented, 80% protected (objects hit while on probation), the rest probation. Unlike
+    /// Caffeine's, the segments are FIFOs that read hits when an object reaches the front
+    /// (protected a CLOCK), so a hit never reaches the policy, as with S3-FIFO.
+    TinyLfu,
 }
 
 impl CachePolicy {
     /// Every policy, the default first.
-    pub const ALL: [CachePolicy; 3] = [CachePolicy::S3Fifo, CachePolicy::Sieve, CachePolicy::Lru];
+    pub const ALL: [CachePolicy; 4] = [
+        CachePolicy::S3Fifo,
+        CachePolicy::Sieve,
+        CachePolicy::Lru,
+        CachePolicy::TinyLfu,
+    ];
 
-    /// The policy's name: `s3-fifo`, `sieve`, `lru`.
+    /// The policy's name: `s3-fifo`, `sieve`, `lru`, `w-tinylfu`.
     pub fn name(self) -> &'static str {
         match self {
             CachePolicy::S3Fifo => "s3-fifo",
             CachePolicy::Sieve => "sieve",
             CachePolicy::Lru => "lru",
+            CachePolicy::TinyLfu => "w-tinylfu",
         }
+    }
+
+    /// Whether the policy must see every hit, in request order, before it picks a victim
+    /// (LRU's order); the others read marks left beside the values.
+    pub(crate) fn needs_every_hit(self) -> bool {
+        matches!(self, CachePolicy::Lru)
     }
 
     /// The policy named `name`, as [`CachePolicy::name`] writes it.
@@ -70,6 +90,7 @@ pub(crate) enum Policy<K> {
     S3Fifo(S3Fifo<K>),
     Sieve(Linked<K>),
     Lru(Linked<K>),
+    TinyLfu(TinyLfu<K>),
 }
 
 impl<K: Copy + Eq + Hash> Policy<K> {
@@ -78,6 +99,7 @@ impl<K: Copy + Eq + Hash> Policy<K> {
             CachePolicy::S3Fifo => Policy::S3Fifo(S3Fifo::new(budget_bytes)),
             CachePolicy::Sieve => Policy::Sieve(Linked::default()),
             CachePolicy::Lru => Policy::Lru(Linked::default()),
+            CachePolicy::TinyLfu => Policy::TinyLfu(TinyLfu::new(budget_bytes)),
         }
     }
 
@@ -85,11 +107,12 @@ impl<K: Copy + Eq + Hash> Policy<K> {
         match self {
             Policy::S3Fifo(p) => p.meta.contains_key(key),
             Policy::Sieve(p) | Policy::Lru(p) => p.index.contains_key(key),
+            Policy::TinyLfu(p) => p.contains(key),
         }
     }
 
     /// Records a hit on a resident key (ignored when the key is gone). The live cache
-    /// calls it for LRU only; S3-FIFO and SIEVE collect hits through [`Marks`].
+    /// calls it for LRU only; the others collect hits through [`Marks`].
     pub fn touch(&mut self, key: &K) {
         match self {
             Policy::S3Fifo(p) => {
@@ -102,12 +125,8 @@ impl<K: Copy + Eq + Hash> Policy<K> {
                     p.nodes[slot].visited = true;
                 }
             }
-            Policy::Lru(p) => {
-                if let Some(&slot) = p.index.get(key) {
-                    p.unlink(slot);
-                    p.push_head(slot);
-                }
-            }
+            Policy::Lru(p) => p.move_to_head(key),
+            Policy::TinyLfu(p) => p.touch(key),
         }
     }
 
@@ -115,11 +134,8 @@ impl<K: Copy + Eq + Hash> Policy<K> {
     pub fn insert(&mut self, key: K, weight: u64) {
         match self {
             Policy::S3Fifo(p) => p.insert(key, weight),
-            Policy::Sieve(p) | Policy::Lru(p) => {
-                let slot = p.alloc(key, weight);
-                p.push_head(slot);
-                p.index.insert(key, slot);
-            }
+            Policy::Sieve(p) | Policy::Lru(p) => p.push(key, weight),
+            Policy::TinyLfu(p) => p.insert(key, weight),
         }
     }
 
@@ -128,10 +144,8 @@ impl<K: Copy + Eq + Hash> Policy<K> {
         match self {
             Policy::S3Fifo(p) => p.evict(marks),
             Policy::Sieve(p) => p.evict_sieve(marks),
-            Policy::Lru(p) => {
-                let slot = p.tail?;
-                Some(p.remove(slot))
-            }
+            Policy::Lru(p) => p.pop_tail(),
+            Policy::TinyLfu(p) => p.evict(marks),
         }
     }
 }
@@ -311,6 +325,25 @@ impl<K: Copy + Eq + Hash> Linked<K> {
         }
     }
 
+    /// Adds `key` at the head (newest).
+    fn push(&mut self, key: K, weight: u64) {
+        let slot = self.alloc(key, weight);
+        self.push_head(slot);
+        self.index.insert(key, slot);
+    }
+
+    fn move_to_head(&mut self, key: &K) {
+        if let Some(&slot) = self.index.get(key) {
+            self.unlink(slot);
+            self.push_head(slot);
+        }
+    }
+
+    fn pop_tail(&mut self) -> Option<(K, u64)> {
+        let slot = self.tail?;
+        Some(self.remove(slot))
+    }
+
     fn push_head(&mut self, slot: usize) {
         self.nodes[slot].prev = NIL;
         self.nodes[slot].next = self.head;
@@ -365,6 +398,274 @@ impl<K: Copy + Eq + Hash> Linked<K> {
         let prev = self.nodes[slot].prev;
         self.hand = (prev != NIL).then_some(prev);
         Some(self.remove(slot))
+    }
+}
+
+/// The window's share of the budget, in hundredths (Caffeine's starting share).
+const WINDOW_PERCENT: u64 = 1;
+/// The protected segment's share of the main cache, in hundredths.
+const PROTECTED_PERCENT: u64 = 80;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Segment {
+    Window,
+    Probation,
+    Protected,
+}
+
+#[derive(Clone, Copy)]
+struct TinyMeta {
+    weight: u64,
+    /// Hits not yet counted in the sketch.
+    hits: u32,
+    segment: Segment,
+}
+
+/// W-TinyLFU with byte weights, each segment's share in bytes. Its queues are FIFOs that
+/// look at hits only when an object reaches their front (as S3-FIFO's do), so the live cache
+/// never hands the policy a hit: the window is a FIFO, probation promotes an object hit
+/// since it entered to protected, and protected is a CLOCK that gives an object hit since
+/// its last pass another round. A hit reaches the sketch when its object is looked at.
+pub(crate) struct TinyLfu<K> {
+    meta: FxHashMap<K, TinyMeta>,
+    window: VecDeque<K>,
+    probation: VecDeque<K>,
+    protected: VecDeque<K>,
+    window_bytes: u64,
+    probation_bytes: u64,
+    protected_bytes: u64,
+    window_target: u64,
+    main_target: u64,
+    protected_target: u64,
+    sketch: Sketch,
+}
+
+impl<K: Copy + Eq + Hash> TinyLfu<K> {
+    fn new(budget_bytes: u64) -> Self {
+        let window_target = budget_bytes * WINDOW_PERCENT / 100;
+        let main_target = budget_bytes - window_target;
+        TinyLfu {
+            meta: FxHashMap::default(),
+            window: VecDeque::new(),
+            probation: VecDeque::new(),
+            protected: VecDeque::new(),
+            window_bytes: 0,
+            probation_bytes: 0,
+            protected_bytes: 0,
+            window_target,
+            main_target,
+            protected_target: main_target * PROTECTED_PERCENT / 100,
+            // About one counter per 1 KiB of budget: more than the objects the cache holds.
+            sketch: Sketch::new((budget_bytes / 1024) as usize),
+        }
+    }
+
+    fn contains(&self, key: &K) -> bool {
+        self.meta.contains_key(key)
+    }
+
+    fn touch(&mut self, key: &K) {
+        if let Some(meta) = self.meta.get_mut(key) {
+            meta.hits = meta.hits.saturating_add(1);
+        }
+    }
+
+    fn insert(&mut self, key: K, weight: u64) {
+        self.sketch.increment(&key);
+        self.meta.insert(
+            key,
+            TinyMeta {
+                weight,
+                hits: 0,
+                segment: Segment::Window,
+            },
+        );
+        self.window.push_back(key);
+        self.window_bytes += weight;
+        self.drain_window();
+    }
+
+    /// Moves what leaves the window to probation while the main cache has room for it,
+    /// its hits kept for probation to count.
+    fn drain_window(&mut self) {
+        while self.window_bytes > self.window_target {
+            let Some(key) = self.window.front() else {
+                break;
+            };
+            let weight = self.meta[key].weight;
+            if self.probation_bytes + self.protected_bytes + weight > self.main_target {
+                break;
+            }
+            self.move_front(Segment::Window, Segment::Probation);
+        }
+    }
+
+    /// Counts `key`'s hits since it was last looked at into the sketch; returns them.
+    fn settle(&mut self, key: &K, marks: &mut dyn Marks<K>) -> u32 {
+        let recorded = marks.take_hits(key);
+        let meta = self.meta.get_mut(key).expect("queued keys have metadata");
+        let hits = std::mem::take(&mut meta.hits).saturating_add(recorded);
+        for _ in 0..hits.min(SKETCH_MAX as u32) {
+            self.sketch.increment(key);
+        }
+        hits
+    }
+
+    fn bytes(&mut self, segment: Segment) -> &mut u64 {
+        match segment {
+            Segment::Window => &mut self.window_bytes,
+            Segment::Probation => &mut self.probation_bytes,
+            Segment::Protected => &mut self.protected_bytes,
+        }
+    }
+
+    fn queue(&mut self, segment: Segment) -> &mut VecDeque<K> {
+        match segment {
+            Segment::Window => &mut self.window,
+            Segment::Probation => &mut self.probation,
+            Segment::Protected => &mut self.protected,
+        }
+    }
+
+    /// Moves the object at the front of `from` to the back of `to`.
+    fn move_front(&mut self, from: Segment, to: Segment) {
+        let key = self.queue(from).pop_front().expect("a front to move");
+        let meta = self.meta.get_mut(&key).expect("queued keys have metadata");
+        meta.segment = to;
+        let weight = meta.weight;
+        *self.bytes(from) -= weight;
+        *self.bytes(to) += weight;
+        self.queue(to).push_back(key);
+    }
+
+    /// Removes the object at the front of `segment`.
+    fn remove_front(&mut self, segment: Segment) -> (K, u64) {
+        let key = self.queue(segment).pop_front().expect("a front to remove");
+        let weight = self
+            .meta
+            .remove(&key)
+            .expect("queued keys have metadata")
+            .weight;
+        *self.bytes(segment) -= weight;
+        (key, weight)
+    }
+
+    /// The main cache's next victim, left at the front of its segment: probation's first
+    /// object not hit since it entered (those hit move to protected), or, with probation
+    /// empty, protected's first not hit since its last pass.
+    fn main_victim(&mut self, marks: &mut dyn Marks<K>) -> Option<(Segment, K)> {
+        loop {
+            if let Some(&key) = self.probation.front() {
+                if self.settle(&key, marks) == 0 {
+                    return Some((Segment::Probation, key));
+                }
+                self.move_front(Segment::Probation, Segment::Protected);
+                while self.protected_bytes > self.protected_target {
+                    self.move_front(Segment::Protected, Segment::Probation);
+                }
+                continue;
+            }
+            let &key = self.protected.front()?;
+            if self.settle(&key, marks) == 0 {
+                return Some((Segment::Protected, key));
+            }
+            self.move_front(Segment::Protected, Segment::Protected);
+        }
+    }
+
+    fn evict(&mut self, marks: &mut dyn Marks<K>) -> Option<(K, u64)> {
+        self.drain_window();
+        // Room is made before the newcomer enters the window: a full window's oldest
+        // leaves it now and must win its place.
+        if !self.window.is_empty() && self.window_bytes >= self.window_target {
+            let &candidate = self
+                .window
+                .front()
+                .expect("a window over its share has objects");
+            self.settle(&candidate, marks);
+            let Some((segment, victim)) = self.main_victim(marks) else {
+                return Some(self.remove_front(Segment::Window));
+            };
+            // The admission filter: the candidate takes the victim's place only if it was
+            // asked for more often.
+            if self.sketch.estimate(&candidate) > self.sketch.estimate(&victim) {
+                let evicted = self.remove_front(segment);
+                self.move_front(Segment::Window, Segment::Probation);
+                return Some(evicted);
+            }
+            return Some(self.remove_front(Segment::Window));
+        }
+        match self.main_victim(marks) {
+            Some((segment, _)) => Some(self.remove_front(segment)),
+            None if self.window.is_empty() => None,
+            None => Some(self.remove_front(Segment::Window)),
+        }
+    }
+}
+
+/// A count-min sketch of 4-bit counters (kept in bytes) over four rows, halved once it has
+/// counted ten times its width, so old popularity fades.
+struct Sketch {
+    counters: Vec<u8>,
+    mask: usize,
+    additions: u64,
+    period: u64,
+}
+
+const SKETCH_ROWS: usize = 4;
+const SKETCH_MAX: u8 = 15;
+
+impl Sketch {
+    fn new(width: usize) -> Self {
+        let width = width.clamp(256, 1 << 24).next_power_of_two();
+        Sketch {
+            counters: vec![0; width * SKETCH_ROWS],
+            mask: width - 1,
+            additions: 0,
+            period: 10 * width as u64,
+        }
+    }
+
+    fn slots<K: Hash>(&self, key: &K) -> [usize; SKETCH_ROWS] {
+        use std::hash::{BuildHasher, BuildHasherDefault};
+        let hash = BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(key);
+        let width = self.mask + 1;
+        std::array::from_fn(|row| {
+            // splitmix64's finalizer over the hash plus a seed per row: four slots as good
+            // as independent.
+            let mut x = hash.wrapping_add(0x9E37_79B9_7F4A_7C15u64.wrapping_mul(row as u64 + 1));
+            x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            x ^= x >> 31;
+            row * width + (x as usize & self.mask)
+        })
+    }
+
+    fn increment<K: Hash>(&mut self, key: &K) {
+        let mut grew = false;
+        for slot in self.slots(key) {
+            if self.counters[slot] < SKETCH_MAX {
+                self.counters[slot] += 1;
+                grew = true;
+            }
+        }
+        if grew {
+            self.additions += 1;
+            if self.additions >= self.period {
+                for counter in &mut self.counters {
+                    *counter /= 2;
+                }
+                self.additions /= 2;
+            }
+        }
+    }
+
+    fn estimate<K: Hash>(&self, key: &K) -> u8 {
+        self.slots(key)
+            .into_iter()
+            .map(|slot| self.counters[slot])
+            .min()
+            .unwrap_or(0)
     }
 }
 
@@ -583,6 +884,71 @@ mod tests {
         assert_eq!(s3.hits, 2);
         let lru = replay(CachePolicy::Lru, 1000, &trace);
         assert_eq!(lru.hits, 1);
+    }
+
+    #[test]
+    fn tinylfu_admits_only_what_was_asked_for_more_often() {
+        // 100 objects fill the cache (window 1 object); keys 0-9 are asked for often. A
+        // flood of keys seen once each never displaces them: every newcomer loses the
+        // admission against main's victim.
+        let mut trace = Vec::new();
+        for _ in 0..5 {
+            trace.extend((0..100).map(|key| (key, 10)));
+            trace.extend((0..10).map(|key| (key, 10)));
+        }
+        trace.extend((1000..3000).map(|key| (key, 10)));
+        trace.extend((0..10).map(|key| (key, 10)));
+        let sim = replay(CachePolicy::TinyLfu, 1000, &trace);
+        let lru = replay(CachePolicy::Lru, 1000, &trace);
+        // The first pass misses all 100 and the flood its 2,000; everything else hits.
+        assert_eq!(sim.hits, trace.len() as u64 - 2_100);
+        // LRU loses the ten to the flood.
+        assert_eq!(lru.hits, sim.hits - 10);
+    }
+
+    #[test]
+    fn tinylfu_lets_a_newly_popular_object_in() {
+        // Key 500 arrives after the cache is full of objects asked for twice, among
+        // objects seen once each. Turned away while the main cache's objects were asked
+        // for as often, it wins its place once asked for more often than they were.
+        let mut trace = Vec::new();
+        for _ in 0..2 {
+            trace.extend((0..100).map(|key| (key, 10)));
+        }
+        let mut sim = Simulator::new(CachePolicy::TinyLfu, 1000);
+        for &(key, weight) in &trace {
+            sim.access(key, weight);
+        }
+        let mut once = 1000..;
+        let mut hits = Vec::new();
+        for _ in 0..5 {
+            hits.push(sim.access(500, 10));
+            for key in once.by_ref().take(5) {
+                sim.access(key, 10);
+            }
+        }
+        // Missed while its count was at most the residents' (2), kept from then on.
+        assert_eq!(hits, [false, false, false, true, true]);
+        // Of the one-time objects only the last, still in the window, is held.
+        let held = (1000..1025).filter(|key| sim.policy.contains(key)).count();
+        assert_eq!(held, 1);
+    }
+
+    #[test]
+    fn sketch_counts_and_halves() {
+        let mut sketch = Sketch::new(256);
+        for _ in 0..20 {
+            sketch.increment(&7u64);
+        }
+        sketch.increment(&8u64);
+        assert_eq!(sketch.estimate(&7u64), SKETCH_MAX);
+        assert!(sketch.estimate(&8u64) >= 1);
+        assert_eq!(sketch.estimate(&9u64), 0, "an empty sketch over 1024 slots");
+        // Ten times the width of additions halves every counter.
+        for key in 0..2560u64 {
+            sketch.increment(&(key + 100));
+        }
+        assert!(sketch.estimate(&7u64) <= SKETCH_MAX / 2 + 1);
     }
 
     #[test]
