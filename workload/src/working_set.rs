@@ -66,6 +66,21 @@ pub struct Run {
     pub optimum_hits: u64,
     pub simulated: Vec<(CachePolicy, u64)>,
     pub peak_resident_bytes: u64,
+    /// The live cache's share of objects in its what-if sample.
+    pub sample_rate: f64,
+    /// Its what-if estimates over the measured phase, each beside a full simulation of the
+    /// run's trace at that budget under the run's policy.
+    pub what_if: Vec<WhatIfCheck>,
+}
+
+/// One what-if estimate and the full simulation it estimates.
+#[derive(Clone, Copy, Debug)]
+pub struct WhatIfCheck {
+    pub factor: f64,
+    pub budget_bytes: u64,
+    pub estimate: f64,
+    /// The measured phase's hit ratio, the whole trace replayed at `budget_bytes`.
+    pub simulated: f64,
 }
 
 impl Run {
@@ -93,6 +108,14 @@ impl Run {
         self.ops as f64 / self.seconds.max(1e-9)
     }
 
+    /// The largest gap between a what-if estimate and its full simulation, as a ratio.
+    pub fn worst_what_if_error(&self) -> f64 {
+        self.what_if
+            .iter()
+            .map(|w| (w.estimate - w.simulated).abs())
+            .fold(0.0, f64::max)
+    }
+
     /// Measured-phase misses of `policy` simulated on this run's trace.
     pub fn simulated_misses(&self, policy: CachePolicy) -> u64 {
         let hits = self
@@ -101,6 +124,15 @@ impl Run {
             .find(|(p, _)| *p == policy)
             .map_or(0, |&(_, hits)| hits);
         self.requests - hits
+    }
+}
+
+/// A sample rate: 1, or the share to two places.
+fn sample_rate(rate: f64) -> String {
+    if rate >= 1.0 {
+        "1".to_string()
+    } else {
+        format!("{rate:.2}")
     }
 }
 
@@ -270,7 +302,6 @@ fn run_one(
         .cache_bytes(budget.1 as usize)
         .record_cache_percent(0)
         .cache_policy(policy)
-        .cache_what_if(false)
         .cache_trace(&trace_path);
     let (run, warmup_requests) = {
         let db = Db::open(&dir, options)?;
@@ -299,11 +330,22 @@ fn run_one(
                 peak = peak.max(stats.resident_bytes);
             }
         }
-        let total = db.cache_stats().total();
+        let stats = db.cache_stats();
+        let total = stats.total();
         assert!(
             total.resident_bytes <= budget.1,
             "resident bytes over the budget"
         );
+        let what_if = stats
+            .what_if
+            .iter()
+            .map(|w| WhatIfCheck {
+                factor: w.factor,
+                budget_bytes: w.budget_bytes,
+                estimate: w.hit_ratio,
+                simulated: f64::NAN,
+            })
+            .collect();
         let run = Run {
             workload,
             layout,
@@ -321,6 +363,8 @@ fn run_one(
             optimum_hits: 0,
             simulated: Vec::new(),
             peak_resident_bytes: peak.max(total.resident_bytes),
+            sample_rate: stats.sample_rate,
+            what_if,
         };
         (run, warmup_requests)
     };
@@ -417,7 +461,8 @@ pub fn run(mut config: Config) -> Result<Report> {
                 let budget = (data as f64 * fraction) as u64;
                 // The requests do not depend on the policy, so the first run's trace
                 // serves the optimum and the simulations of every run at this budget.
-                let mut offline: Option<(u64, Vec<(CachePolicy, u64)>)> = None;
+                let mut offline: Option<(u64, Vec<(CachePolicy, u64)>, std::rc::Rc<Recorded>)> =
+                    None;
                 let policies = if fraction == LIVE_LRU_BUDGET {
                     &POLICIES[..]
                 } else {
@@ -452,16 +497,26 @@ pub fn run(mut config: Config) -> Result<Report> {
                             recorded.trace.len() - recorded.warmup
                         ));
                     }
-                    if let Some(Recorded { trace, warmup }) = recorded {
+                    if let Some(recorded) = recorded {
+                        let (trace, warmup) = (&recorded.trace, recorded.warmup);
                         let simulated = CachePolicy::ALL
                             .iter()
-                            .map(|&p| (p, simulate(&trace, budget, p, warmup)))
+                            .map(|&p| (p, simulate(trace, budget, p, warmup)))
                             .collect();
-                        offline = Some((belady_hits(&trace, budget, warmup), simulated));
+                        offline = Some((
+                            belady_hits(trace, budget, warmup),
+                            simulated,
+                            std::rc::Rc::new(recorded),
+                        ));
                     }
-                    let (optimum_hits, simulated) = offline.clone().expect("the first run records");
+                    let (optimum_hits, simulated, trace) =
+                        offline.clone().expect("the first run records");
                     run.optimum_hits = optimum_hits;
                     run.simulated = simulated;
+                    for check in &mut run.what_if {
+                        let hits = simulate(&trace.trace, check.budget_bytes, policy, trace.warmup);
+                        check.simulated = ratio(hits, run.requests);
+                    }
                     (config.progress)(&format!(
                         "{} {} {:.0}% {}: hit ratio {:.3} (optimum {:.3}), {:.0} ops/s",
                         workload.name(),
@@ -608,6 +663,35 @@ pub fn markdown(report: &Report) -> String {
                     "{:.3}",
                     ratio(r.misses, r.ops)
                 )),
+            );
+        }
+        let first = runs.clone().find(|r| r.policy == live);
+        let factors: Vec<f64> = first.map_or(Vec::new(), |r| r.what_if.iter().map(|w| w.factor).collect());
+        let header: String = factors.iter().map(|f| format!(" {f}x |")).collect();
+        let _ = writeln!(
+            out,
+            "\nWhat-if estimates of the {live} runs (hit ratios over the measured phase, from \
+             the live cache's hash-sampled miniature caches, corrected for the sample's share \
+             of requests) against a full simulation of the run's trace at each budget, as \
+             estimate / simulation:\n\n\
+             | layout | budget | sample rate |{header} worst error |\n\
+             |---|---|---|{}---|",
+            "---|".repeat(factors.len()),
+            live = live.name(),
+        );
+        for run in runs.clone().filter(|r| r.policy == live) {
+            let cells: String = run
+                .what_if
+                .iter()
+                .map(|w| format!(" {:.3} / {:.3} |", w.estimate, w.simulated))
+                .collect();
+            let _ = writeln!(
+                out,
+                "| {} | {:.0}% | {} |{cells} {:.1} points |",
+                run.layout.describe(),
+                run.budget_fraction * 100.0,
+                sample_rate(run.sample_rate),
+                run.worst_what_if_error() * 100.0,
             );
         }
         out.push('\n');
