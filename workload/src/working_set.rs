@@ -666,7 +666,8 @@ pub fn markdown(report: &Report) -> String {
             );
         }
         let first = runs.clone().find(|r| r.policy == live);
-        let factors: Vec<f64> = first.map_or(Vec::new(), |r| r.what_if.iter().map(|w| w.factor).collect());
+        let factors: Vec<f64> =
+            first.map_or(Vec::new(), |r| r.what_if.iter().map(|w| w.factor).collect());
         let header: String = factors.iter().map(|f| format!(" {f}x |")).collect();
         let _ = writeln!(
             out,

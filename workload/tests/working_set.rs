@@ -63,7 +63,23 @@ fn tiny_run_writes_table_and_plots() {
             .find(|(p, _)| *p == CachePolicy::S3Fifo)
             .unwrap();
         assert!(simulated.1 <= run.requests);
+        // Small budgets are simulated whole, so each what-if estimate is its full
+        // simulation of the same trace.
+        assert_eq!(run.what_if.len(), 5);
+        if run.sample_rate == 1.0 {
+            assert!(
+                run.worst_what_if_error() < 1e-9,
+                "{:?} {:?} {:?}",
+                run.workload,
+                run.layout,
+                run.what_if
+            );
+        }
     }
+    assert!(
+        report.runs.iter().all(|r| r.sample_rate == 1.0),
+        "tiny budgets sample whole"
+    );
     for (workload, data) in &report.data_bytes {
         assert!(*data > 0, "{workload:?}");
     }
