@@ -215,14 +215,26 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
 
 /// Reads a trace file written by `Options::cache_trace` back as `(object, bytes)`.
 pub fn read_trace(path: &Path) -> Result<Vec<(u64, u64)>> {
+    Ok(read_classed_trace(path)?.0)
+}
+
+/// A trace's requests, `(object, bytes)`, and for each whether its object is a B+tree
+/// inner page (class `inner`), which the policies keep apart.
+pub type ClassedTrace = (Vec<(u64, u64)>, Vec<bool>);
+
+/// [`read_trace`], with each request's class.
+pub fn read_classed_trace(path: &Path) -> Result<ClassedTrace> {
     let text = std::fs::read_to_string(path).map_err(io)?;
-    let mut trace = Vec::new();
+    let (mut trace, mut inner) = (Vec::new(), Vec::new());
     for line in text.lines().skip(1) {
         let mut fields = line.split(',');
-        let (_, id, bytes) = (fields.next(), fields.next(), fields.next());
+        let (_, id, bytes, class) = (fields.next(), fields.next(), fields.next(), fields.next());
         let parse = |f: Option<&str>| f.and_then(|f| f.parse::<u64>().ok());
-        match (parse(id), parse(bytes)) {
-            (Some(id), Some(bytes)) => trace.push((id, bytes)),
+        match (parse(id), parse(bytes), class) {
+            (Some(id), Some(bytes), Some("hot" | "cold" | "inner")) => {
+                trace.push((id, bytes));
+                inner.push(class == Some("inner"));
+            }
             _ => {
                 return Err(io(std::io::Error::new(
                     std::io::ErrorKind::InvalidData,
@@ -231,7 +243,7 @@ pub fn read_trace(path: &Path) -> Result<Vec<(u64, u64)>> {
             }
         }
     }
-    Ok(trace)
+    Ok((trace, inner))
 }
 
 /// The Embed layout's data size as the cache weighs it: every object a full read touches,
@@ -268,9 +280,15 @@ struct Setup<'a> {
     sizes: &'a Sizes,
 }
 
+/// A budget's offline results, from its first run's trace: the optimum's hits, every
+/// policy's simulated hits, and the trace.
+type Offline = (u64, Vec<(CachePolicy, u64)>, std::rc::Rc<Recorded>);
+
 /// The requests a run made, and how many of them were the warm-up.
 struct Recorded {
     trace: Vec<(u64, u64)>,
+    /// Whether each request's object is an inner page.
+    inner: Vec<bool>,
     warmup: usize,
 }
 
@@ -371,10 +389,12 @@ fn run_one(
     let recorded = if keep_trace {
         // The trace goes on past the measured phase: closing the database (its last
         // checkpoint) makes requests the counters above never saw. They are no reader's.
-        let mut trace = read_trace(&trace_path)?;
+        let (mut trace, mut inner) = read_classed_trace(&trace_path)?;
         trace.truncate(warmup_requests + run.requests as usize);
+        inner.truncate(trace.len());
         Some(Recorded {
             trace,
+            inner,
             warmup: warmup_requests,
         })
     } else {
@@ -384,11 +404,11 @@ fn run_one(
     Ok((run, recorded))
 }
 
-fn simulate(trace: &[(u64, u64)], budget: u64, policy: CachePolicy, measure_from: usize) -> u64 {
+fn simulate(recorded: &Recorded, budget: u64, policy: CachePolicy) -> u64 {
     let mut sim = Simulator::new(policy, budget);
     let mut hits = 0;
-    for (i, &(id, bytes)) in trace.iter().enumerate() {
-        if sim.access(id, bytes) && i >= measure_from {
+    for (i, (&(id, bytes), &inner)) in recorded.trace.iter().zip(&recorded.inner).enumerate() {
+        if sim.access_as(id, bytes, inner) && i >= recorded.warmup {
             hits += 1;
         }
     }
@@ -461,8 +481,7 @@ pub fn run(mut config: Config) -> Result<Report> {
                 let budget = (data as f64 * fraction) as u64;
                 // The requests do not depend on the policy, so the first run's trace
                 // serves the optimum and the simulations of every run at this budget.
-                let mut offline: Option<(u64, Vec<(CachePolicy, u64)>, std::rc::Rc<Recorded>)> =
-                    None;
+                let mut offline: Option<Offline> = None;
                 let policies = if fraction == LIVE_LRU_BUDGET {
                     &POLICIES[..]
                 } else {
@@ -498,13 +517,12 @@ pub fn run(mut config: Config) -> Result<Report> {
                         ));
                     }
                     if let Some(recorded) = recorded {
-                        let (trace, warmup) = (&recorded.trace, recorded.warmup);
                         let simulated = CachePolicy::ALL
                             .iter()
-                            .map(|&p| (p, simulate(trace, budget, p, warmup)))
+                            .map(|&p| (p, simulate(&recorded, budget, p)))
                             .collect();
                         offline = Some((
-                            belady_hits(trace, budget, warmup),
+                            belady_hits(&recorded.trace, budget, recorded.warmup),
                             simulated,
                             std::rc::Rc::new(recorded),
                         ));
@@ -514,7 +532,7 @@ pub fn run(mut config: Config) -> Result<Report> {
                     run.optimum_hits = optimum_hits;
                     run.simulated = simulated;
                     for check in &mut run.what_if {
-                        let hits = simulate(&trace.trace, check.budget_bytes, policy, trace.warmup);
+                        let hits = simulate(&trace, check.budget_bytes, policy);
                         check.simulated = ratio(hits, run.requests);
                     }
                     (config.progress)(&format!(

@@ -99,15 +99,17 @@ fn tiny_run_writes_table_and_plots() {
             .iter()
             .filter(|r| r.policy == CachePolicy::S3Fifo),
     ) {
-        let trace = working_set::read_trace(&out.path().join("traces").join(row[0])).unwrap();
+        let (trace, inner) =
+            working_set::read_classed_trace(&out.path().join("traces").join(row[0])).unwrap();
         let budget: u64 = row[3].parse().unwrap();
         let (warmup, measured): (usize, usize) = (row[4].parse().unwrap(), row[5].parse().unwrap());
         assert_eq!((budget, measured as u64), (run.budget_bytes, run.requests));
         assert!(trace.len() >= warmup + measured, "{}", row[0]);
         let mut sim = skewdb::testing::Simulator::new(CachePolicy::S3Fifo, budget);
         let mut hits = 0;
-        for (i, &(id, bytes)) in trace[..warmup + measured].iter().enumerate() {
-            if sim.access(id, bytes) && i >= warmup {
+        for (i, (&(id, bytes), &inner)) in trace[..warmup + measured].iter().zip(&inner).enumerate()
+        {
+            if sim.access_as(id, bytes, inner) && i >= warmup {
                 hits += 1;
             }
         }
@@ -157,6 +159,18 @@ fn a_bad_trace_line_is_an_error() {
     assert!(working_set::read_trace(&path).is_err());
     std::fs::write(&path, "seq,object_id,object_bytes,tier\n0,12,300,hot\n").unwrap();
     assert_eq!(working_set::read_trace(&path).unwrap(), vec![(12, 300)]);
+    // The class names the inner pages; an unknown one is refused.
+    std::fs::write(
+        &path,
+        "seq,object_id,object_bytes,tier\n0,12,300,inner\n1,13,20,cold\n",
+    )
+    .unwrap();
+    assert_eq!(
+        working_set::read_classed_trace(&path).unwrap(),
+        (vec![(12, 300), (13, 20)], vec![true, false])
+    );
+    std::fs::write(&path, "seq,object_id,object_bytes,tier\n0,12,300,warm\n").unwrap();
+    assert!(working_set::read_trace(&path).is_err());
 }
 
 #[test]

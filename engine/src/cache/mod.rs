@@ -100,6 +100,13 @@ pub enum CacheValue {
     Items(Arc<Vec<Stored>>),
 }
 
+impl CacheValue {
+    /// Whether the value is a B+tree inner page, which the policy keeps ahead of leaves.
+    fn is_inner_page(&self) -> bool {
+        matches!(self, CacheValue::Node(node) if node.is_internal())
+    }
+}
+
 /// What a loader hands the cache on a miss.
 pub struct Loaded {
     pub value: CacheValue,
@@ -378,7 +385,7 @@ struct Pending {
     /// Hits LRU must see in order, numbered across shards.
     hits: Vec<(u64, CacheKey)>,
     /// Requests in the what-if sample: order, object id, weight.
-    samples: Vec<(u64, u64, u64)>,
+    samples: Vec<(u64, u64, u64, bool)>,
 }
 
 impl Pending {
@@ -555,7 +562,11 @@ impl PageCache {
             entry.hits = entry.hits.saturating_add(1);
         }
         if let Some(seq) = sample {
-            shard.pending.samples.push((seq, key.object_id(), weight));
+            let inner = value.is_inner_page();
+            shard
+                .pending
+                .samples
+                .push((seq, key.object_id(), weight, inner));
         }
         if shard.pending.is_full() {
             let pending = std::mem::take(&mut shard.pending);
@@ -564,7 +575,7 @@ impl PageCache {
         } else {
             drop(guard);
         }
-        self.record(key, weight, tier);
+        self.record(key, weight, tier, &value);
         Some(value)
     }
 
@@ -589,10 +600,14 @@ impl PageCache {
             let mut shard = self.shard_of(hash).lock();
             shard.counts.slot(owner, tier).bytes_read += bytes_read;
             if let Some(seq) = sample {
-                shard.pending.samples.push((seq, key.object_id(), weight));
+                let inner = value.is_inner_page();
+                shard
+                    .pending
+                    .samples
+                    .push((seq, key.object_id(), weight, inner));
             }
         }
-        self.record(&key, weight, tier);
+        self.record(&key, weight, tier, &value);
         self.insert_owned(key, tier, value.clone(), weight, owner);
         Ok(value)
     }
@@ -600,16 +615,27 @@ impl PageCache {
     /// Writes a request to the access trace, if there is one (the check stays on the hit
     /// path; the writing does not).
     #[inline(always)]
-    fn record(&self, key: &CacheKey, weight: u64, tier: Tier) {
+    fn record(&self, key: &CacheKey, weight: u64, tier: Tier, value: &CacheValue) {
         if let Some(trace) = &self.trace {
-            Self::record_to(trace, key, weight, tier);
+            Self::record_to(trace, key, weight, tier, value);
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn record_to(trace: &Mutex<TraceWriter>, key: &CacheKey, weight: u64, tier: Tier) {
-        trace.lock().record(key.object_id(), weight, tier);
+    fn record_to(
+        trace: &Mutex<TraceWriter>,
+        key: &CacheKey,
+        weight: u64,
+        tier: Tier,
+        value: &CacheValue,
+    ) {
+        let class = if value.is_inner_page() {
+            "inner"
+        } else {
+            tier.name()
+        };
+        trace.lock().record(key.object_id(), weight, class);
     }
 
     /// Adds an object (a page a checkpoint just wrote, say) without counting a request.
@@ -655,7 +681,7 @@ impl PageCache {
             core.resident_bytes + weight <= budget,
             "the cache's resident bytes over its budget"
         );
-        core.policy.insert(key, weight);
+        core.policy.insert(key, weight, value.is_inner_page());
         core.resident_bytes += weight;
         core.counts.slot(owner, tier).resident_bytes += weight;
         let entry = Entry {
@@ -691,7 +717,7 @@ impl PageCache {
 
     /// Runs sampled requests through the what-if caches in the order they were made: a
     /// full batch from one shard brings every shard's pending samples with it, sorted.
-    fn apply_samples(&self, mut samples: Vec<(u64, u64, u64)>) {
+    fn apply_samples(&self, mut samples: Vec<(u64, u64, u64, bool)>) {
         let Some(estimator) = &self.estimator else {
             return;
         };
@@ -703,10 +729,10 @@ impl PageCache {
         for shard in self.shards.iter() {
             samples.append(&mut shard.lock().pending.samples);
         }
-        samples.sort_unstable_by_key(|&(seq, _, _)| seq);
-        for &(_, id, weight) in &samples {
+        samples.sort_unstable_by_key(|&(seq, ..)| seq);
+        for &(_, id, weight, inner) in &samples {
             for cache in caches.iter_mut() {
-                cache.access(id, weight);
+                cache.access_as(id, weight, inner);
             }
         }
     }

@@ -85,67 +85,145 @@ impl<K> Marks<K> for NoMarks {
     }
 }
 
-/// The state of one policy over keys `K`.
-pub(crate) enum Policy<K> {
+/// The state of one policy over keys `K`. B+tree inner pages are kept apart from every
+/// other object, as WiredTiger keeps them: a few of them carry most lookups (each walk
+/// passes through them), so they leave only when nothing else is left to evict or when they
+/// pass half of the budget, and then by CLOCK among themselves.
+pub(crate) struct Policy<K> {
+    rest: Rule<K>,
+    inner: InnerPages<K>,
+}
+
+impl<K: Copy + Eq + Hash> Policy<K> {
+    pub fn new(policy: CachePolicy, budget_bytes: u64) -> Self {
+        Policy {
+            rest: Rule::new(policy, budget_bytes),
+            inner: InnerPages {
+                queue: VecDeque::new(),
+                meta: FxHashMap::default(),
+                bytes: 0,
+                cap: budget_bytes / 2,
+            },
+        }
+    }
+
+    pub fn contains(&self, key: &K) -> bool {
+        self.inner.meta.contains_key(key) || self.rest.contains(key)
+    }
+
+    /// Records a hit on a resident key (ignored when the key is gone). The live cache
+    /// calls it for LRU only; the others collect hits through [`Marks`].
+    pub fn touch(&mut self, key: &K) {
+        match self.inner.meta.get_mut(key) {
+            Some(meta) => meta.1 = true,
+            None => self.rest.touch(key),
+        }
+    }
+
+    /// Adds a key that is not resident; `inner` for a B+tree inner page.
+    pub fn insert(&mut self, key: K, weight: u64, inner: bool) {
+        if inner {
+            self.inner.meta.insert(key, (weight, false));
+            self.inner.queue.push_back(key);
+            self.inner.bytes += weight;
+        } else {
+            self.rest.insert(key, weight);
+        }
+    }
+
+    /// Removes the key the policy gives up first, with its weight.
+    pub fn evict(&mut self, marks: &mut dyn Marks<K>) -> Option<(K, u64)> {
+        if self.inner.bytes > self.inner.cap {
+            return self.inner.evict(marks);
+        }
+        self.rest.evict(marks).or_else(|| self.inner.evict(marks))
+    }
+}
+
+/// Inner pages under CLOCK: one visited bit each, set by a hit.
+struct InnerPages<K> {
+    queue: VecDeque<K>,
+    /// Weight and visited bit.
+    meta: FxHashMap<K, (u64, bool)>,
+    bytes: u64,
+    cap: u64,
+}
+
+impl<K: Copy + Eq + Hash> InnerPages<K> {
+    fn evict(&mut self, marks: &mut dyn Marks<K>) -> Option<(K, u64)> {
+        loop {
+            let key = self.queue.pop_front()?;
+            let meta = self.meta.get_mut(&key).expect("queued keys have metadata");
+            if marks.take_hits(&key) > 0 || meta.1 {
+                meta.1 = false;
+                self.queue.push_back(key);
+                continue;
+            }
+            let weight = meta.0;
+            self.meta.remove(&key);
+            self.bytes -= weight;
+            return Some((key, weight));
+        }
+    }
+}
+
+/// The rule for every object but inner pages.
+pub(crate) enum Rule<K> {
     S3Fifo(S3Fifo<K>),
     Sieve(Linked<K>),
     Lru(Linked<K>),
     TinyLfu(TinyLfu<K>),
 }
 
-impl<K: Copy + Eq + Hash> Policy<K> {
-    pub fn new(policy: CachePolicy, budget_bytes: u64) -> Self {
+impl<K: Copy + Eq + Hash> Rule<K> {
+    fn new(policy: CachePolicy, budget_bytes: u64) -> Self {
         match policy {
-            CachePolicy::S3Fifo => Policy::S3Fifo(S3Fifo::new(budget_bytes)),
-            CachePolicy::Sieve => Policy::Sieve(Linked::default()),
-            CachePolicy::Lru => Policy::Lru(Linked::default()),
-            CachePolicy::TinyLfu => Policy::TinyLfu(TinyLfu::new(budget_bytes)),
+            CachePolicy::S3Fifo => Rule::S3Fifo(S3Fifo::new(budget_bytes)),
+            CachePolicy::Sieve => Rule::Sieve(Linked::default()),
+            CachePolicy::Lru => Rule::Lru(Linked::default()),
+            CachePolicy::TinyLfu => Rule::TinyLfu(TinyLfu::new(budget_bytes)),
         }
     }
 
-    pub fn contains(&self, key: &K) -> bool {
+    fn contains(&self, key: &K) -> bool {
         match self {
-            Policy::S3Fifo(p) => p.meta.contains_key(key),
-            Policy::Sieve(p) | Policy::Lru(p) => p.index.contains_key(key),
-            Policy::TinyLfu(p) => p.contains(key),
+            Rule::S3Fifo(p) => p.meta.contains_key(key),
+            Rule::Sieve(p) | Rule::Lru(p) => p.index.contains_key(key),
+            Rule::TinyLfu(p) => p.contains(key),
         }
     }
 
-    /// Records a hit on a resident key (ignored when the key is gone). The live cache
-    /// calls it for LRU only; the others collect hits through [`Marks`].
-    pub fn touch(&mut self, key: &K) {
+    fn touch(&mut self, key: &K) {
         match self {
-            Policy::S3Fifo(p) => {
+            Rule::S3Fifo(p) => {
                 if let Some(meta) = p.meta.get_mut(key) {
                     meta.freq = (meta.freq + 1).min(MAX_FREQ);
                 }
             }
-            Policy::Sieve(p) => {
+            Rule::Sieve(p) => {
                 if let Some(&slot) = p.index.get(key) {
                     p.nodes[slot].visited = true;
                 }
             }
-            Policy::Lru(p) => p.move_to_head(key),
-            Policy::TinyLfu(p) => p.touch(key),
+            Rule::Lru(p) => p.move_to_head(key),
+            Rule::TinyLfu(p) => p.touch(key),
         }
     }
 
-    /// Adds a key that is not resident.
-    pub fn insert(&mut self, key: K, weight: u64) {
+    fn insert(&mut self, key: K, weight: u64) {
         match self {
-            Policy::S3Fifo(p) => p.insert(key, weight),
-            Policy::Sieve(p) | Policy::Lru(p) => p.push(key, weight),
-            Policy::TinyLfu(p) => p.insert(key, weight),
+            Rule::S3Fifo(p) => p.insert(key, weight),
+            Rule::Sieve(p) | Rule::Lru(p) => p.push(key, weight),
+            Rule::TinyLfu(p) => p.insert(key, weight),
         }
     }
 
-    /// Removes the key the policy gives up first, with its weight.
-    pub fn evict(&mut self, marks: &mut dyn Marks<K>) -> Option<(K, u64)> {
+    fn evict(&mut self, marks: &mut dyn Marks<K>) -> Option<(K, u64)> {
         match self {
-            Policy::S3Fifo(p) => p.evict(marks),
-            Policy::Sieve(p) => p.evict_sieve(marks),
-            Policy::Lru(p) => p.pop_tail(),
-            Policy::TinyLfu(p) => p.evict(marks),
+            Rule::S3Fifo(p) => p.evict(marks),
+            Rule::Sieve(p) => p.evict_sieve(marks),
+            Rule::Lru(p) => p.pop_tail(),
+            Rule::TinyLfu(p) => p.evict(marks),
         }
     }
 }
@@ -696,6 +774,11 @@ impl<K: Copy + Eq + Hash> Simulator<K> {
     /// One request for `key` of `weight` bytes; true on a hit. Objects larger than the
     /// budget are never kept.
     pub fn access(&mut self, key: K, weight: u64) -> bool {
+        self.access_as(key, weight, false)
+    }
+
+    /// [`Simulator::access`] for an object that is a B+tree inner page when `inner`.
+    pub fn access_as(&mut self, key: K, weight: u64, inner: bool) -> bool {
         self.requests += 1;
         if self.policy.contains(&key) {
             self.policy.touch(&key);
@@ -709,7 +792,7 @@ impl<K: Copy + Eq + Hash> Simulator<K> {
                 };
                 self.resident_bytes -= evicted;
             }
-            self.policy.insert(key, weight);
+            self.policy.insert(key, weight, inner);
             self.resident_bytes += weight;
         }
         false
@@ -949,6 +1032,47 @@ mod tests {
             sketch.increment(&(key + 100));
         }
         assert!(sketch.estimate(&7u64) <= SKETCH_MAX / 2 + 1);
+    }
+
+    #[test]
+    fn inner_pages_outlive_leaves_up_to_half_the_budget() {
+        for policy in CachePolicy::ALL {
+            // Three inner pages asked for once, then a flood of leaves hit twice each:
+            // every policy keeps the inner pages, LRU and the rest would not.
+            let mut sim = Simulator::new(policy, 1000);
+            for key in 0..3 {
+                sim.access_as(key, 100, true);
+            }
+            for key in 100..400 {
+                sim.access(key, 10);
+                sim.access(key, 10);
+            }
+            for key in 0..3 {
+                assert!(
+                    sim.access_as(key, 100, true),
+                    "{policy:?} lost inner page {key}"
+                );
+            }
+            // Once past half of the budget, an inner page makes room from the other inner
+            // pages, those not hit since the hand last passed first (CLOCK), so leaves keep
+            // about half: 500 bytes of inner pages take leaves' room, the sixth and later
+            // take inner pages'.
+            for key in 3..8 {
+                sim.access_as(key, 100, true);
+            }
+            assert!(sim.resident_bytes() <= 1000);
+            let inner = (0..8).filter(|key| sim.policy.contains(key)).count();
+            assert_eq!(inner, 6, "{policy:?}");
+            assert!(!sim.policy.contains(&4), "{policy:?}");
+            assert!(
+                !sim.policy.contains(&3),
+                "{policy:?}: the first inner page not hit again"
+            );
+            assert!(
+                sim.policy.contains(&0),
+                "{policy:?}: hit inner pages get another round"
+            );
+        }
     }
 
     #[test]

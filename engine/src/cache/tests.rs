@@ -456,3 +456,49 @@ fn shards_adjustment_counts_the_sample_share_gap_as_hits() {
     assert_eq!(shards_adjusted(3, 4, 0.0), 0.75);
     assert_eq!(shards_adjusted(0, 0, 0.0), 0.0);
 }
+
+#[test]
+fn the_live_cache_keeps_inner_pages_ahead_of_leaves_and_traces_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace_path = dir.path().join("trace.csv");
+    let live = PageCache::with_config(CacheConfig {
+        budget_bytes: 1000,
+        record_bytes: 0,
+        policy: CachePolicy::S3Fifo,
+        what_if: false,
+        trace: Some(trace_path.clone()),
+    })
+    .unwrap();
+    let inner = || {
+        let node = crate::page::node::Node::internal(vec![Bytes::from_static(b"m")], vec![1, 2]);
+        Ok(Loaded {
+            value: CacheValue::Node(Arc::new(node)),
+            weight_bytes: 100,
+            read_bytes: 100,
+        })
+    };
+    live.get_or_load(key(1), Tier::HotPage, inner).unwrap();
+    for id in 100..400 {
+        for _ in 0..2 {
+            live.get_or_load(key(id), Tier::HotPage, || load(10))
+                .unwrap();
+        }
+    }
+    let before = live.stats(no_names).hot.hits;
+    live.get_or_load(key(1), Tier::HotPage, inner).unwrap();
+    assert_eq!(
+        live.stats(no_names).hot.hits,
+        before + 1,
+        "the inner page was evicted"
+    );
+    drop(live);
+    let trace = std::fs::read_to_string(&trace_path).unwrap();
+    let classes: Vec<&str> = trace
+        .lines()
+        .skip(1)
+        .map(|line| line.rsplit(',').next().unwrap())
+        .collect();
+    assert_eq!(classes.len(), 602);
+    assert_eq!((classes[0], classes[601]), ("inner", "inner"));
+    assert!(classes[1..601].iter().all(|&class| class == "hot"));
+}

@@ -5,7 +5,6 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-use super::Tier;
 use crate::{Error, Result};
 
 pub const TRACE_HEADER: &str = "seq,object_id,object_bytes,tier";
@@ -30,10 +29,11 @@ impl TraceWriter {
         Ok(writer)
     }
 
-    pub fn record(&mut self, object_id: u64, bytes: u64, tier: Tier) {
+    /// One request; `class` is the tier's name, or `inner` for a B+tree inner page.
+    pub fn record(&mut self, object_id: u64, bytes: u64, class: &str) {
         let seq = self.seq;
         self.seq += 1;
-        self.write(format_args!("{seq},{object_id},{bytes},{}\n", tier.name()));
+        self.write(format_args!("{seq},{object_id},{bytes},{class}\n"));
     }
 
     fn write(&mut self, line: std::fmt::Arguments) {

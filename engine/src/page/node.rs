@@ -186,6 +186,11 @@ impl Node {
         Self::leaf(Vec::new())
     }
 
+    /// Whether this is an inner page (keys and children) rather than a leaf.
+    pub fn is_internal(&self) -> bool {
+        matches!(self, Node::Internal { .. })
+    }
+
     pub fn leaf(entries: Vec<(Bytes, Value)>) -> Self {
         Node::Leaf {
             entries,
