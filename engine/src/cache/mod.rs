@@ -384,7 +384,7 @@ impl Entries {
 struct Pending {
     /// Hits LRU must see in order, numbered across shards.
     hits: Vec<(u64, CacheKey)>,
-    /// Requests in the what-if sample: order, object id, weight.
+    /// Requests in the what-if sample: order, object id, weight, whether an inner page.
     samples: Vec<(u64, u64, u64, bool)>,
 }
 
@@ -660,8 +660,8 @@ impl PageCache {
             return;
         }
         if self.config.policy.needs_every_hit() {
-            // LRU (and W-TinyLFU's counts) must know of every earlier hit before it picks a
-            // victim or places the new object above them.
+            // LRU must know of every earlier hit before it picks a victim or places the new
+            // object above them.
             self.touch_all(&mut core, Vec::new());
         }
         while core.resident_bytes + weight > budget {
