@@ -484,7 +484,7 @@ const WINDOW_PERCENT: u64 = 1;
 /// The protected segment's share of the main cache, in hundredths.
 const PROTECTED_PERCENT: u64 = 80;
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 enum Segment {
     Window,
     Probation,
@@ -496,7 +496,6 @@ struct TinyMeta {
     weight: u64,
     /// Hits not yet counted in the sketch.
     hits: u32,
-    segment: Segment,
 }
 
 /// W-TinyLFU with byte weights, each segment's share in bytes. Its queues are FIFOs that
@@ -550,14 +549,7 @@ impl<K: Copy + Eq + Hash> TinyLfu<K> {
 
     fn insert(&mut self, key: K, weight: u64) {
         self.sketch.increment(&key);
-        self.meta.insert(
-            key,
-            TinyMeta {
-                weight,
-                hits: 0,
-                segment: Segment::Window,
-            },
-        );
+        self.meta.insert(key, TinyMeta { weight, hits: 0 });
         self.window.push_back(key);
         self.window_bytes += weight;
         self.drain_window();
@@ -608,9 +600,7 @@ impl<K: Copy + Eq + Hash> TinyLfu<K> {
     /// Moves the object at the front of `from` to the back of `to`.
     fn move_front(&mut self, from: Segment, to: Segment) {
         let key = self.queue(from).pop_front().expect("a front to move");
-        let meta = self.meta.get_mut(&key).expect("queued keys have metadata");
-        meta.segment = to;
-        let weight = meta.weight;
+        let weight = self.meta[&key].weight;
         *self.bytes(from) -= weight;
         *self.bytes(to) += weight;
         self.queue(to).push_back(key);
