@@ -284,6 +284,9 @@ struct Setup<'a> {
 /// policy's simulated hits, and the trace.
 type Offline = (u64, Vec<(CachePolicy, u64)>, std::rc::Rc<Recorded>);
 
+/// Where in the scratch directory each run writes its trace (the last run's stays there).
+const TRACE_FILE: &str = "trace.csv";
+
 /// The requests a run made, and how many of them were the warm-up.
 struct Recorded {
     trace: Vec<(u64, u64)>,
@@ -312,7 +315,7 @@ fn run_one(
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(io)?;
     copy_dir(source, &dir)?;
-    let trace_path = scratch.join("trace.csv");
+    let trace_path = scratch.join(TRACE_FILE);
     // The page cache alone, as the benchmark studies it: all of the budget for pages and
     // chunks, every read a request to it (the record tier would answer repeated gets
     // before they reach it, and its hits are not in the trace the optimum replays).
@@ -506,7 +509,7 @@ pub fn run(mut config: Config) -> Result<Report> {
                             fraction * 100.0
                         );
                         std::fs::create_dir_all(dir).map_err(io)?;
-                        std::fs::copy(scratch.path().join("trace.csv"), dir.join(&name))
+                        std::fs::copy(scratch.path().join(TRACE_FILE), dir.join(&name))
                             .map_err(io)?;
                         trace_index.push_str(&format!(
                             "{name},{},{},{budget},{},{}\n",
