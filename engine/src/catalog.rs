@@ -267,11 +267,65 @@ impl ArraySpec {
     }
 }
 
+/// How a collection's keys, bodies and item payloads are encoded, as its spec records it:
+/// the engine stores bytes either way; tools (the command line's `get`, `items`, `scan`,
+/// `export`) read the record to print documents rather than bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DocumentFormat {
+    /// The application's own bytes (the default).
+    #[default]
+    Bytes,
+    /// MongoDB's: each key a BSON value in the order-keeping encoding of
+    /// `skewdb::bson_key` (feature `serde`), each body and item payload a BSON
+    /// document, as `skewdb import` writes them.
+    Bson,
+}
+
+impl DocumentFormat {
+    /// The format's name: `bytes` or `bson`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DocumentFormat::Bytes => "bytes",
+            DocumentFormat::Bson => "bson",
+        }
+    }
+
+    fn tag(self) -> u8 {
+        match self {
+            DocumentFormat::Bytes => 0,
+            DocumentFormat::Bson => 1,
+        }
+    }
+
+    fn from_tag(tag: u8) -> Result<Self, String> {
+        match tag {
+            0 => Ok(DocumentFormat::Bytes),
+            1 => Ok(DocumentFormat::Bson),
+            tag => Err(format!("unknown document format {tag}")),
+        }
+    }
+}
+
+/// Which form of a collection spec a checkpoint or a create-collection op holds, oldest
+/// first: each adds a part after the last.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum SpecForm {
+    /// Arrays without their measures (checkpoint version 3, op 1): each has the one
+    /// [`DEFAULT_MEASURE`].
+    Unmeasured,
+    /// Arrays with their measures (checkpoint version 4, op 8).
+    Measured,
+    /// Measures, then the collection's document format (checkpoint version 5, op 9).
+    Formatted,
+}
+
 /// A collection's name and schema.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CollectionSpec {
     name: String,
     arrays: Vec<ArraySpec>,
+    format: DocumentFormat,
 }
 
 impl CollectionSpec {
@@ -280,7 +334,20 @@ impl CollectionSpec {
         CollectionSpec {
             name: name.into(),
             arrays: Vec::new(),
+            format: DocumentFormat::Bytes,
         }
+    }
+
+    /// Records how the collection's keys, bodies and payloads are encoded (default
+    /// [`DocumentFormat::Bytes`]).
+    pub fn stored_as(mut self, format: DocumentFormat) -> Self {
+        self.format = format;
+        self
+    }
+
+    /// How the collection's keys, bodies and payloads are encoded.
+    pub fn document_format(&self) -> DocumentFormat {
+        self.format
     }
 
     /// Adds an array field with its layout and one measure, [`DEFAULT_MEASURE`].
@@ -440,8 +507,7 @@ impl CollectionSpec {
         fields.join(", ")
     }
 
-    /// Writes the spec with its arrays' measures (the form that [`CollectionSpec::decode`]
-    /// reads with `measured` set).
+    /// Writes the spec in its newest form, [`SpecForm::Formatted`].
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         out.put_u8(self.name.len() as u8);
         out.put_slice(self.name.as_bytes());
@@ -456,6 +522,7 @@ impl CollectionSpec {
                 out.put_slice(measure.as_bytes());
             }
         }
+        out.put_u8(self.format.tag());
     }
 
     pub(crate) fn encoded_len(&self) -> usize {
@@ -464,10 +531,8 @@ impl CollectionSpec {
         out.len()
     }
 
-    /// Reads a spec; `measured` when its arrays' measures follow their layouts (every form
-    /// written since checkpoint version 4 and hot log version 3); else each array has the
-    /// one [`DEFAULT_MEASURE`].
-    pub(crate) fn decode(bytes: &mut Bytes, measured: bool) -> Result<Self, String> {
+    /// Reads a spec written in `form`.
+    pub(crate) fn decode(bytes: &mut Bytes, form: SpecForm) -> Result<Self, String> {
         if bytes.remaining() < 1 {
             return Err("collection spec truncated".to_string());
         }
@@ -493,7 +558,7 @@ impl CollectionSpec {
             let field = String::from_utf8(bytes.split_to(len).to_vec())
                 .map_err(|_| "array field name is not UTF-8".to_string())?;
             let layout = Layout::decode(bytes)?;
-            let measures = if measured {
+            let measures = if form >= SpecForm::Measured {
                 decode_measures(bytes)?
             } else {
                 vec![DEFAULT_MEASURE.to_string()]
@@ -504,7 +569,19 @@ impl CollectionSpec {
                 measures,
             });
         }
-        let spec = CollectionSpec { name, arrays };
+        let format = if form >= SpecForm::Formatted {
+            if !bytes.has_remaining() {
+                return Err("collection spec truncated".to_string());
+            }
+            DocumentFormat::from_tag(bytes.get_u8())?
+        } else {
+            DocumentFormat::Bytes
+        };
+        let spec = CollectionSpec {
+            name,
+            arrays,
+            format,
+        };
         spec.validate().map_err(|e| e.to_string())?;
         Ok(spec)
     }
@@ -578,8 +655,8 @@ impl Catalog {
         }
     }
 
-    /// Reads a catalog; `measured` as [`CollectionSpec::decode`] takes it.
-    pub fn decode(bytes: &mut Bytes, measured: bool) -> Result<Self, String> {
+    /// Reads a catalog whose specs are in `form`.
+    pub(crate) fn decode(bytes: &mut Bytes, form: SpecForm) -> Result<Self, String> {
         if bytes.remaining() < 8 {
             return Err("catalog truncated".to_string());
         }
@@ -597,7 +674,7 @@ impl Catalog {
                 return Err("catalog truncated".to_string());
             }
             let id = bytes.get_u32_le();
-            let spec = CollectionSpec::decode(bytes, measured)?;
+            let spec = CollectionSpec::decode(bytes, form)?;
             if id >= next_id
                 || catalog.by_id(id).is_some()
                 || catalog.by_name.contains_key(&spec.name)
@@ -632,6 +709,32 @@ mod tests {
             "bucket:1:9223372036854775807",
         ] {
             assert_eq!(Layout::parse(text).unwrap().describe(), text);
+        }
+    }
+
+    #[test]
+    fn specs_read_back_in_every_form() {
+        let spec = CollectionSpec::new("sensors")
+            .array_with_measures("readings", Layout::Subset { keep: 3 }, ["t", "h"])
+            .array("tags", Layout::Embed);
+        for format in [DocumentFormat::Bytes, DocumentFormat::Bson] {
+            let spec = spec.clone().stored_as(format);
+            let mut out = Vec::new();
+            spec.encode(&mut out);
+            assert_eq!(out.last(), Some(&format.tag()));
+            let back = CollectionSpec::decode(&mut Bytes::from(out.clone()), SpecForm::Formatted);
+            assert_eq!(back.unwrap(), spec);
+            // The measured form is the same bytes without the format: a `Bytes` collection.
+            let measured = Bytes::copy_from_slice(&out[..out.len() - 1]);
+            let back = CollectionSpec::decode(&mut measured.clone(), SpecForm::Measured).unwrap();
+            assert_eq!(back, spec.clone().stored_as(DocumentFormat::Bytes));
+            // Cut short, or with a format no build knows, it is refused.
+            let error = CollectionSpec::decode(&mut measured.clone(), SpecForm::Formatted);
+            assert!(error.unwrap_err().contains("truncated"));
+            let mut unknown = out.clone();
+            *unknown.last_mut().unwrap() = 7;
+            let error = CollectionSpec::decode(&mut Bytes::from(unknown), SpecForm::Formatted);
+            assert!(error.unwrap_err().contains("unknown document format 7"));
         }
     }
 

@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, SpecForm};
 use crate::log::frame::{FRAME_HEADER_BYTES, check_payload, decode_header, decode_segment_header};
 use crate::page::MAX_TREE_KEY_BYTES;
 use crate::page::checkpoint::Checkpoint;
@@ -148,8 +148,13 @@ pub fn decoders(data: &[u8]) {
                     assert_eq!(ends.last(), Some(&rest.len()));
                 }
             }
-            let _ = Catalog::decode(&mut Bytes::copy_from_slice(rest), true);
-            let _ = Catalog::decode(&mut Bytes::copy_from_slice(rest), false);
+            for form in [
+                SpecForm::Unmeasured,
+                SpecForm::Measured,
+                SpecForm::Formatted,
+            ] {
+                let _ = Catalog::decode(&mut Bytes::copy_from_slice(rest), form);
+            }
         }
     }
 }

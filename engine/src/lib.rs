@@ -20,6 +20,8 @@
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 
+#[cfg(feature = "serde")]
+pub mod bson_key;
 mod cache;
 mod catalog;
 mod cold;
@@ -46,8 +48,8 @@ pub mod typed;
 
 pub use cache::{CachePolicy, CacheStats, CollectionCacheStats, TierStats, WhatIf};
 pub use catalog::{
-    ArraySpec, CollectionSpec, DEFAULT_MEASURE, Layout, MAX_ARRAYS, MAX_COLLECTION_NAME_BYTES,
-    MAX_INLINE_ITEMS,
+    ArraySpec, CollectionSpec, DEFAULT_MEASURE, DocumentFormat, Layout, MAX_ARRAYS,
+    MAX_COLLECTION_NAME_BYTES, MAX_INLINE_ITEMS,
 };
 pub use collection::{Array, Collection, Expired, KeyRange, Scan, SnapshotCollection};
 pub use db::{Batch, Db, Writes};

@@ -12,13 +12,13 @@ pub const MAX_FRAME_PAYLOAD: usize = MAX_RECORD_BYTES + 64 * 1024;
 pub const SEGMENT_HEADER_BYTES: usize = 32;
 const SEGMENT_MAGIC: &[u8; 8] = b"SKEWHOT\0";
 /// The hot log format version this build writes.
-pub const LOG_VERSION: u32 = 3;
+pub const LOG_VERSION: u32 = 4;
 /// The oldest version this build reads. Frames of every version are alike; a version marks
 /// the redo a log may hold, so that a build from before it refuses such a log by its version
 /// instead of failing on the first op or byte it does not know: 2, redo ops 6 (patch) and 7
 /// (cold bytes) (logs of version 1 written before that bump may hold them too: they are read
 /// alike); 3, op 8 (a collection with measures), and items, records and chunks with values
-/// of several measures.
+/// of several measures; 4, op 9 (a collection with its document format).
 pub const OLDEST_LOG_VERSION: u32 = 1;
 
 /// What a frame carries.

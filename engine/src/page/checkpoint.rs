@@ -9,7 +9,7 @@ use bytes::{Buf, BufMut, Bytes};
 
 use super::node::PageId;
 use super::table::{PageTable, Slot};
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, SpecForm};
 use crate::cold::ColdTail;
 use crate::log::{FrameLoc, LogTail};
 use crate::storage::Storage;
@@ -18,8 +18,11 @@ use crate::{Error, Result};
 pub const CHECKPOINT_FILE: &str = "checkpoint";
 pub const CHECKPOINT_TEMP_FILE: &str = "checkpoint.tmp";
 const MAGIC: &[u8; 8] = b"SKEWCKPT";
-pub const CHECKPOINT_VERSION: u32 = 4;
-/// Checkpoints whose catalog lacks the arrays' measures (each array has the one default
+pub const CHECKPOINT_VERSION: u32 = 5;
+/// Checkpoints whose catalog lacks the collections' document formats (each is
+/// `DocumentFormat::Bytes`): still read, never written.
+const CHECKPOINT_VERSION_UNFORMATTED: u32 = 4;
+/// Checkpoints whose catalog lacks the arrays' measures too (each array has the one default
 /// measure): still read, never written.
 const CHECKPOINT_VERSION_UNMEASURED: u32 = 3;
 const HEADER_BYTES: usize = 8 + 4 + 8 + 4 + 4;
@@ -139,13 +142,19 @@ impl Checkpoint {
         }
         header.advance(8);
         let version = header.get_u32_le();
-        if version != CHECKPOINT_VERSION && version != CHECKPOINT_VERSION_UNMEASURED {
+        let form = match version {
+            CHECKPOINT_VERSION => Some(SpecForm::Formatted),
+            CHECKPOINT_VERSION_UNFORMATTED => Some(SpecForm::Measured),
+            CHECKPOINT_VERSION_UNMEASURED => Some(SpecForm::Unmeasured),
+            _ => None,
+        };
+        let Some(form) = form else {
             return Err(Error::UnsupportedVersion {
                 file: CHECKPOINT_FILE.to_string(),
                 found: version,
                 supported: CHECKPOINT_VERSION,
             });
-        }
+        };
         let payload_len = header.get_u64_le();
         let payload_crc = header.get_u32_le();
         if payload_len != (bytes.len() - HEADER_BYTES) as u64 {
@@ -185,9 +194,8 @@ impl Checkpoint {
         };
         let root = p.get_u64_le();
         let next_page_id = p.get_u64_le();
-        let measured = version == CHECKPOINT_VERSION;
         let catalog =
-            Catalog::decode(&mut p, measured).map_err(|reason| bad(HEADER_BYTES as u64, reason))?;
+            Catalog::decode(&mut p, form).map_err(|reason| bad(HEADER_BYTES as u64, reason))?;
         if p.remaining() < 8 {
             return Err(truncated());
         }

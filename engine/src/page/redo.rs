@@ -4,7 +4,7 @@
 use bytes::{Buf, BufMut, Bytes};
 
 use crate::MAX_RECORD_BYTES;
-use crate::catalog::{CollectionId, CollectionSpec};
+use crate::catalog::{CollectionId, CollectionSpec, SpecForm};
 use crate::cold::ChunkLoc;
 use crate::page::keys::MAX_TREE_KEY_BYTES;
 
@@ -16,8 +16,11 @@ const OP_COLD_CHUNK: u8 = 5;
 const OP_PATCH: u8 = 6;
 const OP_COLD_BYTES: u8 = 7;
 /// A collection created, its spec with its arrays' measures (op 1's spec lacks them: each
-/// array has the default measure). Written since hot log version 3.
+/// array has the default measure). Written in hot log version 3.
 const OP_CREATE_MEASURED: u8 = 8;
+/// A collection created, its spec with its arrays' measures and its document format (op 8's
+/// lacks the format: `DocumentFormat::Bytes`). Written since hot log version 4.
+const OP_CREATE_FORMATTED: u8 = 9;
 
 /// One change to the database. Physical at the record level (a patch edits bytes): replay
 /// never recomputes.
@@ -88,7 +91,7 @@ impl Op {
     pub fn encode(&self, out: &mut Vec<u8>) -> usize {
         match self {
             Op::CreateCollection { id, spec } => {
-                out.put_u8(OP_CREATE_MEASURED);
+                out.put_u8(OP_CREATE_FORMATTED);
                 out.put_u32_le(*id);
                 spec.encode(out);
                 0
@@ -194,13 +197,17 @@ impl Op {
             let tag = bytes.get_u8();
             let mut value_offset = 0;
             let op = match tag {
-                OP_CREATE_COLLECTION | OP_CREATE_MEASURED => {
+                OP_CREATE_COLLECTION | OP_CREATE_MEASURED | OP_CREATE_FORMATTED => {
                     need(&bytes, 4)?;
                     let id = bytes.get_u32_le();
-                    let measured = tag == OP_CREATE_MEASURED;
+                    let form = match tag {
+                        OP_CREATE_COLLECTION => SpecForm::Unmeasured,
+                        OP_CREATE_MEASURED => SpecForm::Measured,
+                        _ => SpecForm::Formatted,
+                    };
                     Op::CreateCollection {
                         id,
-                        spec: CollectionSpec::decode(&mut bytes, measured)?,
+                        spec: CollectionSpec::decode(&mut bytes, form)?,
                     }
                 }
                 OP_PUT => {
