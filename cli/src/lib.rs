@@ -4,4 +4,5 @@
 
 pub mod exec;
 pub mod failure;
+pub mod mongo;
 pub mod text;

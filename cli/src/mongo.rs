@@ -1,0 +1,181 @@
+//! MongoDB's documents in a collection stored as `bson`: how an array element becomes an
+//! item's payload and back, how keys, bodies and payloads print (Extended JSON, relaxed or
+//! canonical, field order kept), and how a key is read from the command line. The bytes:
+//! `format-spec/records.md`, "BSON keys, bodies and payloads".
+
+use bson::{Bson, Document};
+use serde_json::Value;
+use skewdb::{CollectionSpec, DocumentFormat, bson_key};
+
+use crate::text;
+
+/// The field name a payload wraps an element in when the element is no plain document.
+const WRAPPED: &str = "";
+
+/// An array element as an item's payload: the element itself when it is a document that
+/// does not look wrapped, else `{"": element}`.
+pub fn element_payload(element: &Bson) -> Result<Vec<u8>, String> {
+    let wrapped;
+    let document = match element {
+        Bson::Document(document) if !looks_wrapped(document) => document,
+        other => {
+            wrapped = bson::doc! { WRAPPED: other.clone() };
+            &wrapped
+        }
+    };
+    document.to_vec().map_err(|e| e.to_string())
+}
+
+fn looks_wrapped(document: &Document) -> bool {
+    document.len() == 1 && document.contains_key(WRAPPED)
+}
+
+/// The array element an item's payload holds.
+pub fn payload_element(payload: &[u8]) -> Result<Bson, String> {
+    let mut document = body_document(payload)?;
+    if looks_wrapped(&document) {
+        Ok(document.remove(WRAPPED).expect("checked"))
+    } else {
+        Ok(Bson::Document(document))
+    }
+}
+
+/// A body (or payload) as the BSON document it holds.
+pub fn body_document(bytes: &[u8]) -> Result<Document, String> {
+    Document::from_reader(bytes).map_err(|e| format!("not a BSON document: {e}"))
+}
+
+/// A value as Extended JSON v2, relaxed or canonical; field order kept.
+pub fn extjson(value: Bson, canonical: bool) -> Value {
+    if canonical {
+        value.into_canonical_extjson()
+    } else {
+        value.into_relaxed_extjson()
+    }
+}
+
+/// How a collection's keys, bodies and payloads print.
+#[derive(Clone, Copy, Debug)]
+pub enum Shown {
+    /// As bytes: UTF-8 text, or base64.
+    Bytes,
+    /// As Extended JSON of the BSON they hold.
+    Bson { canonical: bool },
+}
+
+impl Shown {
+    /// How `spec`'s collection prints, `canonical` asked or not.
+    pub fn of(spec: &CollectionSpec, canonical: bool) -> Shown {
+        match spec.document_format() {
+            DocumentFormat::Bson => Shown::Bson { canonical },
+            _ => Shown::Bytes,
+        }
+    }
+
+    fn value(self, bytes: &[u8], decode: fn(&[u8]) -> Result<Bson, String>) -> Value {
+        match self {
+            Shown::Bytes => text::bytes_json(bytes),
+            // Bytes that do not hold what the format says print as bytes, never fail a read.
+            Shown::Bson { canonical } => match decode(bytes) {
+                Ok(value) => extjson(value, canonical),
+                Err(_) => text::bytes_json(bytes),
+            },
+        }
+    }
+
+    pub fn key(self, key: &[u8]) -> Value {
+        self.value(key, bson_key::decode)
+    }
+
+    pub fn body(self, body: &[u8]) -> Value {
+        self.value(body, |b| body_document(b).map(Bson::Document))
+    }
+
+    pub fn payload(self, payload: &[u8]) -> Value {
+        self.value(payload, payload_element)
+    }
+
+    fn text(self, value: Value, bytes: &[u8]) -> String {
+        match self {
+            Shown::Bytes => text::display(bytes),
+            Shown::Bson { .. } => value.to_string(),
+        }
+    }
+
+    pub fn key_text(self, key: &[u8]) -> String {
+        self.text(self.key(key), key)
+    }
+
+    pub fn body_text(self, body: &[u8]) -> String {
+        self.text(self.body(body), body)
+    }
+
+    pub fn payload_text(self, payload: &[u8]) -> String {
+        self.text(self.payload(payload), payload)
+    }
+}
+
+/// A parent key as given on the command line, for a collection stored as `bson`: Extended
+/// JSON (`42`, `"abc"`, `{"$oid": "..."}`), or, when it is no JSON, the text as a string.
+pub fn key_arg(text: &str) -> Result<Vec<u8>, String> {
+    let value = match serde_json::from_str::<Value>(text) {
+        Ok(json) => Bson::try_from(json).map_err(|e| format!("key {text:?}: {e}"))?,
+        Err(_) => Bson::String(text.to_string()),
+    };
+    bson_key::encode(&value).map_err(|e| format!("key {text:?}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn elements_round_trip_through_payloads() {
+        let elements = [
+            Bson::Document(bson::doc! {"a": 1, "b": "x"}),
+            Bson::Int32(5),
+            Bson::String("tag".into()),
+            Bson::Array(vec![Bson::Int64(1), Bson::Null]),
+            // A document that looks like a wrapped element is wrapped itself.
+            Bson::Document(bson::doc! {"": 3}),
+            Bson::Document(bson::doc! {}),
+        ];
+        for element in elements {
+            let payload = element_payload(&element).unwrap();
+            assert_eq!(payload_element(&payload).unwrap(), element);
+        }
+        // A plain document is stored as itself, so a typed BSON reader decodes it.
+        let plain = bson::doc! {"stars": 4};
+        let payload = element_payload(&Bson::Document(plain.clone())).unwrap();
+        assert_eq!(payload, plain.to_vec().unwrap());
+    }
+
+    #[test]
+    fn keys_read_from_the_command_line() {
+        let oid = "65f0a1b2c3d4e5f6a7b8c9d0";
+        let id = bson::oid::ObjectId::parse_str(oid).unwrap();
+        let expect = |value: Bson| bson_key::encode(&value).unwrap();
+        assert_eq!(
+            key_arg(&format!("{{\"$oid\":\"{oid}\"}}")),
+            Ok(expect(Bson::ObjectId(id)))
+        );
+        assert_eq!(key_arg("42"), Ok(expect(Bson::Int64(42))));
+        assert_eq!(key_arg("\"42\""), Ok(expect(Bson::String("42".into()))));
+        assert_eq!(key_arg("alice"), Ok(expect(Bson::String("alice".into()))));
+        assert!(key_arg("{\"a\":1}").unwrap_err().contains("not a key"));
+        assert!(key_arg("{\"$oid\":\"zz\"}").is_err());
+    }
+
+    #[test]
+    fn bytes_that_hold_no_bson_print_as_bytes() {
+        let shown = Shown::Bson { canonical: false };
+        assert_eq!(shown.body(b"plain"), Value::String("plain".into()));
+        let body = bson::doc! {"n": 1}.to_vec().unwrap();
+        assert_eq!(shown.body(&body), serde_json::json!({"n": 1}));
+        let canonical = Shown::Bson { canonical: true };
+        assert_eq!(
+            canonical.body(&body),
+            serde_json::json!({"n": {"$numberInt": "1"}})
+        );
+    }
+}
