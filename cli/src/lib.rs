@@ -3,6 +3,8 @@
 //! renderings.
 
 pub mod exec;
+pub mod export;
 pub mod failure;
+pub mod import;
 pub mod mongo;
 pub mod text;

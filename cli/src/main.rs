@@ -12,7 +12,8 @@ use std::ops::Bound;
 
 use skewdb::{Batch, CollectionSpec, Cursor, Db, ItemQuery, Layout, NewItem, Options};
 use skewdb_cli::failure::{self, Failure};
-use skewdb_cli::{exec, text};
+use skewdb_cli::text::Shown;
+use skewdb_cli::{exec, export, import, text};
 
 /// An inclusive key range from optional ends.
 fn bounds(from: Option<i64>, to: Option<i64>) -> (Bound<i64>, Bound<i64>) {
@@ -63,6 +64,10 @@ struct Cli {
     /// standard base64: for keys that are not UTF-8 or hold NUL bytes.
     #[arg(long, global = true)]
     key_base64: bool,
+    /// Print the documents of collections stored as BSON (made by `import`) as canonical
+    /// Extended JSON (every number with its type) instead of relaxed.
+    #[arg(long, global = true)]
+    canonical: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -280,6 +285,54 @@ enum Command {
         #[command(flatten)]
         db: DbArg,
     },
+    /// Import `mongoexport` output (Extended JSON, one document per line or --json-array)
+    /// into a collection stored as BSON, each --array field split into items.
+    Import {
+        /// The database directory (made when it does not exist).
+        db: PathBuf,
+        /// The collection (created with the --array fields when it does not exist).
+        #[arg(long)]
+        collection: String,
+        /// The file of documents (`-` for standard input).
+        #[arg(long)]
+        file: PathBuf,
+        /// The file is one JSON array of documents, not one document per line.
+        #[arg(long = "json-array", visible_alias = "jsonArray")]
+        json_array: bool,
+        /// The field whose value (an ObjectId, string, number, boolean or date) is the parent key.
+        #[arg(long, default_value = "_id")]
+        key_field: String,
+        /// An array field and its layout: FIELD=embed|reference|subset:N|outlier:N|bucket:N[:SPAN].
+        #[arg(long = "array", value_name = "FIELD=LAYOUT")]
+        arrays: Vec<String>,
+        /// The element field (a date or an integer) that keys each item: F for every array,
+        /// or ARRAY=F for one (default: push order).
+        #[arg(long = "item-key", value_name = "[ARRAY=]F")]
+        item_keys: Vec<String>,
+        /// An element field whose number is a measure: F for every array, or ARRAY=F; repeatable.
+        #[arg(long = "measure", value_name = "[ARRAY=]F")]
+        measures: Vec<String>,
+        /// Fields to remove from every document (the bookkeeping a hand-made pattern kept).
+        #[arg(long, value_delimiter = ',')]
+        drop: Vec<String>,
+        /// Stop at the first bad document instead of reporting and skipping it.
+        #[arg(long)]
+        stop_on_error: bool,
+    },
+    /// Write a collection made by `import` as `mongoexport` does: one Extended JSON line per
+    /// parent, its arrays embedded again in full.
+    Export {
+        /// The database directory.
+        db: PathBuf,
+        /// The collection.
+        collection: String,
+        /// Write here instead of standard output.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Only the items each parent holds inline, with FIELD_count and FIELD_has_overflow.
+        #[arg(long)]
+        inline_only: bool,
+    },
     /// Print a completion script for a shell (bash, elvish, fish, powershell, zsh).
     Completions {
         /// The shell.
@@ -375,6 +428,14 @@ struct Keys {
 }
 
 impl Keys {
+    /// A key of `collection`: Extended JSON (or a plain string) when it is stored as BSON.
+    fn read_for(self, key: &str, collection: &skewdb::Collection) -> Result<Vec<u8>, Failure> {
+        if !self.base64 && collection.spec().document_format() == skewdb::DocumentFormat::Bson {
+            return skewdb_cli::mongo::key_arg(key).map_err(Failure::invalid_input);
+        }
+        self.read(key)
+    }
+
     fn read(self, key: &str) -> Result<Vec<u8>, Failure> {
         if self.base64 {
             text::base64_decode(key).map_err(|e| Failure::invalid_input(format!("key: {e}")))
@@ -441,6 +502,123 @@ fn bench(
     Ok(())
 }
 
+/// The `--array` fields of an import with the item keys and measures given for them.
+fn import_arrays(
+    arrays: &[String],
+    item_keys: &[String],
+    measures: &[String],
+) -> Result<Vec<import::ArrayField>, Failure> {
+    let mut fields = Vec::new();
+    for array in arrays {
+        let (field, layout) = array.split_once('=').ok_or_else(|| {
+            Failure::invalid_input(format!("--array {array:?} is not FIELD=LAYOUT"))
+        })?;
+        let layout = Layout::parse(layout)
+            .map_err(|e| Failure::invalid_input(format!("--array {array:?}: {e}")))?;
+        fields.push(import::ArrayField {
+            field: field.to_string(),
+            layout,
+            item_key: None,
+            measures: Vec::new(),
+        });
+    }
+    // `ARRAY=F` for one array, `F` for every one.
+    let names: Vec<String> = fields.iter().map(|f| f.field.clone()).collect();
+    let targets = |given: &str, option: &str| -> Result<(Vec<usize>, String), Failure> {
+        match given.split_once('=') {
+            Some((array, name)) => match names.iter().position(|f| f == array) {
+                Some(at) => Ok((vec![at], name.to_string())),
+                None => Err(Failure::invalid_input(format!(
+                    "{option} {given:?} names {array:?}, which no --array declares"
+                ))),
+            },
+            None => Ok(((0..names.len()).collect(), given.to_string())),
+        }
+    };
+    for given in item_keys {
+        let (at, name) = targets(given, "--item-key")?;
+        for at in at {
+            fields[at].item_key = Some(name.clone());
+        }
+    }
+    for given in measures {
+        let (at, name) = targets(given, "--measure")?;
+        for at in at {
+            fields[at].measures.push(name.clone());
+        }
+    }
+    Ok(fields)
+}
+
+fn import_command(
+    db: &Path,
+    import: import::Import,
+    file: &Path,
+    json_array: bool,
+    json: bool,
+) -> Result<(), Failure> {
+    let input: Box<dyn std::io::BufRead> = if file == Path::new("-") {
+        Box::new(std::io::BufReader::new(std::io::stdin()))
+    } else {
+        let opened = std::fs::File::open(file)
+            .map_err(|e| Failure::invalid_input(format!("cannot read {}: {e}", file.display())))?;
+        Box::new(std::io::BufReader::new(opened))
+    };
+    let handle = Db::open(db, Options::new())?;
+    let bar = (!json && std::io::stderr().is_terminal()).then(|| {
+        let bar = indicatif::ProgressBar::new_spinner();
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "importing {spinner} {pos} documents {per_sec}",
+            )
+            .expect("a valid template"),
+        );
+        bar
+    });
+    let started = std::time::Instant::now();
+    let done = import::run(
+        &handle,
+        &import,
+        import::documents(input, json_array),
+        |documents| {
+            if let Some(bar) = &bar {
+                bar.set_position(documents);
+            }
+        },
+    )?;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    for (line, reason) in &done.refused {
+        if json {
+            print_value(&json!({"error": reason, "line": line}));
+        }
+        eprintln!("skewdb: line {line}: {reason} (skipped)");
+    }
+    if json {
+        print_value(
+            &json!({"imported": done.documents, "items": done.items, "refused": done.refused.len()}),
+        );
+    } else {
+        println!(
+            "imported {} documents ({} items) into {} in {:.1} s; {} refused",
+            done.documents,
+            done.items,
+            import.collection,
+            started.elapsed().as_secs_f64(),
+            done.refused.len()
+        );
+    }
+    if done.refused.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::invalid_input(format!(
+            "{} documents refused",
+            done.refused.len()
+        )))
+    }
+}
+
 fn print_value(value: &Value) {
     println!("{value}");
 }
@@ -458,6 +636,55 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             workloads,
             traces,
         } => bench(scale, out, &workloads, traces, json)?,
+        Command::Import {
+            db,
+            collection,
+            file,
+            json_array,
+            key_field,
+            arrays,
+            item_keys,
+            measures,
+            drop,
+            stop_on_error,
+        } => import_command(
+            &db,
+            import::Import {
+                collection,
+                key_field,
+                arrays: import_arrays(&arrays, &item_keys, &measures)?,
+                drop,
+                stop_on_error,
+                batch_documents: 1000,
+            },
+            &file,
+            json_array,
+            json,
+        )?,
+        Command::Export {
+            db,
+            collection,
+            out,
+            inline_only,
+        } => {
+            let handle = open_existing(&db)?;
+            let collection = handle.collection(&collection)?;
+            match out {
+                Some(path) => {
+                    let mut file = std::io::BufWriter::new(std::fs::File::create(&path)?);
+                    let written = export::run(&collection, &mut file, inline_only, cli.canonical)?;
+                    if json {
+                        print_value(&json!({"exported": written}));
+                    } else {
+                        println!("exported {written} documents to {}", path.display());
+                    }
+                }
+                None => {
+                    let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+                    export::run(&collection, &mut stdout, inline_only, cli.canonical)?;
+                }
+            }
+        }
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "skewdb", &mut std::io::stdout());
         }
@@ -576,8 +803,10 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             cursor,
             limit,
         } => {
-            let key = keys.read(&array.parent.key)?;
             let handle = open_existing(&array.parent.db)?;
+            let collection = handle.collection(&array.parent.collection)?;
+            let key = keys.read_for(&array.parent.key, &collection)?;
+            let shown = Shown::of(collection.spec(), cli.canonical);
             let mut query = ItemQuery::new().range(bounds(from, to));
             if desc {
                 query = query.descending();
@@ -591,16 +820,15 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             if let Some(limit) = limit {
                 query = query.limit(limit);
             }
-            let collection = handle.collection(&array.parent.collection)?;
             let spec = collection.array(&array.field)?.spec().clone();
             let page = collection
                 .items(&key, &array.field, &query)?
                 .ok_or_else(|| not_found(&key))?;
             for item in &page.items {
                 if json {
-                    print_value(&text::item_json(item, &spec));
+                    print_value(&text::item_json(item, &spec, shown));
                 } else {
-                    println!("{}", text::item_text(item, &spec));
+                    println!("{}", text::item_text(item, &spec, shown));
                 }
             }
             if let Some(next) = page.next {
@@ -617,9 +845,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             to,
             measure,
         } => {
-            let key = keys.read(&array.parent.key)?;
             let handle = open_existing(&array.parent.db)?;
             let collection = handle.collection(&array.parent.collection)?;
+            let key = keys.read_for(&array.parent.key, &collection)?;
             let array_handle = collection.array(&array.field)?;
             let index = measure
                 .map(|name| array_handle.measure_index(&name))
@@ -649,13 +877,13 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             field,
         } => {
             let handle = open_existing(&db)?;
-            for outlier in handle.collection(&collection)?.outliers(&field)? {
+            let collection = handle.collection(&collection)?;
+            let shown = Shown::of(collection.spec(), cli.canonical);
+            for outlier in collection.outliers(&field)? {
                 if json {
-                    print_value(
-                        &json!({"key": text::bytes_json(&outlier.key), "total": outlier.total}),
-                    );
+                    print_value(&json!({"key": shown.key(&outlier.key), "total": outlier.total}));
                 } else {
-                    println!("{}\t{}", text::display(&outlier.key), outlier.total);
+                    println!("{}\t{}", shown.key_text(&outlier.key), outlier.total);
                 }
             }
         }
@@ -666,14 +894,18 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             })?;
         }
         Command::Get { parent } => {
-            let key = keys.read(&parent.key)?;
             let handle = open_existing(&parent.db)?;
             let collection = handle.collection(&parent.collection)?;
+            let key = keys.read_for(&parent.key, &collection)?;
+            let shown = Shown::of(collection.spec(), cli.canonical);
             let document = collection.get(&key)?.ok_or_else(|| not_found(&key))?;
             if json {
-                print_value(&text::document_json(&document, collection.spec()));
+                print_value(&text::document_json(&document, collection.spec(), shown));
             } else {
-                print!("{}", text::document_text(&document, collection.spec()));
+                print!(
+                    "{}",
+                    text::document_text(&document, collection.spec(), shown)
+                );
             }
         }
         Command::Scan {
@@ -684,23 +916,24 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         } => {
             let handle = open_existing(&db)?;
             let collection = handle.collection(&collection)?;
+            let shown = Shown::of(collection.spec(), cli.canonical);
             let from = match from {
-                Some(from) => keys.read(&from)?,
+                Some(from) => keys.read_for(&from, &collection)?,
                 None => Vec::new(),
             };
             let scan = match to {
-                Some(to) => collection.scan(from..=keys.read(&to)?)?,
+                Some(to) => collection.scan(from..=keys.read_for(&to, &collection)?)?,
                 None => collection.scan(from..)?,
             };
             for document in scan {
                 let document = document?;
                 if json {
-                    print_value(&text::document_json(&document, collection.spec()));
+                    print_value(&text::document_json(&document, collection.spec(), shown));
                 } else {
                     println!(
                         "{}\t{}",
-                        text::display(document.key()),
-                        text::display(document.body())
+                        shown.key_text(document.key()),
+                        shown.body_text(document.body())
                     );
                 }
             }

@@ -3,6 +3,8 @@
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
+
+pub use crate::mongo::Shown;
 use skewdb::{
     ArraySpec, CacheStats, CollectionSpec, Document, Inspection, Item, MeasureSummary, SpaceStats,
     Stats, Summary, TierSpace, TierStats,
@@ -52,12 +54,12 @@ fn optional_double_json(value: Option<f64>) -> Value {
 
 /// An item; with its `"measures"` by name when its array names its own (else its one
 /// measure is its `value`).
-pub fn item_json(item: &Item, array: &ArraySpec) -> Value {
+pub fn item_json(item: &Item, array: &ArraySpec, shown: Shown) -> Value {
     let measures = &array.measures;
     let mut value = json!({
         "key": item.key,
         "value": optional_double_json(item.value),
-        "payload": bytes_json(&item.payload),
+        "payload": shown.payload(&item.payload),
     });
     if array.names_its_measures() {
         let by_name: serde_json::Map<String, Value> = measures
@@ -70,7 +72,7 @@ pub fn item_json(item: &Item, array: &ArraySpec) -> Value {
     value
 }
 
-pub fn item_text(item: &Item, array: &ArraySpec) -> String {
+pub fn item_text(item: &Item, array: &ArraySpec, shown: Shown) -> String {
     let measures = &array.measures;
     let show = |v: Option<f64>| v.map_or("-".to_string(), |v| v.to_string());
     let values = if array.names_its_measures() {
@@ -83,7 +85,12 @@ pub fn item_text(item: &Item, array: &ArraySpec) -> String {
     } else {
         show(item.value)
     };
-    format!("{}\t{}\t{}", item.key, values, display(&item.payload))
+    format!(
+        "{}\t{}\t{}",
+        item.key,
+        values,
+        shown.payload_text(&item.payload)
+    )
 }
 
 fn measure_json(measure: &MeasureSummary) -> Value {
@@ -160,7 +167,7 @@ pub fn summary_text(summary: &Summary, array: &ArraySpec, index: Option<usize>) 
     }
 }
 
-pub fn document_json(document: &Document, spec: &CollectionSpec) -> Value {
+pub fn document_json(document: &Document, spec: &CollectionSpec, shown: Shown) -> Value {
     let arrays: serde_json::Map<String, Value> = document
         .arrays()
         .iter()
@@ -171,19 +178,19 @@ pub fn document_json(document: &Document, spec: &CollectionSpec) -> Value {
                 "total": array.total,
                 "has_overflow": array.has_overflow,
                 "summary": summary_json(&array.summary, array_spec),
-                "inline": array.inline.iter().map(|i| item_json(i, array_spec)).collect::<Vec<_>>(),
+                "inline": array.inline.iter().map(|i| item_json(i, array_spec, shown)).collect::<Vec<_>>(),
             });
             (array.field.clone(), value)
         })
         .collect();
-    json!({"key": bytes_json(document.key()), "body": bytes_json(document.body()), "arrays": arrays})
+    json!({"key": shown.key(document.key()), "body": shown.body(document.body()), "arrays": arrays})
 }
 
-pub fn document_text(document: &Document, spec: &CollectionSpec) -> String {
+pub fn document_text(document: &Document, spec: &CollectionSpec, shown: Shown) -> String {
     let mut out = format!(
         "key:  {}\nbody: {}\n",
-        display(document.key()),
-        display(document.body())
+        shown.key_text(document.key()),
+        shown.body_text(document.body())
     );
     for (array, array_spec) in document.arrays().iter().zip(spec.arrays()) {
         out += &format!(
@@ -199,7 +206,7 @@ pub fn document_text(document: &Document, spec: &CollectionSpec) -> String {
             summary_text(&array.summary, array_spec, None)
         );
         for item in &array.inline {
-            out += &format!("  {}\n", item_text(item, array_spec));
+            out += &format!("  {}\n", item_text(item, array_spec, shown));
         }
     }
     out

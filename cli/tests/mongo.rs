@@ -1,0 +1,199 @@
+//! `import` and `export`: MongoDB's Extended JSON in and out, arrays split under a layout.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn skewdb(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_skewdb"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+/// Documents with every Extended JSON type, in canonical form, the arrays in the middle.
+const CANONICAL: &str = r#"{"_id":{"$oid":"65f0a1b2c3d4e5f6a7b8c9d0"},"name":"Ann","reviews":[{"at":{"$date":{"$numberLong":"1704153600000"}},"stars":{"$numberInt":"5"},"text":"good"},{"at":{"$date":{"$numberLong":"1704240000000"}},"stars":{"$numberDouble":"2.5"},"text":"meh"},{"at":{"$date":{"$numberLong":"1704326400000"}},"stars":{"$numberLong":"4"},"text":"ok"}],"i":{"$numberInt":"-7"},"l":{"$numberLong":"9007199254740993"},"d":{"$numberDouble":"-0.5"},"inf":{"$numberDouble":"Infinity"},"nan":{"$numberDouble":"NaN"},"dec":{"$numberDecimal":"1.10"},"bin":{"$binary":{"base64":"AAEC","subType":"04"}},"t":{"$timestamp":{"t":5,"i":1}},"re":{"$regularExpression":{"pattern":"^a","options":"i"}},"code":{"$code":"f()"},"min":{"$minKey":1},"max":{"$maxKey":1},"null":null,"yes":true,"nested":{"a":[{"$numberInt":"1"},"two",{"b":null}]},"tags":[]}
+{"_id":{"$numberInt":"7"},"name":"Bo","reviews":[],"tags":["x",{"$numberInt":"3"},{"":{"$numberInt":"1"}}]}
+{"_id":"str-key","reviews":[{"at":{"$date":{"$numberLong":"1"}},"stars":{"$numberInt":"1"},"text":"first"}]}
+"#;
+
+fn import(db: &Path, file: &Path, extra: &[&str]) -> Output {
+    let (db, file) = (db.to_str().unwrap(), file.to_str().unwrap());
+    let mut args = vec!["import", db, "--collection", "c", "--file", file];
+    args.extend_from_slice(extra);
+    skewdb(&args)
+}
+
+#[test]
+fn import_then_export_gives_back_every_document_and_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("in.json");
+    std::fs::write(&file, CANONICAL).unwrap();
+    for layout in ["embed", "reference", "subset:1", "outlier:1", "bucket:2"] {
+        let db = dir.path().join(layout.replace(':', "-"));
+        let arrays = [
+            "--array",
+            &format!("reviews={layout}"),
+            "--array",
+            "tags=outlier:1",
+            "--item-key",
+            "reviews=at",
+            "--measure",
+            "reviews=stars",
+        ];
+        let output = import(&db, &file, &arrays);
+        assert!(output.status.success(), "{layout}: {output:?}");
+        assert!(stdout(&output).contains("imported 3 documents (7 items)"));
+        let db = db.to_str().unwrap();
+        let exported = skewdb(&["export", db, "c", "--canonical"]);
+        assert!(exported.status.success(), "{exported:?}");
+        // Parents in key order: numbers, then strings, then ObjectIds.
+        let mut expected: Vec<&str> = CANONICAL.lines().collect();
+        expected.rotate_left(1);
+        let got = stdout(&exported);
+        assert_eq!(got.lines().collect::<Vec<_>>(), expected, "{layout}");
+        // The measure is summarized; the inline view has the layout's shape.
+        let summary = skewdb(&[
+            "--json",
+            "summary",
+            db,
+            "c",
+            r#"{"$oid":"65f0a1b2c3d4e5f6a7b8c9d0"}"#,
+            "reviews",
+        ]);
+        let summary: serde_json::Value = serde_json::from_slice(&summary.stdout).unwrap();
+        assert_eq!(summary["count"], 3, "{summary}");
+        assert_eq!(summary["sum"], 11.5);
+        let inline = skewdb(&["export", db, "c", "--inline-only"]);
+        let first: serde_json::Value =
+            serde_json::from_str(stdout(&inline).lines().next().unwrap()).unwrap();
+        assert_eq!(first["tags_count"], 3);
+        assert_eq!(first["tags_has_overflow"], true);
+        assert_eq!(first["tags"].as_array().unwrap().len(), 1);
+    }
+}
+
+#[test]
+fn documents_with_one_key_merge_and_bookkeeping_fields_drop() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("buckets.json");
+    let mut lines = String::new();
+    for bucket in 0..4 {
+        let readings: Vec<String> = (0..3)
+            .map(|r| format!(r#"{{"t":{},"v":{}}}"#, bucket * 3 + r, bucket + r))
+            .collect();
+        lines += &format!(
+            r#"{{"sensor":"s1","bucket":{bucket},"site":"north","readings":[{}],"count":3,"sum":9}}"#,
+            readings.join(",")
+        );
+        lines.push('\n');
+    }
+    std::fs::write(&file, lines).unwrap();
+    let db = dir.path().join("db");
+    let output = import(
+        &db,
+        &file,
+        &[
+            "--key-field",
+            "sensor",
+            "--array",
+            "readings=bucket:5",
+            "--item-key",
+            "t",
+            "--measure",
+            "v",
+            "--drop",
+            "count,sum,bucket",
+        ],
+    );
+    assert!(output.status.success(), "{output:?}");
+    let db = db.to_str().unwrap();
+    let exported = stdout(&skewdb(&["export", db, "c"]));
+    assert_eq!(exported.lines().count(), 1, "{exported}");
+    let parent: serde_json::Value = serde_json::from_str(exported.trim()).unwrap();
+    assert_eq!(parent["readings"].as_array().unwrap().len(), 12);
+    assert!(parent.get("count").is_none() && parent.get("bucket").is_none());
+    assert_eq!(parent["site"], "north");
+    let summary = skewdb(&[
+        "--json", "summary", db, "c", "s1", "readings", "--from", "3", "--to", "5",
+    ]);
+    let summary: serde_json::Value = serde_json::from_slice(&summary.stdout).unwrap();
+    assert_eq!(
+        (summary["count"].clone(), summary["sum"].clone()),
+        (3.into(), 6.0.into())
+    );
+}
+
+#[test]
+fn bad_documents_are_reported_by_line_and_skipped_or_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("in.json");
+    std::fs::write(
+        &file,
+        "{\"_id\":1,\"a\":[1]}\nnot json\n{\"_id\":{\"x\":1}}\n{\"_id\":2,\"a\":5}\n{\"_id\":3,\"a\":[{\"k\":\"no\"}]}\n[1]\n{\"_id\":4}\n",
+    )
+    .unwrap();
+    let db = dir.path().join("db");
+    let output = import(&db, &file, &["--array", "a=embed", "--item-key", "k"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8(output.stderr.clone()).unwrap();
+    for line in [
+        "line 1:",
+        "line 2: not JSON",
+        "line 3:",
+        "line 4:",
+        "line 5:",
+        "line 6:",
+    ] {
+        assert!(stderr.contains(line), "{line} in {stderr}");
+    }
+    assert!(!stderr.contains("line 7"), "{stderr}");
+    let exported = stdout(&skewdb(&["export", db.to_str().unwrap(), "c"]));
+    assert_eq!(exported, "{\"_id\":4}\n");
+    // With --stop-on-error the first bad line ends the import.
+    let db = dir.path().join("db2");
+    let output = import(&db, &file, &["--array", "a=embed", "--stop-on-error"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("line 2: not JSON") && !stderr.contains("line 3"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_celebrity_past_16_mib_is_refused_under_embed_and_kept_under_outlier() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("in.json");
+    let follower = format!("\"{}\"", "f".repeat(200));
+    let followers = vec![follower; 90_000].join(",");
+    std::fs::write(
+        &file,
+        format!("{{\"_id\":\"small\",\"followers\":[\"a\"]}}\n{{\"_id\":\"celebrity\",\"followers\":[{followers}]}}\n"),
+    )
+    .unwrap();
+    let embed = dir.path().join("embed");
+    let output = import(&embed, &file, &["--array", "followers=embed"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("line 2:") && stderr.contains("16"),
+        "{stderr}"
+    );
+    let exported = stdout(&skewdb(&["export", embed.to_str().unwrap(), "c"]));
+    assert_eq!(exported.lines().count(), 1, "the small parent landed");
+    let outlier = dir.path().join("outlier");
+    let output = import(&outlier, &file, &["--array", "followers=outlier:100"]);
+    assert!(output.status.success(), "{output:?}");
+    let db = outlier.to_str().unwrap();
+    let exported = stdout(&skewdb(&["export", db, "c"]));
+    let original = std::fs::read_to_string(&file).unwrap();
+    let mut lines: Vec<&str> = original.lines().collect();
+    lines.reverse();
+    assert_eq!(exported.lines().collect::<Vec<_>>(), lines);
+    let outliers = stdout(&skewdb(&["outliers", db, "c", "followers"]));
+    assert_eq!(outliers.trim(), "\"celebrity\"\t90000");
+}
