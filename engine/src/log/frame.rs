@@ -290,13 +290,13 @@ mod tests {
     }
 
     #[test]
-    fn versions_one_to_three_are_read_and_others_refused() {
+    fn versions_one_to_four_are_read_and_others_refused() {
         let header = SegmentHeader {
             segment_id: 4,
             first_lsn: 99,
         };
         let written = encode_segment_header(header);
-        assert_eq!(u32::from_le_bytes(written[8..12].try_into().unwrap()), 3);
+        assert_eq!(u32::from_le_bytes(written[8..12].try_into().unwrap()), 4);
         let with_version = |version: u32| {
             let mut bytes = written;
             bytes[8..12].copy_from_slice(&version.to_le_bytes());
@@ -307,7 +307,8 @@ mod tests {
         assert_eq!(with_version(1).unwrap(), header);
         assert_eq!(with_version(2).unwrap(), header);
         assert_eq!(with_version(3).unwrap(), header);
-        for version in [0, 4, u32::MAX] {
+        assert_eq!(with_version(4).unwrap(), header);
+        for version in [0, 5, u32::MAX] {
             match with_version(version) {
                 Err(Error::UnsupportedVersion {
                     found, supported, ..
