@@ -312,7 +312,7 @@ mod tests {
             match with_version(version) {
                 Err(Error::UnsupportedVersion {
                     found, supported, ..
-                }) => assert_eq!((found, supported), (version, 3)),
+                }) => assert_eq!((found, supported), (version, 4)),
                 other => panic!("version {version}: {other:?}"),
             }
         }
