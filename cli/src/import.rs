@@ -47,7 +47,7 @@ struct Unit {
     line: u64,
     key: Vec<u8>,
     body: Document,
-    /// Per array field (in spec order): (item key, measures, payload) of each element.
+    /// Per array field (in spec order): the item of each element.
     items: Vec<Vec<NewItem>>,
 }
 

@@ -502,6 +502,16 @@ fn bench(
     Ok(())
 }
 
+/// An `--array FIELD=LAYOUT` argument, as `create` and `import` take it.
+fn array_arg(array: &str) -> Result<(&str, Layout), Failure> {
+    let (field, layout) = array
+        .split_once('=')
+        .ok_or_else(|| Failure::invalid_input(format!("--array {array:?} is not FIELD=LAYOUT")))?;
+    let layout = Layout::parse(layout)
+        .map_err(|e| Failure::invalid_input(format!("--array {array:?}: {e}")))?;
+    Ok((field, layout))
+}
+
 /// The `--array` fields of an import with the item keys and measures given for them.
 fn import_arrays(
     arrays: &[String],
@@ -510,11 +520,7 @@ fn import_arrays(
 ) -> Result<Vec<import::ArrayField>, Failure> {
     let mut fields = Vec::new();
     for array in arrays {
-        let (field, layout) = array.split_once('=').ok_or_else(|| {
-            Failure::invalid_input(format!("--array {array:?} is not FIELD=LAYOUT"))
-        })?;
-        let layout = Layout::parse(layout)
-            .map_err(|e| Failure::invalid_input(format!("--array {array:?}: {e}")))?;
+        let (field, layout) = array_arg(array)?;
         fields.push(import::ArrayField {
             field: field.to_string(),
             layout,
@@ -707,11 +713,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             }
             let mut spec = CollectionSpec::new(&collection);
             for array in &arrays {
-                let (field, layout) = array.split_once('=').ok_or_else(|| {
-                    Failure::invalid_input(format!("--array {array:?} is not FIELD=LAYOUT"))
-                })?;
-                let layout = Layout::parse(layout)
-                    .map_err(|e| Failure::invalid_input(format!("--array {array:?}: {e}")))?;
+                let (field, layout) = array_arg(array)?;
                 spec = match named.iter().position(|(f, _)| *f == field) {
                     Some(at) => spec.array_with_measures(field, layout, named.remove(at).1),
                     None => spec.array(field, layout),
