@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::BufRead;
 
 use bson::{Bson, Document};
-use skewdb::{CollectionSpec, Db, DocumentFormat, Layout, NewItem, bson_key};
+use skewdb::{CollectionSpec, Db, DocumentFormat, ItemQuery, Layout, NewItem, bson_key};
 
 use crate::failure::Failure;
 use crate::mongo;
@@ -31,22 +31,53 @@ pub struct Import {
     pub stop_on_error: bool,
     /// Source documents per atomic batch.
     pub batch_documents: usize,
+    /// Where the documents of a second collection go, one item each, when there is one.
+    pub children: Option<Children>,
 }
+
+/// A second collection whose documents are items of the first's parents: a hand-made
+/// overflow collection, or a full history beside an embedded window.
+#[derive(Clone, Debug)]
+pub struct Children {
+    /// The child's field holding its parent's key value; removed from the item.
+    pub parent_field: String,
+    /// The array field (one of the import's arrays) the children are pushed to.
+    pub into: String,
+}
+
+/// The field whose value names a child, for the deduplication against embedded copies.
+const CHILD_ID: &str = "_id";
 
 /// What an import did.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Imported {
     pub documents: u64,
     pub items: u64,
-    /// Documents refused, each with its line (1-based) and why.
-    pub refused: Vec<(u64, String)>,
+    /// Children pushed (included in `items`).
+    pub children: u64,
+    /// Children skipped because their parent's array held an element with their `_id`.
+    pub duplicates: u64,
+    /// Documents refused.
+    pub refused: Vec<Refusal>,
+}
+
+/// A document the import refused.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// It came from the children's file, not the parents'.
+    pub child: bool,
+    /// Its line (1-based; its place in a `--json-array` file).
+    pub line: u64,
+    pub reason: String,
 }
 
 /// One source document, parsed and checked: nothing of it is written unless all of it is.
 struct Unit {
+    child: bool,
     line: u64,
     key: Vec<u8>,
-    body: Document,
+    /// The parent's body; `None` for a child, which only adds an item.
+    body: Option<Document>,
     /// Per array field (in spec order): the item of each element.
     items: Vec<Vec<NewItem>>,
 }
@@ -98,11 +129,57 @@ impl Import {
             items.push(new);
         }
         Ok(Unit {
+            child: false,
             line,
             key,
-            body: document,
+            body: Some(document),
             items,
         })
+    }
+
+    /// A child document as the item it adds to its parent's `children.into` array, with
+    /// its `_id` (when it has one) for the deduplication.
+    fn child_unit(
+        &self,
+        children: &Children,
+        line: u64,
+        mut document: Document,
+    ) -> Result<(Unit, Option<Vec<u8>>), String> {
+        let parent = document
+            .remove(&children.parent_field)
+            .ok_or_else(|| format!("no parent field {:?}", children.parent_field))?;
+        let key = bson_key::encode(&parent)?;
+        let at = self
+            .arrays
+            .iter()
+            .position(|a| a.field == children.into)
+            .ok_or_else(|| format!("--into {:?} is no array of the collection", children.into))?;
+        let id = document.get(CHILD_ID).and_then(element_id);
+        let element = Bson::Document(document);
+        let new = item(&self.arrays[at], &element)?;
+        let mut items = vec![Vec::new(); self.arrays.len()];
+        items[at].push(new);
+        let unit = Unit {
+            child: true,
+            line,
+            key,
+            body: None,
+            items,
+        };
+        Ok((unit, id))
+    }
+}
+
+/// An element's `_id` as bytes that are equal exactly when MongoDB holds the values equal:
+/// numbers by value (`1` and `NumberLong(1)` are one `_id`), other keys by type and bytes.
+fn element_id(id: &Bson) -> Option<Vec<u8>> {
+    match bson_key::encode(id) {
+        Ok(key) => Some([&[0u8][..], &key].concat()),
+        // Not a key type (a document, an array): its exact BSON bytes.
+        Err(_) => {
+            let bytes = bson::doc! { "": id.clone() }.to_vec().ok()?;
+            Some([&[1u8][..], &bytes].concat())
+        }
     }
 }
 
@@ -155,12 +232,11 @@ fn merge(into: &mut Document, from: Document) {
     }
 }
 
+/// Documents read from a file, each `(line, document or why not)`.
+pub type Documents = Box<dyn Iterator<Item = (u64, Result<Document, String>)>>;
+
 /// Reads `mongoexport` documents: one per line, or (`json_array`) one JSON array of them.
-/// Each is `(line, document or why not)`.
-pub fn documents(
-    input: impl BufRead + 'static,
-    json_array: bool,
-) -> Box<dyn Iterator<Item = (u64, Result<Document, String>)>> {
+pub fn documents(input: impl BufRead + 'static, json_array: bool) -> Documents {
     fn document(value: serde_json::Value) -> Result<Document, String> {
         match Bson::try_from(value).map_err(|e| e.to_string())? {
             Bson::Document(d) => Ok(d),
@@ -195,11 +271,13 @@ pub fn documents(
     )
 }
 
-/// Imports `documents` into `db`; `progress` hears the documents done so far.
+/// Imports `documents` into `db`, then, when the import names them, `children`, each an
+/// item of its parent; `progress` hears the documents done so far.
 pub fn run(
     db: &Db,
     import: &Import,
-    documents: impl Iterator<Item = (u64, Result<Document, String>)>,
+    documents: Documents,
+    children: Option<Documents>,
     mut progress: impl FnMut(u64),
 ) -> Result<Imported, Failure> {
     let spec = match db.collection(&import.collection) {
@@ -210,6 +288,14 @@ pub fn run(
         return Err(Failure::invalid_input(format!(
             "collection {:?} was not made by import: its documents are not stored as BSON",
             import.collection
+        )));
+    }
+    if let Some(children) = &import.children
+        && spec.arrays().iter().all(|a| a.field != children.into)
+    {
+        return Err(Failure::invalid_input(format!(
+            "--into {:?} names no array of collection {:?} (declare it with --array)",
+            children.into, import.collection
         )));
     }
     let collection = db.create_collection(spec.clone())?;
@@ -237,19 +323,66 @@ pub fn run(
         seen: HashSet::new(),
         done: Imported::default(),
     };
+    let done = |state: &State| {
+        state.done.documents + state.done.children + state.done.refused.len() as u64
+    };
     let mut pending = Vec::new();
     for (line, document) in documents {
         match document.and_then(|d| import.unit(line, d)) {
             Ok(unit) => pending.push(unit),
-            Err(reason) => state.refuse(import, line, reason)?,
+            Err(reason) => state.refuse(import, false, line, reason)?,
         }
         if pending.len() >= import.batch_documents {
             state.commit(import, std::mem::take(&mut pending))?;
-            progress(state.done.documents + state.done.refused.len() as u64);
+            progress(done(&state));
         }
     }
     state.commit(import, pending)?;
-    progress(state.done.documents + state.done.refused.len() as u64);
+    progress(done(&state));
+    let (Some(wanted), Some(children)) = (&import.children, children) else {
+        return Ok(state.done);
+    };
+    // Per parent: the `_id`s its array holds (read once, then kept up to date), or `None`
+    // when there is no such parent.
+    let mut ids: HashMap<Vec<u8>, Option<HashSet<Vec<u8>>>> = HashMap::new();
+    let mut pending = Vec::new();
+    for (line, document) in children {
+        let (unit, id) = match document.and_then(|d| import.child_unit(wanted, line, d)) {
+            Ok(parsed) => parsed,
+            Err(reason) => {
+                state.refuse(import, true, line, reason)?;
+                continue;
+            }
+        };
+        let known = match ids.get_mut(&unit.key) {
+            Some(known) => known,
+            None => {
+                let stored = state.stored_ids(&unit.key, &wanted.into)?;
+                ids.entry(unit.key.clone()).or_insert(stored)
+            }
+        };
+        let Some(known) = known else {
+            let reason = format!(
+                "no parent {} in the collection",
+                mongo::Shown::Bson { canonical: false }.key_text(&unit.key)
+            );
+            state.refuse(import, true, line, reason)?;
+            continue;
+        };
+        if let Some(id) = id
+            && !known.insert(id)
+        {
+            state.done.duplicates += 1;
+            continue;
+        }
+        pending.push(unit);
+        if pending.len() >= import.batch_documents {
+            state.commit(import, std::mem::take(&mut pending))?;
+            progress(done(&state));
+        }
+    }
+    state.commit(import, pending)?;
+    progress(done(&state));
     Ok(state.done)
 }
 
@@ -263,12 +396,40 @@ struct State<'a> {
 }
 
 impl State<'_> {
-    fn refuse(&mut self, import: &Import, line: u64, reason: String) -> Result<(), Failure> {
+    fn refuse(
+        &mut self,
+        import: &Import,
+        child: bool,
+        line: u64,
+        reason: String,
+    ) -> Result<(), Failure> {
+        let refusal = Refusal {
+            child,
+            line,
+            reason,
+        };
         if import.stop_on_error {
-            return Err(Failure::invalid_input(format!("line {line}: {reason}")));
+            return Err(Failure::invalid_input(refusal.to_string()));
         }
-        self.done.refused.push((line, reason));
+        self.done.refused.push(refusal);
         Ok(())
+    }
+
+    /// The `_id`s of the elements `key`'s array `field` holds; `None` when there is no
+    /// such parent.
+    fn stored_ids(&self, key: &[u8], field: &str) -> skewdb::Result<Option<HashSet<Vec<u8>>>> {
+        let Some(page) = self.collection.items(key, field, &ItemQuery::new())? else {
+            return Ok(None);
+        };
+        let ids = page
+            .items
+            .iter()
+            .filter_map(|item| match mongo::payload_element(&item.payload) {
+                Ok(Bson::Document(element)) => element.get(CHILD_ID).and_then(element_id),
+                _ => None,
+            })
+            .collect();
+        Ok(Some(ids))
     }
 
     /// Commits `units` as one batch; when the batch is refused, each unit alone, so that a
@@ -279,7 +440,9 @@ impl State<'_> {
         }
         match self.try_commit(import, &units) {
             Ok(()) => Ok(()),
-            Err(error) if units.len() == 1 => self.refuse(import, units[0].line, error.to_string()),
+            Err(error) if units.len() == 1 => {
+                self.refuse(import, units[0].child, units[0].line, error.to_string())
+            }
             Err(_) => {
                 for unit in units {
                     self.commit(import, vec![unit])?;
@@ -294,8 +457,11 @@ impl State<'_> {
         let mut order: Vec<&[u8]> = Vec::new();
         for unit in units {
             let key = unit.key.as_slice();
+            let Some(unit_body) = &unit.body else {
+                continue;
+            };
             match bodies.get_mut(key) {
-                Some(body) => merge(body, unit.body.clone()),
+                Some(body) => merge(body, unit_body.clone()),
                 None => {
                     let mut body = None;
                     if (!self.fresh || self.seen.contains(key))
@@ -305,10 +471,10 @@ impl State<'_> {
                     }
                     let body = match body {
                         Some(mut stored) => {
-                            merge(&mut stored, unit.body.clone());
+                            merge(&mut stored, unit_body.clone());
                             stored
                         }
-                        None => unit.body.clone(),
+                        None => unit_body.clone(),
                     };
                     bodies.insert(key, body);
                     order.push(key);
@@ -334,8 +500,17 @@ impl State<'_> {
         }
         batch.commit()?;
         self.seen.extend(order.iter().map(|k| k.to_vec()));
-        self.done.documents += units.len() as u64;
+        let children = units.iter().filter(|u| u.child).count() as u64;
+        self.done.documents += units.len() as u64 - children;
+        self.done.children += children;
         self.done.items += items;
         Ok(())
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let file = if self.child { "children " } else { "" };
+        write!(f, "{file}line {}: {}", self.line, self.reason)
     }
 }

@@ -318,6 +318,17 @@ enum Command {
         /// Stop at the first bad document instead of reporting and skipping it.
         #[arg(long)]
         stop_on_error: bool,
+        /// A second collection's documents (same form as --file), each pushed as one item
+        /// to its parent's --into array, skipped when that array already holds an element
+        /// with its `_id`: a hand-made overflow collection or full history.
+        #[arg(long, requires_all = ["parent_field", "into"])]
+        children: Option<PathBuf>,
+        /// The children's field holding their parent's key value (removed from each item).
+        #[arg(long, requires = "children")]
+        parent_field: Option<String>,
+        /// The array field (an --array, or one of the collection's) the children join.
+        #[arg(long, requires = "children")]
+        into: Option<String>,
     },
     /// Write a collection made by `import` as `mongoexport` does: one Extended JSON line per
     /// parent, its arrays embedded again in full.
@@ -556,20 +567,34 @@ fn import_arrays(
     Ok(fields)
 }
 
-fn import_command(
-    db: &Path,
-    import: import::Import,
-    file: &Path,
-    json_array: bool,
-    json: bool,
-) -> Result<(), Failure> {
+/// The documents of a file given to `import` (`-`: standard input).
+fn import_source(file: &Path, json_array: bool) -> Result<import::Documents, Failure> {
     let input: Box<dyn std::io::BufRead> = if file == Path::new("-") {
         Box::new(std::io::BufReader::new(std::io::stdin()))
     } else {
         let opened = std::fs::File::open(file)
             .map_err(|e| Failure::invalid_input(format!("cannot read {}: {e}", file.display())))?;
-        Box::new(std::io::BufReader::new(opened))
+        Box::new(std::io::BufReader::with_capacity(1 << 20, opened))
     };
+    Ok(import::documents(input, json_array))
+}
+
+fn import_command(
+    db: &Path,
+    import: import::Import,
+    (file, children): (&Path, Option<&Path>),
+    json_array: bool,
+    json: bool,
+) -> Result<(), Failure> {
+    if children == Some(Path::new("-")) && file == Path::new("-") {
+        return Err(Failure::invalid_input(
+            "--file and --children cannot both be standard input",
+        ));
+    }
+    let documents = import_source(file, json_array)?;
+    let children = children
+        .map(|children| import_source(children, json_array))
+        .transpose()?;
     let handle = Db::open(db, Options::new())?;
     let bar = (!json && std::io::stderr().is_terminal()).then(|| {
         let bar = indicatif::ProgressBar::new_spinner();
@@ -582,32 +607,36 @@ fn import_command(
         bar
     });
     let started = std::time::Instant::now();
-    let done = import::run(
-        &handle,
-        &import,
-        import::documents(input, json_array),
-        |documents| {
-            if let Some(bar) = &bar {
-                bar.set_position(documents);
-            }
-        },
-    )?;
+    let done = import::run(&handle, &import, documents, children, |documents| {
+        if let Some(bar) = &bar {
+            bar.set_position(documents);
+        }
+    })?;
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
-    for (line, reason) in &done.refused {
+    for refusal in &done.refused {
         if json {
-            print_value(&json!({"error": reason, "line": line}));
+            let file = if refusal.child { "children" } else { "file" };
+            print_value(&json!({"error": refusal.reason, "line": refusal.line, "file": file}));
         }
-        eprintln!("skewdb: line {line}: {reason} (skipped)");
+        eprintln!("skewdb: {refusal} (skipped)");
     }
     if json {
-        print_value(
-            &json!({"imported": done.documents, "items": done.items, "refused": done.refused.len()}),
-        );
+        print_value(&json!({
+            "imported": done.documents, "items": done.items, "children": done.children,
+            "duplicates": done.duplicates, "refused": done.refused.len(),
+        }));
     } else {
+        let children = match import.children {
+            Some(_) => format!(
+                ", {} of them children; {} children already embedded, skipped",
+                done.children, done.duplicates
+            ),
+            None => String::new(),
+        };
         println!(
-            "imported {} documents ({} items) into {} in {:.1} s; {} refused",
+            "imported {} documents ({} items{children}) into {} in {:.1} s; {} refused",
             done.documents,
             done.items,
             import.collection,
@@ -653,6 +682,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             measures,
             drop,
             stop_on_error,
+            children,
+            parent_field,
+            into,
         } => import_command(
             &db,
             import::Import {
@@ -662,8 +694,11 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 drop,
                 stop_on_error,
                 batch_documents: 1000,
+                children: parent_field
+                    .zip(into)
+                    .map(|(parent_field, into)| import::Children { parent_field, into }),
             },
-            &file,
+            (&file, children.as_deref()),
             json_array,
             json,
         )?,

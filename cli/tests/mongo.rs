@@ -197,3 +197,142 @@ fn a_celebrity_past_16_mib_is_refused_under_embed_and_kept_under_outlier() {
     let outliers = stdout(&skewdb(&["outliers", db, "c", "followers"]));
     assert_eq!(outliers.trim(), "\"celebrity\"\t90000");
 }
+
+/// A hand-made Subset: products embed their three newest reviews, a second collection holds
+/// every review with its product's id. Imported into one Subset array, each review once.
+#[test]
+fn a_hand_made_subset_and_its_history_collection_become_one_array() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut products, mut reviews) = (String::new(), String::new());
+    let mut expected = Vec::new();
+    for product in 0..6 {
+        let all: Vec<String> = (0..product * 2)
+            .map(|r| {
+                format!(
+                    r#"{{"_id":"r{product}-{r}","at":{{"$date":{{"$numberLong":"{}"}}}},"stars":{}}}"#,
+                    1_700_000_000_000i64 + r * 1000,
+                    1 + r % 5
+                )
+            })
+            .collect();
+        let recent: Vec<&String> = all.iter().rev().take(3).collect();
+        products += &format!(
+            r#"{{"_id":{product},"name":"p{product}","recent_reviews":[{}],"review_count":{}}}"#,
+            recent
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+            all.len()
+        );
+        products.push('\n');
+        // The history repeats the embedded reviews, each with its parent's id.
+        for review in &all {
+            reviews += &review.replacen('{', &format!(r#"{{"product_id":{product},"#), 1);
+            reviews.push('\n');
+        }
+        expected.push((product, all));
+    }
+    reviews += "{\"_id\":\"orphan\",\"product_id\":99,\"at\":1}\n{\"_id\":\"lost\"}\n";
+    let (products_file, reviews_file) = (dir.path().join("p.json"), dir.path().join("r.json"));
+    std::fs::write(&products_file, products).unwrap();
+    std::fs::write(&reviews_file, reviews).unwrap();
+    let db = dir.path().join("db");
+    let args = [
+        "--array",
+        "recent_reviews=subset:3",
+        "--item-key",
+        "at",
+        "--measure",
+        "stars",
+        "--drop",
+        "review_count",
+        "--children",
+        reviews_file.to_str().unwrap(),
+        "--parent-field",
+        "product_id",
+        "--into",
+        "recent_reviews",
+    ];
+    let output = import(&db, &products_file, &args);
+    // 30 reviews, 14 of them embedded already; the orphan and the one without a parent
+    // field are refused by their line in the children's file.
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let out = stdout(&output);
+    assert!(
+        out.contains("imported 6 documents (30 items, 16 of them children; 14 children already"),
+        "{out}"
+    );
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("children line 31: no parent 99") && stderr.contains("children line 32:"),
+        "{stderr}"
+    );
+    let db = db.to_str().unwrap();
+    let exported = stdout(&skewdb(&["export", db, "c"]));
+    for (line, (product, all)) in exported.lines().zip(&expected) {
+        let parent: serde_json::Value = serde_json::from_str(line).unwrap();
+        let ids: Vec<String> = parent["recent_reviews"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["_id"].as_str().unwrap().to_string())
+            .collect();
+        let want: Vec<String> = (0..all.len()).map(|r| format!("r{product}-{r}")).collect();
+        assert_eq!(ids, want, "every review once, oldest first");
+        assert!(parent.get("review_count").is_none());
+    }
+    // The window holds the newest three, as the hand-made one did.
+    let inline = stdout(&skewdb(&["export", db, "c", "--inline-only"]));
+    let last: serde_json::Value = serde_json::from_str(inline.lines().last().unwrap()).unwrap();
+    assert_eq!(last["recent_reviews_count"], 10);
+    let window: Vec<&str> = last["recent_reviews"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(window, ["r5-7", "r5-8", "r5-9"]);
+    // Importing the history again adds nothing: every review is there already.
+    let again = [
+        "--children",
+        reviews_file.to_str().unwrap(),
+        "--parent-field",
+        "product_id",
+        "--into",
+        "recent_reviews",
+    ];
+    let empty = dir.path().join("empty.json");
+    std::fs::write(&empty, "").unwrap();
+    let output = import(Path::new(db), &empty, &again);
+    assert!(
+        stdout(&output).contains("(0 items, 0 of them children; 30 children already"),
+        "{output:?}"
+    );
+    let summary = skewdb(&["--json", "summary", db, "c", "5", "recent_reviews"]);
+    let summary: serde_json::Value = serde_json::from_slice(&summary.stdout).unwrap();
+    assert_eq!(summary["count"], 10);
+}
+
+#[test]
+fn children_need_an_array_to_join() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("in.json");
+    std::fs::write(&file, "{\"_id\":1}\n").unwrap();
+    let db = dir.path().join("db");
+    let args = [
+        "--children",
+        file.to_str().unwrap(),
+        "--parent-field",
+        "p",
+        "--into",
+        "x",
+    ];
+    let output = import(&db, &file, &args);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("--into \"x\" names no array"), "{stderr}");
+    // --children without --into is a usage error.
+    let output = import(&db, &file, &["--children", file.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+}
