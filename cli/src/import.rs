@@ -232,6 +232,12 @@ fn merge(into: &mut Document, from: Document) {
     }
 }
 
+/// How an import opens its database: a bulk load, so its batches are buffered and the
+/// import makes them durable once, at its end ([`run`] calls `Db::persist`).
+pub fn bulk_options() -> skewdb::Options {
+    skewdb::Options::new().durability(skewdb::Durability::Buffered)
+}
+
 /// Documents read from a file, each `(line, document or why not)`.
 pub type Documents = Box<dyn Iterator<Item = (u64, Result<Document, String>)>>;
 
@@ -323,9 +329,6 @@ pub fn run(
         seen: HashSet::new(),
         done: Imported::default(),
     };
-    let done = |state: &State| {
-        state.done.documents + state.done.children + state.done.refused.len() as u64
-    };
     let mut pending = Vec::new();
     for (line, document) in documents {
         match document.and_then(|d| import.unit(line, d)) {
@@ -334,56 +337,75 @@ pub fn run(
         }
         if pending.len() >= import.batch_documents {
             state.commit(import, std::mem::take(&mut pending))?;
-            progress(done(&state));
+            progress(state.done_so_far());
         }
     }
     state.commit(import, pending)?;
-    progress(done(&state));
-    let (Some(wanted), Some(children)) = (&import.children, children) else {
-        return Ok(state.done);
-    };
-    // Per parent: the `_id`s its array holds (read once, then kept up to date), or `None`
-    // when there is no such parent.
-    let mut ids: HashMap<Vec<u8>, Option<HashSet<Vec<u8>>>> = HashMap::new();
-    let mut pending = Vec::new();
-    for (line, document) in children {
-        let (unit, id) = match document.and_then(|d| import.child_unit(wanted, line, d)) {
-            Ok(parsed) => parsed,
-            Err(reason) => {
+    progress(state.done_so_far());
+    if let (Some(wanted), Some(children)) = (&import.children, children) {
+        state.children(import, wanted, children, &mut progress)?;
+    }
+    // Every batch durable before the import says it is done, whatever the durability.
+    db.persist()?;
+    Ok(state.done)
+}
+
+impl State<'_> {
+    fn children(
+        &mut self,
+        import: &Import,
+        wanted: &Children,
+        children: Documents,
+        progress: &mut impl FnMut(u64),
+    ) -> Result<(), Failure> {
+        let state = self;
+        // Per parent: the `_id`s its array holds (read once, then kept up to date), or `None`
+        // when there is no such parent.
+        let mut ids: HashMap<Vec<u8>, Option<HashSet<Vec<u8>>>> = HashMap::new();
+        let mut pending = Vec::new();
+        for (line, document) in children {
+            let (unit, id) = match document.and_then(|d| import.child_unit(wanted, line, d)) {
+                Ok(parsed) => parsed,
+                Err(reason) => {
+                    state.refuse(import, true, line, reason)?;
+                    continue;
+                }
+            };
+            let known = match ids.get_mut(&unit.key) {
+                Some(known) => known,
+                None => {
+                    let stored = state.stored_ids(&unit.key, &wanted.into)?;
+                    ids.entry(unit.key.clone()).or_insert(stored)
+                }
+            };
+            let Some(known) = known else {
+                let reason = format!(
+                    "no parent {} in the collection",
+                    mongo::Shown::Bson { canonical: false }.key_text(&unit.key)
+                );
                 state.refuse(import, true, line, reason)?;
                 continue;
+            };
+            if let Some(id) = id
+                && !known.insert(id)
+            {
+                state.done.duplicates += 1;
+                continue;
             }
-        };
-        let known = match ids.get_mut(&unit.key) {
-            Some(known) => known,
-            None => {
-                let stored = state.stored_ids(&unit.key, &wanted.into)?;
-                ids.entry(unit.key.clone()).or_insert(stored)
+            pending.push(unit);
+            if pending.len() >= import.batch_documents {
+                state.commit(import, std::mem::take(&mut pending))?;
+                progress(state.done_so_far());
             }
-        };
-        let Some(known) = known else {
-            let reason = format!(
-                "no parent {} in the collection",
-                mongo::Shown::Bson { canonical: false }.key_text(&unit.key)
-            );
-            state.refuse(import, true, line, reason)?;
-            continue;
-        };
-        if let Some(id) = id
-            && !known.insert(id)
-        {
-            state.done.duplicates += 1;
-            continue;
         }
-        pending.push(unit);
-        if pending.len() >= import.batch_documents {
-            state.commit(import, std::mem::take(&mut pending))?;
-            progress(done(&state));
-        }
+        state.commit(import, pending)?;
+        progress(state.done_so_far());
+        Ok(())
     }
-    state.commit(import, pending)?;
-    progress(done(&state));
-    Ok(state.done)
+
+    fn done_so_far(&self) -> u64 {
+        self.done.documents + self.done.children + self.done.refused.len() as u64
+    }
 }
 
 struct State<'a> {

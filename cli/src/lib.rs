@@ -2,6 +2,7 @@
 //! protocol (which the fuzz target drives), the failures it reports, and the text and JSON
 //! renderings.
 
+pub mod advise;
 pub mod exec;
 pub mod export;
 pub mod failure;

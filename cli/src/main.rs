@@ -13,7 +13,7 @@ use std::ops::Bound;
 use skewdb::{Batch, CollectionSpec, Cursor, Db, ItemQuery, Layout, NewItem, Options};
 use skewdb_cli::failure::{self, Failure};
 use skewdb_cli::text::Shown;
-use skewdb_cli::{exec, export, import, text};
+use skewdb_cli::{advise, exec, export, import, text};
 
 /// An inclusive key range from optional ends.
 fn bounds(from: Option<i64>, to: Option<i64>) -> (Bound<i64>, Bound<i64>) {
@@ -344,6 +344,35 @@ enum Command {
         #[arg(long)]
         inline_only: bool,
     },
+    /// For each array field of a collection (a `mongoexport` file, or DB COLLECTION made by
+    /// `import`): its length distribution and the layout to give it, with the page cache hit
+    /// ratio that layout predicts against Embed.
+    Advise {
+        /// The database directory (with COLLECTION), instead of --file.
+        #[arg(required_unless_present = "file", requires = "collection")]
+        db: Option<PathBuf>,
+        /// The collection of DB.
+        collection: Option<String>,
+        /// A `mongoexport` file (JSON lines, or one array with --json-array).
+        #[arg(long, conflicts_with = "db")]
+        file: Option<PathBuf>,
+        /// The file is one JSON array of documents.
+        #[arg(long = "json-array", visible_alias = "jsonArray")]
+        json_array: bool,
+        /// The field whose value is the parent key.
+        #[arg(long, default_value = "_id")]
+        key_field: String,
+        /// The page cache budget the prediction is for (bytes, or with KiB, MiB, GiB).
+        #[arg(long, default_value = "64MiB", value_parser = advise::parse_bytes)]
+        budget: u64,
+        /// The application shows only the newest N items of FIELD: FIELD=N (repeatable).
+        #[arg(long = "reads-newest", value_name = "FIELD=N")]
+        reads_newest: Vec<String>,
+        /// The parent keys as the application reads them, one per line (Extended JSON or
+        /// text), instead of Zipf(0.99) reads with the longest arrays read most.
+        #[arg(long)]
+        reads: Option<PathBuf>,
+    },
     /// Print a completion script for a shell (bash, elvish, fish, powershell, zsh).
     Completions {
         /// The shell.
@@ -595,7 +624,7 @@ fn import_command(
     let children = children
         .map(|children| import_source(children, json_array))
         .transpose()?;
-    let handle = Db::open(db, Options::new())?;
+    let handle = Db::open(db, import::bulk_options())?;
     let bar = (!json && std::io::stderr().is_terminal()).then(|| {
         let bar = indicatif::ProgressBar::new_spinner();
         bar.set_style(
@@ -652,6 +681,59 @@ fn import_command(
             done.refused.len()
         )))
     }
+}
+
+fn advise_command(
+    request: &advise::Request,
+    file: Option<&Path>,
+    collection: Option<(PathBuf, String)>,
+    json_array: bool,
+    json: bool,
+) -> Result<(), Failure> {
+    let talk = !json && std::io::stderr().is_terminal();
+    let progress = |line: &str| {
+        if talk {
+            eprintln!("{line}");
+        }
+    };
+    let advice = match (file, collection) {
+        (Some(file), _) => {
+            if file == Path::new("-") {
+                return Err(Failure::invalid_input(
+                    "advise reads its file more than once: give a file, not standard input",
+                ));
+            }
+            advise::run(request, &|| import_source(file, json_array), progress)?
+        }
+        (None, Some((db, name))) => {
+            let handle = open_existing(&db)?;
+            let collection = handle.collection(&name)?;
+            let source = || -> Result<import::Documents, Failure> {
+                let of = collection.clone();
+                let documents = collection.scan(..)?.enumerate().map(move |(at, document)| {
+                    let document = document
+                        .map_err(Failure::from)
+                        .and_then(|d| export::parent_document(&of, &d, false))
+                        .map_err(|e| e.message);
+                    (at as u64 + 1, document)
+                });
+                Ok(Box::new(documents))
+            };
+            advise::run(request, &source, progress)?
+        }
+        (None, None) => return Err(Failure::usage("advise needs --file F or DB COLLECTION")),
+    };
+    if json {
+        for field in &advice.fields {
+            print_value(&advise::field_json(field));
+        }
+        if let Some(prediction) = &advice.prediction {
+            print_value(&advise::prediction_json(prediction));
+        }
+    } else {
+        print!("{}", advise::text(&advice));
+    }
+    Ok(())
 }
 
 fn print_value(value: &Value) {
@@ -725,6 +807,41 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                     export::run(&collection, &mut stdout, inline_only, cli.canonical)?;
                 }
             }
+        }
+        Command::Advise {
+            db,
+            collection,
+            file,
+            json_array,
+            key_field,
+            budget,
+            reads_newest,
+            reads,
+        } => {
+            let mut newest = Vec::new();
+            for given in &reads_newest {
+                let bad = || {
+                    Failure::invalid_input(format!(
+                        "--reads-newest {given:?} is not FIELD=N with N from 1"
+                    ))
+                };
+                let (field, n) = given.split_once('=').ok_or_else(bad)?;
+                let n: u32 = n.parse().ok().filter(|&n| n > 0).ok_or_else(bad)?;
+                newest.push((field.to_string(), n));
+            }
+            let request = advise::Request {
+                key_field,
+                budget_bytes: budget,
+                reads_newest: newest,
+                reads: reads.as_deref().map(advise::read_keys).transpose()?,
+            };
+            advise_command(
+                &request,
+                file.as_deref(),
+                db.zip(collection),
+                json_array,
+                json,
+            )?;
         }
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "skewdb", &mut std::io::stdout());
