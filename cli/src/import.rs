@@ -29,7 +29,8 @@ pub struct Import {
     pub arrays: Vec<ArrayField>,
     pub drop: Vec<String>,
     pub stop_on_error: bool,
-    /// Source documents per atomic batch.
+    /// Source documents per atomic batch, at most; a batch also ends once it holds
+    /// [`BATCH_ITEMS`] items (a document's items are never split over two batches).
     pub batch_documents: usize,
     /// Where the documents of a second collection go, one item each, when there is one.
     pub children: Option<Children>,
@@ -44,6 +45,10 @@ pub struct Children {
     /// The array field (one of the import's arrays) the children are pushed to.
     pub into: String,
 }
+
+/// The items after which a batch is committed: large enough to amortize a commit, small
+/// enough that parsing the next batch overlaps storing this one.
+pub const BATCH_ITEMS: usize = 20_000;
 
 /// The field whose value names a child, for the deduplication against embedded copies.
 const CHILD_ID: &str = "_id";
@@ -76,8 +81,8 @@ struct Unit {
     child: bool,
     line: u64,
     key: Vec<u8>,
-    /// The parent's body; `None` for a child, which only adds an item.
-    body: Option<Document>,
+    /// The parent's body as BSON; `None` for a child, which only adds an item.
+    body: Option<Vec<u8>>,
     /// Per array field (in spec order): the item of each element.
     items: Vec<Vec<NewItem>>,
 }
@@ -132,7 +137,7 @@ impl Import {
             child: false,
             line,
             key,
-            body: Some(document),
+            body: Some(document.to_vec().map_err(|e| e.to_string())?),
             items,
         })
     }
@@ -205,7 +210,7 @@ fn item(array: &ArrayField, element: &Bson) -> Result<NewItem, String> {
         };
         item = item.key(key);
     }
-    for name in &array.measures {
+    for (at, name) in array.measures.iter().enumerate() {
         let value = match field(name) {
             None | Some(Bson::Null) => continue,
             Some(Bson::Int32(v)) => *v as f64,
@@ -213,7 +218,11 @@ fn item(array: &ArrayField, element: &Bson) -> Result<NewItem, String> {
             Some(Bson::Double(v)) if v.is_finite() => *v,
             Some(other) => return Err(format!("measure {name:?} is {other}, not a finite number")),
         };
-        item = item.measure(name, value);
+        // The first measure is the item's value; naming it would cost a string per item.
+        item = match at {
+            0 => item.value(value),
+            _ => item.measure(name, value),
+        };
     }
     Ok(item)
 }
@@ -242,9 +251,9 @@ pub fn bulk_options() -> skewdb::Options {
 pub type Documents = Box<dyn Iterator<Item = (u64, Result<Document, String>)>>;
 
 /// Reads `mongoexport` documents: one per line, or (`json_array`) one JSON array of them.
-pub fn documents(input: impl BufRead + 'static, json_array: bool) -> Documents {
+pub fn documents(input: impl BufRead + Send + 'static, json_array: bool) -> Documents {
     fn document(value: serde_json::Value) -> Result<Document, String> {
-        match Bson::try_from(value).map_err(|e| e.to_string())? {
+        match mongo::from_extjson(value)? {
             Bson::Document(d) => Ok(d),
             other => Err(format!("a {:?}, not a document", other.element_type())),
         }
@@ -262,20 +271,42 @@ pub fn documents(input: impl BufRead + 'static, json_array: bool) -> Documents {
             Err(e) => Box::new(std::iter::once((1, Err(e)))),
         };
     }
-    Box::new(
-        input
-            .lines()
-            .enumerate()
-            .map(|(at, line)| (at as u64 + 1, line))
-            .filter(|(_, line)| !matches!(line, Ok(l) if l.trim().is_empty()))
-            .map(|(at, line)| {
-                let parsed = line.map_err(|e| e.to_string()).and_then(|line| {
-                    serde_json::from_str(&line).map_err(|e| format!("not JSON: {e}"))
-                });
-                (at, parsed.and_then(document))
-            }),
-    )
+    // Lines are parsed on a thread of their own, a chunk at a time, while the caller
+    // writes the chunk before: parsing Extended JSON costs about what storing it does.
+    let (sender, receiver) =
+        std::sync::mpsc::sync_channel::<Vec<(u64, Result<Document, String>)>>(PARSED_CHUNKS_AHEAD);
+    std::thread::spawn(move || {
+        let mut chunk = Vec::with_capacity(PARSED_CHUNK_DOCUMENTS);
+        let mut chunk_bytes = 0;
+        let lines = input.lines().enumerate();
+        for (at, line) in lines {
+            if matches!(&line, Ok(l) if l.trim().is_empty()) {
+                continue;
+            }
+            chunk_bytes += line.as_ref().map_or(0, String::len);
+            let parsed = line
+                .map_err(|e| e.to_string())
+                .and_then(|line| serde_json::from_str(&line).map_err(|e| format!("not JSON: {e}")));
+            chunk.push((at as u64 + 1, parsed.and_then(document)));
+            if chunk.len() == PARSED_CHUNK_DOCUMENTS || chunk_bytes >= PARSED_CHUNK_BYTES {
+                chunk_bytes = 0;
+                let full =
+                    std::mem::replace(&mut chunk, Vec::with_capacity(PARSED_CHUNK_DOCUMENTS));
+                if sender.send(full).is_err() {
+                    return; // The import stopped reading.
+                }
+            }
+        }
+        let _ = sender.send(chunk);
+    });
+    Box::new(receiver.into_iter().flatten())
 }
+
+/// Documents (or bytes of them) parsed per chunk handed from the parsing thread, and
+/// chunks parsed ahead.
+const PARSED_CHUNK_DOCUMENTS: usize = 256;
+const PARSED_CHUNK_BYTES: usize = 256 * 1024;
+const PARSED_CHUNKS_AHEAD: usize = 8;
 
 /// Imports `documents` into `db`, then, when the import names them, `children`, each an
 /// item of its parent; `progress` hears the documents done so far.
@@ -329,13 +360,17 @@ pub fn run(
         seen: HashSet::new(),
         done: Imported::default(),
     };
-    let mut pending = Vec::new();
+    let (mut pending, mut pending_items) = (Vec::new(), 0);
     for (line, document) in documents {
         match document.and_then(|d| import.unit(line, d)) {
-            Ok(unit) => pending.push(unit),
+            Ok(unit) => {
+                pending_items += unit.items.iter().map(Vec::len).sum::<usize>();
+                pending.push(unit);
+            }
             Err(reason) => state.refuse(import, false, line, reason)?,
         }
-        if pending.len() >= import.batch_documents {
+        if pending.len() >= import.batch_documents || pending_items >= BATCH_ITEMS {
+            pending_items = 0;
             state.commit(import, std::mem::take(&mut pending))?;
             progress(state.done_so_far());
         }
@@ -475,7 +510,17 @@ impl State<'_> {
     }
 
     fn try_commit(&mut self, import: &Import, units: &[Unit]) -> skewdb::Result<()> {
-        let mut bodies: HashMap<&[u8], Document> = HashMap::new();
+        let codec = |e: String| skewdb::Error::Codec {
+            codec: "bson",
+            reason: e,
+        };
+        // A parent's body as the batch puts it: a document's own bytes when it is the
+        // parent's only one, else the merge of what is stored and every later document.
+        enum Body<'a> {
+            Bytes(&'a [u8]),
+            Merged(Document),
+        }
+        let mut bodies: HashMap<&[u8], Body> = HashMap::new();
         let mut order: Vec<&[u8]> = Vec::new();
         for unit in units {
             let key = unit.key.as_slice();
@@ -483,20 +528,25 @@ impl State<'_> {
                 continue;
             };
             match bodies.get_mut(key) {
-                Some(body) => merge(body, unit_body.clone()),
+                Some(body) => {
+                    let mut merged = match body {
+                        Body::Bytes(bytes) => mongo::body_document(bytes).map_err(codec)?,
+                        Body::Merged(document) => std::mem::take(document),
+                    };
+                    merge(&mut merged, mongo::body_document(unit_body).map_err(codec)?);
+                    *body = Body::Merged(merged);
+                }
                 None => {
-                    let mut body = None;
-                    if (!self.fresh || self.seen.contains(key))
-                        && let Some(stored) = self.collection.get(key)?
-                    {
-                        body = mongo::body_document(stored.body()).ok();
+                    let mut stored = None;
+                    if !self.fresh || self.seen.contains(key) {
+                        stored = self.collection.get_projected(key, &[])?;
                     }
-                    let body = match body {
+                    let body = match stored.and_then(|s| mongo::body_document(s.body()).ok()) {
                         Some(mut stored) => {
-                            merge(&mut stored, unit_body.clone());
-                            stored
+                            merge(&mut stored, mongo::body_document(unit_body).map_err(codec)?);
+                            Body::Merged(stored)
                         }
-                        None => unit_body.clone(),
+                        None => Body::Bytes(unit_body),
                     };
                     bodies.insert(key, body);
                     order.push(key);
@@ -506,11 +556,13 @@ impl State<'_> {
         let mut batch = self.db.batch();
         let mut items = 0;
         for key in &order {
-            let bytes = bodies[key].to_vec().map_err(|e| skewdb::Error::Codec {
-                codec: "bson",
-                reason: e.to_string(),
-            })?;
-            batch.put(&import.collection, key, bytes);
+            match &bodies[key] {
+                Body::Bytes(bytes) => batch.put(&import.collection, key, bytes),
+                Body::Merged(document) => {
+                    let bytes = document.to_vec().map_err(|e| codec(e.to_string()))?;
+                    batch.put(&import.collection, key, bytes)
+                }
+            };
         }
         for unit in units {
             for (array, new) in import.arrays.iter().zip(&unit.items) {

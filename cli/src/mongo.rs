@@ -45,6 +45,43 @@ pub fn body_document(bytes: &[u8]) -> Result<Document, String> {
     Document::from_reader(bytes).map_err(|e| format!("not a BSON document: {e}"))
 }
 
+/// Extended JSON v2 (canonical or relaxed) as the BSON value it stands for. Objects with a
+/// `$` key (`$oid`, `$date`, `$numberLong`, ...) are read by `bson`; plain objects, arrays
+/// and scalars are built here directly, as `bson` builds them (an integer is an Int32 when
+/// it fits, else an Int64, else a Double), which spares a lookup of every `$` key in every
+/// plain object.
+pub fn from_extjson(value: Value) -> Result<Bson, String> {
+    Ok(match value {
+        Value::Object(object) if object.keys().any(|k| k.starts_with('$')) => {
+            Bson::try_from(Value::Object(object)).map_err(|e| e.to_string())?
+        }
+        Value::Object(object) => {
+            let mut document = Document::new();
+            for (name, value) in object {
+                document.insert(name, from_extjson(value)?);
+            }
+            Bson::Document(document)
+        }
+        Value::Array(values) => Bson::Array(
+            values
+                .into_iter()
+                .map(from_extjson)
+                .collect::<Result<_, _>>()?,
+        ),
+        Value::Number(number) => match (number.as_i64(), number.as_f64()) {
+            (Some(int), _) => match i32::try_from(int) {
+                Ok(small) => Bson::Int32(small),
+                Err(_) => Bson::Int64(int),
+            },
+            (None, Some(float)) => Bson::Double(float),
+            (None, None) => return Err(format!("{number} fits no BSON number")),
+        },
+        Value::String(text) => Bson::String(text),
+        Value::Bool(flag) => Bson::Boolean(flag),
+        Value::Null => Bson::Null,
+    })
+}
+
 /// A value as Extended JSON v2, relaxed or canonical; field order kept.
 pub fn extjson(value: Bson, canonical: bool) -> Value {
     if canonical {
@@ -148,6 +185,27 @@ mod tests {
         let plain = bson::doc! {"stars": 4};
         let payload = element_payload(&Bson::Document(plain.clone())).unwrap();
         assert_eq!(payload, plain.to_vec().unwrap());
+    }
+
+    #[test]
+    fn extended_json_reads_as_bson_reads_it() {
+        let cases = [
+            r#"{"a":1,"b":2147483648,"c":1.5,"d":-2147483649,"e":18446744073709551615}"#,
+            r#"{"x":{"$oid":"65f0a1b2c3d4e5f6a7b8c9d0"},"y":[{"$date":"2024-01-01T00:00:00Z"},null,true,"s"]}"#,
+            r#"{"n":{"m":[{"k":{"$numberLong":"7"}},{"k":{"$numberInt":"7"}}]},"z":{}}"#,
+            r#"{"$numberDecimal":"1.10"}"#,
+            r#"[1,{"a":{"$binary":{"base64":"AAEC","subType":"04"}}}]"#,
+        ];
+        for case in cases {
+            let value: Value = serde_json::from_str(case).unwrap();
+            let ours = from_extjson(value.clone()).unwrap();
+            assert_eq!(ours, Bson::try_from(value).unwrap(), "{case}");
+        }
+        for bad in [r#"{"a":{"$oid":"zz"}}"#, r#"[{"$numberInt":"x"}]"#] {
+            let value: Value = serde_json::from_str(bad).unwrap();
+            assert!(from_extjson(value.clone()).is_err(), "{bad}");
+            assert!(Bson::try_from(value).is_err(), "{bad}");
+        }
     }
 
     #[test]
