@@ -82,6 +82,102 @@ pub fn from_extjson(value: Value) -> Result<Bson, String> {
     })
 }
 
+/// [`from_extjson`] straight from JSON text, with no `serde_json::Value` built for plain
+/// objects and arrays (only `$` objects are gathered, for `bson` to read).
+pub fn parse_extjson(text: &str) -> Result<Bson, String> {
+    use serde::de::DeserializeSeed;
+    let mut parser = serde_json::Deserializer::from_str(text);
+    let value = ExtJson
+        .deserialize(&mut parser)
+        .map_err(|e| e.to_string())?;
+    parser.end().map_err(|e| e.to_string())?;
+    Ok(value)
+}
+
+/// One Extended JSON value read from a parser as BSON.
+struct ExtJson;
+
+impl<'de> serde::de::DeserializeSeed<'de> for ExtJson {
+    type Value = Bson;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, parser: D) -> Result<Bson, D::Error> {
+        parser.deserialize_any(self)
+    }
+}
+
+fn integer(int: i64) -> Bson {
+    match i32::try_from(int) {
+        Ok(small) => Bson::Int32(small),
+        Err(_) => Bson::Int64(int),
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for ExtJson {
+    type Value = Bson;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an Extended JSON value")
+    }
+
+    fn visit_bool<E>(self, flag: bool) -> Result<Bson, E> {
+        Ok(Bson::Boolean(flag))
+    }
+
+    fn visit_i64<E>(self, int: i64) -> Result<Bson, E> {
+        Ok(integer(int))
+    }
+
+    fn visit_u64<E>(self, int: u64) -> Result<Bson, E> {
+        Ok(i64::try_from(int).map_or(Bson::Double(int as f64), integer))
+    }
+
+    fn visit_f64<E>(self, float: f64) -> Result<Bson, E> {
+        Ok(Bson::Double(float))
+    }
+
+    fn visit_str<E>(self, text: &str) -> Result<Bson, E> {
+        Ok(Bson::String(text.to_string()))
+    }
+
+    fn visit_string<E>(self, text: String) -> Result<Bson, E> {
+        Ok(Bson::String(text))
+    }
+
+    fn visit_unit<E>(self) -> Result<Bson, E> {
+        Ok(Bson::Null)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Bson, A::Error> {
+        let mut values = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(value) = seq.next_element_seed(ExtJson)? {
+            values.push(value);
+        }
+        Ok(Bson::Array(values))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Bson, A::Error> {
+        let mut document = Document::new();
+        while let Some(name) = map.next_key::<String>()? {
+            if name.starts_with('$') {
+                // A `$` object (or a plain one with a `$` key, which bson refuses): the
+                // whole object goes to bson, the fields read so far as they were.
+                let mut object = match Bson::Document(document).into_canonical_extjson() {
+                    Value::Object(object) => object,
+                    _ => serde_json::Map::new(),
+                };
+                object.insert(name, map.next_value()?);
+                while let Some((name, value)) = map.next_entry::<String, Value>()? {
+                    object.insert(name, value);
+                }
+                return Bson::try_from(Value::Object(object)).map_err(serde::de::Error::custom);
+            }
+            let value = map.next_value_seed(ExtJson)?;
+            document.insert(name, value);
+        }
+        Ok(Bson::Document(document))
+    }
+}
+
 /// A value as Extended JSON v2, relaxed or canonical; field order kept.
 pub fn extjson(value: Bson, canonical: bool) -> Value {
     if canonical {
@@ -199,13 +295,24 @@ mod tests {
         for case in cases {
             let value: Value = serde_json::from_str(case).unwrap();
             let ours = from_extjson(value.clone()).unwrap();
-            assert_eq!(ours, Bson::try_from(value).unwrap(), "{case}");
+            let expected = Bson::try_from(value).unwrap();
+            assert_eq!(ours, expected, "{case}");
+            assert_eq!(parse_extjson(case).unwrap(), expected, "{case}");
         }
-        for bad in [r#"{"a":{"$oid":"zz"}}"#, r#"[{"$numberInt":"x"}]"#] {
+        let bad_cases = [
+            r#"{"a":{"$oid":"zz"}}"#,
+            r#"[{"$numberInt":"x"}]"#,
+            r#"{"a":1,"$oid":"65f0a1b2c3d4e5f6a7b8c9d0"}"#,
+        ];
+        for bad in bad_cases {
             let value: Value = serde_json::from_str(bad).unwrap();
             assert!(from_extjson(value.clone()).is_err(), "{bad}");
+            assert!(parse_extjson(bad).is_err(), "{bad}");
             assert!(Bson::try_from(value).is_err(), "{bad}");
         }
+        // Text after the value, or no JSON at all, is refused.
+        assert!(parse_extjson("{} {}").is_err());
+        assert!(parse_extjson("{").is_err());
     }
 
     #[test]
