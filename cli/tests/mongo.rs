@@ -336,3 +336,217 @@ fn children_need_an_array_to_join() {
     let output = import(&db, &file, &["--children", file.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(2));
 }
+
+/// `advise --json`: one line per array field, then the prediction.
+fn advise(args: &[&str]) -> (Vec<serde_json::Value>, Output) {
+    let mut all = vec!["--json", "advise"];
+    all.extend_from_slice(args);
+    let output = skewdb(&all);
+    let lines = stdout(&output)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (lines, output)
+}
+
+/// A small deterministic generator, so the files need no randomness crate.
+fn lcg(state: &mut u64) -> f64 {
+    *state = state
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (*state >> 11) as f64 / (1u64 << 53) as f64
+}
+
+#[test]
+fn uniform_small_arrays_are_advised_to_embed() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("in.json");
+    let mut state = 1;
+    let mut lines = String::new();
+    for id in 0..3000 {
+        let tags: Vec<String> = (0..1 + (lcg(&mut state) * 8.0) as u32)
+            .map(|t| format!("\"t{t}\""))
+            .collect();
+        lines += &format!("{{\"_id\":{id},\"tags\":[{}]}}\n", tags.join(","));
+    }
+    std::fs::write(&file, lines).unwrap();
+    let (advice, output) = advise(&["--file", file.to_str().unwrap(), "--budget", "1MiB"]);
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(advice.len(), 2, "{advice:?}");
+    let tags = &advice[0];
+    assert_eq!(tags["field"], "tags");
+    assert_eq!(tags["layout"], "embed", "{tags}");
+    assert_eq!(
+        (tags["documents"].clone(), tags["max"].clone()),
+        (3000.into(), 8.into())
+    );
+    assert!(tags["reason"].as_str().unwrap().contains("light"));
+    let prediction = &advice[1]["prediction"];
+    assert_eq!(prediction["budget_bytes"], 1 << 20);
+    for layout in ["advised", "embed"] {
+        let hit_ratio = prediction[layout]["hit_ratio"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&hit_ratio), "{prediction}");
+    }
+}
+
+#[test]
+fn a_follower_collection_with_a_celebrity_is_advised_to_outlier_and_imports_under_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("in.json");
+    let mut state = 7;
+    let mut lines = String::new();
+    for id in 0..2000 {
+        // Pareto(1.2) follower counts; account 0 is the celebrity, past 16 MiB embedded.
+        let count = match id {
+            0 => 90_000,
+            _ => ((1.0 - lcg(&mut state)).powf(-1.0 / 1.2) - 1.0).min(500.0) as usize,
+        };
+        let followers: Vec<String> = (0..count)
+            .map(|f| format!("\"{:0>200}\"", format!("{id}-{f}")))
+            .collect();
+        lines += &format!(
+            "{{\"_id\":\"u{id:04}\",\"name\":\"n{id}\",\"followers\":[{}]}}\n",
+            followers.join(",")
+        );
+    }
+    std::fs::write(&file, &lines).unwrap();
+    let (advice, output) = advise(&["--file", file.to_str().unwrap(), "--budget", "512KiB"]);
+    assert!(output.status.success(), "{output:?}");
+    let followers = &advice[0];
+    let layout = followers["layout"].as_str().unwrap().to_string();
+    assert!(layout.starts_with("outlier:"), "{followers}");
+    let cap: u64 = layout["outlier:".len()..].parse().unwrap();
+    assert!(
+        cap >= followers["p90"].as_u64().unwrap() && cap < 1000,
+        "{followers}"
+    );
+    assert_eq!(followers["max"], 90_000);
+    assert!(followers["over_limit_share"].as_f64().unwrap() > 0.0);
+    let alpha = followers["tail_exponent"].as_f64().unwrap();
+    assert!(alpha > 0.5 && alpha < 2.5, "{followers}");
+    // Embed refuses the celebrity; the advice keeps every account, and the page cache
+    // serves the Zipf reads better than Embed's.
+    let prediction = &advice[1]["prediction"];
+    assert_eq!(prediction["embed"]["refused_documents"], 1, "{prediction}");
+    assert_eq!(prediction["advised"]["refused_documents"], 0);
+    assert!(
+        prediction["advised"]["hit_ratio"].as_f64() > prediction["embed"]["hit_ratio"].as_f64(),
+        "{prediction}"
+    );
+    // Imported under the advice: the celebrity's followers all readable, the file given back.
+    let db = dir.path().join("db");
+    let output = import(&db, &file, &["--array", &format!("followers={layout}")]);
+    assert!(output.status.success(), "{output:?}");
+    let db = db.to_str().unwrap();
+    let parent = skewdb(&["--json", "get", db, "c", "u0000"]);
+    let parent: serde_json::Value = serde_json::from_slice(&parent.stdout).unwrap();
+    assert_eq!(parent["arrays"]["followers"]["total"], 90_000, "{parent}");
+    assert_eq!(parent["arrays"]["followers"]["has_overflow"], true);
+    let items = stdout(&skewdb(&["items", db, "c", "u0000", "followers"]));
+    assert_eq!(items.lines().count(), 90_000);
+    assert_eq!(stdout(&skewdb(&["export", db, "c"])), lines);
+    // Advice read back from the database agrees with the file's.
+    let (stored, output) = advise(&[db, "c", "--budget", "4MiB"]);
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(stored[0]["layout"], followers["layout"]);
+    assert_eq!(stored[0]["max"], followers["max"]);
+}
+
+#[test]
+fn hand_made_windows_and_buckets_are_recognized() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("in.json");
+    let mut lines = String::new();
+    for id in 0..200u64 {
+        // A window capped by the application at 10 newest reviews, and a day of readings
+        // every minute as a hand-made bucket.
+        let reviews: Vec<String> = (0..(id % 40).min(10))
+            .map(|r| format!("{{\"_id\":\"r{id}-{r}\",\"stars\":4}}"))
+            .collect();
+        let readings: Vec<String> = (0..100)
+            .map(|m| {
+                format!(
+                    "{{\"at\":{{\"$date\":{{\"$numberLong\":\"{}\"}}}},\"v\":{m}}}",
+                    1_700_000_000_000u64 + (id * 100 + m) * 60_000
+                )
+            })
+            .collect();
+        lines += &format!(
+            "{{\"_id\":{id},\"recent_reviews\":[{}],\"readings\":[{}]}}\n",
+            reviews.join(","),
+            readings.join(",")
+        );
+    }
+    std::fs::write(&file, lines).unwrap();
+    let (advice, output) = advise(&["--file", file.to_str().unwrap()]);
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(advice[0]["layout"], "subset:10", "{}", advice[0]);
+    assert!(
+        advice[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("hand-made window")
+    );
+    assert_eq!(advice[1]["time_key"], "at");
+    let bucket = advice[1]["layout"].as_str().unwrap();
+    assert!(bucket.starts_with("bucket:"), "{}", advice[1]);
+    // The application's own word wins: it shows only the newest 3.
+    let newest = [
+        "--file",
+        file.to_str().unwrap(),
+        "--reads-newest",
+        "recent_reviews=3",
+    ];
+    let (advice, _) = advise(&newest);
+    assert_eq!(advice[0]["layout"], "subset:3");
+    // Reads given as keys replace the Zipf stream; the text output names each field.
+    let reads = dir.path().join("reads.txt");
+    std::fs::write(&reads, "1\n2\n\n3\n1\n").unwrap();
+    let text = skewdb(&[
+        "advise",
+        "--file",
+        file.to_str().unwrap(),
+        "--reads",
+        reads.to_str().unwrap(),
+    ]);
+    assert!(text.status.success(), "{text:?}");
+    let text = stdout(&text);
+    assert!(
+        text.contains("advice: --array recent_reviews=subset:10"),
+        "{text}"
+    );
+    assert!(text.contains("predicted page cache at 64.0 MiB"), "{text}");
+}
+
+#[test]
+fn advise_refuses_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("in.json");
+    std::fs::write(&file, "{\"_id\":1,\"a\":[1,2]}\n").unwrap();
+    let file = file.to_str().unwrap();
+    // Neither a file nor a database; a budget that is no byte count: usage errors.
+    assert_eq!(skewdb(&["advise"]).status.code(), Some(2));
+    let output = skewdb(&["advise", "--file", file, "--budget", "lots"]);
+    assert_eq!(output.status.code(), Some(2));
+    for bad in [
+        vec!["advise", "--file", file, "--reads-newest", "a"],
+        vec!["advise", "--file", file, "--reads-newest", "a=0"],
+        vec!["advise", "--file", "/nonexistent/in.json"],
+        vec!["advise", "--file", file, "--reads", "/nonexistent/keys"],
+        vec!["advise", "--file", "-"],
+    ] {
+        let output = skewdb(&bad);
+        assert_eq!(output.status.code(), Some(1), "{bad:?}: {output:?}");
+        assert!(!output.stderr.is_empty());
+    }
+    // A database that does not exist.
+    let missing = dir.path().join("none");
+    let output = skewdb(&["advise", missing.to_str().unwrap(), "c"]);
+    assert_eq!(output.status.code(), Some(1));
+    // Documents without arrays: nothing to advise, said so.
+    let plain = dir.path().join("plain.json");
+    std::fs::write(&plain, "{\"_id\":1,\"n\":2}\nnot json\n").unwrap();
+    let output = skewdb(&["advise", "--file", plain.to_str().unwrap()]);
+    assert!(output.status.success(), "{output:?}");
+    assert!(stdout(&output).contains("no array field"));
+}
