@@ -490,11 +490,17 @@ impl Keys {
     }
 }
 
-/// Commits one operation, durably; `--json` prints the acknowledgement.
-fn commit_one(db: &Path, json: bool, add: impl FnOnce(&mut Batch)) -> Result<(), Failure> {
+/// Commits one operation on `collection`, durably; `--json` prints the acknowledgement.
+fn commit_one(
+    db: &Path,
+    collection: &str,
+    json: bool,
+    add: impl FnOnce(&mut Batch, &skewdb::Collection) -> Result<(), Failure>,
+) -> Result<(), Failure> {
     let handle = open_existing(db)?;
+    let collection = handle.collection(collection)?;
     let mut batch = handle.batch();
-    add(&mut batch);
+    add(&mut batch, &collection)?;
     batch.commit()?;
     if json {
         print_value(&json!({"committed": 1}));
@@ -889,9 +895,16 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             }
         }
         Command::Put { parent, body } => {
-            let key = keys.read(&parent.key)?;
-            commit_one(&parent.db, json, |batch| {
-                batch.put(&parent.collection, &key, &body);
+            commit_one(&parent.db, &parent.collection, json, |batch, collection| {
+                let key = keys.read_for(&parent.key, collection)?;
+                let body = match Shown::of(collection.spec(), false) {
+                    Shown::Bytes => body.into_bytes(),
+                    Shown::Bson { .. } => {
+                        skewdb_cli::mongo::body_arg(&body).map_err(Failure::invalid_input)?
+                    }
+                };
+                batch.put_in(collection, &key, body);
+                Ok(())
             })?;
         }
         Command::Push {
@@ -901,29 +914,48 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             value,
             measures,
         } => {
-            let key = keys.read(&array.parent.key)?;
-            let mut item = NewItem::new(&payload);
-            if let Some(item_key) = item_key {
-                item = item.key(item_key);
-            }
-            if let Some(value) = value {
-                item = item.value(failure::finite(value, "--value")?);
-            }
-            for given in &measures {
-                let bad = || Failure::invalid_input(format!("--measure {given:?} is not NAME=V"));
-                let (name, value) = given.split_once('=').ok_or_else(bad)?;
-                let value: f64 = value.parse().map_err(|_| bad())?;
-                item = item.measure(name, failure::finite(value, "--measure")?);
-            }
-            commit_one(&array.parent.db, json, |batch| {
-                batch.push(&array.parent.collection, &key, &array.field, item);
-            })?;
+            commit_one(
+                &array.parent.db,
+                &array.parent.collection,
+                json,
+                |batch, c| {
+                    let key = keys.read_for(&array.parent.key, c)?;
+                    let mut item = match Shown::of(c.spec(), false) {
+                        Shown::Bytes => NewItem::new(&payload),
+                        Shown::Bson { .. } => NewItem::new(
+                            skewdb_cli::mongo::payload_arg(&payload)
+                                .map_err(Failure::invalid_input)?,
+                        ),
+                    };
+                    if let Some(item_key) = item_key {
+                        item = item.key(item_key);
+                    }
+                    if let Some(value) = value {
+                        item = item.value(failure::finite(value, "--value")?);
+                    }
+                    for given in &measures {
+                        let bad =
+                            || Failure::invalid_input(format!("--measure {given:?} is not NAME=V"));
+                        let (name, value) = given.split_once('=').ok_or_else(bad)?;
+                        let value: f64 = value.parse().map_err(|_| bad())?;
+                        item = item.measure(name, failure::finite(value, "--measure")?);
+                    }
+                    batch.push_to(&c.array(&array.field)?, &key, item);
+                    Ok(())
+                },
+            )?;
         }
         Command::Remove { array, item_key } => {
-            let key = keys.read(&array.parent.key)?;
-            commit_one(&array.parent.db, json, |batch| {
-                batch.remove(&array.parent.collection, &key, &array.field, item_key);
-            })?;
+            commit_one(
+                &array.parent.db,
+                &array.parent.collection,
+                json,
+                |batch, c| {
+                    let key = keys.read_for(&array.parent.key, c)?;
+                    batch.remove_from(&c.array(&array.field)?, &key, item_key);
+                    Ok(())
+                },
+            )?;
         }
         Command::Expire {
             db,
@@ -932,12 +964,11 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             before,
             key,
         } => match key {
-            Some(key) => {
-                let key = keys.read(&key)?;
-                commit_one(&db, json, |batch| {
-                    batch.expire_buckets(&collection, &key, &field, before);
-                })?
-            }
+            Some(key) => commit_one(&db, &collection, json, |batch, c| {
+                let key = keys.read_for(&key, c)?;
+                batch.expire_buckets_of(&c.array(&field)?, &key, before);
+                Ok(())
+            })?,
             None => {
                 let handle = open_existing(&db)?;
                 let expired = handle
@@ -1047,9 +1078,10 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             }
         }
         Command::Del { parent } => {
-            let key = keys.read(&parent.key)?;
-            commit_one(&parent.db, json, |batch| {
-                batch.delete(&parent.collection, &key);
+            commit_one(&parent.db, &parent.collection, json, |batch, collection| {
+                let key = keys.read_for(&parent.key, collection)?;
+                batch.delete_in(collection, &key);
+                Ok(())
             })?;
         }
         Command::Get { parent } => {

@@ -258,6 +258,26 @@ pub fn key_arg(text: &str) -> Result<Vec<u8>, String> {
     bson_key::encode(&value).map_err(|e| format!("key {text:?}: {e}"))
 }
 
+/// A body as given on the command line, for a collection stored as `bson`: an Extended JSON
+/// document.
+pub fn body_arg(text: &str) -> Result<Vec<u8>, String> {
+    match parse_extjson(text).map_err(|e| format!("body: not Extended JSON: {e}"))? {
+        Bson::Document(document) => document.to_vec().map_err(|e| e.to_string()),
+        other => Err(format!(
+            "body: a {:?}, not a document",
+            other.element_type()
+        )),
+    }
+}
+
+/// An item's payload as given on the command line, for a collection stored as `bson`: an
+/// array element as Extended JSON (`{"stars": 4}`, `5`, `"tag"`), or, when it is no JSON,
+/// the text as a string.
+pub fn payload_arg(text: &str) -> Result<Vec<u8>, String> {
+    let element = parse_extjson(text).unwrap_or_else(|_| Bson::String(text.to_string()));
+    element_payload(&element)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -550,3 +550,58 @@ fn advise_refuses_bad_input() {
     assert!(output.status.success(), "{output:?}");
     assert!(stdout(&output).contains("no array field"));
 }
+
+#[test]
+fn writes_to_an_imported_collection_take_extended_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("in.json");
+    std::fs::write(&file, "{\"_id\":1,\"name\":\"a\",\"tags\":[\"x\"]}\n").unwrap();
+    let db = dir.path().join("db");
+    assert!(
+        import(&db, &file, &["--array", "tags=outlier:1"])
+            .status
+            .success()
+    );
+    let db = db.to_str().unwrap();
+    let oid = r#"{"$oid":"65f0a1b2c3d4e5f6a7b8c9d0"}"#;
+    let ok = |args: &[&str]| {
+        let output = skewdb(args);
+        assert!(output.status.success(), "{args:?}: {output:?}");
+    };
+    ok(&[
+        "put",
+        db,
+        "c",
+        oid,
+        r#"{"_id":{"$oid":"65f0a1b2c3d4e5f6a7b8c9d0"},"n":{"$numberLong":"5"}}"#,
+    ]);
+    ok(&[
+        "push",
+        db,
+        "c",
+        oid,
+        "tags",
+        r#"{"k":{"$date":"2024-01-01T00:00:00Z"}}"#,
+    ]);
+    ok(&["push", db, "c", oid, "tags", "plain words"]);
+    ok(&["push", db, "c", "1", "tags", "7", "--key", "9"]);
+    ok(&["remove", db, "c", "1", "tags", "9"]);
+    let exported = stdout(&skewdb(&["export", db, "c", "--canonical"]));
+    let expected = concat!(
+        r#"{"_id":{"$numberInt":"1"},"name":"a","tags":["x"]}"#,
+        "\n",
+        r#"{"_id":{"$oid":"65f0a1b2c3d4e5f6a7b8c9d0"},"n":{"$numberLong":"5"},"tags":[{"k":{"$date":{"$numberLong":"1704067200000"}}},"plain words"]}"#,
+        "\n"
+    );
+    assert_eq!(exported, expected);
+    ok(&["del", db, "c", oid]);
+    assert_eq!(stdout(&skewdb(&["export", db, "c"])).lines().count(), 1);
+    // A body that is no document is refused, nothing written.
+    for body in ["not json", "[1,2]", r#"{"a":{"$oid":"zz"}}"#] {
+        let output = skewdb(&["--json", "put", db, "c", "2", body]);
+        assert_eq!(output.status.code(), Some(1), "{body}");
+        let error: serde_json::Value = serde_json::from_slice(&output.stderr).unwrap();
+        assert_eq!(error["kind"], "invalid_input", "{body}");
+    }
+    assert_eq!(stdout(&skewdb(&["export", db, "c"])).lines().count(), 1);
+}
