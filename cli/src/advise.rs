@@ -103,7 +103,11 @@ pub struct Prediction {
 /// One layout's replay.
 #[derive(Clone, Debug)]
 pub struct Replay {
-    pub hit_ratio: f64,
+    /// Hits over requests; `None` when the reads made no request (a collection small
+    /// enough to sit in the tree's root page, which stays in memory).
+    pub hit_ratio: Option<f64>,
+    /// Requests the measured reads made of the page cache.
+    pub requests: u64,
     pub misses: u64,
     /// Bytes of the objects the reads touched, once each: the working set's size.
     pub touched_bytes: u64,
@@ -592,7 +596,8 @@ fn predict(
             if embed { "embed" } else { "the advice" }
         ));
         Ok(Replay {
-            hit_ratio: hits as f64 / measured.max(1) as f64,
+            hit_ratio: (measured > 0).then(|| hits as f64 / measured as f64),
+            requests: measured,
             misses: measured - hits,
             touched_bytes: touched.values().sum(),
             refused,
@@ -628,6 +633,7 @@ pub fn field_json(field: &FieldAdvice) -> serde_json::Value {
 fn replay_json(replay: &Replay) -> serde_json::Value {
     serde_json::json!({
         "hit_ratio": replay.hit_ratio,
+        "requests": replay.requests,
         "misses": replay.misses,
         "touched_bytes": replay.touched_bytes,
         "refused_documents": replay.refused,
@@ -703,13 +709,18 @@ pub fn text(advice: &Advice) -> String {
                 0 => String::new(),
                 n => format!("; {} documents refused (over 16 MiB)", count(n)),
             };
-            let _ = writeln!(
-                out,
-                "  {name:<8} hit ratio {:.3}, {} misses; the reads touch {}{refused}",
-                replay.hit_ratio,
-                count(replay.misses),
-                size(replay.touched_bytes as f64)
-            );
+            let _ = match replay.hit_ratio {
+                Some(hit_ratio) => writeln!(
+                    out,
+                    "  {name:<8} hit ratio {hit_ratio:.3}, {} misses; the reads touch {}{refused}",
+                    count(replay.misses),
+                    size(replay.touched_bytes as f64)
+                ),
+                None => writeln!(
+                    out,
+                    "  {name:<8} no page cache request: the collection fits in the tree's root page, kept in memory{refused}"
+                ),
+            };
         }
     }
     out

@@ -386,6 +386,7 @@ fn uniform_small_arrays_are_advised_to_embed() {
     for layout in ["advised", "embed"] {
         let hit_ratio = prediction[layout]["hit_ratio"].as_f64().unwrap();
         assert!((0.0..=1.0).contains(&hit_ratio), "{prediction}");
+        assert!(prediction[layout]["requests"].as_u64().unwrap() > 0);
     }
 }
 
