@@ -606,3 +606,64 @@ fn writes_to_an_imported_collection_take_extended_json() {
     }
     assert_eq!(stdout(&skewdb(&["export", db, "c"])).lines().count(), 1);
 }
+
+/// The README's "Coming from MongoDB" commands, on the files it names.
+#[test]
+fn the_readme_example_runs_as_shown() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/mongo");
+    let (products, reviews) = (example.join("products.json"), example.join("reviews.json"));
+    let (advice, output) = advise(&["--file", products.to_str().unwrap()]);
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(advice[0]["layout"], "subset:3");
+    // Six parents sit in the root page: no request, no hit ratio.
+    let prediction = &advice[1]["prediction"];
+    assert_eq!(prediction["advised"]["requests"], 0);
+    assert!(prediction["advised"]["hit_ratio"].is_null());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("shop.db");
+    let output = skewdb(&[
+        "import",
+        db.to_str().unwrap(),
+        "--collection",
+        "products",
+        "--file",
+        products.to_str().unwrap(),
+        "--array",
+        "recent_reviews=subset:3",
+        "--item-key",
+        "at",
+        "--measure",
+        "stars",
+        "--drop",
+        "review_count",
+        "--children",
+        reviews.to_str().unwrap(),
+        "--parent-field",
+        "product_id",
+        "--into",
+        "recent_reviews",
+    ]);
+    assert!(output.status.success(), "{output:?}");
+    assert!(stdout(&output).starts_with(
+        "imported 6 documents (62 items, 49 of them children; 13 children already embedded"
+    ));
+    let inline = stdout(&skewdb(&[
+        "export",
+        db.to_str().unwrap(),
+        "products",
+        "--inline-only",
+    ]));
+    let kettle: serde_json::Value = serde_json::from_str(inline.lines().next().unwrap()).unwrap();
+    assert_eq!(kettle["name"], "Kettle");
+    assert_eq!(kettle["recent_reviews_count"], 40);
+    // The window is what the file embedded, less the count the engine now keeps.
+    let original: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(&products)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(kettle["recent_reviews"], original["recent_reviews"]);
+}
