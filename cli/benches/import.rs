@@ -1,6 +1,8 @@
 //! Import throughput, through the `skewdb` binary as a user runs it: documents of about 200
 //! bytes per second, and array items per second. Each case is run three times on a fresh
-//! database; the median is printed. `cargo bench -p skewdb-cli --bench import`.
+//! database; the median is printed. Then `advise` on a follower collection with power-law
+//! follower counts: its advice, its prediction against Embed, and how long it took.
+//! `cargo bench -p skewdb-cli --bench import`.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -55,6 +57,37 @@ fn readings(path: &Path) -> u64 {
     out.len() as u64
 }
 
+/// Accounts with Pareto(1.2) follower counts (at most 2,000) and one celebrity with 200,000
+/// followers, each follower `{"id": "...", "since": date}`.
+fn followers(path: &Path) -> u64 {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+    let mut out = String::new();
+    for account in 0..FOLLOWER_ACCOUNTS {
+        let count = match account {
+            0 => 200_000,
+            _ => ((1.0 - rng.random::<f64>()).powf(-1.0 / 1.2) - 1.0).min(2000.0) as u64,
+        };
+        let followers: Vec<String> = (0..count)
+            .map(|f| {
+                format!(
+                    r#"{{"id":"f{:07}","since":{{"$date":{{"$numberLong":"{}"}}}}}}"#,
+                    rng.random_range(0..10_000_000),
+                    1_600_000_000_000u64 + f * 1000
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            r#"{{"_id":"user{account:06}","name":"n{account}","followers":[{}]}}"#,
+            followers.join(",")
+        );
+    }
+    std::fs::write(path, &out).unwrap();
+    out.len() as u64
+}
+
+const FOLLOWER_ACCOUNTS: u64 = 50_000;
+
 /// The median seconds of `RUNS` imports of `file` with `extra` arguments.
 fn median_seconds(dir: &Path, file: &Path, extra: &[&str]) -> f64 {
     let mut seconds = Vec::new();
@@ -104,6 +137,22 @@ fn main() {
         ],
     );
     let items_total = PARENTS * ITEMS_PER_PARENT;
+    let followers_file = dir.path().join("followers.json");
+    let followers_bytes = followers(&followers_file);
+    let started = Instant::now();
+    let advice = Command::new(env!("CARGO_BIN_EXE_skewdb"))
+        .args(["advise", "--budget", "8MiB", "--file"])
+        .arg(&followers_file)
+        .output()
+        .unwrap();
+    let advise_seconds = started.elapsed().as_secs_f64();
+    assert!(advice.status.success(), "{advice:?}");
+    println!(
+        "advise on {FOLLOWER_ACCOUNTS} accounts ({:.1} MB) in {advise_seconds:.1} s:",
+        followers_bytes as f64 / 1e6
+    );
+    print!("{}", String::from_utf8_lossy(&advice.stdout));
+    println!();
     println!("| input | size | median of {RUNS} | rate |");
     println!("|---|---|---|---|");
     println!(

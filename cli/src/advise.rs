@@ -133,6 +133,8 @@ struct FieldStats {
     largest_document_bytes: u64,
     /// Per element field name: how many elements hold a date there.
     dates: HashMap<String, u64>,
+    /// Elements that are readings: documents of dates and numbers only, at least one of each.
+    readings: u64,
     /// Per document of two or more dated elements: the mean gap between keys, per candidate.
     gaps: HashMap<String, Vec<i64>>,
 }
@@ -200,6 +202,17 @@ impl FieldStats {
             let Bson::Document(fields) = element else {
                 continue;
             };
+            let is = |f: fn(&Bson) -> bool| fields.values().any(f);
+            let number = |v: &Bson| {
+                matches!(
+                    v,
+                    Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_)
+                )
+            };
+            let date = |v: &Bson| matches!(v, Bson::DateTime(_));
+            if is(number) && is(date) && fields.values().all(|v| number(v) || date(v)) {
+                self.readings += 1;
+            }
             for (name, value) in fields {
                 if let Bson::DateTime(at) = value {
                     let at = at.timestamp_millis();
@@ -330,7 +343,10 @@ fn recommend(
             ),
         );
     }
+    // A stream is readings: each element a date with numbers. Elements that also carry
+    // text (an id, a name, a review) are things that happen to be dated, not a stream.
     if let Some(time_key) = stats.time_key()
+        && stats.readings == stats.elements
         && max >= STREAM_ITEMS
     {
         let items = (BUCKET_BYTES / element_bytes.max(1.0)) as u64;
@@ -351,7 +367,7 @@ fn recommend(
                 span,
             },
             format!(
-                "a time-keyed stream ({time_key:?} is a date in every element), up to {} per document: buckets of {max_items} (about {}){span_text}, whose summaries answer aggregates without reading items",
+                "a stream of readings (every element a date, {time_key:?}, with numbers), up to {} per document: buckets of {max_items} (about {}){span_text}, whose summaries answer aggregates without reading items",
                 count(max),
                 size(max_items as f64 * element_bytes)
             ),
@@ -359,7 +375,10 @@ fn recommend(
     }
     let at_max = sorted.iter().rev().take_while(|&&n| n == max).count() as f64;
     let below_max = sorted.iter().filter(|&&n| n + 1 == max).count() as f64;
+    // Every document at one length is fixed-size data as likely as a cap: not a window.
+    let spread = sorted.len() as f64 - at_max >= CAPPED_SHARE / 2.0 * sorted.len() as f64;
     if max >= 2
+        && spread
         && at_max / sorted.len() as f64 >= CAPPED_SHARE
         && at_max >= CAPPED_PILE_UP * below_max
     {

@@ -472,10 +472,15 @@ fn hand_made_windows_and_buckets_are_recognized() {
                 )
             })
             .collect();
+        // Dated things that are no readings (they carry an id): not a stream.
+        let visits: Vec<String> = (0..80)
+            .map(|v| format!("{{\"who\":\"v{v}\",\"at\":{{\"$date\":\"2024-01-01T00:00:00Z\"}}}}"))
+            .collect();
         lines += &format!(
-            "{{\"_id\":{id},\"recent_reviews\":[{}],\"readings\":[{}]}}\n",
+            "{{\"_id\":{id},\"recent_reviews\":[{}],\"readings\":[{}],\"visits\":[{}]}}\n",
             reviews.join(","),
-            readings.join(",")
+            readings.join(","),
+            visits.join(",")
         );
     }
     std::fs::write(&file, lines).unwrap();
@@ -491,6 +496,8 @@ fn hand_made_windows_and_buckets_are_recognized() {
     assert_eq!(advice[1]["time_key"], "at");
     let bucket = advice[1]["layout"].as_str().unwrap();
     assert!(bucket.starts_with("bucket:"), "{}", advice[1]);
+    assert_eq!(advice[2]["time_key"], "at");
+    assert_eq!(advice[2]["layout"], "embed", "{}", advice[2]);
     // The application's own word wins: it shows only the newest 3.
     let newest = [
         "--file",
