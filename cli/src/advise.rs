@@ -119,6 +119,8 @@ pub struct Replay {
 #[derive(Clone, Debug)]
 pub struct Advice {
     pub documents: u64,
+    /// Documents left out: not JSON, not a document, or without the key field.
+    pub skipped: u64,
     pub fields: Vec<FieldAdvice>,
     pub prediction: Option<Prediction>,
 }
@@ -461,11 +463,11 @@ pub fn run(
     mut progress: impl FnMut(&str),
 ) -> Result<Advice, Failure> {
     let mut survey = Survey::default();
+    let mut skipped = 0;
     for (_, document) in source()? {
-        if let Ok(document) = document {
-            // A document without its key field is left out, as import would refuse it.
-            let _ = survey.add(&request.key_field, &document);
-        }
+        // A document import would refuse is left out, and counted.
+        let added = document.and_then(|d| survey.add(&request.key_field, &d));
+        skipped += u64::from(added.is_err());
     }
     progress(&format!(
         "surveyed {} documents, {} array fields",
@@ -506,6 +508,7 @@ pub fn run(
     };
     Ok(Advice {
         documents: survey.documents,
+        skipped,
         fields,
         prediction,
     })
@@ -676,6 +679,13 @@ pub fn prediction_json(prediction: &Prediction) -> serde_json::Value {
 pub fn text(advice: &Advice) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
+    if advice.skipped > 0 {
+        let _ = writeln!(
+            out,
+            "{} documents left out (not JSON, not a document, or without the key field)",
+            count(advice.skipped)
+        );
+    }
     if advice.fields.is_empty() {
         let _ = writeln!(
             out,

@@ -475,7 +475,7 @@ struct Keys {
 impl Keys {
     /// A key of `collection`: Extended JSON (or a plain string) when it is stored as BSON.
     fn read_for(self, key: &str, collection: &skewdb::Collection) -> Result<Vec<u8>, Failure> {
-        if !self.base64 && collection.spec().document_format() == skewdb::DocumentFormat::Bson {
+        if !self.base64 && stores_bson(collection) {
             return skewdb_cli::mongo::key_arg(key).map_err(Failure::invalid_input);
         }
         self.read(key)
@@ -488,6 +488,12 @@ impl Keys {
             Ok(key.as_bytes().to_vec())
         }
     }
+}
+
+/// Whether `collection` was made by `import`: its keys, bodies and payloads are BSON, and
+/// the command line gives them as Extended JSON.
+fn stores_bson(collection: &skewdb::Collection) -> bool {
+    collection.spec().document_format() == skewdb::DocumentFormat::Bson
 }
 
 /// Commits one operation on `collection`, durably; `--json` prints the acknowledgement.
@@ -735,6 +741,9 @@ fn advise_command(
         (None, None) => return Err(Failure::usage("advise needs --file F or DB COLLECTION")),
     };
     if json {
+        if advice.skipped > 0 {
+            print_value(&json!({"skipped": advice.skipped}));
+        }
         for field in &advice.fields {
             print_value(&advise::field_json(field));
         }
@@ -897,11 +906,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Put { parent, body } => {
             commit_one(&parent.db, &parent.collection, json, |batch, collection| {
                 let key = keys.read_for(&parent.key, collection)?;
-                let body = match Shown::of(collection.spec(), false) {
-                    Shown::Bytes => body.into_bytes(),
-                    Shown::Bson { .. } => {
-                        skewdb_cli::mongo::body_arg(&body).map_err(Failure::invalid_input)?
-                    }
+                let body = match stores_bson(collection) {
+                    false => body.into_bytes(),
+                    true => skewdb_cli::mongo::body_arg(&body).map_err(Failure::invalid_input)?,
                 };
                 batch.put_in(collection, &key, body);
                 Ok(())
@@ -920,9 +927,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 json,
                 |batch, c| {
                     let key = keys.read_for(&array.parent.key, c)?;
-                    let mut item = match Shown::of(c.spec(), false) {
-                        Shown::Bytes => NewItem::new(&payload),
-                        Shown::Bson { .. } => NewItem::new(
+                    let mut item = match stores_bson(c) {
+                        false => NewItem::new(&payload),
+                        true => NewItem::new(
                             skewdb_cli::mongo::payload_arg(&payload)
                                 .map_err(Failure::invalid_input)?,
                         ),

@@ -557,6 +557,10 @@ fn advise_refuses_bad_input() {
     let output = skewdb(&["advise", "--file", plain.to_str().unwrap()]);
     assert!(output.status.success(), "{output:?}");
     assert!(stdout(&output).contains("no array field"));
+    assert!(
+        stdout(&output).starts_with("1 documents left out"),
+        "{output:?}"
+    );
 }
 
 #[test]
