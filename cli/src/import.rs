@@ -284,10 +284,14 @@ pub fn documents(input: impl BufRead + Send + 'static, json_array: bool) -> Docu
                 continue;
             }
             chunk_bytes += line.as_ref().map_or(0, String::len);
-            let parsed = line
-                .map_err(|e| e.to_string())
-                .and_then(|line| serde_json::from_str(&line).map_err(|e| format!("not JSON: {e}")));
-            chunk.push((at as u64 + 1, parsed.and_then(document)));
+            let parsed =
+                line.map_err(|e| e.to_string()).and_then(|line| {
+                    match mongo::parse_extjson(&line).map_err(|e| format!("not JSON: {e}"))? {
+                        Bson::Document(d) => Ok(d),
+                        other => Err(format!("a {:?}, not a document", other.element_type())),
+                    }
+                });
+            chunk.push((at as u64 + 1, parsed));
             if chunk.len() == PARSED_CHUNK_DOCUMENTS || chunk_bytes >= PARSED_CHUNK_BYTES {
                 chunk_bytes = 0;
                 let full =
