@@ -13,7 +13,7 @@ use skewdb::testing::Simulator;
 use skewdb::{CachePolicy, Db, Layout, MAX_RECORD_BYTES, Options, bson_key};
 
 use crate::failure::Failure;
-use crate::import::{self, ArrayField, Documents, Import};
+use crate::import::{self, ArrayField, Import, Source};
 use crate::mongo;
 
 /// An embedded document this large is near the record limit: one more burst of children
@@ -459,12 +459,12 @@ fn median(mut values: Vec<i64>) -> Option<i64> {
 /// prediction, twice more); documents that do not parse are skipped.
 pub fn run(
     request: &Request,
-    source: &dyn Fn() -> Result<Documents, Failure>,
+    source: &dyn Fn() -> Result<Source, Failure>,
     mut progress: impl FnMut(&str),
 ) -> Result<Advice, Failure> {
     let mut survey = Survey::default();
     let mut skipped = 0;
-    for (_, document) in source()? {
+    for (_, document) in source()?.documents() {
         // A document import would refuse is left out, and counted.
         let added = document.and_then(|d| survey.add(&request.key_field, &d));
         skipped += u64::from(added.is_err());
@@ -534,7 +534,7 @@ fn read_stream(request: &Request, survey: &Survey) -> Vec<Vec<u8>> {
 
 fn predict(
     request: &Request,
-    source: &dyn Fn() -> Result<Documents, Failure>,
+    source: &dyn Fn() -> Result<Source, Failure>,
     survey: &Survey,
     fields: &[FieldAdvice],
     progress: &mut impl FnMut(&str),

@@ -250,48 +250,87 @@ pub fn bulk_options() -> skewdb::Options {
 /// Documents read from a file, each `(line, document or why not)`.
 pub type Documents = Box<dyn Iterator<Item = (u64, Result<Document, String>)>>;
 
-/// Reads `mongoexport` documents: one per line, or (`json_array`) one JSON array of them.
-pub fn documents(input: impl BufRead + Send + 'static, json_array: bool) -> Documents {
-    fn document(value: serde_json::Value) -> Result<Document, String> {
-        match mongo::from_extjson(value)? {
-            Bson::Document(d) => Ok(d),
-            other => Err(format!("a {:?}, not a document", other.element_type())),
+/// Where an import's documents come from.
+pub enum Source {
+    /// `mongoexport` text: one document per line, or (`json_array`) one JSON array of them.
+    Text {
+        input: Box<dyn BufRead + Send>,
+        json_array: bool,
+    },
+    /// Documents already read.
+    Parsed(Documents),
+}
+
+impl Source {
+    /// The documents, each passed through `convert`: on the parsing thread when the source
+    /// is lines of text, so that what a document becomes is made beside its parsing while
+    /// the caller stores the ones before.
+    pub fn convert<T: Send + 'static>(
+        self,
+        convert: impl Fn(u64, Document) -> Result<T, String> + Send + 'static,
+    ) -> Box<dyn Iterator<Item = (u64, Result<T, String>)>> {
+        match self {
+            Source::Parsed(documents) => {
+                Box::new(documents.map(move |(at, d)| (at, d.and_then(|d| convert(at, d)))))
+            }
+            Source::Text {
+                input,
+                json_array: true,
+            } => {
+                let parsed: Result<Vec<serde_json::Value>, String> =
+                    serde_json::from_reader(input).map_err(|e| format!("not a JSON array: {e}"));
+                match parsed {
+                    Ok(values) => Box::new(values.into_iter().enumerate().map(move |(at, v)| {
+                        let at = at as u64 + 1;
+                        (
+                            at,
+                            document(mongo::from_extjson(v)).and_then(|d| convert(at, d)),
+                        )
+                    })),
+                    Err(e) => Box::new(std::iter::once((1, Err(e)))),
+                }
+            }
+            Source::Text {
+                input,
+                json_array: false,
+            } => lines(input, convert),
         }
     }
-    if json_array {
-        let parsed: Result<Vec<serde_json::Value>, String> =
-            serde_json::from_reader(input).map_err(|e| format!("not a JSON array: {e}"));
-        return match parsed {
-            Ok(values) => Box::new(
-                values
-                    .into_iter()
-                    .enumerate()
-                    .map(|(at, v)| (at as u64 + 1, document(v))),
-            ),
-            Err(e) => Box::new(std::iter::once((1, Err(e)))),
-        };
+
+    /// The documents as they are.
+    pub fn documents(self) -> Documents {
+        self.convert(|_, d| Ok(d))
     }
-    // Lines are parsed on a thread of their own, a chunk at a time, while the caller
-    // writes the chunk before: parsing Extended JSON costs about what storing it does.
+}
+
+/// A parsed value that must be a document.
+fn document(value: Result<Bson, String>) -> Result<Document, String> {
+    match value? {
+        Bson::Document(d) => Ok(d),
+        other => Err(format!("a {:?}, not a document", other.element_type())),
+    }
+}
+
+/// JSON lines parsed, and converted, on a thread of their own, a chunk at a time.
+fn lines<T: Send + 'static>(
+    input: Box<dyn BufRead + Send>,
+    convert: impl Fn(u64, Document) -> Result<T, String> + Send + 'static,
+) -> Box<dyn Iterator<Item = (u64, Result<T, String>)>> {
     let (sender, receiver) =
-        std::sync::mpsc::sync_channel::<Vec<(u64, Result<Document, String>)>>(PARSED_CHUNKS_AHEAD);
+        std::sync::mpsc::sync_channel::<Vec<(u64, Result<T, String>)>>(PARSED_CHUNKS_AHEAD);
     std::thread::spawn(move || {
         let mut chunk = Vec::with_capacity(PARSED_CHUNK_DOCUMENTS);
         let mut chunk_bytes = 0;
-        let lines = input.lines().enumerate();
-        for (at, line) in lines {
+        for (at, line) in input.lines().enumerate() {
             if matches!(&line, Ok(l) if l.trim().is_empty()) {
                 continue;
             }
+            let at = at as u64 + 1;
             chunk_bytes += line.as_ref().map_or(0, String::len);
-            let parsed =
-                line.map_err(|e| e.to_string()).and_then(|line| {
-                    match mongo::parse_extjson(&line).map_err(|e| format!("not JSON: {e}"))? {
-                        Bson::Document(d) => Ok(d),
-                        other => Err(format!("a {:?}, not a document", other.element_type())),
-                    }
-                });
-            chunk.push((at as u64 + 1, parsed));
+            let parsed = line.map_err(|e| e.to_string()).and_then(|line| {
+                document(mongo::parse_extjson(&line).map_err(|e| format!("not JSON: {e}")))
+            });
+            chunk.push((at, parsed.and_then(|d| convert(at, d))));
             if chunk.len() == PARSED_CHUNK_DOCUMENTS || chunk_bytes >= PARSED_CHUNK_BYTES {
                 chunk_bytes = 0;
                 let full =
@@ -317,8 +356,8 @@ const PARSED_CHUNKS_AHEAD: usize = 8;
 pub fn run(
     db: &Db,
     import: &Import,
-    documents: Documents,
-    children: Option<Documents>,
+    documents: Source,
+    children: Option<Source>,
     mut progress: impl FnMut(u64),
 ) -> Result<Imported, Failure> {
     let spec = match db.collection(&import.collection) {
@@ -365,8 +404,10 @@ pub fn run(
         done: Imported::default(),
     };
     let (mut pending, mut pending_items) = (Vec::new(), 0);
-    for (line, document) in documents {
-        match document.and_then(|d| import.unit(line, d)) {
+    let converter = import.clone();
+    let units = documents.convert(move |line, d| converter.unit(line, d));
+    for (line, unit) in units {
+        match unit {
             Ok(unit) => {
                 pending_items += unit.items.iter().map(Vec::len).sum::<usize>();
                 pending.push(unit);
@@ -394,16 +435,18 @@ impl State<'_> {
         &mut self,
         import: &Import,
         wanted: &Children,
-        children: Documents,
+        children: Source,
         progress: &mut impl FnMut(u64),
     ) -> Result<(), Failure> {
         let state = self;
+        let (converter, into) = (import.clone(), wanted.clone());
+        let children = children.convert(move |line, d| converter.child_unit(&into, line, d));
         // Per parent: the `_id`s its array holds (read once, then kept up to date), or `None`
         // when there is no such parent.
         let mut ids: HashMap<Vec<u8>, Option<HashSet<Vec<u8>>>> = HashMap::new();
         let mut pending = Vec::new();
-        for (line, document) in children {
-            let (unit, id) = match document.and_then(|d| import.child_unit(wanted, line, d)) {
+        for (line, unit) in children {
+            let (unit, id) = match unit {
                 Ok(parsed) => parsed,
                 Err(reason) => {
                     state.refuse(import, true, line, reason)?;

@@ -614,7 +614,7 @@ fn import_arrays(
 }
 
 /// The documents of a file given to `import` (`-`: standard input).
-fn import_source(file: &Path, json_array: bool) -> Result<import::Documents, Failure> {
+fn import_source(file: &Path, json_array: bool) -> Result<import::Source, Failure> {
     let input: Box<dyn std::io::BufRead + Send> = if file == Path::new("-") {
         Box::new(std::io::BufReader::new(std::io::stdin()))
     } else {
@@ -622,7 +622,7 @@ fn import_source(file: &Path, json_array: bool) -> Result<import::Documents, Fai
             .map_err(|e| Failure::invalid_input(format!("cannot read {}: {e}", file.display())))?;
         Box::new(std::io::BufReader::with_capacity(1 << 20, opened))
     };
-    Ok(import::documents(input, json_array))
+    Ok(import::Source::Text { input, json_array })
 }
 
 fn import_command(
@@ -725,7 +725,7 @@ fn advise_command(
         (None, Some((db, name))) => {
             let handle = open_existing(&db)?;
             let collection = handle.collection(&name)?;
-            let source = || -> Result<import::Documents, Failure> {
+            let source = || -> Result<import::Source, Failure> {
                 let of = collection.clone();
                 let documents = collection.scan(..)?.enumerate().map(move |(at, document)| {
                     let document = document
@@ -734,7 +734,7 @@ fn advise_command(
                         .map_err(|e| e.message);
                     (at as u64 + 1, document)
                 });
-                Ok(Box::new(documents))
+                Ok(import::Source::Parsed(Box::new(documents)))
             };
             advise::run(request, &source, progress)?
         }
