@@ -370,9 +370,74 @@ mod tests {
             assert!(parse_extjson(bad).is_err(), "{bad}");
             assert!(Bson::try_from(value).is_err(), "{bad}");
         }
+        // A name given twice: the last value stands, as serde_json keeps it, but an invalid
+        // earlier value is refused, where serde_json would drop it unread.
+        assert_eq!(
+            parse_extjson(r#"{"a":1,"a":{"$numberLong":"2"}}"#),
+            Ok(Bson::Document(bson::doc! {"a": 2i64}))
+        );
+        assert!(parse_extjson(r#"{"a":{"$oid":"zz"},"a":1}"#).is_err());
         // Text after the value, or no JSON at all, is refused.
         assert!(parse_extjson("{} {}").is_err());
         assert!(parse_extjson("{").is_err());
+    }
+
+    /// JSON text with plain values and the `$` forms, well formed or not.
+    fn extjson_text() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let scalar = prop_oneof![
+            any::<i64>().prop_map(|n| n.to_string()),
+            any::<u64>().prop_map(|n| n.to_string()),
+            (-1e300f64..1e300).prop_map(|f| format!("{f:?}")),
+            "[a-z$]{0,4}".prop_map(|s| format!("{s:?}")),
+            Just("null".to_string()),
+            Just("true".to_string()),
+            (any::<i64>(), "[0-9a-z-]{0,6}").prop_map(|(n, s)| format!(
+                r#"{{"$date":{{"$numberLong":"{}"}}}}"#,
+                if s.is_empty() { n.to_string() } else { s }
+            )),
+            "[0-9T:Z-]{0,20}".prop_map(|s| format!(r#"{{"$date":"{s}"}}"#)),
+            Just(r#"{"$date":"2024-01-01T00:00:00.5Z"}"#.to_string()),
+            any::<i64>().prop_map(|n| format!(r#"{{"$date":{n}}}"#)),
+            "[0-9a-f]{22,26}".prop_map(|s| format!(r#"{{"$oid":"{s}"}}"#)),
+            "[0-9x-]{1,5}".prop_map(|s| format!(r#"{{"$numberInt":"{s}"}}"#)),
+        ];
+        scalar.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4)
+                    .prop_map(|v| format!("[{}]", v.join(","))),
+                // Unique names: of a name given twice serde_json keeps the last value before
+                // bson reads it, where the direct parser has read (and may refuse) both.
+                prop::collection::btree_map("[a-z$]{0,3}", inner, 0..4).prop_map(|fields| {
+                    let fields: Vec<String> =
+                        fields.iter().map(|(k, v)| format!("{k:?}:{v}")).collect();
+                    format!("{{{}}}", fields.join(","))
+                }),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// The direct parser reads every text as `bson` reads it through serde_json: the
+        /// same value, or an error for both.
+        #[test]
+        fn the_direct_parser_agrees_with_bson(text in extjson_text()) {
+            let through_bson = serde_json::from_str::<Value>(&text)
+                .map_err(|e| e.to_string())
+                .and_then(|v| Bson::try_from(v).map_err(|e| e.to_string()));
+            let direct = parse_extjson(&text);
+            match (direct, through_bson) {
+                (Ok(ours), Ok(theirs)) => proptest::prop_assert_eq!(ours, theirs, "{}", text),
+                (Err(_), Err(_)) => {}
+                (ours, theirs) => proptest::prop_assert!(
+                    false,
+                    "{}: direct {:?}, through bson {:?}",
+                    text,
+                    ours,
+                    theirs
+                ),
+            }
+        }
     }
 
     #[test]
