@@ -121,6 +121,32 @@ impl Db {
         }
     }
 
+    /// Writes the whole database, as of one snapshot taken now, to the single file `path`:
+    /// an online backup, taken while commits go on (they are not blocked; the backup holds
+    /// every batch committed before it began and none after, as [`BackupReport::commits`]
+    /// says). The file replaces any at `path` only once it is complete and synced. It is
+    /// self-contained: every collection's schema, every parent's body and every item, in
+    /// push order (`format-spec/backup.md`). [`Db::restore`] makes a database from it.
+    ///
+    /// [`BackupReport::commits`]: crate::BackupReport::commits
+    pub fn backup(&self, path: impl AsRef<Path>) -> Result<crate::BackupReport> {
+        crate::backup::write(self, path.as_ref())
+    }
+
+    /// Makes a new database in directory `dir` (which must not exist) from the backup file
+    /// `backup`, and opens it with `options`. The database is built beside `dir` and renamed
+    /// into place whole. It holds the same collections, bodies and items (keys, values,
+    /// payloads), each array's items pushed again in their push order, so every layout
+    /// places them as it did; push sequences are numbered anew from 0 per array. A damaged
+    /// or truncated file is `Error::Corruption`, and nothing is left at `dir`.
+    pub fn restore(
+        backup: impl AsRef<Path>,
+        dir: impl AsRef<Path>,
+        options: Options,
+    ) -> Result<Db> {
+        crate::backup::restore(backup.as_ref(), dir.as_ref(), options)
+    }
+
     /// Writes every changed page and a new checkpoint, so that reopening replays nothing.
     pub fn checkpoint(&self) -> Result<()> {
         self.shared.checkpoint()

@@ -21,6 +21,7 @@
 #![deny(missing_docs)]
 
 #[cfg(feature = "serde")]
+mod backup;
 pub mod bson_key;
 mod cache;
 mod catalog;
@@ -46,6 +47,7 @@ mod transaction;
 #[cfg(feature = "serde")]
 pub mod typed;
 
+pub use backup::BackupReport;
 pub use cache::{CachePolicy, CacheStats, CollectionCacheStats, TierStats, WhatIf};
 pub use catalog::{
     ArraySpec, CollectionSpec, DEFAULT_MEASURE, DocumentFormat, Layout, MAX_ARRAYS,
