@@ -10,6 +10,7 @@ use bytes::{Buf, BufMut, Bytes};
 use crate::catalog::{CollectionSpec, SpecForm};
 use crate::db::Db;
 use crate::item::{self, Stored};
+use crate::snapshot::Snapshot;
 use crate::{
     Durability, Error, ItemQuery, MAX_KEY_BYTES, MAX_RECORD_BYTES, NewItem, Options, Result,
 };
@@ -60,10 +61,9 @@ fn frame(out: &mut Vec<u8>, kind: u8, payload: &[u8]) {
     out.put_u32_le(crc);
 }
 
-/// Writes a backup of `db`, as of one snapshot taken now, to `path` (replaced atomically:
-/// written beside it, synced, renamed, the directory synced).
-pub(crate) fn write(db: &Db, path: &Path) -> Result<BackupReport> {
-    let snapshot = db.snapshot();
+/// Writes a backup of `snapshot` to `path` (replaced atomically: written beside it,
+/// synced, renamed, the directory synced).
+pub(crate) fn write(snapshot: &Snapshot, path: &Path) -> Result<BackupReport> {
     let shown = path.display().to_string();
     let partial = sibling(path, "partial")?;
     let io = |op| {

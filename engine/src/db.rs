@@ -130,7 +130,7 @@ impl Db {
     ///
     /// [`BackupReport::commits`]: crate::BackupReport::commits
     pub fn backup(&self, path: impl AsRef<Path>) -> Result<crate::BackupReport> {
-        crate::backup::write(self, path.as_ref())
+        self.snapshot().backup(path)
     }
 
     /// Makes a new database in directory `dir` (which must not exist) from the backup file

@@ -65,6 +65,13 @@ impl Snapshot {
         self.version.catalog.by_name.keys().cloned().collect()
     }
 
+    /// Writes the whole database as this snapshot sees it to the single file `path`, as
+    /// [`Db::backup`] does for a snapshot it takes itself: for a backup whose contents must
+    /// match other reads made at the same snapshot.
+    pub fn backup(&self, path: impl AsRef<std::path::Path>) -> Result<crate::BackupReport> {
+        crate::backup::write(self, path.as_ref())
+    }
+
     /// Batches committed since the database was opened, as of the snapshot: two snapshots
     /// with the same count see the same state.
     pub fn commits(&self) -> u64 {
