@@ -1,0 +1,53 @@
+//! skewdb as the storage of an [openraft] 0.9 cluster.
+//!
+//! [`LogStore`] keeps the Raft log, the vote and the purge point in one skewdb database,
+//! each append durable before openraft hears it is. [`StateMachine`] keeps the replicated
+//! state in a second one: applying a log entry commits its [`Request`] (puts, pushes,
+//! removes, deletes, bucket expiry: the operations of `skewdb exec`) and the entry's log id
+//! in one atomic batch, so the state and what it has applied never disagree. Its snapshots
+//! are skewdb backups (`Db::backup`) of one consistent version; installing one builds a new
+//! database from it and swaps it in for the old. Partitioning parents by key over replica
+//! groups keeps every pattern's operations in one group: see `DISTRIBUTION.md`.
+//!
+//! Layout of a node's directory: `log/` (the log database), `state/` (the state machine's
+//! database), `snapshot.json` and `snapshots/` (the current snapshot's meta and backup
+//! file).
+
+// openraft's traits return its `StorageError` (over 200 bytes) by value; the helpers that
+// build it return it the same way rather than boxing what every caller unboxes again.
+#![allow(clippy::result_large_err)]
+
+mod error;
+mod log_store;
+mod request;
+mod state_machine;
+
+use std::io::Cursor;
+use std::path::Path;
+
+pub use log_store::LogStore;
+pub use request::{ArrayDecl, Op, Request, Response};
+pub use state_machine::{SnapshotBuilder, StateMachine};
+
+/// A node's id in the cluster.
+pub type NodeId = u64;
+
+openraft::declare_raft_types!(
+    /// The types this storage serves openraft with: requests are batches of skewdb
+    /// operations, snapshots are skewdb backup files held in memory while they travel.
+    pub TypeConfig:
+        D = Request,
+        R = Response,
+);
+
+/// openraft's storage error, for this storage's node ids.
+pub type StorageError = openraft::StorageError<NodeId>;
+
+/// Opens (or creates) a node's storage in `dir`: its log store and its state machine.
+pub fn open(dir: impl AsRef<Path>) -> Result<(LogStore, StateMachine), StorageError> {
+    let dir = dir.as_ref();
+    std::fs::create_dir_all(dir).map_err(|e| error::io_error(e, "create the node directory"))?;
+    let log = LogStore::open(&dir.join("log"))?;
+    let state = StateMachine::open(dir)?;
+    Ok((log, state))
+}

@@ -1,0 +1,157 @@
+//! What a log entry asks of the state machine: one atomic batch of skewdb operations.
+
+use serde::{Deserialize, Serialize};
+use skewdb::{Batch, CollectionSpec, Db, Layout, NewItem};
+
+/// One atomic batch of operations, applied on every replica in log order.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Request {
+    /// The operations, in order.
+    pub ops: Vec<Op>,
+}
+
+/// One operation of a [`Request`], as `skewdb exec` spells them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Op {
+    /// Creates a collection (nothing when one with the same spec exists).
+    Create {
+        collection: String,
+        arrays: Vec<ArrayDecl>,
+    },
+    /// Sets a parent's body.
+    Put {
+        collection: String,
+        key: Vec<u8>,
+        body: Vec<u8>,
+    },
+    /// Pushes an item; without `item_key`, the array's greatest key + 1 (the same on every
+    /// replica, which holds the same state).
+    Push {
+        collection: String,
+        key: Vec<u8>,
+        field: String,
+        item_key: Option<i64>,
+        value: Option<f64>,
+        /// Values of the array's further measures, by name.
+        measures: Vec<(String, f64)>,
+        payload: Vec<u8>,
+    },
+    /// Removes every item with `item_key` from an array.
+    Remove {
+        collection: String,
+        key: Vec<u8>,
+        field: String,
+        item_key: i64,
+    },
+    /// Deletes a parent and all its items.
+    Delete { collection: String, key: Vec<u8> },
+    /// Drops a parent's sealed buckets whose keys all lie before `before`.
+    Expire {
+        collection: String,
+        key: Vec<u8>,
+        field: String,
+        before: i64,
+    },
+}
+
+/// An array field of a collection an [`Op::Create`] makes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ArrayDecl {
+    pub field: String,
+    /// As `skewdb create` spells it: `embed`, `reference`, `subset:N`, `outlier:N`,
+    /// `bucket:N[:SPAN]`.
+    pub layout: String,
+    /// Its measures' names (none: the one named `value`).
+    pub measures: Vec<String>,
+}
+
+/// What applying a request did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Response {
+    /// The batch committed (or the entry carried no request).
+    Applied,
+    /// The batch was refused whole, as every replica refuses it: nothing of it applied.
+    Refused {
+        /// `skewdb::Error::kind` (or `invalid_schema` for a layout that does not parse).
+        kind: String,
+        message: String,
+    },
+}
+
+impl Request {
+    /// Creates the collections the request names, then adds its other operations to
+    /// `batch`. An error is the request's own (a bad layout, a conflicting schema).
+    pub(crate) fn stage(&self, db: &Db, batch: &mut Batch) -> skewdb::Result<()> {
+        for op in &self.ops {
+            match op {
+                Op::Create { collection, arrays } => {
+                    let mut spec = CollectionSpec::new(collection);
+                    for array in arrays {
+                        let layout = Layout::parse(&array.layout).map_err(|reason| {
+                            skewdb::Error::InvalidSchema {
+                                collection: collection.clone(),
+                                reason,
+                            }
+                        })?;
+                        spec = match array.measures.is_empty() {
+                            true => spec.array(&array.field, layout),
+                            false => {
+                                spec.array_with_measures(&array.field, layout, &array.measures)
+                            }
+                        };
+                    }
+                    db.create_collection(spec)?;
+                }
+                Op::Put {
+                    collection,
+                    key,
+                    body,
+                } => {
+                    batch.put(collection, key, body);
+                }
+                Op::Push {
+                    collection,
+                    key,
+                    field,
+                    item_key,
+                    value,
+                    measures,
+                    payload,
+                } => {
+                    let mut item = NewItem::new(payload);
+                    if let Some(item_key) = item_key {
+                        item = item.key(*item_key);
+                    }
+                    if let Some(value) = value {
+                        item = item.value(*value);
+                    }
+                    for (name, value) in measures {
+                        item = item.measure(name, *value);
+                    }
+                    batch.push(collection, key, field, item);
+                }
+                Op::Remove {
+                    collection,
+                    key,
+                    field,
+                    item_key,
+                } => {
+                    batch.remove(collection, key, field, *item_key);
+                }
+                Op::Delete { collection, key } => {
+                    batch.delete(collection, key);
+                }
+                Op::Expire {
+                    collection,
+                    key,
+                    field,
+                    before,
+                } => {
+                    batch.expire_buckets(collection, key, field, *before);
+                }
+            }
+        }
+        Ok(())
+    }
+}
