@@ -27,7 +27,7 @@ use std::path::Path;
 
 pub use log_store::LogStore;
 pub use request::{ArrayDecl, Op, Request, Response};
-pub use state_machine::{SnapshotBuilder, StateMachine};
+pub use state_machine::{RAFT_COLLECTION, SnapshotBuilder, StateMachine, StateReader};
 
 /// A node's id in the cluster.
 pub type NodeId = u64;

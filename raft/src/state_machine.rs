@@ -10,6 +10,7 @@
 
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use openraft::storage::{RaftStateMachine, Snapshot};
 use openraft::{
@@ -47,6 +48,8 @@ struct StoredSnapshot {
 pub struct StateMachine {
     dir: PathBuf,
     db: Db,
+    /// The database readers use; installing a snapshot swaps it.
+    shared: Arc<Mutex<Db>>,
     applied: Option<LogId<NodeId>>,
     membership: Membership,
 }
@@ -85,6 +88,7 @@ impl StateMachine {
             .map_err(storage(ErrorSubject::StateMachine, ErrorVerb::Read))?;
         let mut machine = StateMachine {
             dir: dir.to_path_buf(),
+            shared: Arc::new(Mutex::new(db.clone())),
             db,
             applied: None,
             membership: Membership::default(),
@@ -117,9 +121,12 @@ impl StateMachine {
         Ok(())
     }
 
-    /// The state machine's database, for reads (a follower's reads see what it applied).
-    pub fn db(&self) -> &Db {
-        &self.db
+    /// A handle for reads of the state this machine has applied, which stays valid when
+    /// openraft owns the machine and across snapshot installs.
+    pub fn reader(&self) -> StateReader {
+        StateReader {
+            shared: self.shared.clone(),
+        }
     }
 
     /// Applies one entry: its request's operations, the log id and any membership, in one
@@ -222,6 +229,23 @@ fn is_storage_failure(error: &skewdb::Error) -> bool {
         error.kind(),
         "io" | "corruption" | "write_failed" | "closed" | "locked" | "unsupported_version"
     )
+}
+
+/// Reads of a node's applied state (see [`StateMachine::reader`]).
+#[derive(Clone)]
+pub struct StateReader {
+    shared: Arc<Mutex<Db>>,
+}
+
+impl StateReader {
+    /// The state machine's database as of now: its collections hold what the node has
+    /// applied, and `_raft` what it applied last. Reads through it see whole entries only.
+    pub fn db(&self) -> Db {
+        self.shared
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
 }
 
 /// Builds a snapshot of the version the state machine had when the builder was made.
@@ -336,6 +360,10 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             "sync the node directory",
         )?;
         let db = Db::open(&state, state_options()).map_err(storage(subject, ErrorVerb::Read))?;
+        *self
+            .shared
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = db.clone();
         drop(std::mem::replace(&mut self.db, db));
         fs(std::fs::remove_dir_all(&old), "remove the old state")?;
         self.load()?;

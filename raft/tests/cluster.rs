@@ -1,0 +1,395 @@
+//! A three-node cluster in one process, over an in-memory network that calls the target
+//! node's `Raft` directly (as openraft's examples route requests over channels): writes of
+//! every pattern through the leader, reads from followers once they apply; the leader
+//! stopped mid-stream and a new one elected with no acknowledged write lost; the old leader
+//! rejoining from its directory and catching up by snapshot (the others purged the log it
+//! lacks), and a follower catching up by log. Every state read is checked against a model
+//! of the acknowledged writes.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use openraft::error::{InstallSnapshotError, NetworkError, RPCError, RaftError, Unreachable};
+use openraft::network::RPCOption;
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+use openraft::{BasicNode, Config, RaftNetwork, RaftNetworkFactory, ServerState, SnapshotPolicy};
+use skewdb_raft::{
+    ArrayDecl, NodeId, Op, RAFT_COLLECTION, Request, Response, StateReader, TypeConfig,
+};
+use skewdb_tests::{Model, ModelDoc};
+
+type Raft = openraft::Raft<TypeConfig>;
+
+/// The nodes reachable now.
+#[derive(Clone, Default)]
+struct Router {
+    nodes: Arc<Mutex<BTreeMap<NodeId, Raft>>>,
+}
+
+impl Router {
+    fn node(&self, id: NodeId) -> Option<Raft> {
+        self.nodes.lock().unwrap().get(&id).cloned()
+    }
+}
+
+struct Connection {
+    router: Router,
+    target: NodeId,
+}
+
+fn unreachable<E: std::error::Error>(target: NodeId) -> RPCError<NodeId, BasicNode, E> {
+    let error = std::io::Error::new(
+        std::io::ErrorKind::NotConnected,
+        format!("node {target} is down"),
+    );
+    RPCError::Unreachable(Unreachable::new(&error))
+}
+
+fn remote<E: std::error::Error + 'static>(
+    error: RaftError<NodeId, E>,
+) -> RPCError<NodeId, BasicNode, RaftError<NodeId, E>> {
+    RPCError::Network(NetworkError::new(&error))
+}
+
+impl RaftNetworkFactory<TypeConfig> for Router {
+    type Network = Connection;
+
+    async fn new_client(&mut self, target: NodeId, _node: &BasicNode) -> Connection {
+        Connection {
+            router: self.clone(),
+            target,
+        }
+    }
+}
+
+impl RaftNetwork<TypeConfig> for Connection {
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        _option: RPCOption,
+    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+        let node = self
+            .router
+            .node(self.target)
+            .ok_or_else(|| unreachable(self.target))?;
+        node.append_entries(rpc).await.map_err(remote)
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        rpc: InstallSnapshotRequest<TypeConfig>,
+        _option: RPCOption,
+    ) -> Result<
+        InstallSnapshotResponse<NodeId>,
+        RPCError<NodeId, BasicNode, RaftError<NodeId, InstallSnapshotError>>,
+    > {
+        let node = self
+            .router
+            .node(self.target)
+            .ok_or_else(|| unreachable(self.target))?;
+        node.install_snapshot(rpc).await.map_err(remote)
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<NodeId>,
+        _option: RPCOption,
+    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+        let node = self
+            .router
+            .node(self.target)
+            .ok_or_else(|| unreachable(self.target))?;
+        node.vote(rpc).await.map_err(remote)
+    }
+}
+
+/// A running node: its Raft and the reads of its state.
+struct Node {
+    raft: Raft,
+    reader: StateReader,
+}
+
+struct Cluster {
+    dir: tempfile::TempDir,
+    config: Arc<Config>,
+    router: Router,
+    nodes: BTreeMap<NodeId, Node>,
+}
+
+impl Cluster {
+    fn node_dir(&self, id: NodeId) -> PathBuf {
+        self.dir.path().join(format!("node-{id}"))
+    }
+
+    /// Starts node `id` from its directory (new or left by an earlier run) and connects it.
+    async fn start(&mut self, id: NodeId) {
+        let (log, state) = skewdb_raft::open(self.node_dir(id)).unwrap();
+        let reader = state.reader();
+        let raft = Raft::new(id, self.config.clone(), self.router.clone(), log, state)
+            .await
+            .unwrap();
+        self.router.nodes.lock().unwrap().insert(id, raft.clone());
+        self.nodes.insert(id, Node { raft, reader });
+    }
+
+    /// Disconnects node `id` and shuts it down, as a crash of its process would stop it.
+    async fn stop(&mut self, id: NodeId) {
+        self.router.nodes.lock().unwrap().remove(&id);
+        let node = self.nodes.remove(&id).unwrap();
+        node.raft.shutdown().await.unwrap();
+    }
+
+    async fn leader(&self) -> NodeId {
+        for _ in 0..200 {
+            for node in self.nodes.values() {
+                let metrics = node.raft.metrics().borrow().clone();
+                if metrics.state == ServerState::Leader && self.nodes.contains_key(&metrics.id) {
+                    return metrics.id;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("no leader elected in 10 s");
+    }
+
+    /// Writes `request` through the leader; the log index it was applied at.
+    async fn write(&self, request: Request) -> u64 {
+        for _ in 0..20 {
+            let leader = self.leader().await;
+            match self.nodes[&leader].raft.client_write(request.clone()).await {
+                Ok(done) => {
+                    assert_eq!(done.data, Response::Applied, "{request:?}");
+                    return done.log_id.index;
+                }
+                // Leadership moved on meanwhile: ask the new leader.
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+        panic!("no leader took {request:?}");
+    }
+
+    /// Waits until node `id` has applied `index`, then checks its state against `model`.
+    async fn check(&self, id: NodeId, index: u64, model: &Model) {
+        let node = &self.nodes[&id];
+        node.raft
+            .wait(Some(Duration::from_secs(20)))
+            .applied_index_at_least(Some(index), format!("node {id} applies {index}"))
+            .await
+            .unwrap();
+        let mut state = skewdb_tests::read_all(&node.reader.db()).unwrap();
+        state.remove(RAFT_COLLECTION);
+        assert_eq!(&state, model, "node {id} at {index}");
+    }
+}
+
+/// The model's view of one write: a put of the parent and a push to its array.
+fn record(model: &mut Model, collection: &str, key: &[u8], field: &str, item: (i64, f64, Vec<u8>)) {
+    let doc: &mut ModelDoc = model
+        .entry(collection.to_string())
+        .or_default()
+        .entry(key.to_vec())
+        .or_default();
+    doc.body = format!("body of {}", String::from_utf8_lossy(key)).into_bytes();
+    let items = doc.arrays.entry(field.to_string()).or_default();
+    let at = items.partition_point(|i| i.0 <= item.0);
+    items.insert(at, (item.0, Some(item.1), item.2));
+}
+
+/// The `n`th write: one parent of one of the three patterns' collections.
+fn nth_write(n: u64, model: &mut Model) -> Request {
+    let (collection, field) = [
+        ("users", "followers"),
+        ("shop", "reviews"),
+        ("sensors", "readings"),
+    ][(n % 3) as usize];
+    // A few parents take most writes, as the seeds' heavy tail.
+    let key = format!(
+        "{collection}-{}",
+        (n / 3) % 4 + n.is_multiple_of(7) as u64 * 10
+    )
+    .into_bytes();
+    let item = (
+        n as i64 * 10,
+        (n % 5) as f64,
+        format!("item {n}").into_bytes(),
+    );
+    record(model, collection, &key, field, item.clone());
+    Request {
+        ops: vec![
+            Op::Put {
+                collection: collection.to_string(),
+                key: key.clone(),
+                body: format!("body of {}", String::from_utf8_lossy(&key)).into_bytes(),
+            },
+            Op::Push {
+                collection: collection.to_string(),
+                key,
+                field: field.to_string(),
+                item_key: Some(item.0),
+                value: Some(item.1),
+                measures: Vec::new(),
+                payload: item.2,
+            },
+        ],
+    }
+}
+
+fn create_request() -> Request {
+    let array = |field: &str, layout: &str| ArrayDecl {
+        field: field.to_string(),
+        layout: layout.to_string(),
+        measures: Vec::new(),
+    };
+    let create = |collection: &str, decl: ArrayDecl| Op::Create {
+        collection: collection.to_string(),
+        arrays: vec![decl],
+    };
+    Request {
+        ops: vec![
+            create("users", array("followers", "outlier:3")),
+            create("shop", array("reviews", "subset:2")),
+            create("sensors", array("readings", "bucket:4")),
+        ],
+    }
+}
+
+fn purged_index(raft: &Raft) -> Option<u64> {
+    raft.metrics().borrow().purged.map(|p| p.index)
+}
+
+fn dir_has_snapshot(dir: &Path) -> bool {
+    dir.join("snapshot.json").exists()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_keeps_every_acknowledged_write_through_a_leader_change() {
+    let config = Config {
+        cluster_name: "skewdb".to_string(),
+        heartbeat_interval: 100,
+        election_timeout_min: 400,
+        election_timeout_max: 800,
+        // Snapshots and purges happen within the test, so a node that was away must
+        // catch up by snapshot.
+        snapshot_policy: SnapshotPolicy::LogsSinceLast(20),
+        max_in_snapshot_log_to_keep: 0,
+        purge_batch_size: 1,
+        ..Config::default()
+    };
+    let mut cluster = Cluster {
+        dir: tempfile::tempdir().unwrap(),
+        config: Arc::new(config.validate().unwrap()),
+        router: Router::default(),
+        nodes: BTreeMap::new(),
+    };
+    for id in 1..=3 {
+        cluster.start(id).await;
+    }
+    let members: BTreeMap<NodeId, BasicNode> =
+        (1..=3).map(|id| (id, BasicNode::default())).collect();
+    cluster.nodes[&1].raft.initialize(members).await.unwrap();
+
+    let mut model = Model::new();
+    let mut index = cluster.write(create_request()).await;
+    for n in 0..30 {
+        index = cluster.write(nth_write(n, &mut model)).await;
+    }
+    // Every node, followers included, reads every pattern's state once it has applied.
+    for id in 1..=3 {
+        cluster.check(id, index, &model).await;
+    }
+
+    // The leader stops mid-stream; a new one is elected and takes the writes.
+    let old_leader = cluster.leader().await;
+    let old_leader_last = cluster.nodes[&old_leader]
+        .raft
+        .metrics()
+        .borrow()
+        .last_log_index;
+    cluster.stop(old_leader).await;
+    let new_leader = cluster.leader().await;
+    assert_ne!(new_leader, old_leader);
+    for n in 30..50 {
+        index = cluster.write(nth_write(n, &mut model)).await;
+    }
+    let survivors: BTreeSet<NodeId> = cluster.nodes.keys().copied().collect();
+    for &id in &survivors {
+        cluster.check(id, index, &model).await;
+    }
+    // The stopped node leaves the membership, as an operator replaces a dead machine; the
+    // log it would need is then no longer kept for it, and the survivors purge it.
+    cluster.nodes[&new_leader]
+        .raft
+        .change_membership(survivors.clone(), false)
+        .await
+        .unwrap();
+    for n in 50..90 {
+        index = cluster.write(nth_write(n, &mut model)).await;
+    }
+    for &id in &survivors {
+        cluster.check(id, index, &model).await;
+    }
+    let purged = purged_index(&cluster.nodes[&new_leader].raft).expect("the leader purged");
+    assert!(
+        Some(purged) > old_leader_last,
+        "purged up to {purged}, the stopped node holds up to {old_leader_last:?}"
+    );
+
+    // The old leader rejoins from its directory, first as a learner: the log it lacks is
+    // gone, so it catches up by installing a snapshot, then by log; then it votes again.
+    cluster.start(old_leader).await;
+    let leader = cluster.leader().await;
+    cluster.nodes[&leader]
+        .raft
+        .add_learner(old_leader, BasicNode::default(), true)
+        .await
+        .unwrap();
+    let all: BTreeSet<NodeId> = (1..=3).collect();
+    cluster.nodes[&leader]
+        .raft
+        .change_membership(all, false)
+        .await
+        .unwrap();
+    for n in 90..95 {
+        index = cluster.write(nth_write(n, &mut model)).await;
+    }
+    cluster.check(old_leader, index, &model).await;
+    assert!(dir_has_snapshot(&cluster.node_dir(old_leader)));
+    let installed = cluster.nodes[&old_leader].raft.metrics().borrow().snapshot;
+    assert!(
+        installed.is_some_and(|s| s.index >= purged),
+        "{installed:?}"
+    );
+
+    // A follower away for a few writes catches up by log: the leader still holds every
+    // entry it lacks when it comes back.
+    let leader = cluster.leader().await;
+    let follower = *survivors.iter().find(|&&id| id != leader).unwrap();
+    let follower_last = cluster.nodes[&follower]
+        .raft
+        .metrics()
+        .borrow()
+        .last_log_index;
+    cluster.stop(follower).await;
+    for n in 95..100 {
+        index = cluster.write(nth_write(n, &mut model)).await;
+    }
+    let leader = cluster.leader().await;
+    let purged = purged_index(&cluster.nodes[&leader].raft);
+    assert!(
+        purged < follower_last,
+        "the leader purged {purged:?}, past the follower's {follower_last:?}"
+    );
+    cluster.start(follower).await;
+    cluster.check(follower, index, &model).await;
+    for id in 1..=3 {
+        cluster.check(id, index, &model).await;
+    }
+    for id in 1..=3 {
+        cluster.stop(id).await;
+    }
+}
