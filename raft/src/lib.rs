@@ -19,6 +19,8 @@
 
 mod error;
 mod log_store;
+#[doc(hidden)]
+pub mod network;
 mod request;
 mod state_machine;
 

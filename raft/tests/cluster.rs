@@ -8,105 +8,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use openraft::error::{InstallSnapshotError, NetworkError, RPCError, RaftError, Unreachable};
-use openraft::network::RPCOption;
-use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
-    VoteRequest, VoteResponse,
-};
-use openraft::{BasicNode, Config, RaftNetwork, RaftNetworkFactory, ServerState, SnapshotPolicy};
+use openraft::{BasicNode, Config, ServerState, SnapshotPolicy};
+use skewdb_raft::network::Router;
 use skewdb_raft::{
     ArrayDecl, NodeId, Op, RAFT_COLLECTION, Request, Response, StateReader, TypeConfig,
 };
 use skewdb_tests::{Model, ModelDoc};
 
 type Raft = openraft::Raft<TypeConfig>;
-
-/// The nodes reachable now.
-#[derive(Clone, Default)]
-struct Router {
-    nodes: Arc<Mutex<BTreeMap<NodeId, Raft>>>,
-}
-
-impl Router {
-    fn node(&self, id: NodeId) -> Option<Raft> {
-        self.nodes.lock().unwrap().get(&id).cloned()
-    }
-}
-
-struct Connection {
-    router: Router,
-    target: NodeId,
-}
-
-fn unreachable<E: std::error::Error>(target: NodeId) -> RPCError<NodeId, BasicNode, E> {
-    let error = std::io::Error::new(
-        std::io::ErrorKind::NotConnected,
-        format!("node {target} is down"),
-    );
-    RPCError::Unreachable(Unreachable::new(&error))
-}
-
-fn remote<E: std::error::Error + 'static>(
-    error: RaftError<NodeId, E>,
-) -> RPCError<NodeId, BasicNode, RaftError<NodeId, E>> {
-    RPCError::Network(NetworkError::new(&error))
-}
-
-impl RaftNetworkFactory<TypeConfig> for Router {
-    type Network = Connection;
-
-    async fn new_client(&mut self, target: NodeId, _node: &BasicNode) -> Connection {
-        Connection {
-            router: self.clone(),
-            target,
-        }
-    }
-}
-
-impl RaftNetwork<TypeConfig> for Connection {
-    async fn append_entries(
-        &mut self,
-        rpc: AppendEntriesRequest<TypeConfig>,
-        _option: RPCOption,
-    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
-        let node = self
-            .router
-            .node(self.target)
-            .ok_or_else(|| unreachable(self.target))?;
-        node.append_entries(rpc).await.map_err(remote)
-    }
-
-    async fn install_snapshot(
-        &mut self,
-        rpc: InstallSnapshotRequest<TypeConfig>,
-        _option: RPCOption,
-    ) -> Result<
-        InstallSnapshotResponse<NodeId>,
-        RPCError<NodeId, BasicNode, RaftError<NodeId, InstallSnapshotError>>,
-    > {
-        let node = self
-            .router
-            .node(self.target)
-            .ok_or_else(|| unreachable(self.target))?;
-        node.install_snapshot(rpc).await.map_err(remote)
-    }
-
-    async fn vote(
-        &mut self,
-        rpc: VoteRequest<NodeId>,
-        _option: RPCOption,
-    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
-        let node = self
-            .router
-            .node(self.target)
-            .ok_or_else(|| unreachable(self.target))?;
-        node.vote(rpc).await.map_err(remote)
-    }
-}
 
 /// A running node: its Raft and the reads of its state.
 struct Node {
@@ -133,13 +45,13 @@ impl Cluster {
         let raft = Raft::new(id, self.config.clone(), self.router.clone(), log, state)
             .await
             .unwrap();
-        self.router.nodes.lock().unwrap().insert(id, raft.clone());
+        self.router.connect(id, raft.clone());
         self.nodes.insert(id, Node { raft, reader });
     }
 
     /// Disconnects node `id` and shuts it down, as a crash of its process would stop it.
     async fn stop(&mut self, id: NodeId) {
-        self.router.nodes.lock().unwrap().remove(&id);
+        self.router.disconnect(id);
         let node = self.nodes.remove(&id).unwrap();
         node.raft.shutdown().await.unwrap();
     }
