@@ -1,39 +1,41 @@
 //! `Db::backup` and `Db::restore`: a database as one self-contained file, written from one
-//! snapshot while commits go on, and a new database made from such a file. The bytes, and
-//! what a restore keeps and renumbers: `format-spec/backup.md`.
+//! snapshot while commits go on, and a new database made from such a file holding the same
+//! records (`store/copy.rs`). The bytes: `format-spec/backup.md`.
 
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use bytes::{Buf, BufMut, Bytes};
 
-use crate::catalog::{CollectionSpec, SpecForm};
+use std::collections::HashMap;
+
+use crate::catalog::{CollectionId, CollectionSpec, SpecForm};
 use crate::db::Db;
-use crate::item::{self, Stored};
+use crate::page::keys;
 use crate::snapshot::Snapshot;
-use crate::{
-    Durability, Error, ItemQuery, MAX_KEY_BYTES, MAX_RECORD_BYTES, NewItem, Options, Result,
-};
+use crate::store::CopiedRecord;
+use crate::{Durability, Error, MAX_RECORD_BYTES, Options, Result};
 
 /// The first bytes of a backup file.
 pub const BACKUP_MAGIC: [u8; 8] = *b"SKEWDBBK";
-/// The version this build writes and reads.
-const BACKUP_VERSION: u32 = 1;
+/// The version this build writes and reads. Version 1 (items replayed as pushes, which lost
+/// placement after removals) was never released; it is refused.
+const BACKUP_VERSION: u32 = 2;
 
 const KIND_COLLECTION: u8 = 1;
-const KIND_PARENT: u8 = 2;
-const KIND_ITEMS: u8 = 3;
-const KIND_END: u8 = 4;
+const KIND_RECORD: u8 = 2;
+const KIND_END: u8 = 3;
+
+/// A record frame's flag: a chunk's bytes follow the value.
+const HAS_CHUNK: u8 = 1;
 
 /// Bytes of a frame around its payload: kind, length, CRC32.
 const FRAME_OVERHEAD_BYTES: usize = 1 + 4 + 4;
-/// The largest payload a frame may declare: a parent with a body of 16 MiB and a key, or a
-/// run of items (cut at [`ITEMS_FRAME_BYTES`], but one item may be up to the record limit).
+/// The largest payload a frame may declare: a record of 16 MiB with its key, or a chunk
+/// index entry with its chunk (a chunk holds at most 16 MiB too).
 const MAX_FRAME_BYTES: usize = MAX_RECORD_BYTES + 64 * 1024;
-/// Items per frame are cut once their bytes pass this.
-const ITEMS_FRAME_BYTES: usize = 1024 * 1024;
-/// Items per batch when restoring (a parent's items may span batches).
-const RESTORE_BATCH_ITEMS: usize = 20_000;
+/// Bytes of records (and chunks) a restore writes per commit group.
+const RESTORE_STEP_BYTES: usize = 8 * 1024 * 1024;
 
 /// What a backup wrote.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -45,8 +47,10 @@ pub struct BackupReport {
     pub collections: u64,
     /// Parents written.
     pub parents: u64,
-    /// Items written.
-    pub items: u64,
+    /// Tree records written: parents, tails, chunk index entries, outlier markers.
+    pub records: u64,
+    /// Cold chunks written (each beside its index entry).
+    pub chunks: u64,
     /// The file's size.
     pub bytes: u64,
 }
@@ -80,57 +84,39 @@ pub(crate) fn write(snapshot: &Snapshot, path: &Path) -> Result<BackupReport> {
     buf.put_slice(&BACKUP_MAGIC);
     buf.put_u32_le(BACKUP_VERSION);
     let mut payload = Vec::new();
-    let names = snapshot.collection_names();
-    for (ordinal, name) in names.iter().enumerate() {
-        let collection = snapshot.collection(name)?;
-        let spec = collection.spec().clone();
+    let (db, version) = snapshot.parts();
+    for info in version.catalog.by_name.values() {
         payload.clear();
-        spec.encode(&mut payload);
+        payload.put_u32_le(info.id);
+        info.spec.encode(&mut payload);
         frame(&mut buf, KIND_COLLECTION, &payload);
         report.collections += 1;
-        for document in collection.scan(..)? {
-            let document = document?;
-            payload.clear();
-            payload.put_u32_le(ordinal as u32);
-            payload.put_u16_le(document.key().len() as u16);
-            payload.put_slice(document.key());
-            payload.put_u32_le(document.body().len() as u32);
-            payload.put_slice(document.body());
-            frame(&mut buf, KIND_PARENT, &payload);
-            report.parents += 1;
-            for (index, array) in spec.arrays().iter().enumerate() {
-                let Some(page) =
-                    collection.items(document.key(), &array.field, &ItemQuery::new())?
-                else {
-                    continue;
-                };
-                // Push order, so that a restore pushing them again rebuilds what depends
-                // on it (an Outlier's first N, where buckets were cut).
-                let mut stored: Vec<Stored> = page
-                    .items
-                    .into_iter()
-                    .zip(page.ids)
-                    .map(|(item, id)| Stored { item, seq: id.seq })
-                    .collect();
-                stored.sort_by_key(|s| s.seq);
-                report.items += stored.len() as u64;
-                for run in runs(&stored) {
-                    payload.clear();
-                    payload.put_u16_le(index as u16);
-                    item::encode_items(run, &mut payload);
-                    frame(&mut buf, KIND_ITEMS, &payload);
-                }
-            }
+    }
+    db.shared.copy_records(version, &mut |record| {
+        payload.clear();
+        payload.put_u8(if record.chunk.is_some() { HAS_CHUNK } else { 0 });
+        payload.put_u16_le(record.key.len() as u16);
+        payload.put_slice(&record.key);
+        payload.put_u32_le(record.value.len() as u32);
+        payload.put_slice(&record.value);
+        if let Some(chunk) = &record.chunk {
+            payload.put_u32_le(chunk.len() as u32);
+            payload.put_slice(chunk);
+            report.chunks += 1;
+        }
+        frame(&mut buf, KIND_RECORD, &payload);
+        report.records += 1;
+        report.parents += u64::from(keys::is_parent(&record.key));
+        if buf.len() >= 1 << 20 {
             out.write_all(&buf).map_err(io("write"))?;
             buf.clear();
         }
-        out.write_all(&buf).map_err(io("write"))?;
-        buf.clear();
-    }
+        Ok(())
+    })?;
     payload.clear();
     payload.put_u64_le(report.collections);
-    payload.put_u64_le(report.parents);
-    payload.put_u64_le(report.items);
+    payload.put_u64_le(report.records);
+    payload.put_u64_le(report.chunks);
     frame(&mut buf, KIND_END, &payload);
     out.write_all(&buf).map_err(io("write"))?;
     let file = out
@@ -142,24 +128,6 @@ pub(crate) fn write(snapshot: &Snapshot, path: &Path) -> Result<BackupReport> {
     std::fs::rename(&partial, path).map_err(io("rename"))?;
     sync_parent(path)?;
     Ok(report)
-}
-
-/// `stored` cut into runs of at most [`ITEMS_FRAME_BYTES`] (each at least one item).
-fn runs(stored: &[Stored]) -> Vec<&[Stored]> {
-    let mut runs = Vec::new();
-    let (mut start, mut bytes) = (0, 0);
-    for (at, s) in stored.iter().enumerate() {
-        let len = item::stored_len(&s.item);
-        if at > start && bytes + len > ITEMS_FRAME_BYTES {
-            runs.push(&stored[start..at]);
-            (start, bytes) = (at, 0);
-        }
-        bytes += len;
-    }
-    if start < stored.len() {
-        runs.push(&stored[start..]);
-    }
-    runs
 }
 
 /// `path` with `.suffix` added to its file name.
@@ -282,79 +250,80 @@ pub(crate) fn restore(backup: &Path, dir: &Path, options: Options) -> Result<Db>
     Db::open(dir, options)
 }
 
-/// Replays the frames into `db`: collections created, parents put, items pushed in the
-/// order they were pushed; the end frame's counts checked against what was read.
+/// Loads the frames into `db`: collections created (under ids of their own), records
+/// written as they were with their keys moved to those ids, the end frame's counts checked
+/// against what was read.
 fn load<R: Read>(db: &Db, frames: &mut Frames<R>) -> Result<()> {
-    let mut specs: Vec<CollectionSpec> = Vec::new();
-    let (mut parents, mut items) = (0u64, 0u64);
-    // The parent the items that follow belong to: its collection's ordinal and its key.
-    let mut parent: Option<(usize, Bytes)> = None;
-    let mut batch = db.batch();
-    let mut pending = 0;
+    // The backed-up database's collection ids, to this one's.
+    let mut ids: HashMap<CollectionId, CollectionId> = HashMap::new();
+    let (mut records, mut chunks) = (0u64, 0u64);
+    let mut step: Vec<CopiedRecord> = Vec::new();
+    let mut step_bytes = 0;
     loop {
         let at = frames.offset;
         let (kind, mut payload) = frames.next()?;
         let bad = |reason: String| Error::corruption(&frames.file, at, reason);
         match kind {
             KIND_COLLECTION => {
+                if payload.remaining() < 4 || records > 0 {
+                    return Err(bad("collection frame truncated or after records".into()));
+                }
+                let old = payload.get_u32_le();
                 let spec =
                     CollectionSpec::decode(&mut payload, SpecForm::Formatted).map_err(&bad)?;
-                db.create_collection(spec.clone())?;
-                specs.push(spec);
-                parent = None;
-            }
-            KIND_PARENT => {
-                if payload.remaining() < 6 {
-                    return Err(bad("parent frame truncated".into()));
+                let name = spec.name().to_string();
+                db.create_collection(spec)?;
+                let new = db.shared.current().catalog.get(&name)?.id;
+                if ids.insert(old, new).is_some() {
+                    return Err(bad(format!("collection id {old} given twice")));
                 }
-                let ordinal = payload.get_u32_le() as usize;
+            }
+            KIND_RECORD => {
+                if payload.remaining() < 3 {
+                    return Err(bad("record frame truncated".into()));
+                }
+                let flags = payload.get_u8();
                 let key_len = payload.get_u16_le() as usize;
-                if ordinal >= specs.len()
-                    || key_len > MAX_KEY_BYTES
+                if flags & !HAS_CHUNK != 0
+                    || key_len > keys::MAX_TREE_KEY_BYTES
                     || payload.remaining() < key_len + 4
                 {
-                    return Err(bad(format!(
-                        "parent frame names collection {ordinal} of {} or has a bad key",
-                        specs.len()
-                    )));
+                    return Err(bad("record frame with bad flags or key".into()));
                 }
                 let key = payload.split_to(key_len);
-                let body_len = payload.get_u32_le() as usize;
-                if payload.remaining() != body_len {
-                    return Err(bad("parent body length disagrees with the frame".into()));
+                let value_len = payload.get_u32_le() as usize;
+                if payload.remaining() < value_len {
+                    return Err(bad("record value past its frame".into()));
                 }
-                batch.put(specs[ordinal].name(), &key, &payload);
-                parents += 1;
-                pending += 1;
-                parent = Some((ordinal, key));
-            }
-            KIND_ITEMS => {
-                let Some((ordinal, key)) = &parent else {
-                    return Err(bad("items before any parent".into()));
-                };
-                if payload.remaining() < 2 {
-                    return Err(bad("items frame truncated".into()));
-                }
-                let spec = &specs[*ordinal];
-                let index = payload.get_u16_le() as usize;
-                let array = spec.arrays().get(index).ok_or_else(|| {
-                    bad(format!("items of array {index} of {}", spec.arrays().len()))
-                })?;
-                let stored = item::decode_items(&mut payload).map_err(&bad)?;
-                for s in stored {
-                    let mut new = NewItem::new(&s.item.payload).key(s.item.key);
-                    if let Some(value) = s.item.value {
-                        new = new.value(value);
-                    }
-                    for (at, name) in array.measures.iter().enumerate().skip(1) {
-                        if let Some(value) = s.item.measure(at) {
-                            new = new.measure(name, value);
+                let value = payload.split_to(value_len);
+                let chunk = match flags & HAS_CHUNK {
+                    0 => None,
+                    _ => {
+                        if payload.remaining() < 4 {
+                            return Err(bad("chunk length past its frame".into()));
                         }
+                        let len = payload.get_u32_le() as usize;
+                        if payload.remaining() != len {
+                            return Err(bad("chunk length disagrees with the frame".into()));
+                        }
+                        chunks += 1;
+                        Some(payload.split_to(len))
                     }
-                    batch.push(spec.name(), key, &array.field, new);
-                    items += 1;
-                    pending += 1;
+                };
+                if payload.has_remaining() {
+                    return Err(bad("bytes after a record".into()));
                 }
+                let moved = keys::collection_of(&key)
+                    .and_then(|old| ids.get(&old))
+                    .and_then(|new| keys::with_collection(&key, *new))
+                    .ok_or_else(|| bad("a record of no collection in the file".into()))?;
+                step_bytes += key.len() + value.len() + chunk.as_ref().map_or(0, |c| c.len());
+                step.push(CopiedRecord {
+                    key: moved,
+                    value,
+                    chunk,
+                });
+                records += 1;
             }
             KIND_END => {
                 if payload.remaining() != 24 {
@@ -365,20 +334,22 @@ fn load<R: Read>(db: &Db, frames: &mut Frames<R>) -> Result<()> {
                     payload.get_u64_le(),
                     payload.get_u64_le(),
                 );
-                if counts != (specs.len() as u64, parents, items) {
+                if counts != (ids.len() as u64, records, chunks) {
                     return Err(bad(format!(
-                        "the end frame counts {counts:?} (collections, parents, items), the file held ({}, {parents}, {items})",
-                        specs.len()
+                        "the end frame counts {counts:?} (collections, records, chunks), the file held ({}, {records}, {chunks})",
+                        ids.len()
                     )));
                 }
-                batch.commit()?;
+                if !step.is_empty() {
+                    db.shared.load_records(&step)?;
+                }
                 return Ok(());
             }
             other => return Err(bad(format!("unknown frame kind {other}"))),
         }
-        if pending >= RESTORE_BATCH_ITEMS {
-            batch.commit()?;
-            pending = 0;
+        if step_bytes >= RESTORE_STEP_BYTES {
+            db.shared.load_records(&std::mem::take(&mut step))?;
+            step_bytes = 0;
         }
     }
 }

@@ -49,6 +49,11 @@ impl Snapshot {
         Snapshot { db, version }
     }
 
+    /// The database and the version this snapshot reads.
+    pub(crate) fn parts(&self) -> (&Db, &Arc<Version>) {
+        (&self.db, &self.version)
+    }
+
     /// The collection named `name` as of the snapshot; `Error::UnknownCollection` for one
     /// created after it.
     pub fn collection(&self, name: &str) -> Result<SnapshotCollection> {

@@ -96,6 +96,14 @@ impl Cluster {
         let mut state = skewdb_tests::read_all(&node.reader.db()).unwrap();
         state.remove(RAFT_COLLECTION);
         assert_eq!(&state, model, "node {id} at {index}");
+        // What each parent holds inline agrees with the first node still running: a node
+        // that installed a snapshot reads as one that applied every entry.
+        let first = self.nodes.values().next().expect("a node");
+        assert_eq!(
+            inline_views(&node.reader.db()),
+            inline_views(&first.reader.db()),
+            "node {id}"
+        );
     }
 }
 
@@ -151,6 +159,27 @@ fn nth_write(n: u64, model: &mut Model) -> Request {
     }
 }
 
+/// Removes the item keyed `item_key` from a `users` parent's followers (an Outlier array,
+/// whose inline slot stays empty when the item was inline).
+fn remove_write(model: &mut Model, key: &[u8], item_key: i64) -> Request {
+    let items = model
+        .get_mut("users")
+        .and_then(|parents| parents.get_mut(key))
+        .and_then(|doc| doc.arrays.get_mut("followers"))
+        .expect("the parent was written");
+    let before = items.len();
+    items.retain(|i| i.0 != item_key);
+    assert_eq!(items.len() + 1, before, "item {item_key} was there");
+    Request {
+        ops: vec![Op::Remove {
+            collection: "users".to_string(),
+            key: key.to_vec(),
+            field: "followers".to_string(),
+            item_key,
+        }],
+    }
+}
+
 fn create_request() -> Request {
     let array = |field: &str, layout: &str| ArrayDecl {
         field: field.to_string(),
@@ -168,6 +197,31 @@ fn create_request() -> Request {
             create("sensors", array("readings", "bucket:4")),
         ],
     }
+}
+
+/// Each parent's arrays as `get` shows them: inline items, totals, flags, summaries.
+fn inline_views(db: &skewdb::Db) -> Vec<String> {
+    let mut views = Vec::new();
+    for name in db.collection_names() {
+        if name == RAFT_COLLECTION {
+            continue;
+        }
+        for document in db.collection(&name).unwrap().scan(..).unwrap() {
+            let document = document.unwrap();
+            for array in document.arrays() {
+                views.push(format!(
+                    "{name} {:?} {}: {:?} {} {} {:?}",
+                    document.key(),
+                    array.field,
+                    array.inline,
+                    array.total,
+                    array.has_overflow,
+                    array.summary
+                ));
+            }
+        }
+    }
+    views
 }
 
 fn purged_index(raft: &Raft) -> Option<u64> {
@@ -241,6 +295,15 @@ async fn a_cluster_keeps_every_acknowledged_write_through_a_leader_change() {
         .unwrap();
     for n in 50..90 {
         index = cluster.write(nth_write(n, &mut model)).await;
+        if n % 10 == 0 {
+            // The first item pushed to each of four Outlier parents (writes 3, 6, 9, 12),
+            // inline there: its slot stays empty.
+            let m = (n - 40) / 10 * 3;
+            let key = format!("users-{}", (m / 3) % 4).into_bytes();
+            index = cluster
+                .write(remove_write(&mut model, &key, m as i64 * 10))
+                .await;
+        }
     }
     for &id in &survivors {
         cluster.check(id, index, &model).await;

@@ -17,11 +17,9 @@ fn open(dir: &Path) -> Db {
 }
 
 /// What a parent shows without reading its cold items: per array, the inline items, the
-/// total, the overflow flag and the summary. Layouts place items by push order (Outlier's
-/// first N, where buckets were cut), so this differs if a restore pushed them otherwise.
-/// (After removals it may differ anyway: a restore pushes the remaining items afresh, so an
-/// Outlier whose inline item was removed has its inline slots filled again; see
-/// `format-spec/backup.md`.)
+/// total, the overflow flag and the summary. Layouts place items by push order and by what
+/// was removed (an Outlier whose inline item was removed keeps that slot empty), so a
+/// restore that replayed the items would differ here.
 fn parent_views(db: &Db) -> Vec<String> {
     let mut views = Vec::new();
     for name in db.collection_names() {
@@ -48,16 +46,14 @@ fn parent_views(db: &Db) -> Vec<String> {
 fn a_restored_backup_holds_the_same_state_with_items_placed_alike() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(&dir.path().join("db"));
-    // Without removals, so that every layout's placement is the one fresh pushes make.
-    let batches: Vec<Vec<Step>> = workload(7, 400)
-        .into_iter()
-        .map(|steps| {
-            steps
-                .into_iter()
-                .filter(|s| !matches!(s, Step::Remove(..)))
-                .collect()
-        })
-        .collect();
+    // With removals: inline slots left empty, windows refilled from history.
+    let batches = workload(7, 400);
+    assert!(
+        batches
+            .iter()
+            .flatten()
+            .any(|s| matches!(s, Step::Remove(..)))
+    );
     for steps in &batches {
         // A batch over a limit is refused whole; the model knows which by reading back.
         let _ = commit(&db, steps);
@@ -68,7 +64,10 @@ fn a_restored_backup_holds_the_same_state_with_items_placed_alike() {
     let report = db.backup(&file).unwrap();
     assert_eq!(report.bytes, std::fs::metadata(&file).unwrap().len());
     assert_eq!(report.collections, 2);
-    assert!(report.items > 100, "{report:?}");
+    assert!(
+        report.records > report.parents && report.chunks > 10,
+        "{report:?}"
+    );
     let restored = Db::restore(&file, dir.path().join("restored"), Options::new()).unwrap();
     assert_eq!(read_all(&restored).unwrap(), before);
     let (got, want) = (parent_views(&restored), parent_views(&db));
@@ -91,20 +90,6 @@ fn a_restored_backup_holds_the_same_state_with_items_placed_alike() {
     let reopened = Db::open(dir.path().join("restored"), Options::new()).unwrap();
     let users = reopened.collection("users").unwrap();
     assert_eq!(users.get("new").unwrap().unwrap().body(), b"body");
-}
-
-#[test]
-fn a_restored_backup_holds_every_item_after_removals() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = open(&dir.path().join("db"));
-    for steps in &workload(5, 400) {
-        let _ = commit(&db, steps);
-    }
-    let file = dir.path().join("db.backup");
-    db.backup(&file).unwrap();
-    let restored = Db::restore(&file, dir.path().join("restored"), Options::new()).unwrap();
-    // Every item, body, total and summary (read_all checks totals against items).
-    assert_eq!(read_all(&restored).unwrap(), read_all(&db).unwrap());
 }
 
 #[test]

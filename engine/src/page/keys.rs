@@ -33,6 +33,16 @@ pub fn from_sortable(bytes: [u8; 8]) -> i64 {
     (u64::from_be_bytes(bytes) ^ (1 << 63)) as i64
 }
 
+/// `key` (any tree key) moved to collection `id`, in the same key space: what a restore
+/// does to the keys of a backup, whose collections get new ids.
+pub fn with_collection(key: &[u8], id: CollectionId) -> Option<Bytes> {
+    let lead = u32::from_be_bytes(key.get(..4)?.try_into().ok()?);
+    let mut moved = Vec::with_capacity(key.len());
+    moved.put_u32(id | (lead & (ARRAY_SPACE | OUTLIER_SPACE)));
+    moved.put_slice(&key[4..]);
+    Some(Bytes::from(moved))
+}
+
 /// The collection a tree key belongs to, whatever its key space.
 pub fn collection_of(key: &[u8]) -> Option<CollectionId> {
     let lead = u32::from_be_bytes(key.get(..4)?.try_into().ok()?);

@@ -14,6 +14,7 @@
 //! - `recovery`: opening a database (checkpoint, then redo replay);
 //! - `compact`, `space`, `background`: cold compaction, space accounting, and the
 //!   maintenance thread;
+//! - `copy`: records copied out of a version and into a new database (backups);
 //! - `verify`, `stats`: the checks of `Db::verify` and `Db::inspect`, and `Db::stats`.
 
 mod apply;
@@ -21,6 +22,7 @@ pub(crate) mod background;
 mod checkpoint;
 mod commit;
 mod compact;
+mod copy;
 pub(crate) mod decode;
 mod patch;
 mod read;
@@ -35,6 +37,7 @@ mod view;
 mod work;
 
 pub(crate) use commit::{BatchOp, check_key};
+pub(crate) use copy::CopiedRecord;
 pub(crate) use reads::ReadSet;
 pub(crate) use shared::{Shared, Version};
 
