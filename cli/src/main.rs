@@ -285,6 +285,21 @@ enum Command {
         #[command(flatten)]
         db: DbArg,
     },
+    /// Write the whole database, as of one snapshot, to one backup file (while other
+    /// processes cannot write it: the database is locked while open).
+    Backup {
+        #[command(flatten)]
+        db: DbArg,
+        /// The backup file (replaced only once the new one is complete).
+        file: PathBuf,
+    },
+    /// Make a new database directory from a backup file.
+    Restore {
+        /// The backup file.
+        file: PathBuf,
+        /// The new database directory (must not exist).
+        db: PathBuf,
+    },
     /// Give back the space the log holds beyond the live data (a progress bar on a terminal).
     Compact {
         #[command(flatten)]
@@ -1168,6 +1183,41 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                     report.segments.len(),
                     report.leaf_pages + report.internal_pages,
                     report.records
+                );
+            }
+        }
+        Command::Backup { db, file } => {
+            let handle = open_existing(&db.db)?;
+            let report = handle.backup(&file)?;
+            if json {
+                print_value(&json!({
+                    "commits": report.commits, "collections": report.collections,
+                    "parents": report.parents, "records": report.records,
+                    "chunks": report.chunks, "bytes": report.bytes,
+                }));
+            } else {
+                println!(
+                    "backed up {} collections, {} parents ({} records, {} chunks) to {}: {} bytes",
+                    report.collections,
+                    report.parents,
+                    report.records,
+                    report.chunks,
+                    file.display(),
+                    report.bytes
+                );
+            }
+        }
+        Command::Restore { file, db } => {
+            let handle = Db::restore(&file, &db, Options::new())?;
+            let names = handle.collection_names();
+            if json {
+                print_value(&json!({"restored": db.display().to_string(), "collections": names}));
+            } else {
+                println!(
+                    "restored {} into {} ({} collections)",
+                    file.display(),
+                    db.display(),
+                    names.len()
                 );
             }
         }

@@ -677,3 +677,70 @@ fn named_measures_through_the_command_line() {
     let after = json_lines(&ok(&["--json", "items", &db, "sensors", "s1", "readings"]));
     assert_eq!(after.len(), 4, "no refused push applied");
 }
+
+#[test]
+fn backup_and_restore_through_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_skewdb"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let db = dir.path().join("db");
+    let db = db.to_str().unwrap();
+    assert!(
+        run(&[
+            "create",
+            db,
+            "--collection",
+            "users",
+            "--array",
+            "followers=outlier:2"
+        ])
+        .status
+        .success()
+    );
+    for n in 0..5 {
+        let payload = format!("f{n}");
+        assert!(
+            run(&["push", db, "users", "alice", "followers", &payload])
+                .status
+                .success()
+        );
+    }
+    assert!(
+        run(&["remove", db, "users", "alice", "followers", "0"])
+            .status
+            .success()
+    );
+    let file = dir.path().join("users.backup");
+    let file = file.to_str().unwrap();
+    let output = run(&["--json", "backup", db, file]);
+    assert!(output.status.success(), "{output:?}");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["parents"], 1);
+    let restored = dir.path().join("restored");
+    let restored = restored.to_str().unwrap();
+    let output = run(&["restore", file, restored]);
+    assert!(output.status.success(), "{output:?}");
+    // The same document, inline slot left empty by the removal included.
+    let get = |db: &str| run(&["--json", "get", db, "users", "alice"]).stdout;
+    assert_eq!(get(restored), get(db));
+    let document: serde_json::Value = serde_json::from_slice(&get(restored)).unwrap();
+    let followers = &document["arrays"]["followers"];
+    assert_eq!(
+        (
+            followers["total"].clone(),
+            followers["inline"].as_array().unwrap().len()
+        ),
+        (4.into(), 1)
+    );
+    // Into an existing directory, or from a file that is no backup: refused, exit 1.
+    let again = run(&["--json", "restore", file, restored]);
+    assert_eq!(again.status.code(), Some(1));
+    let not_backup = run(&["restore", db, &format!("{restored}-2")]);
+    assert_eq!(not_backup.status.code(), Some(1));
+    let missing = run(&["backup", &format!("{db}-none"), file]);
+    assert_eq!(missing.status.code(), Some(1));
+}
