@@ -72,7 +72,8 @@ impl StateMachine {
         if new.exists() && !state.exists() {
             fs(std::fs::rename(&new, &state), "finish a snapshot's swap")?;
         }
-        for leftover in [&new, &old] {
+        let building = dir.join(format!("{STATE_NEW}.restoring"));
+        for leftover in [&new, &old, &building] {
             if leftover.exists() {
                 fs(
                     std::fs::remove_dir_all(leftover),
