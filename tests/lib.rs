@@ -331,6 +331,35 @@ pub fn read_all(db: &Db) -> Result<Model> {
     Ok(model)
 }
 
+/// What each parent shows without reading its cold items, every collection but `skip`:
+/// per array, the inline items, the total, the overflow flag and the summary. Layouts place
+/// items by push order and by what was removed (an Outlier whose inline item was removed
+/// keeps that slot empty), so two databases that agree on `read_all` may differ here.
+pub fn inline_views(db: &Db, skip: &str) -> Vec<String> {
+    let mut views = Vec::new();
+    for name in db.collection_names() {
+        if name == skip {
+            continue;
+        }
+        let collection = db.collection(&name).expect("listed");
+        for document in collection.scan(..).expect("scan") {
+            let document = document.expect("scan");
+            for array in document.arrays() {
+                views.push(format!(
+                    "{name} {:?} {}: {:?} total {} overflow {} {:?}",
+                    document.key(),
+                    array.field,
+                    array.inline,
+                    array.total,
+                    array.has_overflow,
+                    array.summary
+                ));
+            }
+        }
+    }
+    views
+}
+
 /// The model without empty collections or arrays, as `read_all` reports it.
 pub fn normalized(model: &Model) -> Model {
     model

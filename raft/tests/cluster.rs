@@ -16,7 +16,7 @@ use skewdb_raft::network::Router;
 use skewdb_raft::{
     ArrayDecl, NodeId, Op, RAFT_COLLECTION, Request, Response, StateReader, TypeConfig,
 };
-use skewdb_tests::{Model, ModelDoc};
+use skewdb_tests::{Model, ModelDoc, inline_views};
 
 type Raft = openraft::Raft<TypeConfig>;
 
@@ -133,8 +133,8 @@ impl Cluster {
         // that installed a snapshot reads as one that applied every entry.
         let first = self.nodes.values().next().expect("a node");
         assert_eq!(
-            inline_views(&node.reader.db()),
-            inline_views(&first.reader.db()),
+            inline_views(&node.reader.db(), RAFT_COLLECTION),
+            inline_views(&first.reader.db(), RAFT_COLLECTION),
             "node {id}"
         );
     }
@@ -230,31 +230,6 @@ fn create_request() -> Request {
             create("sensors", array("readings", "bucket:4")),
         ],
     }
-}
-
-/// Each parent's arrays as `get` shows them: inline items, totals, flags, summaries.
-fn inline_views(db: &skewdb::Db) -> Vec<String> {
-    let mut views = Vec::new();
-    for name in db.collection_names() {
-        if name == RAFT_COLLECTION {
-            continue;
-        }
-        for document in db.collection(&name).unwrap().scan(..).unwrap() {
-            let document = document.unwrap();
-            for array in document.arrays() {
-                views.push(format!(
-                    "{name} {:?} {}: {:?} {} {} {:?}",
-                    document.key(),
-                    array.field,
-                    array.inline,
-                    array.total,
-                    array.has_overflow,
-                    array.summary
-                ));
-            }
-        }
-    }
-    views
 }
 
 fn purged_index(raft: &Raft) -> Option<u64> {

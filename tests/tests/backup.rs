@@ -8,38 +8,12 @@ use std::sync::Arc;
 use skewdb::testing::FsStorage;
 use skewdb::{Db, Durability, Error, Options};
 use skewdb_tests::{
-    Model, Step, commit, open_db, prefix_states, read_all, small_options, workload,
+    Model, Step, commit, inline_views, open_db, prefix_states, read_all, small_options, workload,
 };
 
 fn open(dir: &Path) -> Db {
     let storage = Arc::new(FsStorage::new(dir).unwrap());
     open_db(storage, small_options(Durability::Buffered)).unwrap()
-}
-
-/// What a parent shows without reading its cold items: per array, the inline items, the
-/// total, the overflow flag and the summary. Layouts place items by push order and by what
-/// was removed (an Outlier whose inline item was removed keeps that slot empty), so a
-/// restore that replayed the items would differ here.
-fn parent_views(db: &Db) -> Vec<String> {
-    let mut views = Vec::new();
-    for name in db.collection_names() {
-        let collection = db.collection(&name).unwrap();
-        for document in collection.scan(..).unwrap() {
-            let document = document.unwrap();
-            for array in document.arrays() {
-                views.push(format!(
-                    "{name} {:?} {}: {:?} total {} overflow {} {:?}",
-                    document.key(),
-                    array.field,
-                    array.inline,
-                    array.total,
-                    array.has_overflow,
-                    array.summary
-                ));
-            }
-        }
-    }
-    views
 }
 
 #[test]
@@ -70,7 +44,7 @@ fn a_restored_backup_holds_the_same_state_with_items_placed_alike() {
     );
     let restored = Db::restore(&file, dir.path().join("restored"), Options::new()).unwrap();
     assert_eq!(read_all(&restored).unwrap(), before);
-    let (got, want) = (parent_views(&restored), parent_views(&db));
+    let (got, want) = (inline_views(&restored, ""), inline_views(&db, ""));
     assert_eq!(got.len(), want.len());
     for (got, want) in got.iter().zip(&want) {
         assert_eq!(got, want);
