@@ -742,12 +742,20 @@ fn advise_command(
             let collection = handle.collection(&name)?;
             let source = || -> Result<import::Source, Failure> {
                 let of = collection.clone();
+                let key_field = request.key_field.clone();
                 let documents = collection.scan(..)?.enumerate().map(move |(at, document)| {
-                    let document = document
-                        .map_err(Failure::from)
-                        .and_then(|d| export::parent_document(&of, &d, false))
-                        .map_err(|e| e.message);
-                    (at as u64 + 1, document)
+                    let document = document.map_err(Failure::from).and_then(|d| {
+                        let mut exported = export::parent_document(&of, &d, false)?;
+                        // A collection imported under another --key-field: its stored key
+                        // stands in for the field the advice reads.
+                        if !exported.contains_key(&key_field)
+                            && let Ok(key) = skewdb::bson_key::decode(d.key())
+                        {
+                            exported.insert(key_field.clone(), key);
+                        }
+                        Ok(exported)
+                    });
+                    (at as u64 + 1, document.map_err(|e| e.message))
                 });
                 Ok(import::Source::Parsed(Box::new(documents)))
             };

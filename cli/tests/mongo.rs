@@ -117,6 +117,11 @@ fn documents_with_one_key_merge_and_bookkeeping_fields_drop() {
     assert_eq!(parent["readings"].as_array().unwrap().len(), 12);
     assert!(parent.get("count").is_none() && parent.get("bucket").is_none());
     assert_eq!(parent["site"], "north");
+    // Advice on the stored collection, whose key came from `sensor`, not `_id`.
+    let (advice, output) = advise(&[db, "c"]);
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(advice[0]["field"], "readings", "{advice:?}");
+    assert_eq!(advice[0]["max"], 12);
     let summary = skewdb(&[
         "--json", "summary", db, "c", "s1", "readings", "--from", "3", "--to", "5",
     ]);
