@@ -295,6 +295,11 @@ fn load<R: Read>(db: &Db, frames: &mut Frames<R>) -> Result<()> {
                 if payload.remaining() < value_len {
                     return Err(bad("record value past its frame".into()));
                 }
+                if value_len > MAX_RECORD_BYTES {
+                    return Err(bad(format!(
+                        "a record of {value_len} bytes, over the {MAX_RECORD_BYTES}"
+                    )));
+                }
                 let value = payload.split_to(value_len);
                 let chunk = match flags & HAS_CHUNK {
                     0 => None,
@@ -351,5 +356,22 @@ fn load<R: Read>(db: &Db, frames: &mut Frames<R>) -> Result<()> {
             db.shared.load_records(&std::mem::take(&mut step))?;
             step_bytes = 0;
         }
+    }
+}
+
+/// Loads arbitrary bytes as a backup into an in-memory database: for the decoders' fuzz
+/// target, which requires an error or a database, never a panic.
+pub(crate) fn fuzz_load(data: &[u8]) {
+    let storage = std::sync::Arc::new(crate::storage::SimStorage::new());
+    let Ok(db) = Db::open_with_storage(storage, Options::new().background(false)) else {
+        return;
+    };
+    let mut frames = Frames {
+        input: data,
+        file: "fuzz".to_string(),
+        offset: 0,
+    };
+    if frames.header().is_ok() {
+        let _ = load(&db, &mut frames);
     }
 }

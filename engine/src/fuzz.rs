@@ -12,12 +12,14 @@ use crate::page::redo::{DecodedOp, Op, apply_patch};
 use crate::record::ParentRecord;
 
 /// Runs every decoder on `data`. Each must return a value or an error; none may panic,
-/// loop, or allocate more than the bytes given justify.
+/// loop, or allocate more than the bytes given justify. The first byte selects one (modulo
+/// 8; 5 is the parent record's, 7 loads the rest as a backup file into a database in
+/// memory).
 pub fn decoders(data: &[u8]) {
     let Some((&selector, rest)) = data.split_first() else {
         return;
     };
-    match selector % 7 {
+    match selector % 8 {
         0 => {
             if let Ok(header) = decode_header(rest, rest.len() as u64) {
                 let end = FRAME_HEADER_BYTES + header.payload_len as usize;
@@ -85,6 +87,7 @@ pub fn decoders(data: &[u8]) {
             let _ = crate::cold::ChunkRef::decode(Bytes::copy_from_slice(rest));
             let _ = crate::cold::chunk::check_segment_header(rest, 1);
         }
+        7 => crate::backup::fuzz_load(rest),
         _ => {
             for arrays in 0..3 {
                 let decoded = ParentRecord::decode(Bytes::copy_from_slice(rest), arrays);

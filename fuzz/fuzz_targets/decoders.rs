@@ -1,5 +1,5 @@
 //! Every on-disk decoder on arbitrary bytes: frame and segment headers, pages, checkpoints,
-//! redo operations, parent records. The first byte selects the decoder.
+//! redo operations, parent records, backup files. The first byte selects the decoder.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -157,3 +157,68 @@ fn a_damaged_backup_is_refused_and_leaves_nothing() {
     db.backup(&file).unwrap();
     assert!(Db::restore(&file, dir.path().join("third"), Options::new()).is_ok());
 }
+
+/// A frame as backups write them: kind, length, payload, CRC32 of the three.
+fn frame(kind: u8, payload: &[u8]) -> Vec<u8> {
+    let mut out = vec![kind];
+    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    out.extend_from_slice(payload);
+    let crc = crc32fast::hash(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+#[test]
+fn a_backup_whose_frames_check_but_break_a_limit_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir.path().join("db"));
+    for steps in &workload(3, 20) {
+        let _ = commit(&db, steps);
+    }
+    let file = dir.path().join("db.backup");
+    db.backup(&file).unwrap();
+    let good = std::fs::read(&file).unwrap();
+    // The header and the collection frames (kind 1), then the first record's key.
+    let (mut at, mut kept) = (12, good[..12].to_vec());
+    let first_key = loop {
+        let len = u32::from_le_bytes(good[at + 1..at + 5].try_into().unwrap()) as usize;
+        let payload = &good[at + 5..at + 5 + len];
+        if good[at] != 1 {
+            let key_len = u16::from_le_bytes(payload[1..3].try_into().unwrap()) as usize;
+            break payload[3..3 + key_len].to_vec();
+        }
+        kept.extend_from_slice(&good[at..at + 9 + len]);
+        at += 9 + len;
+    };
+    let crafted = |value_len: usize, flags: u8| {
+        let mut payload = vec![flags];
+        payload.extend_from_slice(&(first_key.len() as u16).to_le_bytes());
+        payload.extend_from_slice(&first_key);
+        payload.extend_from_slice(&(value_len as u32).to_le_bytes());
+        payload.resize(payload.len() + value_len, 7);
+        let mut bytes = kept.clone();
+        bytes.extend(frame(2, &payload));
+        bytes
+    };
+    let target = dir.path().join("target");
+    for (bytes, what) in [
+        (crafted(16 * 1024 * 1024 + 1, 0), "a record over 16 MiB"),
+        (crafted(10, 2), "an unknown flag"),
+        (crafted(10, 1), "a chunk flag with no chunk"),
+    ] {
+        let damaged = dir.path().join("crafted");
+        std::fs::write(&damaged, &bytes).unwrap();
+        let error = Db::restore(&damaged, &target, Options::new())
+            .err()
+            .expect(what);
+        assert!(matches!(error, Error::Corruption { .. }), "{what}: {error}");
+        assert!(!target.exists());
+    }
+    // The decoders' fuzz entry loads the same bytes without panicking.
+    let mut fuzz_input = vec![7u8];
+    fuzz_input.extend_from_slice(&crafted(16 * 1024 * 1024 + 1, 0));
+    skewdb::testing::decoders(&fuzz_input);
+    let mut fuzz_input = vec![7u8];
+    fuzz_input.extend_from_slice(&good);
+    skewdb::testing::decoders(&fuzz_input);
+}
