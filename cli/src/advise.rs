@@ -420,9 +420,9 @@ fn recommend(
                 "the largest document is {} embedded, near the 16 MiB limit",
                 size(stats.largest_document_bytes as f64)
             ),
-            (over, _) => format!(
+            (past_limit, _) => format!(
                 "{} of {} documents pass 16 MiB embedded (largest {} items)",
-                count(over),
+                count(past_limit),
                 count(sorted.len() as u64),
                 count(max)
             ),

@@ -276,20 +276,19 @@ impl Source {
             Source::Text {
                 input,
                 json_array: true,
-            } => {
-                let parsed: Result<Vec<serde_json::Value>, String> =
-                    serde_json::from_reader(input).map_err(|e| format!("not a JSON array: {e}"));
-                match parsed {
-                    Ok(values) => Box::new(values.into_iter().enumerate().map(move |(at, v)| {
+            } => match mongo::read_extjson(input) {
+                Ok(Bson::Array(values)) => {
+                    Box::new(values.into_iter().enumerate().map(move |(at, v)| {
                         let at = at as u64 + 1;
-                        (
-                            at,
-                            document(mongo::from_extjson(v)).and_then(|d| convert(at, d)),
-                        )
-                    })),
-                    Err(e) => Box::new(std::iter::once((1, Err(e)))),
+                        (at, document(Ok(v)).and_then(|d| convert(at, d)))
+                    }))
                 }
-            }
+                Ok(other) => Box::new(std::iter::once((
+                    1,
+                    Err(format!("a {:?}, not a JSON array", other.element_type())),
+                ))),
+                Err(e) => Box::new(std::iter::once((1, Err(format!("not a JSON array: {e}"))))),
+            },
             Source::Text {
                 input,
                 json_array: false,
@@ -438,7 +437,6 @@ impl State<'_> {
         children: Source,
         progress: &mut impl FnMut(u64),
     ) -> Result<(), Failure> {
-        let state = self;
         let (converter, into) = (import.clone(), wanted.clone());
         let children = children.convert(move |line, d| converter.child_unit(&into, line, d));
         // Per parent: the `_id`s its array holds (read once, then kept up to date), or `None`
@@ -449,14 +447,14 @@ impl State<'_> {
             let (unit, id) = match unit {
                 Ok(parsed) => parsed,
                 Err(reason) => {
-                    state.refuse(import, true, line, reason)?;
+                    self.refuse(import, true, line, reason)?;
                     continue;
                 }
             };
             let known = match ids.get_mut(&unit.key) {
                 Some(known) => known,
                 None => {
-                    let stored = state.stored_ids(&unit.key, &wanted.into)?;
+                    let stored = self.stored_ids(&unit.key, &wanted.into)?;
                     ids.entry(unit.key.clone()).or_insert(stored)
                 }
             };
@@ -465,23 +463,23 @@ impl State<'_> {
                     "no parent {} in the collection",
                     mongo::Shown::Bson { canonical: false }.key_text(&unit.key)
                 );
-                state.refuse(import, true, line, reason)?;
+                self.refuse(import, true, line, reason)?;
                 continue;
             };
             if let Some(id) = id
                 && !known.insert(id)
             {
-                state.done.duplicates += 1;
+                self.done.duplicates += 1;
                 continue;
             }
             pending.push(unit);
             if pending.len() >= import.batch_documents {
-                state.commit(import, std::mem::take(&mut pending))?;
-                progress(state.done_so_far());
+                self.commit(import, std::mem::take(&mut pending))?;
+                progress(self.done_so_far());
             }
         }
-        state.commit(import, pending)?;
-        progress(state.done_so_far());
+        self.commit(import, pending)?;
+        progress(self.done_so_far());
         Ok(())
     }
 

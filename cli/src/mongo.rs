@@ -45,48 +45,25 @@ pub fn body_document(bytes: &[u8]) -> Result<Document, String> {
     Document::from_reader(bytes).map_err(|e| format!("not a BSON document: {e}"))
 }
 
-/// Extended JSON v2 (canonical or relaxed) as the BSON value it stands for. Objects with a
-/// `$` key (`$oid`, `$date`, `$numberLong`, ...) are read by `bson`; plain objects, arrays
-/// and scalars are built here directly, as `bson` builds them (an integer is an Int32 when
-/// it fits, else an Int64, else a Double), which spares a lookup of every `$` key in every
-/// plain object.
-pub fn from_extjson(value: Value) -> Result<Bson, String> {
-    Ok(match value {
-        Value::Object(object) if object.keys().any(|k| k.starts_with('$')) => {
-            Bson::try_from(Value::Object(object)).map_err(|e| e.to_string())?
-        }
-        Value::Object(object) => {
-            let mut document = Document::new();
-            for (name, value) in object {
-                document.insert(name, from_extjson(value)?);
-            }
-            Bson::Document(document)
-        }
-        Value::Array(values) => Bson::Array(
-            values
-                .into_iter()
-                .map(from_extjson)
-                .collect::<Result<_, _>>()?,
-        ),
-        Value::Number(number) => match (number.as_i64(), number.as_f64()) {
-            (Some(int), _) => match i32::try_from(int) {
-                Ok(small) => Bson::Int32(small),
-                Err(_) => Bson::Int64(int),
-            },
-            (None, Some(float)) => Bson::Double(float),
-            (None, None) => return Err(format!("{number} fits no BSON number")),
-        },
-        Value::String(text) => Bson::String(text),
-        Value::Bool(flag) => Bson::Boolean(flag),
-        Value::Null => Bson::Null,
-    })
+/// Extended JSON v2 (canonical or relaxed) text as the BSON value it stands for. Objects
+/// with a `$` key (`$oid`, `$numberLong`, ...) are read by `bson` (`$date` in its two
+/// common forms directly); plain objects, arrays and scalars are built straight from the
+/// parser, as `bson` builds them (an integer is an Int32 when it fits, else an Int64, else
+/// a Double), with no `serde_json::Value` in between.
+pub fn parse_extjson(text: &str) -> Result<Bson, String> {
+    read_value(serde_json::Deserializer::from_str(text))
 }
 
-/// [`from_extjson`] straight from JSON text, with no `serde_json::Value` built for plain
-/// objects and arrays (only `$` objects are gathered, for `bson` to read).
-pub fn parse_extjson(text: &str) -> Result<Bson, String> {
+/// [`parse_extjson`] of everything `reader` holds (one `--json-array` file).
+pub fn read_extjson(reader: impl std::io::Read) -> Result<Bson, String> {
+    read_value(serde_json::Deserializer::from_reader(reader))
+}
+
+/// One value from `parser`, and nothing after it.
+fn read_value<'de, R: serde_json::de::Read<'de>>(
+    mut parser: serde_json::Deserializer<R>,
+) -> Result<Bson, String> {
     use serde::de::DeserializeSeed;
-    let mut parser = serde_json::Deserializer::from_str(text);
     let value = ExtJson
         .deserialize(&mut parser)
         .map_err(|e| e.to_string())?;
@@ -349,7 +326,7 @@ mod tests {
         ];
         for case in cases {
             let value: Value = serde_json::from_str(case).unwrap();
-            let ours = from_extjson(value.clone()).unwrap();
+            let ours = read_extjson(case.as_bytes()).unwrap();
             let expected = Bson::try_from(value).unwrap();
             assert_eq!(ours, expected, "{case}");
             assert_eq!(parse_extjson(case).unwrap(), expected, "{case}");
@@ -366,7 +343,7 @@ mod tests {
         ];
         for bad in bad_cases {
             let value: Value = serde_json::from_str(bad).unwrap();
-            assert!(from_extjson(value.clone()).is_err(), "{bad}");
+            assert!(read_extjson(bad.as_bytes()).is_err(), "{bad}");
             assert!(parse_extjson(bad).is_err(), "{bad}");
             assert!(Bson::try_from(value).is_err(), "{bad}");
         }

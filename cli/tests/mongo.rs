@@ -683,3 +683,43 @@ fn the_readme_example_runs_as_shown() {
     .unwrap();
     assert_eq!(kettle["recent_reviews"], original["recent_reviews"]);
 }
+
+#[test]
+fn a_json_array_file_imports_as_its_lines_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = dir.path().join("lines.json");
+    std::fs::write(&lines, CANONICAL).unwrap();
+    let array = dir.path().join("array.json");
+    let documents: Vec<&str> = CANONICAL.lines().collect();
+    std::fs::write(&array, format!("[\n{}\n]\n", documents.join(",\n"))).unwrap();
+    let args = ["--array", "reviews=subset:1", "--item-key", "reviews=at"];
+    let (from_lines, from_array) = (dir.path().join("a"), dir.path().join("b"));
+    assert!(import(&from_lines, &lines, &args).status.success());
+    let mut with_flag = args.to_vec();
+    with_flag.push("--json-array");
+    let output = import(&from_array, &array, &with_flag);
+    assert!(output.status.success(), "{output:?}");
+    let export = |db: &Path| {
+        stdout(&skewdb(&[
+            "export",
+            db.to_str().unwrap(),
+            "c",
+            "--canonical",
+        ]))
+    };
+    assert_eq!(export(&from_array), export(&from_lines));
+    // Not an array, or not JSON: refused as line 1.
+    for (text, said) in [
+        ("{\"_id\":1}", "not a JSON array"),
+        ("[{\"_id\":1},", "not a JSON array"),
+    ] {
+        std::fs::write(&array, text).unwrap();
+        let output = import(&dir.path().join("c"), &array, &["--json-array"]);
+        assert_eq!(output.status.code(), Some(1), "{text}");
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert!(
+            stderr.contains("line 1") && stderr.contains(said),
+            "{stderr}"
+        );
+    }
+}
