@@ -2,7 +2,7 @@
 //! snapshot while commits go on, and a new database made from such a file holding the same
 //! records (`store/copy.rs`). The bytes: `format-spec/backup.md`.
 
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
 use bytes::{Buf, BufMut, Bytes};
@@ -74,8 +74,8 @@ pub(crate) fn write(snapshot: &Snapshot, path: &Path) -> Result<BackupReport> {
         let shown = shown.clone();
         move |e| Error::io(op, shown, e)
     };
-    let file = std::fs::File::create(&partial).map_err(io("create"))?;
-    let mut out = BufWriter::new(file);
+    // Frames gather in `buf`, written out a mebibyte at a time.
+    let mut file = std::fs::File::create(&partial).map_err(io("create"))?;
     let mut report = BackupReport {
         commits: snapshot.commits(),
         ..BackupReport::default()
@@ -108,7 +108,7 @@ pub(crate) fn write(snapshot: &Snapshot, path: &Path) -> Result<BackupReport> {
         report.records += 1;
         report.parents += u64::from(keys::is_parent(&record.key));
         if buf.len() >= 1 << 20 {
-            out.write_all(&buf).map_err(io("write"))?;
+            file.write_all(&buf).map_err(io("write"))?;
             buf.clear();
         }
         Ok(())
@@ -118,10 +118,7 @@ pub(crate) fn write(snapshot: &Snapshot, path: &Path) -> Result<BackupReport> {
     payload.put_u64_le(report.records);
     payload.put_u64_le(report.chunks);
     frame(&mut buf, KIND_END, &payload);
-    out.write_all(&buf).map_err(io("write"))?;
-    let file = out
-        .into_inner()
-        .map_err(|e| Error::io("write", &shown, e.into_error()))?;
+    file.write_all(&buf).map_err(io("write"))?;
     file.sync_all().map_err(io("sync"))?;
     report.bytes = file.metadata().map_err(io("stat"))?.len();
     drop(file);

@@ -47,9 +47,8 @@ struct StoredSnapshot {
 /// A node's state machine.
 pub struct StateMachine {
     dir: PathBuf,
-    db: Db,
-    /// The database readers use; installing a snapshot swaps it.
-    shared: Arc<Mutex<Db>>,
+    /// The database, shared with readers; installing a snapshot swaps it.
+    state: StateReader,
     applied: Option<LogId<NodeId>>,
     membership: Membership,
 }
@@ -89,8 +88,9 @@ impl StateMachine {
             .map_err(storage(ErrorSubject::StateMachine, ErrorVerb::Read))?;
         let mut machine = StateMachine {
             dir: dir.to_path_buf(),
-            shared: Arc::new(Mutex::new(db.clone())),
-            db,
+            state: StateReader {
+                shared: Arc::new(Mutex::new(db)),
+            },
             applied: None,
             membership: Membership::default(),
         };
@@ -102,7 +102,8 @@ impl StateMachine {
     fn load(&mut self) -> Result<(), StorageError> {
         let subject = ErrorSubject::StateMachine;
         let raft = self
-            .db
+            .state
+            .db()
             .create_collection(CollectionSpec::new(RAFT_COLLECTION))
             .map_err(storage(subject.clone(), ErrorVerb::Write))?;
         let read = |name: &str| -> Result<Option<Vec<u8>>, StorageError> {
@@ -125,9 +126,7 @@ impl StateMachine {
     /// A handle for reads of the state this machine has applied, which stays valid when
     /// openraft owns the machine and across snapshot installs.
     pub fn reader(&self) -> StateReader {
-        StateReader {
-            shared: self.shared.clone(),
-        }
+        self.state.clone()
     }
 
     /// Applies one entry: its request's operations, the log id and any membership, in one
@@ -149,9 +148,10 @@ impl StateMachine {
             Ok(())
         };
         let mut response = Response::Applied;
-        let mut batch = self.db.batch();
+        let db = self.state.db();
+        let mut batch = db.batch();
         let staged = match &entry.payload {
-            EntryPayload::Normal(request) => request.stage(&self.db, &mut batch),
+            EntryPayload::Normal(request) => request.stage(&db, &mut batch),
             _ => Ok(()),
         };
         meta(&mut batch)?;
@@ -164,7 +164,7 @@ impl StateMachine {
                 kind: error.kind().to_string(),
                 message: error.to_string(),
             };
-            let mut batch = self.db.batch();
+            let mut batch = db.batch();
             meta(&mut batch)?;
             batch
                 .commit()
@@ -308,7 +308,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         // before it returns, and nothing applies while openraft holds this machine.
         SnapshotBuilder {
             dir: self.dir.clone(),
-            snapshot: self.db.snapshot(),
+            snapshot: self.state.db().snapshot(),
             applied: self.applied,
             membership: self.membership.clone(),
         }
@@ -361,11 +361,12 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             "sync the node directory",
         )?;
         let db = Db::open(&state, state_options()).map_err(storage(subject, ErrorVerb::Read))?;
+        // The old database closes once the last reader's handle on it goes.
         *self
+            .state
             .shared
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = db.clone();
-        drop(std::mem::replace(&mut self.db, db));
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = db;
         fs(std::fs::remove_dir_all(&old), "remove the old state")?;
         self.load()?;
         Self::set_current(&self.dir, meta, &file)
