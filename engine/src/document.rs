@@ -300,11 +300,16 @@ impl ItemQuery {
     }
 
     pub(crate) fn wanted(&self, stored: &Stored) -> bool {
-        self.in_range(stored.item.key)
+        self.wanted_at(stored.item.key, stored.seq)
+    }
+
+    /// Whether the item pushed `seq`-th with key `key` is on the query's pages.
+    pub(crate) fn wanted_at(&self, key: i64, seq: u64) -> bool {
+        self.in_range(key)
             && match (self.after, self.order) {
                 (None, _) => true,
-                (Some(c), Order::Ascending) => stored.order() > (c.key, c.seq),
-                (Some(c), Order::Descending) => stored.order() < (c.key, c.seq),
+                (Some(c), Order::Ascending) => (key, seq) > (c.key, c.seq),
+                (Some(c), Order::Descending) => (key, seq) < (c.key, c.seq),
             }
     }
 

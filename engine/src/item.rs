@@ -5,6 +5,7 @@
 use bytes::{Buf, BufMut, Bytes};
 
 use crate::MAX_RECORD_BYTES;
+use crate::document::Order;
 
 /// The most named measures one array field declares.
 pub const MAX_MEASURES: usize = 8;
@@ -471,17 +472,39 @@ pub(crate) fn decode_items(bytes: &mut Bytes) -> Result<Vec<Stored>, String> {
         if items.capacity() == 0 {
             items.reserve_exact(count);
         }
-        items.push(Stored {
-            item: Item {
-                key: walked.key,
-                value: walked.value,
-                payload: whole.slice(walked.payload),
-                more: walked.more.map(read_more),
-            },
-            seq: walked.seq,
-        })
+        items.push(walked.stored(&whole))
     })?;
     Ok(items)
+}
+
+/// The first `limit` items of an encoded list in `order` among those `wanted` picks, built
+/// as `Stored` (the others are checked as [`decode_items`] checks them, but never built):
+/// a page of a long tail costs a walk of its bytes and `limit` items.
+pub(crate) fn decode_first_items(
+    bytes: &mut Bytes,
+    wanted: impl Fn(i64, u64) -> bool,
+    order: Order,
+    limit: usize,
+) -> Result<Vec<Stored>, String> {
+    let whole = bytes.clone();
+    let mut picked = Vec::new();
+    let mut in_order = true;
+    walk_items(bytes, |_, walked| {
+        if wanted(walked.key, walked.seq) {
+            in_order &= picked
+                .last()
+                .is_none_or(|last: &Walked| last.order() <= walked.order());
+            picked.push(walked);
+        }
+    })?;
+    if !in_order {
+        picked.sort_unstable_by_key(Walked::order);
+    }
+    let built = |walked: &Walked| walked.stored(&whole);
+    Ok(match order {
+        Order::Ascending => picked.iter().take(limit).map(built).collect(),
+        Order::Descending => picked.iter().rev().take(limit).map(built).collect(),
+    })
 }
 
 /// The items of an encoded list as a reader sees them, in (key, push) order: built as
@@ -499,12 +522,7 @@ pub(crate) fn decode_read_items(bytes: &mut Bytes) -> Result<Vec<Item>, String> 
         let order = (walked.key, walked.seq);
         in_order &= last.is_none_or(|last| last <= order);
         last = Some(order);
-        items.push(Item {
-            key: walked.key,
-            value: walked.value,
-            payload: whole.slice(walked.payload),
-            more: walked.more.map(read_more),
-        })
+        items.push(walked.stored(&whole).item)
     })?;
     if !in_order {
         let mut stored = decode_items(&mut whole.clone())?;
@@ -558,14 +576,34 @@ pub(crate) fn part_ends(
 }
 
 /// One item as [`walk_items`] reads it.
-struct Walked<'a> {
+struct Walked {
     key: i64,
     seq: u64,
     value: Option<f64>,
-    /// The further measures' stored form (mask, then values), checked.
-    more: Option<&'a [u8]>,
+    /// Where the further measures' stored form (mask, then values), checked, is in the
+    /// list's bytes.
+    more: Option<std::ops::Range<usize>>,
     /// Where the payload is in the list's bytes.
     payload: std::ops::Range<usize>,
+}
+
+impl Walked {
+    fn order(&self) -> (i64, u64) {
+        (self.key, self.seq)
+    }
+
+    /// The item, its payload a slice of `whole`, the list it was walked in.
+    fn stored(&self, whole: &Bytes) -> Stored {
+        Stored {
+            item: Item {
+                key: self.key,
+                value: self.value,
+                payload: whole.slice(self.payload.clone()),
+                more: self.more.clone().map(|more| read_more(&whole[more])),
+            },
+            seq: self.seq,
+        }
+    }
 }
 
 /// The values of a checked stored form of further measures (mask, then values).
@@ -584,7 +622,7 @@ fn read_more(stored: &[u8]) -> Box<[Option<f64>; MAX_MEASURES - 1]> {
 
 /// Reads an item list (checking every length, flag and value), calling `each` with the
 /// list's item count and every item, then advances `bytes` past it.
-fn walk_items(bytes: &mut Bytes, mut each: impl FnMut(usize, Walked<'_>)) -> Result<(), String> {
+fn walk_items(bytes: &mut Bytes, mut each: impl FnMut(usize, Walked)) -> Result<(), String> {
     // Read through a plain slice and an offset.
     let data: &[u8] = bytes;
     let truncated = || "item truncated".to_string();
@@ -630,7 +668,7 @@ fn walk_items(bytes: &mut Bytes, mut each: impl FnMut(usize, Walked<'_>)) -> Res
                 value_at(at + 1 + 8 * value)?;
             }
             at += len;
-            Some(&data[at - len..at])
+            Some(at - len..at)
         };
         let len = data[at..].first_chunk::<4>().ok_or_else(truncated)?;
         let len = u32::from_le_bytes(*len) as usize;
@@ -985,5 +1023,59 @@ mod tests {
         let mut unknown = NewItem::new("").measure("x", 1.0);
         assert_eq!(unknown.resolve(&measures), Err("x".to_string()));
         assert!(NewItem::new("").measure("t", f64::NAN).has_nan());
+    }
+
+    proptest::proptest! {
+        /// A page of a list (the first `limit` wanted items in either order) is what
+        /// decoding every item, filtering, sorting and cutting gives; a damaged list is
+        /// refused by both alike.
+        #[test]
+        fn a_page_of_a_list_is_the_first_wanted_of_all_its_items(
+            keys in proptest::collection::vec((0i64..40, proptest::option::of(0.0f64..9.0), 0u8..3), 0..60),
+            sorted in proptest::bool::ANY,
+            below in 0i64..45,
+            descending in proptest::bool::ANY,
+            limit in 0usize..70,
+            cut in proptest::option::of(0usize..400),
+        ) {
+            let mut items: Vec<Stored> = keys
+                .iter()
+                .enumerate()
+                .map(|(seq, &(key, value, extra))| {
+                    let mut s = stored(key, value, b"payload", seq as u64);
+                    if extra == 2 {
+                        let mut more = Box::new([None; MAX_MEASURES - 1]);
+                        more[3] = Some(key as f64);
+                        s.item.more = Some(more);
+                    }
+                    s
+                })
+                .collect();
+            if sorted {
+                items.sort_by_key(Stored::order);
+            }
+            let mut bytes = Vec::new();
+            encode_items(&items, &mut bytes);
+            if let Some(cut) = cut {
+                bytes.truncate(cut.min(bytes.len()));
+            }
+            let order = if descending { Order::Descending } else { Order::Ascending };
+            let wanted = |key: i64, _seq: u64| key < below;
+            let mut whole = Bytes::from(bytes);
+            let all = decode_items(&mut whole.clone());
+            let page = decode_first_items(&mut whole, wanted, order, limit);
+            match all {
+                Ok(mut all) => {
+                    all.retain(|s| wanted(s.item.key, s.seq));
+                    all.sort_by_key(Stored::order);
+                    if descending {
+                        all.reverse();
+                    }
+                    all.truncate(limit);
+                    proptest::prop_assert_eq!(page, Ok(all));
+                }
+                Err(reason) => proptest::prop_assert_eq!(page, Err(reason)),
+            }
+        }
     }
 }

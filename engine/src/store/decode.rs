@@ -6,7 +6,7 @@
 use bytes::Bytes;
 
 use crate::catalog::CollectionInfo;
-use crate::document::Document;
+use crate::document::{Document, ItemQuery};
 use crate::item::{self, Item, Stored};
 use crate::record::ParentRecord;
 use crate::{Error, Result};
@@ -45,19 +45,46 @@ pub(crate) fn record_corruption(info: &CollectionInfo, key: &[u8], reason: Strin
 
 pub(crate) fn decode_items(mut bytes: Bytes, tree_key: &[u8]) -> Result<Vec<Stored>> {
     let items = item::decode_items(&mut bytes);
-    match items {
-        Ok(items) if bytes.is_empty() => Ok(items),
-        Ok(_) => Err(Error::corruption(
-            "page store",
-            0,
-            format!("tail record {tree_key:x?}: trailing bytes"),
-        )),
-        Err(reason) => Err(Error::corruption(
-            "page store",
-            0,
-            format!("tail record {tree_key:x?}: {reason}"),
-        )),
-    }
+    tail_checked(items, &bytes, tree_key)
+}
+
+/// The items of a tail record on `query`'s pages: with a limit, only the first `limit` of
+/// them in the query's order are built (see [`item::decode_first_items`]).
+pub(crate) fn decode_wanted_items(
+    mut bytes: Bytes,
+    tree_key: &[u8],
+    query: &ItemQuery,
+) -> Result<Vec<Stored>> {
+    let wanted = |key, seq| query.wanted_at(key, seq);
+    let items = match query.limit {
+        Some(limit) => item::decode_first_items(&mut bytes, wanted, query.order, limit),
+        None => item::decode_items(&mut bytes).map(|items| {
+            items
+                .into_iter()
+                .filter(|s| wanted(s.item.key, s.seq))
+                .collect()
+        }),
+    };
+    tail_checked(items, &bytes, tree_key)
+}
+
+/// A tail record's items as decoded, or the corruption that names the tail: `rest` is what
+/// the decode left of its bytes (nothing, when they were all items).
+fn tail_checked(
+    items: std::result::Result<Vec<Stored>, String>,
+    rest: &[u8],
+    tree_key: &[u8],
+) -> Result<Vec<Stored>> {
+    let reason = match items {
+        Ok(items) if rest.is_empty() => return Ok(items),
+        Ok(_) => "trailing bytes".to_string(),
+        Err(reason) => reason,
+    };
+    Err(Error::corruption(
+        "page store",
+        0,
+        format!("tail record {tree_key:x?}: {reason}"),
+    ))
 }
 
 /// A parent record as a reader sees it: the inline items of the fields `wanted` names, as

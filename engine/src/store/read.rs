@@ -10,7 +10,9 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
-use super::decode::{decode_document, decode_items, decode_read_record, decode_record_fields};
+use super::decode::{
+    decode_document, decode_read_record, decode_record_fields, decode_wanted_items,
+};
 use super::shared::{Shared, Version};
 use crate::cache::records::KeptRecord;
 
@@ -23,6 +25,10 @@ use crate::page::node::{Node, Value};
 use crate::page::tree::Tree;
 use crate::record::ParentRecord;
 use crate::{Error, Result};
+
+/// The most items per source a limited page makes room for in advance (a larger limit
+/// grows its vector as items come).
+const PAGE_ROOM: usize = 1024;
 
 /// A parent record as a read found it: kept in the record tier, or read from the tree. (A
 /// `get` that finds its document built in the tier takes it without the record:
@@ -163,16 +169,19 @@ impl Shared {
         Ok(Some(bytes))
     }
 
+    /// The items of one array's tail on `query`'s pages (with a limit, at most `limit`: the
+    /// first in the query's order).
     fn tail_items(
         &self,
         version: &Version,
         info: &CollectionInfo,
         key: &[u8],
         field: usize,
+        query: &ItemQuery,
     ) -> Result<Vec<Stored>> {
         let tail_key = keys::tail(info.id, key, field);
         match self.read_tree(version, &tail_key)? {
-            Some(bytes) => decode_items(bytes, &tail_key),
+            Some(bytes) => decode_wanted_items(bytes, &tail_key, query),
             None => Ok(Vec::new()),
         }
     }
@@ -269,21 +278,21 @@ impl Shared {
         };
         let array = &record.arrays[field];
         let inline = array.inline.iter().filter(|s| query.wanted(s));
+        // With a limit, the page gathers at most `limit` items from each of inline, tail and
+        // a chunk before cutting to `limit` again: room for that many, made once.
+        let mut found: Vec<Stored> =
+            Vec::with_capacity(query.limit.map_or(0, |limit| 3 * limit.min(PAGE_ROOM)));
         // Inline items in (key, push) order (every layout's but an Outlier's, kept in push
         // order): with a limit, only the first (or last) `limit` wanted can be on the page.
-        let mut found: Vec<Stored> = match query.limit {
+        match query.limit {
             Some(limit) if array.inline.is_sorted_by_key(|s| s.order()) => match query.order {
-                Order::Ascending => inline.take(limit).cloned().collect(),
-                Order::Descending => inline.rev().take(limit).cloned().collect(),
+                Order::Ascending => found.extend(inline.take(limit).cloned()),
+                Order::Descending => found.extend(inline.rev().take(limit).cloned()),
             },
-            _ => inline.cloned().collect(),
-        };
+            _ => found.extend(inline.cloned()),
+        }
         if array.has_overflow {
-            found.extend(
-                self.tail_items(version, info, key, field)?
-                    .into_iter()
-                    .filter(|s| query.wanted(s)),
-            );
+            found.extend(self.tail_items(version, info, key, field, query)?);
             match (query.order, query.limit) {
                 (Order::Descending, Some(limit)) => {
                     self.newest_from_chunks(version, info, key, field, query, limit, &mut found)?
@@ -324,18 +333,19 @@ impl Shared {
             }
             _ => None,
         };
-        let ids = found
-            .iter()
-            .map(|s| Cursor {
-                key: s.item.key,
-                seq: s.seq,
-            })
-            .collect();
-        Ok(Some(ItemPage {
-            items: found.into_iter().map(|s| s.item).collect(),
-            ids,
+        let mut page = ItemPage {
+            items: Vec::with_capacity(found.len()),
+            ids: Vec::with_capacity(found.len()),
             next,
-        }))
+        };
+        for stored in found {
+            page.ids.push(Cursor {
+                key: stored.item.key,
+                seq: stored.seq,
+            });
+            page.items.push(stored.item);
+        }
+        Ok(Some(page))
     }
 
     /// Adds the greatest items from the chunks to `found`, walking the chunk index backwards
@@ -408,11 +418,7 @@ impl Shared {
                 .map(|s| &s.item),
         );
         if array.has_overflow {
-            for stored in self
-                .tail_items(version, info, key, field)?
-                .iter()
-                .filter(|s| query.wanted(s))
-            {
+            for stored in self.tail_items(version, info, key, field, &query)? {
                 summary.add(&stored.item);
             }
             // Whole chunks add their stored summaries, read in place from the index leaves
