@@ -489,7 +489,10 @@ pub(crate) fn decode_first_items(
     let whole = bytes.clone();
     let mut picked = Vec::new();
     let mut in_order = true;
-    walk_items(bytes, |_, walked| {
+    walk_items(bytes, |count, walked| {
+        if picked.capacity() == 0 {
+            picked.reserve_exact(count);
+        }
         if wanted(walked.key, walked.seq) {
             in_order &= picked
                 .last()

@@ -153,6 +153,22 @@ impl ParentRecord {
             wanted(field).then(|| item::decode_items(list)).transpose()
         })
     }
+
+    /// [`ParentRecord::decode_fields`] building only array `field`'s inline items, with
+    /// `build`, which reads the whole encoded list (checking it) and may keep only some of
+    /// its items: for a page of one array. Only for reads.
+    pub fn decode_field_with(
+        bytes: Bytes,
+        arrays: usize,
+        field: usize,
+        build: impl FnOnce(&mut Bytes) -> Result<Vec<Stored>, String>,
+    ) -> Result<Self, String> {
+        let mut build = Some(build);
+        decode_with(bytes, arrays, |at, list| {
+            let build = if at == field { build.take() } else { None };
+            build.map(|build| build(list)).transpose()
+        })
+    }
 }
 
 impl ParentRecord<Item> {
@@ -470,5 +486,30 @@ mod tests {
         let mut bytes = record.encode();
         bytes[list_at - 4..list_at].copy_from_slice(&u32::MAX.to_le_bytes());
         assert!(ParentRecord::decode_fields(Bytes::from(bytes), 2, |f| f == 1).is_err());
+    }
+
+    /// A page of one array builds that array's items with the builder given, once, and
+    /// steps over the others as a projection does.
+    #[test]
+    fn a_page_builds_one_arrays_items() {
+        let record = two_arrays(4);
+        let bytes = Bytes::from(record.encode());
+        for field in 0..2 {
+            let mut calls = 0;
+            let page = ParentRecord::decode_field_with(bytes.clone(), 2, field, |list| {
+                calls += 1;
+                let mut items = crate::item::decode_items(list)?;
+                items.truncate(1);
+                Ok(items)
+            })
+            .unwrap();
+            assert_eq!(calls, 1);
+            assert_eq!(page.arrays[field].inline, record.arrays[field].inline[..1]);
+            assert!(page.arrays[1 - field].inline.is_empty());
+            assert_eq!(page.arrays[1 - field].total, record.arrays[1 - field].total);
+        }
+        // A builder that leaves bytes of its list unread is refused.
+        let short = ParentRecord::decode_field_with(bytes, 2, 1, |_| Ok(Vec::new()));
+        assert!(short.is_err());
     }
 }

@@ -55,17 +55,37 @@ pub(crate) fn decode_wanted_items(
     tree_key: &[u8],
     query: &ItemQuery,
 ) -> Result<Vec<Stored>> {
+    let items = wanted_items(&mut bytes, query);
+    tail_checked(items, &bytes, tree_key)
+}
+
+/// The items of an encoded item list on `query`'s pages, the list walked whole: with a
+/// limit, only the first `limit` of them in the query's order are built.
+fn wanted_items(list: &mut Bytes, query: &ItemQuery) -> std::result::Result<Vec<Stored>, String> {
     let wanted = |key, seq| query.wanted_at(key, seq);
-    let items = match query.limit {
-        Some(limit) => item::decode_first_items(&mut bytes, wanted, query.order, limit),
-        None => item::decode_items(&mut bytes).map(|items| {
+    match query.limit {
+        Some(limit) => item::decode_first_items(list, wanted, query.order, limit),
+        None => item::decode_items(list).map(|items| {
             items
                 .into_iter()
                 .filter(|s| wanted(s.item.key, s.seq))
                 .collect()
         }),
-    };
-    tail_checked(items, &bytes, tree_key)
+    }
+}
+
+/// A parent record with array `field`'s inline items on `query`'s pages only (see
+/// [`wanted_items`]); the other arrays' items are stepped over.
+pub(crate) fn decode_record_page(
+    bytes: Bytes,
+    info: &CollectionInfo,
+    key: &[u8],
+    field: usize,
+    query: &ItemQuery,
+) -> Result<ParentRecord> {
+    let arrays = info.spec.arrays().len();
+    ParentRecord::decode_field_with(bytes, arrays, field, |list| wanted_items(list, query))
+        .map_err(|reason| record_corruption(info, key, reason))
 }
 
 /// A tail record's items as decoded, or the corruption that names the tail: `rest` is what

@@ -11,7 +11,8 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 
 use super::decode::{
-    decode_document, decode_read_record, decode_record_fields, decode_wanted_items,
+    decode_document, decode_read_record, decode_record_fields, decode_record_page,
+    decode_wanted_items,
 };
 use super::shared::{Shared, Version};
 use crate::cache::records::KeptRecord;
@@ -118,12 +119,25 @@ impl Shared {
         key: &[u8],
         wanted: impl Fn(usize) -> bool,
     ) -> Result<Option<ParentRecord>> {
+        self.parent_record_with(version, info, key, |bytes| {
+            decode_record_fields(bytes, info, key, wanted)
+        })
+    }
+
+    /// A parent's record, decoded by `decode`.
+    fn parent_record_with(
+        &self,
+        version: &Version,
+        info: &CollectionInfo,
+        key: &[u8],
+        decode: impl FnOnce(Bytes) -> Result<ParentRecord>,
+    ) -> Result<Option<ParentRecord>> {
         let bytes = match self.find_record(version, info, key)? {
             Some(Found::Kept(kept)) => kept.value(),
             Some(Found::Read(bytes)) => bytes,
             None => return Ok(None),
         };
-        decode_record_fields(bytes, info, key, wanted).map(Some)
+        decode(bytes).map(Some)
     }
 
     /// A parent's record at `version`: from the record tier when it holds it as of a
@@ -273,24 +287,18 @@ impl Shared {
         field: usize,
         query: &ItemQuery,
     ) -> Result<Option<ItemPage>> {
-        let Some(record) = self.parent_record(version, info, key, |f| f == field)? else {
+        // The record's inline items on the query's pages: with a limit, only the first
+        // `limit` of them in the query's order are built.
+        let read = |bytes| decode_record_page(bytes, info, key, field, query);
+        let Some(mut record) = self.parent_record_with(version, info, key, read)? else {
             return Ok(None);
         };
-        let array = &record.arrays[field];
-        let inline = array.inline.iter().filter(|s| query.wanted(s));
+        let array = &mut record.arrays[field];
         // With a limit, the page gathers at most `limit` items from each of inline, tail and
         // a chunk before cutting to `limit` again: room for that many, made once.
         let mut found: Vec<Stored> =
             Vec::with_capacity(query.limit.map_or(0, |limit| 3 * limit.min(PAGE_ROOM)));
-        // Inline items in (key, push) order (every layout's but an Outlier's, kept in push
-        // order): with a limit, only the first (or last) `limit` wanted can be on the page.
-        match query.limit {
-            Some(limit) if array.inline.is_sorted_by_key(|s| s.order()) => match query.order {
-                Order::Ascending => found.extend(inline.take(limit).cloned()),
-                Order::Descending => found.extend(inline.rev().take(limit).cloned()),
-            },
-            _ => found.extend(inline.cloned()),
-        }
+        found.append(&mut array.inline);
         if array.has_overflow {
             found.extend(self.tail_items(version, info, key, field, query)?);
             match (query.order, query.limit) {
