@@ -727,6 +727,22 @@ pub struct BackCursor {
 }
 
 impl BackCursor {
+    /// `key`'s value when the cursor's leaf settles it, without a descent: `Some(Some(_))`
+    /// when `key` is among the leaf's entries still to be yielded, `Some(None)` when it
+    /// would lie after one of them (the tree does not hold it), `None` when it would lie
+    /// before all of them (an earlier leaf may hold it). `key` must be below the cursor's
+    /// bound and every entry it has yielded.
+    pub fn find_behind(&self, key: &[u8]) -> Option<Option<Value>> {
+        let Node::Leaf { entries, .. } = self.leaf.as_ref() else {
+            return None;
+        };
+        match entries[..self.position].binary_search_by(|(k, _)| k.as_ref().cmp(key)) {
+            Ok(index) => Some(Some(entries[index].1.clone())),
+            Err(0) => None,
+            Err(_) => Some(None),
+        }
+    }
+
     /// The previous entry, moving to the previous leaf when this one is done.
     pub fn prev(&mut self, tree: &Tree, store: &PageStore) -> Result<Option<(Bytes, Value)>> {
         loop {
@@ -828,5 +844,37 @@ mod tests {
                 assert_eq!(got, expected, "forwards from {bound:?}");
             }
         }
+    }
+
+    /// What a back cursor's leaf settles about a key below its bound is what the tree
+    /// holds, and it settles most keys close below the bound.
+    #[test]
+    fn a_back_cursor_finds_keys_just_behind_it_in_its_leaf() {
+        let store = store();
+        let mut tree = Tree::new();
+        for i in (0..10_000u64).step_by(3) {
+            let key = Bytes::from(format!("{i:06}"));
+            let value = Value::Inline(Bytes::from(format!("v{i}")));
+            tree.insert(&store, key, value).unwrap();
+        }
+        let mut settled = 0;
+        for end in (0..10_000u64).step_by(101) {
+            let end = format!("{end:06}");
+            let back = tree
+                .cursor_back(&store, Bound::Excluded(end.as_bytes()))
+                .unwrap();
+            for below in 1..=6u64 {
+                let Some(key) = end.parse::<u64>().unwrap().checked_sub(below) else {
+                    continue;
+                };
+                let key = format!("{key:06}");
+                if let Some(value) = back.find_behind(key.as_bytes()) {
+                    settled += 1;
+                    assert_eq!(value, tree.get(&store, key.as_bytes()).unwrap(), "{key}");
+                }
+            }
+        }
+        // 99 bounds, up to 6 keys below each: most are in the bound's own leaf.
+        assert!(settled > 400, "{settled} settled");
     }
 }

@@ -300,12 +300,12 @@ impl Shared {
             Vec::with_capacity(query.limit.map_or(0, |limit| 3 * limit.min(PAGE_ROOM)));
         found.append(&mut array.inline);
         if array.has_overflow {
-            found.extend(self.tail_items(version, info, key, field, query)?);
             match (query.order, query.limit) {
                 (Order::Descending, Some(limit)) => {
-                    self.newest_from_chunks(version, info, key, field, query, limit, &mut found)?
+                    self.newest_page(version, info, key, field, query, limit, &mut found)?
                 }
                 _ => {
+                    found.extend(self.tail_items(version, info, key, field, query)?);
                     let mut entries = self.chunk_entries(version, info, key, field, query.start)?;
                     entries.retain(|e| query.overlaps(&e.summary));
                     entries.sort_by_key(|e| e.summary.min_key);
@@ -356,11 +356,14 @@ impl Shared {
         Ok(Some(page))
     }
 
-    /// Adds the greatest items from the chunks to `found`, walking the chunk index backwards
-    /// (by max key) and stopping once no unread chunk can hold an item among the first
-    /// `limit`: the first page of a long history reads only its newest chunks.
+    /// Adds the greatest items of the tail and the chunks to `found`, walking the chunk
+    /// index backwards (by max key) and stopping once no unread chunk can hold an item
+    /// among the first `limit`: the first page of a long history reads only its newest
+    /// chunks. The tail's key comes just before the array's chunk entries, so the leaf the
+    /// walk starts in usually holds it too: it is read from there when it does, with no
+    /// second descent.
     #[allow(clippy::too_many_arguments)]
-    fn newest_from_chunks(
+    fn newest_page(
         &self,
         version: &Version,
         info: &CollectionInfo,
@@ -375,6 +378,15 @@ impl Shared {
         let mut cursor = version
             .tree
             .cursor_back(&self.pages, Bound::Excluded(&end))?;
+        let tail_key = keys::tail(info.id, key, field);
+        let tail = match cursor.find_behind(&tail_key) {
+            Some(Some(value)) => Some(self.pages.value_bytes(&value)?),
+            Some(None) => None,
+            None => self.read_tree(version, &tail_key)?,
+        };
+        if let Some(bytes) = tail {
+            found.extend(decode_wanted_items(bytes, &tail_key, query)?);
+        }
         while let Some((tree_key, value)) = cursor.prev(&version.tree, &self.pages)? {
             if !tree_key.starts_with(&prefix) {
                 break;
