@@ -477,37 +477,55 @@ pub(crate) fn decode_items(bytes: &mut Bytes) -> Result<Vec<Stored>, String> {
     Ok(items)
 }
 
-/// The first `limit` items of an encoded list in `order` among those `wanted` picks, built
-/// as `Stored` (the others are checked as [`decode_items`] checks them, but never built):
-/// a page of a long tail costs a walk of its bytes and `limit` items.
+/// Appends to `out` the first `limit` items of an encoded list in `order` among those
+/// `wanted` picks, built as `Stored` (the others are checked as [`decode_items`] checks
+/// them, but never built): a page of a long tail costs a walk of its bytes and `limit`
+/// items.
 pub(crate) fn decode_first_items(
     bytes: &mut Bytes,
     wanted: impl Fn(i64, u64) -> bool,
     order: Order,
     limit: usize,
-) -> Result<Vec<Stored>, String> {
+    out: &mut Vec<Stored>,
+) -> Result<(), String> {
     let whole = bytes.clone();
-    let mut picked = Vec::new();
-    let mut in_order = true;
-    walk_items(bytes, |count, walked| {
-        if picked.capacity() == 0 {
-            picked.reserve_exact(count);
+    PICKED.with_borrow_mut(|picked| {
+        picked.clear();
+        let mut in_order = true;
+        walk_items(bytes, |count, walked| {
+            if picked.capacity() < count.min(PICKED_KEPT) {
+                picked.reserve(count.min(PICKED_KEPT));
+            }
+            if wanted(walked.key, walked.seq) {
+                in_order &= picked
+                    .last()
+                    .is_none_or(|last: &Walked| last.order() <= walked.order());
+                picked.push(walked);
+            }
+        })?;
+        if !in_order {
+            picked.sort_unstable_by_key(Walked::order);
         }
-        if wanted(walked.key, walked.seq) {
-            in_order &= picked
-                .last()
-                .is_none_or(|last: &Walked| last.order() <= walked.order());
-            picked.push(walked);
+        let built = |walked: &Walked| walked.stored(&whole);
+        match order {
+            Order::Ascending => out.extend(picked.iter().take(limit).map(built)),
+            Order::Descending => out.extend(picked.iter().rev().take(limit).map(built)),
         }
-    })?;
-    if !in_order {
-        picked.sort_unstable_by_key(Walked::order);
-    }
-    let built = |walked: &Walked| walked.stored(&whole);
-    Ok(match order {
-        Order::Ascending => picked.iter().take(limit).map(built).collect(),
-        Order::Descending => picked.iter().rev().take(limit).map(built).collect(),
+        if picked.capacity() > PICKED_KEPT {
+            *picked = Vec::new();
+        }
+        Ok(())
     })
+}
+
+/// The most walk records [`decode_first_items`] keeps room for between calls: a page of a
+/// long list (an `Embed` array's) frees what it needed beyond.
+const PICKED_KEPT: usize = 4096;
+
+thread_local! {
+    /// The walk records of [`decode_first_items`], kept between calls: a page reads two
+    /// lists (the parent's inline items and its tail), each walked into this.
+    static PICKED: std::cell::RefCell<Vec<Walked>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// The items of an encoded list as a reader sees them, in (key, push) order: built as
@@ -1066,7 +1084,8 @@ mod tests {
             let wanted = |key: i64, _seq: u64| key < below;
             let mut whole = Bytes::from(bytes);
             let all = decode_items(&mut whole.clone());
-            let page = decode_first_items(&mut whole, wanted, order, limit);
+            let mut page = Vec::new();
+            let page = decode_first_items(&mut whole, wanted, order, limit, &mut page).map(|()| page);
             match all {
                 Ok(mut all) => {
                     all.retain(|s| wanted(s.item.key, s.seq));

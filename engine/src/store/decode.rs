@@ -48,29 +48,30 @@ pub(crate) fn decode_items(mut bytes: Bytes, tree_key: &[u8]) -> Result<Vec<Stor
     tail_checked(items, &bytes, tree_key)
 }
 
-/// The items of a tail record on `query`'s pages: with a limit, only the first `limit` of
-/// them in the query's order are built (see [`item::decode_first_items`]).
+/// Appends to `out` the items of a tail record on `query`'s pages: with a limit, only the
+/// first `limit` of them in the query's order are built (see [`item::decode_first_items`]).
 pub(crate) fn decode_wanted_items(
     mut bytes: Bytes,
     tree_key: &[u8],
     query: &ItemQuery,
-) -> Result<Vec<Stored>> {
-    let items = wanted_items(&mut bytes, query);
+    out: &mut Vec<Stored>,
+) -> Result<()> {
+    let items = wanted_items(&mut bytes, query, out);
     tail_checked(items, &bytes, tree_key)
 }
 
-/// The items of an encoded item list on `query`'s pages, the list walked whole: with a
-/// limit, only the first `limit` of them in the query's order are built.
-fn wanted_items(list: &mut Bytes, query: &ItemQuery) -> std::result::Result<Vec<Stored>, String> {
+/// Appends to `out` the items of an encoded item list on `query`'s pages, the list walked
+/// whole: with a limit, only the first `limit` of them in the query's order are built.
+fn wanted_items(
+    list: &mut Bytes,
+    query: &ItemQuery,
+    out: &mut Vec<Stored>,
+) -> std::result::Result<(), String> {
     let wanted = |key, seq| query.wanted_at(key, seq);
     match query.limit {
-        Some(limit) => item::decode_first_items(list, wanted, query.order, limit),
-        None => item::decode_items(list).map(|items| {
-            items
-                .into_iter()
-                .filter(|s| wanted(s.item.key, s.seq))
-                .collect()
-        }),
+        Some(limit) => item::decode_first_items(list, wanted, query.order, limit, out),
+        None => item::decode_items(list)
+            .map(|items| out.extend(items.into_iter().filter(|s| wanted(s.item.key, s.seq)))),
     }
 }
 
@@ -84,19 +85,23 @@ pub(crate) fn decode_record_page(
     query: &ItemQuery,
 ) -> Result<ParentRecord> {
     let arrays = info.spec.arrays().len();
-    ParentRecord::decode_field_with(bytes, arrays, field, |list| wanted_items(list, query))
+    let page = |list: &mut Bytes| {
+        let mut items = Vec::new();
+        wanted_items(list, query, &mut items).map(|()| items)
+    };
+    ParentRecord::decode_field_with(bytes, arrays, field, page)
         .map_err(|reason| record_corruption(info, key, reason))
 }
 
-/// A tail record's items as decoded, or the corruption that names the tail: `rest` is what
-/// the decode left of its bytes (nothing, when they were all items).
-fn tail_checked(
-    items: std::result::Result<Vec<Stored>, String>,
+/// A tail record's decode, or the corruption that names the tail: `rest` is what the
+/// decode left of its bytes (nothing, when they were all items).
+fn tail_checked<T>(
+    decoded: std::result::Result<T, String>,
     rest: &[u8],
     tree_key: &[u8],
-) -> Result<Vec<Stored>> {
-    let reason = match items {
-        Ok(items) if rest.is_empty() => return Ok(items),
+) -> Result<T> {
+    let reason = match decoded {
+        Ok(decoded) if rest.is_empty() => return Ok(decoded),
         Ok(_) => "trailing bytes".to_string(),
         Err(reason) => reason,
     };

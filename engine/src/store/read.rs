@@ -183,8 +183,8 @@ impl Shared {
         Ok(Some(bytes))
     }
 
-    /// The items of one array's tail on `query`'s pages (with a limit, at most `limit`: the
-    /// first in the query's order).
+    /// Appends to `out` the items of one array's tail on `query`'s pages (with a limit, at
+    /// most `limit`: the first in the query's order).
     fn tail_items(
         &self,
         version: &Version,
@@ -192,11 +192,12 @@ impl Shared {
         key: &[u8],
         field: usize,
         query: &ItemQuery,
-    ) -> Result<Vec<Stored>> {
+        out: &mut Vec<Stored>,
+    ) -> Result<()> {
         let tail_key = keys::tail(info.id, key, field);
         match self.read_tree(version, &tail_key)? {
-            Some(bytes) => decode_wanted_items(bytes, &tail_key, query),
-            None => Ok(Vec::new()),
+            Some(bytes) => decode_wanted_items(bytes, &tail_key, query, out),
+            None => Ok(()),
         }
     }
 
@@ -305,7 +306,7 @@ impl Shared {
                     self.newest_page(version, info, key, field, query, limit, &mut found)?
                 }
                 _ => {
-                    found.extend(self.tail_items(version, info, key, field, query)?);
+                    self.tail_items(version, info, key, field, query, &mut found)?;
                     let mut entries = self.chunk_entries(version, info, key, field, query.start)?;
                     entries.retain(|e| query.overlaps(&e.summary));
                     entries.sort_by_key(|e| e.summary.min_key);
@@ -385,7 +386,7 @@ impl Shared {
             None => self.read_tree(version, &tail_key)?,
         };
         if let Some(bytes) = tail {
-            found.extend(decode_wanted_items(bytes, &tail_key, query)?);
+            decode_wanted_items(bytes, &tail_key, query, found)?;
         }
         while let Some((tree_key, value)) = cursor.prev(&version.tree, &self.pages)? {
             if !tree_key.starts_with(&prefix) {
@@ -438,7 +439,9 @@ impl Shared {
                 .map(|s| &s.item),
         );
         if array.has_overflow {
-            for stored in self.tail_items(version, info, key, field, &query)? {
+            let mut tail = Vec::new();
+            self.tail_items(version, info, key, field, &query, &mut tail)?;
+            for stored in tail {
                 summary.add(&stored.item);
             }
             // Whole chunks add their stored summaries, read in place from the index leaves
