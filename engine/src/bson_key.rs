@@ -126,7 +126,10 @@ pub fn decode(bytes: &[u8]) -> Result<Bson, String> {
             match rest.len() {
                 8 => Ok(Bson::Double(rounded)),
                 16 => {
-                    let exact = rounded as i128 + unflip(eight(8)?) as i128;
+                    // Bytes `encode` made never overflow here; other bytes may.
+                    let exact = (rounded as i128)
+                        .checked_add(unflip(eight(8)?) as i128)
+                        .ok_or("a BSON number key out of range")?;
                     if let Ok(small) = i32::try_from(exact) {
                         Ok(Bson::Int32(small))
                     } else if let Ok(large) = i64::try_from(exact) {
@@ -284,6 +287,15 @@ mod tests {
                 prop_assert!(encode(&value).is_ok());
             }
         }
+    }
+
+    /// Found by the proptest above: a huge negative double whose saturated integer plus
+    /// the most negative difference overflowed.
+    #[test]
+    fn a_number_key_past_every_integer_is_refused() {
+        let mut bytes = vec![NUMBER, 1];
+        bytes.extend([0; 15]);
+        assert!(decode(&bytes).is_err());
     }
 
     #[test]
