@@ -492,7 +492,7 @@ pub(crate) fn decode_first_items(
     PICKED.with_borrow_mut(|picked| {
         picked.clear();
         let mut in_order = true;
-        walk_items(bytes, |count, walked| {
+        let walked = walk_items(bytes, |count, walked| {
             if picked.capacity() < count.min(PICKED_KEPT) {
                 picked.reserve(count.min(PICKED_KEPT));
             }
@@ -502,19 +502,22 @@ pub(crate) fn decode_first_items(
                     .is_none_or(|last: &Walked| last.order() <= walked.order());
                 picked.push(walked);
             }
-        })?;
-        if !in_order {
-            picked.sort_unstable_by_key(Walked::order);
+        });
+        if walked.is_ok() {
+            if !in_order {
+                picked.sort_unstable_by_key(Walked::order);
+            }
+            let built = |walked: &Walked| walked.stored(&whole);
+            match order {
+                Order::Ascending => out.extend(picked.iter().take(limit).map(built)),
+                Order::Descending => out.extend(picked.iter().rev().take(limit).map(built)),
+            }
         }
-        let built = |walked: &Walked| walked.stored(&whole);
-        match order {
-            Order::Ascending => out.extend(picked.iter().take(limit).map(built)),
-            Order::Descending => out.extend(picked.iter().rev().take(limit).map(built)),
-        }
+        // Whether the walk ended or failed, a long list's room goes back.
         if picked.capacity() > PICKED_KEPT {
             *picked = Vec::new();
         }
-        Ok(())
+        walked
     })
 }
 
