@@ -56,6 +56,11 @@ impl Cluster {
         node.raft.shutdown().await.unwrap();
     }
 
+    /// The index of the last entry node `id` holds in its log.
+    fn last_log_index(&self, id: NodeId) -> Option<u64> {
+        self.nodes[&id].raft.metrics().borrow().last_log_index
+    }
+
     async fn leader(&self) -> NodeId {
         for _ in 0..200 {
             for node in self.nodes.values() {
@@ -279,11 +284,7 @@ async fn a_cluster_keeps_every_acknowledged_write_through_a_leader_change() {
 
     // The leader stops mid-stream; a new one is elected and takes the writes.
     let old_leader = cluster.leader().await;
-    let old_leader_last = cluster.nodes[&old_leader]
-        .raft
-        .metrics()
-        .borrow()
-        .last_log_index;
+    let old_leader_last = cluster.last_log_index(old_leader);
     cluster.stop(old_leader).await;
     let new_leader = cluster.leader().await;
     assert_ne!(new_leader, old_leader);
@@ -339,11 +340,7 @@ async fn a_cluster_keeps_every_acknowledged_write_through_a_leader_change() {
     // entry it lacks when it comes back.
     let leader = cluster.leader().await;
     let follower = *survivors.iter().find(|&&id| id != leader).unwrap();
-    let follower_last = cluster.nodes[&follower]
-        .raft
-        .metrics()
-        .borrow()
-        .last_log_index;
+    let follower_last = cluster.last_log_index(follower);
     cluster.stop(follower).await;
     for n in 95..100 {
         index = cluster.write(nth_write(n, &mut model)).await;

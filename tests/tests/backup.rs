@@ -2,7 +2,7 @@
 //! layout placing items as it did; a backup taken while commits run holds one prefix of
 //! them; a damaged backup is refused and leaves nothing behind.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use skewdb::testing::FsStorage;
@@ -14,6 +14,19 @@ use skewdb_tests::{
 fn open(dir: &Path) -> Db {
     let storage = Arc::new(FsStorage::new(dir).unwrap());
     open_db(storage, small_options(Durability::Buffered)).unwrap()
+}
+
+/// A database under `dir` after `batches` batches of the workload from `seed`, its backup
+/// file and that file's bytes.
+fn backed_up(dir: &Path, seed: u64, batches: usize) -> (Db, PathBuf, Vec<u8>) {
+    let db = open(&dir.join("db"));
+    for steps in &workload(seed, batches) {
+        let _ = commit(&db, steps);
+    }
+    let file = dir.join("db.backup");
+    db.backup(&file).unwrap();
+    let bytes = std::fs::read(&file).unwrap();
+    (db, file, bytes)
 }
 
 #[test]
@@ -108,13 +121,7 @@ fn a_backup_taken_while_commits_run_holds_one_prefix_of_them() {
 #[test]
 fn a_damaged_backup_is_refused_and_leaves_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let db = open(&dir.path().join("db"));
-    for steps in &workload(3, 60) {
-        let _ = commit(&db, steps);
-    }
-    let file = dir.path().join("db.backup");
-    db.backup(&file).unwrap();
-    let good = std::fs::read(&file).unwrap();
+    let (db, file, good) = backed_up(dir.path(), 3, 60);
     let target = dir.path().join("target");
     let restore = |bytes: &[u8]| {
         let damaged = dir.path().join("damaged");
@@ -171,13 +178,7 @@ fn frame(kind: u8, payload: &[u8]) -> Vec<u8> {
 #[test]
 fn a_backup_whose_frames_check_but_break_a_limit_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let db = open(&dir.path().join("db"));
-    for steps in &workload(3, 20) {
-        let _ = commit(&db, steps);
-    }
-    let file = dir.path().join("db.backup");
-    db.backup(&file).unwrap();
-    let good = std::fs::read(&file).unwrap();
+    let (_db, _file, good) = backed_up(dir.path(), 3, 20);
     // The header and the collection frames (kind 1), then the first record's key.
     let (mut at, mut kept) = (12, good[..12].to_vec());
     let first_key = loop {
