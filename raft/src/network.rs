@@ -80,16 +80,22 @@ impl RaftNetworkFactory<TypeConfig> for Router {
     }
 }
 
+impl Connection {
+    /// The target's Raft, or the error an unreachable node gives.
+    fn target_node<E: std::error::Error>(&self) -> Result<Raft, RPCError<NodeId, BasicNode, E>> {
+        self.router
+            .node(self.target)
+            .ok_or_else(|| unreachable(self.target))
+    }
+}
+
 impl RaftNetwork<TypeConfig> for Connection {
     async fn append_entries(
         &mut self,
         rpc: AppendEntriesRequest<TypeConfig>,
         _option: RPCOption,
     ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
-        let node = self
-            .router
-            .node(self.target)
-            .ok_or_else(|| unreachable(self.target))?;
+        let node = self.target_node()?;
         node.append_entries(rpc).await.map_err(remote)
     }
 
@@ -101,10 +107,7 @@ impl RaftNetwork<TypeConfig> for Connection {
         InstallSnapshotResponse<NodeId>,
         RPCError<NodeId, BasicNode, RaftError<NodeId, InstallSnapshotError>>,
     > {
-        let node = self
-            .router
-            .node(self.target)
-            .ok_or_else(|| unreachable(self.target))?;
+        let node = self.target_node()?;
         node.install_snapshot(rpc).await.map_err(remote)
     }
 
@@ -113,10 +116,7 @@ impl RaftNetwork<TypeConfig> for Connection {
         rpc: VoteRequest<NodeId>,
         _option: RPCOption,
     ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
-        let node = self
-            .router
-            .node(self.target)
-            .ok_or_else(|| unreachable(self.target))?;
+        let node = self.target_node()?;
         node.vote(rpc).await.map_err(remote)
     }
 }
