@@ -415,7 +415,7 @@ pub fn read_segment_header(storage: &dyn Storage, segment_id: u32) -> Result<Seg
 pub fn read_frame(storage: &dyn Storage, loc: FrameLoc) -> Result<(FrameHeader, Bytes)> {
     let name = segment_name(loc.segment_id);
     let bytes = storage.read_vec(&name, loc.offset, frame_len(&name, loc)?)?;
-    let header = check_frame(&name, loc, &bytes)?;
+    let header = check_frame(&name, loc, &bytes, Payload::Check)?;
     // A view past the header, not a copy.
     Ok((header, Bytes::from(bytes).slice(FRAME_HEADER_BYTES..)))
 }
@@ -431,7 +431,7 @@ pub fn read_frame_pooled(
     let name = segment_name(loc.segment_id);
     let mut buffer = buffers.take(frame_len(&name, loc)?);
     storage.read_at(&name, loc.offset, &mut buffer.bytes)?;
-    let header = check_frame(&name, loc, &buffer.bytes)?;
+    let header = check_frame(&name, loc, &buffer.bytes, Payload::Check)?;
     let held = ReadBuffers::size_for(buffer.bytes.len());
     Ok((
         header,
@@ -440,11 +440,25 @@ pub fn read_frame_pooled(
     ))
 }
 
+/// Whether a read of a mapped frame computes its payload's checksum.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Payload {
+    /// Computes it and compares it with the header's.
+    Check,
+    /// Skips it: this process checked the same frame of the same map before (the map of a
+    /// sealed segment does not change). The header is checked all the same.
+    CheckedBefore,
+}
+
 /// `read_frame` from the bytes of the sealed segment holding the frame (its map, held as
 /// one `Bytes`): the payload is a view of them, nothing is copied or allocated. Also returns
 /// the bytes a pooled read would hold for the frame, for the cache to weigh it the same
 /// however it was read.
-pub fn read_frame_mapped(segment: &Bytes, loc: FrameLoc) -> Result<(FrameHeader, Bytes, usize)> {
+pub fn read_frame_mapped(
+    segment: &Bytes,
+    loc: FrameLoc,
+    payload: Payload,
+) -> Result<(FrameHeader, Bytes, usize)> {
     let name = segment_name(loc.segment_id);
     let len = frame_len(&name, loc)?;
     let end = loc
@@ -459,7 +473,7 @@ pub fn read_frame_mapped(segment: &Bytes, loc: FrameLoc) -> Result<(FrameHeader,
             )
         })?;
     let (start, end) = (loc.offset as usize, end as usize);
-    let header = check_frame(&name, loc, &segment[start..end])?;
+    let header = check_frame(&name, loc, &segment[start..end], payload)?;
     Ok((
         header,
         segment.slice(start + FRAME_HEADER_BYTES..end),
@@ -478,7 +492,7 @@ fn frame_len(name: &str, loc: FrameLoc) -> Result<usize> {
     Ok(loc.len as usize)
 }
 
-fn check_frame(name: &str, loc: FrameLoc, bytes: &[u8]) -> Result<FrameHeader> {
+fn check_frame(name: &str, loc: FrameLoc, bytes: &[u8], payload: Payload) -> Result<FrameHeader> {
     let bad = |reason: String| Error::corruption(name, loc.offset, reason);
     let header = decode_header(bytes, bytes.len() as u64).map_err(|e| bad(e.describe()))?;
     if header.payload_len as usize + FRAME_HEADER_BYTES != loc.len as usize {
@@ -488,7 +502,9 @@ fn check_frame(name: &str, loc: FrameLoc, bytes: &[u8]) -> Result<FrameHeader> {
             loc.len
         )));
     }
-    check_payload(bytes, &bytes[FRAME_HEADER_BYTES..]).map_err(|e| bad(e.describe()))?;
+    if payload == Payload::Check {
+        check_payload(bytes, &bytes[FRAME_HEADER_BYTES..]).map_err(|e| bad(e.describe()))?;
+    }
     Ok(header)
 }
 
@@ -755,7 +771,7 @@ mod tests {
         assert_eq!(sealed.load(Ordering::Acquire), 2);
         let map = Bytes::from_owner(sim.map(&segment_name(1)).unwrap());
         for loc in &locs {
-            let (header, payload, held) = read_frame_mapped(&map, *loc).unwrap();
+            let (header, payload, held) = read_frame_mapped(&map, *loc, Payload::Check).unwrap();
             let (read_header, read) = read_frame(sim.as_ref(), *loc).unwrap();
             assert_eq!((header, &payload[..]), (read_header, &read[..]));
             assert_eq!(held, ReadBuffers::size_for(loc.len as usize));
@@ -766,17 +782,27 @@ mod tests {
             ..locs[2]
         };
         assert!(matches!(
-            read_frame_mapped(&map, past),
+            read_frame_mapped(&map, past, Payload::Check),
             Err(Error::Corruption { .. })
         ));
         let mut bytes = sim.file_bytes(&segment_name(1)).unwrap();
         bytes[locs[1].offset as usize + FRAME_HEADER_BYTES + 100] ^= 1;
         let damaged = Bytes::from(bytes);
         assert!(matches!(
-            read_frame_mapped(&damaged, locs[1]),
+            read_frame_mapped(&damaged, locs[1], Payload::Check),
             Err(Error::Corruption { .. })
         ));
-        assert!(read_frame_mapped(&damaged, locs[0]).is_ok());
+        assert!(read_frame_mapped(&damaged, locs[0], Payload::Check).is_ok());
+        // Told the frame was checked before, a read skips the payload's checksum (the
+        // damaged byte is in the payload) but still checks the header.
+        assert!(read_frame_mapped(&damaged, locs[1], Payload::CheckedBefore).is_ok());
+        let mut bytes = sim.file_bytes(&segment_name(1)).unwrap();
+        bytes[locs[1].offset as usize] ^= 0x80;
+        let bad_header = Bytes::from(bytes);
+        assert!(matches!(
+            read_frame_mapped(&bad_header, locs[1], Payload::CheckedBefore),
+            Err(Error::Corruption { .. })
+        ));
     }
 
     #[test]

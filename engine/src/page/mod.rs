@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use bytes::Bytes;
 use parking_lot::Mutex;
+use rustc_hash::FxHashSet;
 
 use crate::cache::{CacheKey, CacheValue, Loaded, PageCache, Tier};
 use crate::log::{self, FrameKind, FrameLoc, ReadBuffers, frame::FRAME_HEADER_BYTES, segment_name};
@@ -45,9 +46,28 @@ pub struct PageStore {
     /// Every hot segment below this id is sealed (see `HotLog::sealed_below`): a page read
     /// from one is a view of the segment's map, not a copy. 0 until a log is attached.
     sealed_below: Arc<AtomicU32>,
-    /// Maps of sealed hot segments (each held as one `Bytes`, which page views slice), by
-    /// id; forgotten before a segment is removed.
-    maps: Mutex<HashMap<u32, Bytes>>,
+    /// Maps of sealed hot segments, by id; forgotten before a segment is removed.
+    maps: Mutex<HashMap<u32, Arc<SealedMap>>>,
+}
+
+/// A sealed hot segment's map (held as one `Bytes`, which page views slice), and the page
+/// frames in it whose checksums this process has checked: the bytes of a sealed segment do
+/// not change, so a page that leaves the cache and comes back is not checked again (a CRC
+/// over a whole page was a quarter of a page load). Reads that bypass the cache (`verify`,
+/// space accounting) check every frame.
+struct SealedMap {
+    bytes: Bytes,
+    /// Offsets of the page frames read whole and found sound.
+    checked: Mutex<FxHashSet<u64>>,
+}
+
+/// Whether a page read may rely on an earlier check of the same frame.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reuse {
+    /// A frame of a sealed segment whose checksum matched before is not checked again.
+    CheckedFrames,
+    /// Every frame is checked.
+    Nothing,
 }
 
 /// The first bytes of a page frame's payload: the page id.
@@ -82,7 +102,7 @@ impl PageStore {
     }
 
     /// The map of hot segment `segment_id` if it is sealed, made on first use.
-    fn sealed_map(&self, segment_id: u32) -> Result<Option<Bytes>> {
+    fn sealed_map(&self, segment_id: u32) -> Result<Option<Arc<SealedMap>>> {
         if segment_id >= self.sealed_below.load(Ordering::Acquire) {
             return Ok(None);
         }
@@ -90,7 +110,10 @@ impl PageStore {
         if let Some(map) = maps.get(&segment_id) {
             return Ok(Some(map.clone()));
         }
-        let map = Bytes::from_owner(self.storage.map(&segment_name(segment_id))?);
+        let map = Arc::new(SealedMap {
+            bytes: Bytes::from_owner(self.storage.map(&segment_name(segment_id))?),
+            checked: Mutex::default(),
+        });
         maps.insert(segment_id, map.clone());
         Ok(Some(map))
     }
@@ -110,7 +133,7 @@ impl PageStore {
             offset: loc.offset,
         };
         let value = self.cache.get_or_load(key, Tier::HotPage, || {
-            let (node, held) = self.read_page_held(id, loc)?;
+            let (node, held) = self.read_page_held(id, loc, Reuse::CheckedFrames)?;
             Ok(Loaded {
                 weight_bytes: held + node.decoded_overhead(),
                 value: CacheValue::Node(node),
@@ -123,15 +146,33 @@ impl PageStore {
         }
     }
 
-    /// Reads and decodes a page image, bypassing the cache.
+    /// Reads and decodes a page image, bypassing the cache; checks its checksum whatever
+    /// was read before.
     pub fn read_page(&self, id: PageId, loc: FrameLoc) -> Result<Arc<Node>> {
-        self.read_page_held(id, loc).map(|(node, _)| node)
+        self.read_page_held(id, loc, Reuse::Nothing)
+            .map(|(node, _)| node)
     }
 
     /// `read_page`, and the bytes of memory the page image takes.
-    fn read_page_held(&self, id: PageId, loc: FrameLoc) -> Result<(Arc<Node>, usize)> {
-        let (header, payload, held) = match self.sealed_map(loc.segment_id)? {
-            Some(map) => log::read_frame_mapped(&map, loc)?,
+    fn read_page_held(
+        &self,
+        id: PageId,
+        loc: FrameLoc,
+        reuse: Reuse,
+    ) -> Result<(Arc<Node>, usize)> {
+        let map = self.sealed_map(loc.segment_id)?;
+        let checked_before = match (&map, reuse) {
+            (Some(map), Reuse::CheckedFrames) => map.checked.lock().contains(&loc.offset),
+            _ => false,
+        };
+        let (header, payload, held) = match &map {
+            Some(map) => {
+                let payload = match checked_before {
+                    true => log::Payload::CheckedBefore,
+                    false => log::Payload::Check,
+                };
+                log::read_frame_mapped(&map.bytes, loc, payload)?
+            }
             None => log::read_frame_pooled(self.storage.as_ref(), loc, &self.buffers)?,
         };
         let bad =
@@ -154,6 +195,9 @@ impl PageStore {
             )));
         }
         let node = Node::decode(body, MAX_TREE_KEY_BYTES).map_err(bad)?;
+        if let (Some(map), Reuse::CheckedFrames, false) = (&map, reuse, checked_before) {
+            map.checked.lock().insert(loc.offset);
+        }
         Ok((Arc::new(node), held))
     }
 
@@ -240,5 +284,97 @@ impl PageStore {
 
     pub fn tree_corruption(&self, id: PageId, reason: &str) -> Error {
         Error::corruption("page table", id, format!("page {id}: {reason}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::HotLog;
+    use crate::storage::SimStorage;
+    use node::SearchAid;
+
+    /// A sealed hot segment holding one page frame of page `id`; its location.
+    fn sealed_page(id: PageId) -> (Arc<SimStorage>, HotLog, FrameLoc) {
+        let sim = Arc::new(SimStorage::new());
+        let mut log = HotLog::create(sim.clone(), 1, 1, 1 << 20).unwrap();
+        let node = Node::Leaf {
+            entries: (0..40u32)
+                .map(|i| {
+                    let key = Bytes::from(format!("key{i:04}"));
+                    (key, Value::Inline(Bytes::from(vec![b'v'; 50])))
+                })
+                .collect(),
+            aid: SearchAid::default(),
+        };
+        let mut group = log.group().unwrap();
+        let start = group.begin();
+        group.buf().extend_from_slice(&id.to_le_bytes());
+        node.encode(group.buf());
+        let loc = group.finish(start, FrameKind::Page);
+        log.append(group).unwrap();
+        log.seal().unwrap();
+        (sim, log, loc)
+    }
+
+    fn store(sim: &Arc<SimStorage>, log: &HotLog) -> PageStore {
+        let mut pages = PageStore::new(sim.clone(), Arc::new(PageCache::new(1 << 20)), 4096);
+        pages.map_sealed_segments(log.sealed_below());
+        pages
+    }
+
+    fn checked(pages: &PageStore, loc: FrameLoc) -> bool {
+        let map = pages.sealed_map(loc.segment_id).unwrap().expect("sealed");
+        map.checked.lock().contains(&loc.offset)
+    }
+
+    #[test]
+    fn a_cached_page_frame_is_checked_once_and_read_page_checks_every_time() {
+        let id = 7;
+        let (sim, log, loc) = sealed_page(id);
+        let pages = store(&sim, &log);
+        assert!(!checked(&pages, loc));
+        let node = pages.load_page(id, loc).unwrap();
+        assert!(
+            checked(&pages, loc),
+            "a sound frame read through the cache is recorded"
+        );
+        assert_eq!(pages.read_page(id, loc).unwrap(), node);
+
+        // A byte of the page's body damaged in the file: a store that recorded the frame as
+        // checked (as if it had read it before the damage) reads it through the cache
+        // without its checksum; a read that bypasses the cache still finds the damage.
+        let name = segment_name(loc.segment_id);
+        let mut bytes = sim.file_bytes(&name).unwrap();
+        let at = loc.offset as usize + loc.len as usize - 3;
+        bytes[at] ^= 0x01;
+        sim.set_file_bytes(&name, bytes);
+        let damaged = store(&sim, &log);
+        assert!(matches!(
+            damaged.read_page(id, loc),
+            Err(Error::Corruption { .. })
+        ));
+        assert!(matches!(
+            damaged.load_page(id, loc),
+            Err(Error::Corruption { .. })
+        ));
+        assert!(!checked(&damaged, loc), "a damaged frame is not recorded");
+        let trusting = store(&sim, &log);
+        let map = trusting.sealed_map(loc.segment_id).unwrap().unwrap();
+        map.checked.lock().insert(loc.offset);
+        assert!(trusting.load_page(id, loc).is_ok());
+        assert!(matches!(
+            trusting.read_page(id, loc),
+            Err(Error::Corruption { .. })
+        ));
+        // The header is checked every time: a frame said to be longer is refused.
+        let longer = FrameLoc {
+            len: loc.len + 1,
+            ..loc
+        };
+        assert!(matches!(
+            trusting.read_page_held(id, longer, Reuse::CheckedFrames),
+            Err(Error::Corruption { .. })
+        ));
     }
 }
