@@ -161,18 +161,14 @@ impl PageStore {
         reuse: Reuse,
     ) -> Result<(Arc<Node>, usize)> {
         let map = self.sealed_map(loc.segment_id)?;
-        let checked_before = match (&map, reuse) {
-            (Some(map), Reuse::CheckedFrames) => map.checked.lock().contains(&loc.offset),
-            _ => false,
+        let check = match (&map, reuse) {
+            (Some(map), Reuse::CheckedFrames) if map.checked.lock().contains(&loc.offset) => {
+                log::Payload::CheckedBefore
+            }
+            _ => log::Payload::Check,
         };
         let (header, payload, held) = match &map {
-            Some(map) => {
-                let payload = match checked_before {
-                    true => log::Payload::CheckedBefore,
-                    false => log::Payload::Check,
-                };
-                log::read_frame_mapped(&map.bytes, loc, payload)?
-            }
+            Some(map) => log::read_frame_mapped(&map.bytes, loc, check)?,
             None => log::read_frame_pooled(self.storage.as_ref(), loc, &self.buffers)?,
         };
         let bad =
@@ -195,7 +191,7 @@ impl PageStore {
             )));
         }
         let node = Node::decode(body, MAX_TREE_KEY_BYTES).map_err(bad)?;
-        if let (Some(map), Reuse::CheckedFrames, false) = (&map, reuse, checked_before) {
+        if let (Some(map), Reuse::CheckedFrames, log::Payload::Check) = (&map, reuse, check) {
             map.checked.lock().insert(loc.offset);
         }
         Ok((Arc::new(node), held))
