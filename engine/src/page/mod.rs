@@ -288,21 +288,19 @@ mod tests {
     use super::*;
     use crate::log::HotLog;
     use crate::storage::SimStorage;
-    use node::SearchAid;
 
     /// A sealed hot segment holding one page frame of page `id`; its location.
     fn sealed_page(id: PageId) -> (Arc<SimStorage>, HotLog, FrameLoc) {
         let sim = Arc::new(SimStorage::new());
         let mut log = HotLog::create(sim.clone(), 1, 1, 1 << 20).unwrap();
-        let node = Node::Leaf {
-            entries: (0..40u32)
+        let node = Node::leaf(
+            (0..40u32)
                 .map(|i| {
                     let key = Bytes::from(format!("key{i:04}"));
                     (key, Value::Inline(Bytes::from(vec![b'v'; 50])))
                 })
                 .collect(),
-            aid: SearchAid::default(),
-        };
+        );
         let mut group = log.group().unwrap();
         let start = group.begin();
         group.buf().extend_from_slice(&id.to_le_bytes());

@@ -67,10 +67,7 @@ impl Value {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Node {
     /// Sorted, distinct keys with their values.
-    Leaf {
-        entries: Vec<(Bytes, Value)>,
-        aid: SearchAid,
-    },
+    Leaf { entries: Entries, aid: SearchAid },
     /// `children.len() == keys.len() + 1`; child `i` holds keys `k` with
     /// `keys[i-1] <= k < keys[i]`.
     Internal {
@@ -78,6 +75,131 @@ pub enum Node {
         children: Vec<PageId>,
         aid: SearchAid,
     },
+}
+
+/// A leaf's entries. A leaf decoded from its page image is read in place: a lookup finds
+/// its key through the entries' offsets and builds only the value it returns, and a page
+/// that leaves the cache frees one buffer. Readers that walk the entries, and writers, see
+/// them built, once per node.
+#[derive(Clone, Debug)]
+pub enum Entries {
+    Built(Vec<(Bytes, Value)>),
+    Image {
+        /// The page image after its header; every entry in it was checked by `decode`.
+        image: Bytes,
+        /// Where each entry (its key length) starts in `image`, in key order.
+        starts: Box<[u32]>,
+        built: OnceLock<Vec<(Bytes, Value)>>,
+    },
+}
+
+impl Entries {
+    pub fn len(&self) -> usize {
+        match self {
+            Entries::Built(entries) => entries.len(),
+            Entries::Image { starts, .. } => starts.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The key of entry `index`.
+    pub fn key(&self, index: usize) -> &[u8] {
+        match self {
+            Entries::Built(entries) => &entries[index].0,
+            Entries::Image { image, starts, .. } => image_key(image, starts[index] as usize).1,
+        }
+    }
+
+    /// The value of entry `index`; an inline value is a slice of the page image.
+    pub fn value(&self, index: usize) -> Value {
+        match self {
+            Entries::Built(entries) => entries[index].1.clone(),
+            Entries::Image { image, starts, .. } => {
+                let (at, key) = image_key(image, starts[index] as usize);
+                image_value(image, at + key.len())
+            }
+        }
+    }
+
+    /// Every entry, built on first use for a leaf read in place.
+    pub fn all(&self) -> &[(Bytes, Value)] {
+        match self {
+            Entries::Built(entries) => entries,
+            Entries::Image {
+                image,
+                starts,
+                built,
+            } => built.get_or_init(|| {
+                starts
+                    .iter()
+                    .map(|&start| {
+                        let (at, key) = image_key(image, start as usize);
+                        let value = image_value(image, at + key.len());
+                        (image.slice(at..at + key.len()), value)
+                    })
+                    .collect()
+            }),
+        }
+    }
+
+    /// The entries for changing: a leaf read in place is built first.
+    pub fn to_mut(&mut self) -> &mut Vec<(Bytes, Value)> {
+        if let Entries::Image { built, .. } = self {
+            let entries = match built.take() {
+                Some(entries) => entries,
+                None => self.all().to_vec(),
+            };
+            *self = Entries::Built(entries);
+        }
+        match self {
+            Entries::Built(entries) => entries,
+            Entries::Image { .. } => unreachable!("built just above"),
+        }
+    }
+
+    /// Bytes of memory beside the page image, counting the built entries a walk makes.
+    fn overhead(&self) -> usize {
+        let built = |count: usize| count * size_of::<(Bytes, Value)>();
+        match self {
+            Entries::Built(entries) => built(entries.capacity()),
+            Entries::Image { starts, .. } => starts.len() * size_of::<u32>() + built(starts.len()),
+        }
+    }
+}
+
+impl PartialEq for Entries {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len()
+            && (0..self.len())
+                .all(|i| self.key(i) == other.key(i) && self.value(i) == other.value(i))
+    }
+}
+
+/// Where entry's key starts in a checked image (after its length), and the key.
+fn image_key(image: &[u8], start: usize) -> (usize, &[u8]) {
+    let len = u16::from_le_bytes([image[start], image[start + 1]]) as usize;
+    (start + 2, &image[start + 2..start + 2 + len])
+}
+
+/// The value whose tag is at `at` in a checked image.
+fn image_value(image: &Bytes, at: usize) -> Value {
+    let u32_at = |at: usize| u32::from_le_bytes(image[at..at + 4].try_into().expect("4 bytes"));
+    match image[at] {
+        VALUE_INLINE => {
+            let len = u32_at(at + 1) as usize;
+            Value::Inline(image.slice(at + 5..at + 5 + len))
+        }
+        // `decode` let no other tag through.
+        _ => Value::Large(LargeRef {
+            segment_id: u32_at(at + 1),
+            frame_offset: u64::from_le_bytes(image[at + 5..at + 13].try_into().expect("8 bytes")),
+            value_offset: u32_at(at + 13),
+            value_len: u32_at(at + 17),
+        }),
+    }
 }
 
 /// What readers build over a node on first use, never stored and not part of equality:
@@ -193,7 +315,7 @@ impl Node {
 
     pub fn leaf(entries: Vec<(Bytes, Value)>) -> Self {
         Node::Leaf {
-            entries,
+            entries: Entries::Built(entries),
             aid: SearchAid::default(),
         }
     }
@@ -210,7 +332,7 @@ impl Node {
     pub fn search_past(&self, key: &[u8]) -> usize {
         match self {
             Node::Leaf { entries, aid } => {
-                let (index, equal) = lower_bound(|i| &entries[i].0, entries.len(), aid, key);
+                let (index, equal) = lower_bound(|i| entries.key(i), entries.len(), aid, key);
                 index + usize::from(equal)
             }
             Node::Internal { .. } => self.search(key),
@@ -221,7 +343,7 @@ impl Node {
     pub fn find(&self, key: &[u8]) -> std::result::Result<usize, usize> {
         match self {
             Node::Leaf { entries, aid } => {
-                match lower_bound(|i| &entries[i].0, entries.len(), aid, key) {
+                match lower_bound(|i| entries.key(i), entries.len(), aid, key) {
                     (index, true) => Ok(index),
                     (index, false) => Err(index),
                 }
@@ -244,7 +366,7 @@ impl Node {
         aid.chunks
             .get_or_init(|| {
                 let mut merged = Summary::default();
-                for (key, value) in entries {
+                for (key, value) in entries.all() {
                     merged.merge(&summary(key, value)?);
                 }
                 Some(merged)
@@ -265,7 +387,7 @@ impl Node {
     pub fn search(&self, key: &[u8]) -> usize {
         match self {
             Node::Leaf { entries, aid } => {
-                lower_bound(|i| &entries[i].0, entries.len(), aid, key).0
+                lower_bound(|i| entries.key(i), entries.len(), aid, key).0
             }
             Node::Internal { keys, aid, .. } => {
                 let (low, equal) = lower_bound(|i| &keys[i], keys.len(), aid, key);
@@ -279,10 +401,14 @@ impl Node {
         match self {
             Node::Leaf { entries, .. } => {
                 NODE_HEADER_BYTES
-                    + entries
-                        .iter()
-                        .map(|(k, v)| leaf_entry_len(k, v))
-                        .sum::<usize>()
+                    + match entries {
+                        // An image's entries are encoded as they were read.
+                        Entries::Image { image, .. } => image.len(),
+                        Entries::Built(entries) => entries
+                            .iter()
+                            .map(|(k, v)| leaf_entry_len(k, v))
+                            .sum::<usize>(),
+                    }
             }
             Node::Internal { keys, .. } => {
                 NODE_HEADER_BYTES + 8 + keys.iter().map(|k| internal_entry_len(k)).sum::<usize>()
@@ -296,7 +422,7 @@ impl Node {
             Node::Leaf { entries, .. } => {
                 out.put_u8(KIND_LEAF);
                 out.put_u32_le(entries.len() as u32);
-                for (key, value) in entries {
+                for (key, value) in entries.all() {
                     out.put_u16_le(key.len() as u16);
                     out.put_slice(key);
                     match value {
@@ -345,9 +471,7 @@ impl Node {
             |count: usize| MAX_INDEXED_PREFIX + count * size_of::<u64>() + size_of::<Summary>();
         size_of::<Node>()
             + match self {
-                Node::Leaf { entries, .. } => {
-                    entries.capacity() * size_of::<(Bytes, Value)>() + aid(entries.len())
-                }
+                Node::Leaf { entries, .. } => entries.overhead() + aid(entries.len()),
                 Node::Internal { keys, children, .. } => {
                     keys.capacity() * size_of::<Bytes>()
                         + children.capacity() * size_of::<PageId>()
@@ -357,7 +481,7 @@ impl Node {
     }
 
     pub fn decode(mut bytes: Bytes, max_key_bytes: usize) -> Result<Node, String> {
-        fn need(bytes: &Bytes, n: usize, what: &str) -> Result<(), String> {
+        fn need(bytes: &impl Buf, n: usize, what: &str) -> Result<(), String> {
             if bytes.remaining() < n {
                 Err(format!("page truncated reading {what}"))
             } else {
@@ -382,36 +506,48 @@ impl Node {
         }
         let node = match kind {
             KIND_LEAF => {
-                let mut entries = Vec::with_capacity(count);
+                // Walked over a plain slice: checking an entry builds nothing.
+                let image = bytes.clone();
+                if image.len() > u32::MAX as usize {
+                    return Err(format!("page of {} bytes", image.len()));
+                }
+                let mut rest: &[u8] = &image;
+                let mut starts = Vec::with_capacity(count);
+                let mut last: Option<&[u8]> = None;
                 for _ in 0..count {
-                    let key = key(&mut bytes, max_key_bytes)?;
-                    need(&bytes, 1, "value tag")?;
-                    let value = match bytes.get_u8() {
+                    starts.push((image.len() - rest.len()) as u32);
+                    need(&rest, 2, "key length")?;
+                    let len = rest.get_u16_le() as usize;
+                    if len > max_key_bytes {
+                        return Err(format!("key length {len} over the limit {max_key_bytes}"));
+                    }
+                    need(&rest, len + 1, "key")?;
+                    let (key, after) = rest.split_at(len);
+                    rest = after;
+                    let value_len = match rest.get_u8() {
                         VALUE_INLINE => {
-                            need(&bytes, 4, "value length")?;
-                            let len = bytes.get_u32_le() as usize;
-                            need(&bytes, len, "value")?;
-                            Value::Inline(bytes.split_to(len))
+                            need(&rest, 4, "value length")?;
+                            rest.get_u32_le() as usize
                         }
-                        VALUE_LARGE => {
-                            need(&bytes, LARGE_REF_BYTES, "large reference")?;
-                            Value::Large(LargeRef {
-                                segment_id: bytes.get_u32_le(),
-                                frame_offset: bytes.get_u64_le(),
-                                value_offset: bytes.get_u32_le(),
-                                value_len: bytes.get_u32_le(),
-                            })
-                        }
+                        VALUE_LARGE => LARGE_REF_BYTES,
                         tag => return Err(format!("unknown value tag {tag}")),
                     };
-                    if let Some((last, _)) = entries.last()
-                        && *last >= key
-                    {
+                    need(&rest, value_len, "value")?;
+                    rest.advance(value_len);
+                    if last.is_some_and(|last| last >= key) {
                         return Err("leaf keys out of order".to_string());
                     }
-                    entries.push((key, value));
+                    last = Some(key);
                 }
-                Node::leaf(entries)
+                bytes.advance(image.len() - rest.len());
+                Node::Leaf {
+                    entries: Entries::Image {
+                        image,
+                        starts: starts.into(),
+                        built: OnceLock::new(),
+                    },
+                    aid: SearchAid::default(),
+                }
             }
             KIND_INTERNAL => {
                 need(&bytes, 8, "first child")?;
@@ -475,6 +611,68 @@ mod tests {
             assert_eq!(bytes.len(), node.encoded_len());
             assert_eq!(Node::decode(Bytes::from(bytes), 1024).unwrap(), node);
         }
+    }
+
+    /// A leaf decoded from its image answers lookups in place (nothing built), gives the
+    /// entries it was encoded from when walked or changed, and encodes to the same bytes.
+    #[test]
+    fn a_decoded_leaf_is_read_in_place() {
+        let entries: Vec<(Bytes, Value)> = (0..50u32)
+            .map(|i| {
+                let key = Bytes::from(format!("key{:04}", i * 2));
+                let value = if i % 7 == 3 {
+                    Value::Large(LargeRef {
+                        segment_id: i,
+                        frame_offset: u64::from(i) << 33,
+                        value_offset: 3 * i,
+                        value_len: 1 << 20,
+                    })
+                } else {
+                    Value::Inline(Bytes::from(vec![i as u8; i as usize]))
+                };
+                (key, value)
+            })
+            .collect();
+        let built = Node::leaf(entries.clone());
+        let mut image = Vec::new();
+        built.encode(&mut image);
+        let node = Node::decode(Bytes::from(image.clone()), 1024).unwrap();
+        let Node::Leaf { entries: read, .. } = &node else {
+            panic!("a leaf decodes to a leaf");
+        };
+        assert!(matches!(read, Entries::Image { .. }));
+        for (index, (key, value)) in entries.iter().enumerate() {
+            assert_eq!(node.find(key), Ok(index));
+            assert_eq!(read.key(index), key.as_ref());
+            assert_eq!(read.value(index), *value);
+            let absent = format!("key{:04}", index * 2 + 1);
+            assert_eq!(node.find(absent.as_bytes()), Err(index + 1));
+        }
+        let Entries::Image { built: walked, .. } = read else {
+            unreachable!()
+        };
+        assert!(walked.get().is_none(), "lookups build no entries");
+        assert_eq!(read.all(), entries.as_slice());
+        assert_eq!(node, built);
+        assert_eq!(node.encoded_len(), image.len());
+        let mut again = Vec::new();
+        node.encode(&mut again);
+        assert_eq!(again, image);
+
+        let mut changed = node.clone();
+        let Node::Leaf {
+            entries: changing, ..
+        } = changed.changing()
+        else {
+            unreachable!()
+        };
+        changing.to_mut().remove(0);
+        assert!(matches!(changing, Entries::Built(_)));
+        assert_eq!(changing.all(), &entries[1..]);
+        assert_eq!(
+            changed.encoded_len(),
+            image.len() - leaf_entry_len(&entries[0].0, &entries[0].1)
+        );
     }
 
     #[test]

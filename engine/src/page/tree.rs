@@ -127,7 +127,7 @@ impl Tree {
             if let Slot::Dirty(node) = slot
                 && let Node::Leaf { entries, .. } = node.as_ref()
             {
-                for (key, value) in entries {
+                for (key, value) in entries.all() {
                     if let Value::Held(bytes) = value {
                         held.push((key.clone(), bytes.clone()));
                     }
@@ -223,7 +223,7 @@ impl Tree {
             match node.as_ref() {
                 Node::Internal { children, .. } => id = children[node.search(key)],
                 Node::Leaf { entries, .. } => {
-                    return Ok(node.find(key).ok().map(|index| entries[index].1.clone()));
+                    return Ok(node.find(key).ok().map(|index| entries.value(index)));
                 }
             }
         }
@@ -240,6 +240,7 @@ impl Tree {
         let Node::Leaf { entries, .. } = leaf else {
             return Err(store.tree_corruption(leaf_id, "expected a leaf"));
         };
+        let entries = entries.to_mut();
         let (counted_key, added) = (key.clone(), value.clone());
         let replaced = match entries.binary_search_by(|(k, _)| k.as_ref().cmp(&key)) {
             Ok(index) => Some(std::mem::replace(&mut entries[index].1, value)),
@@ -277,7 +278,7 @@ impl Tree {
             && let Node::Leaf { entries, .. } = &*leaf
         {
             assert!(
-                entries.last().map(|(k, _)| k) < right.first().map(|(k, _)| k),
+                entries.all().last().map(|(k, _)| k) < right.first().map(|(k, _)| k),
                 "leaf {leaf_id} split out of order"
             );
         }
@@ -367,6 +368,7 @@ impl Tree {
         let Node::Leaf { entries, .. } = leaf else {
             return Err(store.tree_corruption(leaf_id, "expected a leaf"));
         };
+        let entries = entries.to_mut();
         let Ok(index) = entries.binary_search_by(|(k, _)| k.as_ref().cmp(key)) else {
             return Ok(false);
         };
@@ -448,8 +450,9 @@ impl Tree {
         if combined > store.page_bytes {
             return Ok(());
         }
-        let moved = right_entries.clone();
+        let moved = right_entries.all().to_vec();
         if let Node::Leaf { entries, .. } = self.node_mut(store, left_id)? {
+            let entries = entries.to_mut();
             assert!(
                 entries.last().map(|(k, _)| k) < moved.first().map(|(k, _)| k),
                 "leaves {left_id} and {right_id} merged out of order"
@@ -620,7 +623,7 @@ impl Cursor {
     pub fn next(&mut self, tree: &Tree, store: &PageStore) -> Result<Option<(Bytes, Value)>> {
         loop {
             if let Node::Leaf { entries, .. } = self.leaf.as_ref()
-                && let Some((key, value)) = entries.get(self.position)
+                && let Some((key, value)) = entries.all().get(self.position)
             {
                 self.position += 1;
                 return Ok(Some((key.clone(), value.clone())));
@@ -641,6 +644,7 @@ impl Cursor {
     ) -> Result<()> {
         loop {
             if let Node::Leaf { entries, .. } = self.leaf.as_ref() {
+                let entries = entries.all();
                 for (key, value) in &entries[self.position.min(entries.len())..] {
                     self.position += 1;
                     if !visit(key, value)? {
@@ -736,6 +740,7 @@ impl BackCursor {
         let Node::Leaf { entries, .. } = self.leaf.as_ref() else {
             return None;
         };
+        let entries = entries.all();
         match entries[..self.position].binary_search_by(|(k, _)| k.as_ref().cmp(key)) {
             Ok(index) => Some(Some(entries[index].1.clone())),
             Err(0) => None,
@@ -750,7 +755,7 @@ impl BackCursor {
                 && let Node::Leaf { entries, .. } = self.leaf.as_ref()
             {
                 self.position -= 1;
-                let (key, value) = &entries[self.position];
+                let (key, value) = &entries.all()[self.position];
                 return Ok(Some((key.clone(), value.clone())));
             }
             // Up to the nearest ancestor with a child to the left, then down its right edge.

@@ -455,6 +455,7 @@ impl Shared {
                 let Node::Leaf { entries, .. } = leaf else {
                     return Ok(false);
                 };
+                let entries = entries.all();
                 let rest = &entries[from.min(entries.len())..];
                 if from == 0
                     && rest.last().is_some_and(|(last, _)| *last < end)
