@@ -89,8 +89,9 @@ impl Options {
     /// reads (`Collection::get`, `get_projected`) found them (default 40; 0 to 90): a
     /// record found there costs no tree walk and no page lookup, and a record `get` reads
     /// again keeps its decoded `Document` too, so that the next `get` builds nothing.
-    /// Pages and chunks get the rest. Commits remove the records they change; scans and
-    /// writes put none there.
+    /// Pages and chunks get the rest, and whatever of the share the tier does not hold
+    /// (evicted as it fills). Commits remove the records they change; scans and writes put
+    /// none there.
     pub fn record_cache_percent(mut self, percent: u8) -> Self {
         self.record_cache_percent = percent;
         self

@@ -32,7 +32,7 @@ use crate::item::Stored;
 use crate::page::node::Node;
 pub use policy::{CachePolicy, Simulator, belady_hits};
 use policy::{Marks, Policy, ratio};
-use records::RecordCache;
+use records::{KeptRecord, RecordCache};
 use trace::TraceWriter;
 
 /// What a cached object is, for statistics.
@@ -168,8 +168,8 @@ pub struct CollectionCacheStats {
 /// simulated).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct WhatIf {
-    /// The budget as a multiple of the live one for pages and chunks (the whole budget less
-    /// the record tier's share).
+    /// The budget as a multiple of the one pages and chunks always have (the whole budget
+    /// less the record tier's share; they hold more while the tier holds less than it).
     pub factor: f64,
     /// The budget this estimate simulates, in bytes.
     pub budget_bytes: u64,
@@ -417,13 +417,16 @@ struct Estimator {
     caches: Mutex<Vec<Simulator<u64>>>,
 }
 
-/// A sharded cache with a byte budget. Resident bytes never exceed the budget.
+/// A sharded cache with a byte budget. Resident bytes (pages, chunks and the record tier's
+/// records) never exceed the budget once a call returns.
 pub struct PageCache {
     config: CacheConfig,
-    /// What pages and chunks may hold: the budget less the records' share.
+    /// What pages and chunks may always hold: the budget less the records' share. They may
+    /// hold more while the record tier holds less than its share (`page_limit`).
     page_budget: u64,
-    /// Parent records, in their share of the budget.
-    pub records: RecordCache<crate::document::Document>,
+    /// Parent records, in their share of the budget; read them through `records`, keep
+    /// them through `keep_record` and `keep_document`, which make room among the pages.
+    records: RecordCache<crate::document::Document>,
     shards: Box<[Mutex<Shard>]>,
     core: Mutex<Core>,
     estimator: Option<Estimator>,
@@ -643,28 +646,59 @@ impl PageCache {
         self.insert_owned(key, tier, value, weight as u64, OWNER.with(Cell::get));
     }
 
-    fn insert_owned(
+    /// The parent record tier, for lookups.
+    pub fn records(&self) -> &RecordCache<crate::document::Document> {
+        &self.records
+    }
+
+    /// What pages and chunks may hold now: the budget less what the record tier holds, so
+    /// a tier short of its share (a workload of scans, or one starting) leaves the rest to
+    /// pages, and pages give it back as the tier fills.
+    fn page_limit(&self) -> u64 {
+        self.config
+            .budget_bytes
+            .saturating_sub(self.records.resident_bytes())
+            .max(self.page_budget)
+    }
+
+    /// Keeps a copy of a parent record in the record tier (see [`RecordCache::insert`]),
+    /// evicting pages if the two together went over the budget.
+    pub fn keep_record(
         &self,
-        key: CacheKey,
-        tier: Tier,
-        value: CacheValue,
-        weight: u64,
-        owner: Owner,
+        collection: u32,
+        key: &[u8],
+        value: &[u8],
+        generation: u64,
+        still_current: impl Fn() -> bool,
     ) {
-        let budget = self.page_budget;
-        if weight > budget {
-            return;
-        }
+        self.records
+            .insert(collection, key, value, generation, still_current);
+        self.fit_pages();
+    }
+
+    /// Adds a document built from a kept record (see [`RecordCache::attach`]), evicting
+    /// pages if the two together went over the budget.
+    pub fn keep_document(
+        &self,
+        collection: u32,
+        key: &[u8],
+        kept: &KeptRecord,
+        document: crate::document::Document,
+        weight: u64,
+    ) {
+        self.records.attach(collection, key, kept, document, weight);
+        self.fit_pages();
+    }
+
+    /// Evicts pages and chunks until they fit beside what the record tier holds now.
+    fn fit_pages(&self) {
         let mut core = self.core.lock();
-        if core.policy.contains(&key) {
-            return;
-        }
-        if self.config.policy.needs_every_hit() {
-            // LRU must know of every earlier hit before it picks a victim or places the new
-            // object above them.
-            self.touch_all(&mut core, Vec::new());
-        }
-        while core.resident_bytes + weight > budget {
+        self.evict_to(&mut core, self.page_limit());
+    }
+
+    /// Evicts until the resident pages and chunks take at most `limit` bytes.
+    fn evict_to(&self, core: &mut Core, limit: u64) {
+        while core.resident_bytes > limit {
             let Some((victim, victim_weight)) = core.policy.evict(&mut ShardMarks(self)) else {
                 break;
             };
@@ -677,6 +711,30 @@ impl PageCache {
                 counts.resident_bytes -= entry.weight;
             }
         }
+    }
+
+    fn insert_owned(
+        &self,
+        key: CacheKey,
+        tier: Tier,
+        value: CacheValue,
+        weight: u64,
+        owner: Owner,
+    ) {
+        let budget = self.page_limit();
+        if weight > budget {
+            return;
+        }
+        let mut core = self.core.lock();
+        if core.policy.contains(&key) {
+            return;
+        }
+        if self.config.policy.needs_every_hit() {
+            // LRU must know of every earlier hit before it picks a victim or places the new
+            // object above them.
+            self.touch_all(&mut core, Vec::new());
+        }
+        self.evict_to(&mut core, budget - weight);
         assert!(
             core.resident_bytes + weight <= budget,
             "the cache's resident bytes over its budget"

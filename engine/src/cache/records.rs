@@ -335,6 +335,11 @@ impl<D: Clone> RecordCache<D> {
         self.budget
     }
 
+    /// The bytes the tier holds now.
+    pub fn resident_bytes(&self) -> u64 {
+        self.resident.load(Ordering::Acquire)
+    }
+
     /// Whether an entry of `weight` bytes may be kept at all.
     fn admits(&self, weight: u64) -> bool {
         weight <= self.budget / MAX_ENTRY_SHARE

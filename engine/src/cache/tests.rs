@@ -502,3 +502,58 @@ fn the_live_cache_keeps_inner_pages_ahead_of_leaves_and_traces_them() {
     assert_eq!((classes[0], classes[601]), ("inner", "inner"));
     assert!(classes[1..601].iter().all(|&class| class == "hot"));
 }
+
+/// Pages may take the record tier's share while it holds less; as it fills they are evicted
+/// so that pages and records together stay within the budget, and never below the pages'
+/// own share.
+#[test]
+fn pages_borrow_the_record_share_the_tier_does_not_hold() {
+    let budget = 100_000;
+    let cache = PageCache::with_config(CacheConfig {
+        budget_bytes: budget,
+        record_bytes: 60_000,
+        policy: CachePolicy::default(),
+        what_if: false,
+        trace: None,
+    })
+    .unwrap();
+    let pages = |cache: &PageCache| cache.core.lock().resident_bytes;
+    for offset in 0..100 {
+        cache
+            .get_or_load(key(offset), Tier::HotPage, || load(1_000))
+            .unwrap();
+    }
+    assert_eq!(
+        pages(&cache),
+        100_000,
+        "an empty record tier leaves its share to pages"
+    );
+    let record = vec![7u8; 900];
+    for id in 0..200u32 {
+        cache.keep_record(1, &id.to_be_bytes(), &record, 1, || true);
+        let records = cache.records().resident_bytes();
+        assert!(
+            pages(&cache) + records <= budget,
+            "pages {} and records {records} over the budget",
+            pages(&cache)
+        );
+    }
+    let records = cache.records().resident_bytes();
+    assert!(records > 50_000 && records <= 60_000, "records {records}");
+    assert!(pages(&cache) >= 40_000 - 1_000, "pages {}", pages(&cache));
+    // A page load now fits beside the records, and evicts pages to do so.
+    cache
+        .get_or_load(key(1_000), Tier::HotPage, || load(1_000))
+        .unwrap();
+    assert!(pages(&cache) + cache.records().resident_bytes() <= budget);
+    // Records removed leave their room to pages again.
+    for id in 0..200u32 {
+        cache.records().remove(1, &id.to_be_bytes());
+    }
+    for offset in 2_000..2_100 {
+        cache
+            .get_or_load(key(offset), Tier::HotPage, || load(1_000))
+            .unwrap();
+    }
+    assert_eq!(pages(&cache), 100_000);
+}

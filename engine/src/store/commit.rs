@@ -465,7 +465,7 @@ impl Shared {
     /// insertion are under a shard lock, as is each removal here): every record in the tier
     /// is the current version's, as of the generation it carries.
     pub(super) fn publish_changes(&self, mut version: Version, written: &[Bytes]) {
-        let records = &self.pages.cache.records;
+        let records = self.pages.cache.records();
         let epoch = self.record_epoch.fetch_add(1, Ordering::SeqCst) + 1;
         // Only the writer changes the epoch: it was even (no commit publishing) before.
         assert!(

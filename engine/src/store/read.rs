@@ -68,7 +68,7 @@ impl Shared {
             None => match self
                 .pages
                 .cache
-                .records
+                .records()
                 .get_decoded(info.id, key, version.generation)
             {
                 Some(Ok(document)) => return Ok(Some(document)),
@@ -81,8 +81,8 @@ impl Shared {
             Some(Found::Kept(kept)) => {
                 let document = decode_document(info, kept.key(), kept.value())?;
                 let weight = document.memory_bytes();
-                let records = &self.pages.cache.records;
-                records.attach(info.id, key, &kept, document.clone(), weight);
+                let cache = &self.pages.cache;
+                cache.keep_document(info.id, key, &kept, document.clone(), weight);
                 document
             }
             Some(Found::Read(bytes)) => decode_document(info, Bytes::copy_from_slice(key), bytes)?,
@@ -155,7 +155,7 @@ impl Shared {
             let bytes = self.read_tree(version, &keys::parent(info.id, key))?;
             return Ok(bytes.map(Found::Read));
         }
-        let records = &self.pages.cache.records;
+        let records = self.pages.cache.records();
         if let Some(kept) = records.get_record(info.id, key, version.generation) {
             return Ok(Some(Found::Kept(kept)));
         }
@@ -170,15 +170,16 @@ impl Shared {
         info: &CollectionInfo,
         key: &[u8],
     ) -> Result<Option<Bytes>> {
-        let records = &self.pages.cache.records;
         let epoch = self.record_epoch.load(Ordering::SeqCst);
         let Some(bytes) = self.read_tree(version, &keys::parent(info.id, key))? else {
             return Ok(None);
         };
         if epoch == version.generation {
-            records.insert(info.id, key, &bytes, epoch, || {
-                self.record_epoch.load(Ordering::SeqCst) == epoch
-            });
+            self.pages
+                .cache
+                .keep_record(info.id, key, &bytes, epoch, || {
+                    self.record_epoch.load(Ordering::SeqCst) == epoch
+                });
         }
         Ok(Some(bytes))
     }
@@ -570,12 +571,12 @@ mod tests {
         assert!(new.generation > old.generation);
         assert_eq!(body(&db, &old, "k").as_deref(), Some(&b"old"[..]));
         assert_eq!(
-            db.shared.pages.cache.records.counts().tier.resident_bytes,
+            db.shared.pages.cache.records().counts().tier.resident_bytes,
             0
         );
         assert_eq!(body(&db, &new, "k").as_deref(), Some(&b"new"[..]));
         assert_eq!(body(&db, &new, "k").as_deref(), Some(&b"new"[..]));
-        assert_eq!(db.shared.pages.cache.records.counts().tier.hits, 1);
+        assert_eq!(db.shared.pages.cache.records().counts().tier.hits, 1);
         // And the old reader does not take the new version's record.
         assert_eq!(body(&db, &old, "k").as_deref(), Some(&b"old"[..]));
         // A checkpoint changes no record: its version keeps the generation, and the
@@ -586,7 +587,7 @@ mod tests {
             body(&db, &db.shared.current(), "k").as_deref(),
             Some(&b"new"[..])
         );
-        assert_eq!(db.shared.pages.cache.records.counts().tier.hits, 2);
+        assert_eq!(db.shared.pages.cache.records().counts().tier.hits, 2);
     }
 
     /// The second `get` of a record takes the document the first hit built; a projected
@@ -602,7 +603,7 @@ mod tests {
         batch.put("docs", "k", "old");
         batch.push("docs", "k", "a", crate::NewItem::new("x").key(1));
         batch.commit().unwrap();
-        let records = &db.shared.pages.cache.records;
+        let records = db.shared.pages.cache.records();
         let info = db
             .shared
             .current()
