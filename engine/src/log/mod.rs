@@ -414,8 +414,8 @@ pub fn read_segment_header(storage: &dyn Storage, segment_id: u32) -> Result<Seg
 /// Reads the frame at `loc`, checking its header, length and checksum; returns the payload.
 pub fn read_frame(storage: &dyn Storage, loc: FrameLoc) -> Result<(FrameHeader, Bytes)> {
     let name = segment_name(loc.segment_id);
-    let bytes = storage.read_vec(&name, loc.offset, frame_len(&name, loc)?)?;
-    let header = check_frame(&name, loc, &bytes, Payload::Check)?;
+    let bytes = storage.read_vec(&name, loc.offset, frame_len(loc)?)?;
+    let header = check_frame(loc, &bytes, Payload::Check)?;
     // A view past the header, not a copy.
     Ok((header, Bytes::from(bytes).slice(FRAME_HEADER_BYTES..)))
 }
@@ -429,9 +429,9 @@ pub fn read_frame_pooled(
     buffers: &Arc<ReadBuffers>,
 ) -> Result<(FrameHeader, Bytes, usize)> {
     let name = segment_name(loc.segment_id);
-    let mut buffer = buffers.take(frame_len(&name, loc)?);
+    let mut buffer = buffers.take(frame_len(loc)?);
     storage.read_at(&name, loc.offset, &mut buffer.bytes)?;
-    let header = check_frame(&name, loc, &buffer.bytes, Payload::Check)?;
+    let header = check_frame(loc, &buffer.bytes, Payload::Check)?;
     let held = ReadBuffers::size_for(buffer.bytes.len());
     Ok((
         header,
@@ -459,21 +459,20 @@ pub fn read_frame_mapped(
     loc: FrameLoc,
     payload: Payload,
 ) -> Result<(FrameHeader, Bytes, usize)> {
-    let name = segment_name(loc.segment_id);
-    let len = frame_len(&name, loc)?;
+    let len = frame_len(loc)?;
     let end = loc
         .offset
         .checked_add(len as u64)
         .filter(|end| *end <= segment.len() as u64)
         .ok_or_else(|| {
             Error::corruption(
-                &name,
+                segment_name(loc.segment_id),
                 loc.offset,
                 "frame extends past the end of its segment",
             )
         })?;
     let (start, end) = (loc.offset as usize, end as usize);
-    let header = check_frame(&name, loc, &segment[start..end], payload)?;
+    let header = check_frame(loc, &segment[start..end], payload)?;
     Ok((
         header,
         segment.slice(start + FRAME_HEADER_BYTES..end),
@@ -481,10 +480,12 @@ pub fn read_frame_mapped(
     ))
 }
 
-fn frame_len(name: &str, loc: FrameLoc) -> Result<usize> {
+/// The length of the frame at `loc`, at least a header's. (The segment's name is made only
+/// for an error: a mapped page read builds no string.)
+fn frame_len(loc: FrameLoc) -> Result<usize> {
     if (loc.len as usize) < FRAME_HEADER_BYTES {
         return Err(Error::corruption(
-            name,
+            segment_name(loc.segment_id),
             loc.offset,
             format!("frame length {} below the header size", loc.len),
         ));
@@ -492,8 +493,8 @@ fn frame_len(name: &str, loc: FrameLoc) -> Result<usize> {
     Ok(loc.len as usize)
 }
 
-fn check_frame(name: &str, loc: FrameLoc, bytes: &[u8], payload: Payload) -> Result<FrameHeader> {
-    let bad = |reason: String| Error::corruption(name, loc.offset, reason);
+fn check_frame(loc: FrameLoc, bytes: &[u8], payload: Payload) -> Result<FrameHeader> {
+    let bad = |reason: String| Error::corruption(segment_name(loc.segment_id), loc.offset, reason);
     let header = decode_header(bytes, bytes.len() as u64).map_err(|e| bad(e.describe()))?;
     if header.payload_len as usize + FRAME_HEADER_BYTES != loc.len as usize {
         return Err(bad(format!(

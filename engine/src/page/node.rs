@@ -3,6 +3,7 @@
 
 use std::cmp::Ordering;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
 use bytes::{Buf, BufMut, Bytes};
 
@@ -207,10 +208,23 @@ fn image_value(image: &Bytes, at: usize) -> Value {
 /// the 8 bytes after it as a big-endian number: binary search then runs over one dense
 /// array instead of chasing a pointer per probe, which is what a lookup in a cached page
 /// costs), and for a leaf the summary of all its entries read as chunk index entries.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct SearchAid {
     prints: OnceLock<Fingerprints>,
     chunks: OnceLock<Option<Summary>>,
+    /// Whether the node was searched before: the first search bisects the keys and the
+    /// second builds the index, so a leaf loaded for one lookup and evicted never pays for it.
+    searched: AtomicBool,
+}
+
+impl Clone for SearchAid {
+    fn clone(&self) -> Self {
+        SearchAid {
+            prints: self.prints.clone(),
+            chunks: self.chunks.clone(),
+            searched: AtomicBool::new(self.searched.load(AtomicOrdering::Relaxed)),
+        }
+    }
 }
 
 /// Keys' common prefix is kept inline up to this length (longer shared prefixes are cut
@@ -249,6 +263,9 @@ fn lower_bound<'a>(
     if count == 0 {
         return (0, false);
     }
+    if aid.prints.get().is_none() && !aid.searched.swap(true, AtomicOrdering::Relaxed) {
+        return bisect(&keys, 0, count, key);
+    }
     let prints = aid.prints.get_or_init(|| {
         let (first, last) = (keys(0), keys(count - 1));
         let prefix_len = first
@@ -276,12 +293,22 @@ fn lower_bound<'a>(
         Ordering::Equal => {}
     }
     let wanted = fingerprint(key, prints.prefix_len);
-    let mut low = prints.values.partition_point(|f| *f < wanted);
-    let mut high = low + prints.values[low..].partition_point(|f| *f == wanted);
+    let low = prints.values.partition_point(|f| *f < wanted);
+    let high = low + prints.values[low..].partition_point(|f| *f == wanted);
     // Keys whose fingerprints tie are told apart by the keys themselves, by bisection: a
     // node whose keys agree on the 8 bytes past the shared prefix (keys of two key spaces
     // in one node make that prefix empty) would otherwise cost a comparison per key. A key
     // whose fingerprint no key shares is absent, and is placed without reading any key.
+    bisect(&keys, low, high, key)
+}
+
+/// `lower_bound` among the keys from `low` to `high`, which `key` lies within.
+fn bisect<'a>(
+    keys: &impl Fn(usize) -> &'a [u8],
+    mut low: usize,
+    mut high: usize,
+    key: &[u8],
+) -> (usize, bool) {
     while low < high {
         let middle = low + (high - low) / 2;
         match keys(middle).cmp(key) {
@@ -687,14 +714,23 @@ mod tests {
     /// A leaf and an internal node over `keys` (sorted, distinct) find every probe where a
     /// plain binary search over the keys does.
     fn assert_search_agrees(keys: &[&[u8]], probes: &[&[u8]]) {
-        let entries = keys
+        let entries: Vec<(Bytes, Value)> = keys
             .iter()
             .map(|k| (Bytes::copy_from_slice(k), Value::Inline(Bytes::new())))
             .collect();
-        let leaf = Node::leaf(entries);
+        let leaf = Node::leaf(entries.clone());
         let separators: Vec<Bytes> = keys.iter().map(|k| Bytes::copy_from_slice(k)).collect();
-        let internal = Node::internal(separators, (0..=keys.len() as u64).collect());
+        let internal = Node::internal(separators.clone(), (0..=keys.len() as u64).collect());
         for probe in probes {
+            // A node's first search bisects its keys; later ones use its index.
+            let fresh_leaf = Node::leaf(entries.clone());
+            let fresh_internal =
+                Node::internal(separators.clone(), (0..=keys.len() as u64).collect());
+            assert_eq!(fresh_leaf.find(probe), keys.binary_search(probe));
+            assert_eq!(
+                fresh_internal.search(probe),
+                keys.partition_point(|k| *k <= *probe)
+            );
             assert_eq!(
                 leaf.search(probe),
                 keys.partition_point(|k| *k < *probe),
