@@ -111,11 +111,15 @@ impl<K: Copy + Eq + Hash> Policy<K> {
         self.inner.meta.contains_key(key) || self.rest.contains(key)
     }
 
-    /// Records a hit on a resident key (ignored when the key is gone). The live cache
-    /// calls it for LRU only; the others collect hits through [`Marks`].
-    pub fn touch(&mut self, key: &K) {
+    /// Records a hit on a resident key; returns whether it was resident (a key that is
+    /// not is left alone). The live cache calls it for LRU only; the others collect hits
+    /// through [`Marks`].
+    pub fn touch(&mut self, key: &K) -> bool {
         match self.inner.meta.get_mut(key) {
-            Some(meta) => meta.1 = true,
+            Some(meta) => {
+                meta.1 = true;
+                true
+            }
             None => self.rest.touch(key),
         }
     }
@@ -193,18 +197,18 @@ impl<K: Copy + Eq + Hash> Rule<K> {
         }
     }
 
-    fn touch(&mut self, key: &K) {
+    fn touch(&mut self, key: &K) -> bool {
         match self {
-            Rule::S3Fifo(p) => {
-                if let Some(meta) = p.meta.get_mut(key) {
-                    meta.freq = (meta.freq + 1).min(MAX_FREQ);
-                }
-            }
-            Rule::Sieve(p) => {
-                if let Some(&slot) = p.index.get(key) {
-                    p.nodes[slot].visited = true;
-                }
-            }
+            Rule::S3Fifo(p) => p
+                .meta
+                .get_mut(key)
+                .map(|meta| meta.freq = (meta.freq + 1).min(MAX_FREQ))
+                .is_some(),
+            Rule::Sieve(p) => p
+                .index
+                .get(key)
+                .map(|&slot| p.nodes[slot].visited = true)
+                .is_some(),
             Rule::Lru(p) => p.move_to_head(key),
             Rule::TinyLfu(p) => p.touch(key),
         }
@@ -410,11 +414,13 @@ impl<K: Copy + Eq + Hash> Linked<K> {
         self.index.insert(key, slot);
     }
 
-    fn move_to_head(&mut self, key: &K) {
-        if let Some(&slot) = self.index.get(key) {
-            self.unlink(slot);
-            self.push_head(slot);
-        }
+    fn move_to_head(&mut self, key: &K) -> bool {
+        let Some(&slot) = self.index.get(key) else {
+            return false;
+        };
+        self.unlink(slot);
+        self.push_head(slot);
+        true
     }
 
     fn pop_tail(&mut self) -> Option<(K, u64)> {
@@ -541,10 +547,11 @@ impl<K: Copy + Eq + Hash> TinyLfu<K> {
         self.meta.contains_key(key)
     }
 
-    fn touch(&mut self, key: &K) {
-        if let Some(meta) = self.meta.get_mut(key) {
-            meta.hits = meta.hits.saturating_add(1);
-        }
+    fn touch(&mut self, key: &K) -> bool {
+        self.meta
+            .get_mut(key)
+            .map(|meta| meta.hits = meta.hits.saturating_add(1))
+            .is_some()
     }
 
     fn insert(&mut self, key: K, weight: u64) {
@@ -770,8 +777,7 @@ impl<K: Copy + Eq + Hash> Simulator<K> {
     /// [`Simulator::access`] for an object that is a B+tree inner page when `inner`.
     pub fn access_as(&mut self, key: K, weight: u64, inner: bool) -> bool {
         self.requests += 1;
-        if self.policy.contains(&key) {
-            self.policy.touch(&key);
+        if self.policy.touch(&key) {
             self.hits += 1;
             return true;
         }
