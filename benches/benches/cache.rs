@@ -1,5 +1,5 @@
 //! Criterion benchmarks of the page cache, each beside its baseline in the same run:
-//! - `get` of a cached parent with the what-if estimate on (the default) and off;
+//! - `get` of a cached parent with the what-if estimate on and off (the default);
 //! - `get` that misses the cache and reads its leaf page from storage (the file system's
 //!   cache, so this is the engine's own cost of a miss: read, checksum, decode, insert),
 //!   with policies S3-FIFO and LRU.

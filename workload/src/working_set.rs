@@ -323,6 +323,7 @@ fn run_one(
         .cache_bytes(budget.1 as usize)
         .record_cache_percent(0)
         .cache_policy(policy)
+        .cache_what_if(true)
         .cache_trace(&trace_path);
     let (run, warmup_requests) = {
         let db = Db::open(&dir, options)?;

@@ -188,15 +188,11 @@ pub struct WhatIf {
 
 /// The SHARDS_adj estimate from a miniature cache that saw `sampled` requests and `hits`
 /// of them hit, where the sample rate's share of all requests is `expected`.
-pub(crate) fn shards_adjusted(hits: u64, sampled: u64, expected: f64) -> f64 {
+pub(crate) fn shards_adjusted(hits: f64, sampled: f64, expected: f64) -> f64 {
     if expected <= 0.0 {
-        return if sampled == 0 {
-            0.0
-        } else {
-            hits as f64 / sampled as f64
-        };
+        return if sampled <= 0.0 { 0.0 } else { hits / sampled };
     }
-    ((hits as f64 + expected - sampled as f64) / expected).clamp(0.0, 1.0)
+    ((hits + expected - sampled) / expected).clamp(0.0, 1.0)
 }
 
 /// Everything the cache counts.
@@ -219,11 +215,13 @@ pub struct CacheStats {
     pub record_invalidations: u64,
     /// The same counters per collection.
     pub collections: Vec<CollectionCacheStats>,
-    /// The fraction of objects (by hash of their identity) the what-if caches see; 0 when
-    /// the estimate is off.
+    /// The fraction of objects (by hash of their identity) the what-if caches see now: 1
+    /// until more objects have been seen than the sample keeps, then lower; 0 when the
+    /// estimate is off.
     pub sample_rate: f64,
     /// Hit ratios the same requests would get at other budgets, from miniature caches run
-    /// on the sample (SHARDS, Waldspurger et al., FAST 2015), budgets scaled by the rate.
+    /// on the sample (SHARDS, Waldspurger et al., FAST 2015, with its fixed-size sample),
+    /// budgets scaled by the rate.
     pub what_if: Vec<WhatIf>,
     /// Why the access trace stopped, if it did.
     pub trace_error: Option<String>,
@@ -242,11 +240,15 @@ impl CacheStats {
 /// Budgets of the what-if caches, as multiples of the live budget.
 pub const WHAT_IF_FACTORS: [f64; 5] = [0.25, 0.5, 1.0, 2.0, 4.0];
 
-/// The sampled share of the live budget the what-if caches aim for at 1x; the rate is this
-/// over the budget (never above 1), so a small budget is simulated whole and a large one is
-/// sampled down to about this much.
+/// The sampled share of the live budget the what-if caches aim for at 1x: the rate never
+/// falls below this over the budget (nor below [`MIN_SAMPLE_RATE`]).
 const WHAT_IF_SAMPLED_BYTES: u64 = 4 << 20;
 const MIN_SAMPLE_RATE: f64 = 1.0 / 4096.0;
+/// Distinct objects the what-if sample keeps (fixed-size SHARDS): the rate starts at 1 and
+/// is lowered, dropping the objects of the largest hashes, whenever more than this many (and
+/// an eighth) have been seen, until it reaches its floor. A working set of fewer objects is
+/// simulated whole whatever the budget.
+const WHAT_IF_SAMPLED_OBJECTS: usize = 4096;
 
 /// How the cache is set up.
 #[derive(Clone, Debug)]
@@ -409,12 +411,120 @@ struct Core {
 }
 
 struct Estimator {
-    rate: f64,
-    /// Hashes below this are in the sample.
-    threshold: u64,
+    /// Hashes at or below this are in the sample; it only falls.
+    threshold: AtomicU64,
     /// Orders sampled requests across shards.
     next_seq: AtomicU64,
-    caches: Mutex<Vec<Simulator<u64>>>,
+    sample: Mutex<Sample>,
+}
+
+/// The what-if caches and what lowers their rate.
+struct Sample {
+    rate: f64,
+    threshold: u64,
+    /// The lowest the threshold goes: the rate that scales the budget down to
+    /// [`WHAT_IF_SAMPLED_BYTES`].
+    floor: u64,
+    /// Budgets at rate 1, one per factor.
+    full_budgets: Vec<u64>,
+    caches: Vec<Simulator<u64>>,
+    /// Per cache, its hits and requests since the last reset, in units of the current
+    /// rate: a lower rate scales what came before down with it, so that each sampled
+    /// request stands for as many requests as one sampled now (fixed-size SHARDS).
+    scaled: Vec<Scaled>,
+    /// Hashes of the distinct objects sampled, while the threshold may still fall.
+    objects: Option<rustc_hash::FxHashSet<u64>>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Scaled {
+    hits: f64,
+    requests: f64,
+}
+
+impl Sample {
+    fn new(policy: CachePolicy, page_budget: u64) -> Self {
+        let floor_rate =
+            (WHAT_IF_SAMPLED_BYTES as f64 / page_budget.max(1) as f64).clamp(MIN_SAMPLE_RATE, 1.0);
+        let full_budgets: Vec<u64> = WHAT_IF_FACTORS
+            .iter()
+            .map(|factor| (page_budget as f64 * factor).round() as u64)
+            .collect();
+        Sample {
+            rate: 1.0,
+            threshold: u64::MAX,
+            floor: threshold_of(floor_rate),
+            caches: full_budgets
+                .iter()
+                .map(|&budget| Simulator::new(policy, budget))
+                .collect(),
+            scaled: vec![Scaled::default(); full_budgets.len()],
+            full_budgets,
+            objects: (floor_rate < 1.0).then(Default::default),
+        }
+    }
+
+    /// One sampled request through every what-if cache.
+    fn access(&mut self, id: u64, weight: u64, inner: bool) {
+        for (cache, scaled) in self.caches.iter_mut().zip(&mut self.scaled) {
+            scaled.requests += 1.0;
+            if cache.access_as(id, weight, inner) {
+                scaled.hits += 1.0;
+            }
+        }
+    }
+
+    /// Notes a sampled object; with more than the sample keeps, returns the threshold
+    /// that keeps [`WHAT_IF_SAMPLED_OBJECTS`] of them (or the floor).
+    fn note(&mut self, hash: u64) -> Option<u64> {
+        let objects = self.objects.as_mut()?;
+        objects.insert(hash);
+        if objects.len() <= WHAT_IF_SAMPLED_OBJECTS + WHAT_IF_SAMPLED_OBJECTS / 8 {
+            return None;
+        }
+        let mut hashes: Vec<u64> = objects.iter().copied().collect();
+        let (_, &mut kept, _) = hashes.select_nth_unstable(WHAT_IF_SAMPLED_OBJECTS - 1);
+        Some(kept.max(self.floor))
+    }
+
+    /// Lowers the rate to `threshold`'s: objects above it leave the sample and every
+    /// what-if cache, whose budgets shrink with the rate.
+    fn lower(&mut self, threshold: u64) {
+        let rate = rate_of(threshold);
+        for scaled in &mut self.scaled {
+            scaled.hits *= rate / self.rate;
+            scaled.requests *= rate / self.rate;
+        }
+        self.threshold = threshold;
+        self.rate = rate;
+        let keep = |id: &u64| mix(*id) <= threshold;
+        if threshold <= self.floor {
+            self.objects = None;
+        } else if let Some(objects) = &mut self.objects {
+            objects.retain(|&hash| hash <= threshold);
+        }
+        for (cache, &full) in self.caches.iter_mut().zip(&self.full_budgets) {
+            cache.retain(keep);
+            cache.set_budget((full as f64 * self.rate).round() as u64);
+        }
+    }
+}
+
+/// The hash threshold that samples `rate` of all objects.
+fn threshold_of(rate: f64) -> u64 {
+    if rate >= 1.0 {
+        u64::MAX
+    } else {
+        (rate * u64::MAX as f64) as u64
+    }
+}
+
+fn rate_of(threshold: u64) -> f64 {
+    if threshold == u64::MAX {
+        1.0
+    } else {
+        threshold as f64 / u64::MAX as f64
+    }
 }
 
 /// A sharded cache with a byte budget. Resident bytes (pages, chunks and the record tier's
@@ -467,26 +577,10 @@ impl PageCache {
     pub fn with_config(config: CacheConfig) -> Result<Self> {
         let record_bytes = config.record_bytes.min(config.budget_bytes);
         let page_budget = config.budget_bytes - record_bytes;
-        let estimator = config.what_if.then(|| {
-            let rate = (WHAT_IF_SAMPLED_BYTES as f64 / page_budget.max(1) as f64)
-                .clamp(MIN_SAMPLE_RATE, 1.0);
-            let caches = WHAT_IF_FACTORS
-                .iter()
-                .map(|factor| {
-                    let budget = (page_budget as f64 * factor * rate).round() as u64;
-                    Simulator::new(config.policy, budget)
-                })
-                .collect();
-            Estimator {
-                rate,
-                threshold: if rate >= 1.0 {
-                    u64::MAX
-                } else {
-                    (rate * u64::MAX as f64) as u64
-                },
-                next_seq: AtomicU64::new(0),
-                caches: Mutex::new(caches),
-            }
+        let estimator = config.what_if.then(|| Estimator {
+            threshold: AtomicU64::new(u64::MAX),
+            next_seq: AtomicU64::new(0),
+            sample: Mutex::new(Sample::new(config.policy, page_budget)),
         });
         let trace = match &config.trace {
             Some(path) => Some(Mutex::new(TraceWriter::create(Path::new(path))?)),
@@ -519,7 +613,8 @@ impl PageCache {
     /// For a request in the what-if sample, its place in the order of sampled requests.
     fn sample_seq(&self, hash: u64) -> Option<u64> {
         let estimator = self.estimator.as_ref()?;
-        (hash <= estimator.threshold).then(|| estimator.next_seq.fetch_add(1, Ordering::Relaxed))
+        (hash <= estimator.threshold.load(Ordering::Relaxed))
+            .then(|| estimator.next_seq.fetch_add(1, Ordering::Relaxed))
     }
 
     /// The cached object for `key`, or the one `load` reads.
@@ -783,15 +878,26 @@ impl PageCache {
             return;
         }
         // Gathered under the estimator's lock, so batches reach the caches in order.
-        let mut caches = estimator.caches.lock();
+        let mut sample = estimator.sample.lock();
         for shard in self.shards.iter() {
             samples.append(&mut shard.lock().pending.samples);
         }
-        samples.sort_unstable_by_key(|&(seq, ..)| seq);
+        // Runs sorted already, one per shard: a merging sort.
+        samples.sort_by_key(|&(seq, ..)| seq);
         for &(_, id, weight, inner) in &samples {
-            for cache in caches.iter_mut() {
-                cache.access_as(id, weight, inner);
+            let hash = mix(id);
+            // Taken under a threshold since lowered.
+            if hash > sample.threshold {
+                continue;
             }
+            if let Some(threshold) = sample.note(hash) {
+                estimator.threshold.store(threshold, Ordering::Relaxed);
+                sample.lower(threshold);
+                if hash > threshold {
+                    continue;
+                }
+            }
+            sample.access(id, weight, inner);
         }
     }
 
@@ -864,21 +970,25 @@ impl PageCache {
         let (sample_rate, what_if) = match &self.estimator {
             None => (0.0, Vec::new()),
             Some(estimator) => {
-                let caches = estimator.caches.lock();
+                let sample = estimator.sample.lock();
                 // Every page and chunk request was offered to the sample.
-                let expected = estimator.rate * (hot.requests + cold.requests) as f64;
+                let expected = sample.rate * (hot.requests + cold.requests) as f64;
                 let what_if = WHAT_IF_FACTORS
                     .iter()
-                    .zip(caches.iter())
-                    .map(|(&factor, cache)| WhatIf {
+                    .zip(sample.caches.iter().zip(&sample.scaled))
+                    .map(|(&factor, (cache, scaled))| WhatIf {
                         factor,
                         budget_bytes: (self.page_budget as f64 * factor) as u64,
                         sampled_requests: cache.requests,
-                        hit_ratio: shards_adjusted(cache.hits, cache.requests, expected),
-                        sampled_hit_ratio: cache.hit_ratio(),
+                        hit_ratio: shards_adjusted(scaled.hits, scaled.requests, expected),
+                        sampled_hit_ratio: if scaled.requests > 0.0 {
+                            scaled.hits / scaled.requests
+                        } else {
+                            0.0
+                        },
                     })
                     .collect();
-                (estimator.rate, what_if)
+                (sample.rate, what_if)
             }
         };
         self.flush_trace();
@@ -910,7 +1020,9 @@ impl PageCache {
             counts.evictions = 0;
         }
         if let Some(estimator) = &self.estimator {
-            for cache in estimator.caches.lock().iter_mut() {
+            let mut sample = estimator.sample.lock();
+            sample.scaled.fill(Scaled::default());
+            for cache in sample.caches.iter_mut() {
                 cache.requests = 0;
                 cache.hits = 0;
             }

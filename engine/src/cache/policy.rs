@@ -115,13 +115,25 @@ impl<K: Copy + Eq + Hash> Policy<K> {
     /// not is left alone). The live cache calls it for LRU only; the others collect hits
     /// through [`Marks`].
     pub fn touch(&mut self, key: &K) -> bool {
-        match self.inner.meta.get_mut(key) {
-            Some(meta) => {
-                meta.1 = true;
-                true
-            }
-            None => self.rest.touch(key),
+        self.touch_inner(key) || self.rest.touch(key)
+    }
+
+    /// [`Policy::touch`] for a key known to be an inner page when `inner` (a page is one
+    /// or the other for good): one lookup instead of two.
+    pub fn touch_as(&mut self, key: &K, inner: bool) -> bool {
+        if inner {
+            self.touch_inner(key)
+        } else {
+            self.rest.touch(key)
         }
+    }
+
+    fn touch_inner(&mut self, key: &K) -> bool {
+        self.inner
+            .meta
+            .get_mut(key)
+            .map(|meta| meta.1 = true)
+            .is_some()
     }
 
     /// Adds a key that is not resident; `inner` for a B+tree inner page.
@@ -141,6 +153,28 @@ impl<K: Copy + Eq + Hash> Policy<K> {
             return self.inner.evict(marks);
         }
         self.rest.evict(marks).or_else(|| self.inner.evict(marks))
+    }
+
+    /// Drops every key `keep` refuses, wherever it is (and from S3-FIFO's ghost); returns
+    /// the bytes dropped. The others keep their order and their hits.
+    pub fn retain(&mut self, keep: impl Fn(&K) -> bool) -> u64 {
+        let inner = &mut self.inner;
+        inner.queue.retain(|k| keep(k));
+        let before = inner.bytes;
+        inner.meta.retain(|k, _| keep(k));
+        inner.bytes = inner.meta.values().map(|&(weight, _)| weight).sum();
+        before - inner.bytes + self.rest.retain(&keep)
+    }
+
+    /// Takes a new budget for the shares the policy sizes by it (inner pages' cap, a small
+    /// queue, a window); the caller evicts what no longer fits.
+    pub fn set_budget(&mut self, budget_bytes: u64) {
+        self.inner.cap = budget_bytes / 2;
+        match &mut self.rest {
+            Rule::S3Fifo(p) => p.set_budget(budget_bytes),
+            Rule::Sieve(_) | Rule::Lru(_) => {}
+            Rule::TinyLfu(p) => p.set_budget(budget_bytes),
+        }
     }
 }
 
@@ -230,6 +264,14 @@ impl<K: Copy + Eq + Hash> Rule<K> {
             Rule::TinyLfu(p) => p.evict(marks),
         }
     }
+
+    fn retain(&mut self, keep: &impl Fn(&K) -> bool) -> u64 {
+        match self {
+            Rule::S3Fifo(p) => p.retain(keep),
+            Rule::Sieve(p) | Rule::Lru(p) => p.retain(keep),
+            Rule::TinyLfu(p) => p.retain(keep),
+        }
+    }
 }
 
 /// Hits in the small queue that move an object to main (the paper's first setting; its
@@ -273,6 +315,25 @@ impl<K: Copy + Eq + Hash> S3Fifo<K> {
             ghost_bytes: 0,
             ghost_target: budget_bytes - budget_bytes / 10,
         }
+    }
+
+    fn set_budget(&mut self, budget_bytes: u64) {
+        self.small_target = budget_bytes / 10;
+        self.ghost_target = budget_bytes - budget_bytes / 10;
+        self.trim_ghost();
+    }
+
+    fn retain(&mut self, keep: &impl Fn(&K) -> bool) -> u64 {
+        self.small.retain(|k| keep(k));
+        self.main.retain(|k| keep(k));
+        let before: u64 = self.meta.values().map(|m| m.weight).sum();
+        self.meta.retain(|k, _| keep(k));
+        let after: u64 = self.meta.values().map(|m| m.weight).sum();
+        self.small_bytes = self.small.iter().map(|k| self.meta[k].weight).sum();
+        self.ghost.retain(|(k, _)| keep(k));
+        self.ghost_count.retain(|k, _| keep(k));
+        self.ghost_bytes = self.ghost.iter().map(|&(_, weight)| weight).sum();
+        before - after
     }
 
     fn insert(&mut self, key: K, weight: u64) {
@@ -337,6 +398,10 @@ impl<K: Copy + Eq + Hash> S3Fifo<K> {
         *self.ghost_count.entry(key).or_default() += 1;
         self.ghost.push_back((key, weight));
         self.ghost_bytes += weight;
+        self.trim_ghost();
+    }
+
+    fn trim_ghost(&mut self) {
         while self.ghost_bytes > self.ghost_target {
             let Some((old, weight)) = self.ghost.pop_front() else {
                 break;
@@ -462,6 +527,26 @@ impl<K: Copy + Eq + Hash> Linked<K> {
         (node.key, node.weight)
     }
 
+    /// Unlinks every key `keep` refuses; SIEVE's hand, if on one, moves to its newer
+    /// neighbour as after an eviction.
+    fn retain(&mut self, keep: &impl Fn(&K) -> bool) -> u64 {
+        let gone: Vec<usize> = self
+            .index
+            .iter()
+            .filter(|(k, _)| !keep(k))
+            .map(|(_, &slot)| slot)
+            .collect();
+        let mut bytes = 0;
+        for slot in gone {
+            if self.hand == Some(slot) {
+                let prev = self.nodes[slot].prev;
+                self.hand = (prev != NIL).then_some(prev);
+            }
+            bytes += self.remove(slot).1;
+        }
+        bytes
+    }
+
     /// SIEVE: from the hand (or the tail), clear visited bits towards the head until an
     /// unvisited node; evict it and leave the hand on its newer neighbour.
     fn evict_sieve(&mut self, marks: &mut dyn Marks<K>) -> Option<(K, u64)> {
@@ -545,6 +630,28 @@ impl<K: Copy + Eq + Hash> TinyLfu<K> {
 
     fn contains(&self, key: &K) -> bool {
         self.meta.contains_key(key)
+    }
+
+    fn set_budget(&mut self, budget_bytes: u64) {
+        self.window_target = budget_bytes * WINDOW_PERCENT / 100;
+        self.main_target = budget_bytes - self.window_target;
+        self.protected_target = self.main_target * PROTECTED_PERCENT / 100;
+    }
+
+    fn retain(&mut self, keep: &impl Fn(&K) -> bool) -> u64 {
+        let before: u64 = self.meta.values().map(|m| m.weight).sum();
+        self.meta.retain(|k, _| keep(k));
+        let meta = &self.meta;
+        let sums = [&mut self.window, &mut self.probation, &mut self.protected].map(|queue| {
+            queue.retain(|k| keep(k));
+            queue.iter().map(|k| meta[k].weight).sum::<u64>()
+        });
+        [
+            self.window_bytes,
+            self.probation_bytes,
+            self.protected_bytes,
+        ] = sums;
+        before - sums.iter().sum::<u64>()
     }
 
     fn touch(&mut self, key: &K) -> bool {
@@ -777,7 +884,7 @@ impl<K: Copy + Eq + Hash> Simulator<K> {
     /// [`Simulator::access`] for an object that is a B+tree inner page when `inner`.
     pub fn access_as(&mut self, key: K, weight: u64, inner: bool) -> bool {
         self.requests += 1;
-        if self.policy.touch(&key) {
+        if self.policy.touch_as(&key, inner) {
             self.hits += 1;
             return true;
         }
@@ -792,6 +899,23 @@ impl<K: Copy + Eq + Hash> Simulator<K> {
             self.resident_bytes += weight;
         }
         false
+    }
+
+    /// Forgets every object `keep` refuses, as if it had never been asked for.
+    pub fn retain(&mut self, keep: impl Fn(&K) -> bool) {
+        self.resident_bytes -= self.policy.retain(keep);
+    }
+
+    /// Changes the budget; a smaller one evicts, by the policy, until the objects fit.
+    pub fn set_budget(&mut self, budget_bytes: u64) {
+        self.budget_bytes = budget_bytes;
+        self.policy.set_budget(budget_bytes);
+        while self.resident_bytes > budget_bytes {
+            let Some((_, evicted)) = self.policy.evict(&mut NoMarks) else {
+                break;
+            };
+            self.resident_bytes -= evicted;
+        }
     }
 
     /// hits / requests, or 0 with no requests.
@@ -1011,6 +1135,49 @@ mod tests {
         // Of the one-time objects only the last, still in the window, is held.
         let held = (1000..1025).filter(|key| sim.policy.contains(key)).count();
         assert_eq!(held, 1);
+    }
+
+    #[test]
+    fn retained_keys_are_all_that_is_left_and_a_smaller_budget_evicts() {
+        for policy in CachePolicy::ALL {
+            let mut sim = Simulator::new(policy, 64 << 10);
+            let mut x = 7u64;
+            let mut next = move || {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                (x >> 33) % 300
+            };
+            let weight = |key: u64| 512 + (key % 7) * 1024;
+            for _ in 0..5_000 {
+                let key = next();
+                sim.access_as(key, weight(key), key % 50 == 0);
+            }
+            let before = sim.resident_bytes();
+            sim.retain(|key| key % 2 == 0);
+            assert!(sim.resident_bytes() < before, "{}", policy.name());
+            assert!(
+                (0..300)
+                    .filter(|k| k % 2 == 1)
+                    .all(|k| !sim.policy.contains(&k))
+            );
+            // Going on with the kept keys only, in a budget a quarter the size.
+            sim.set_budget(16 << 10);
+            assert!(sim.resident_bytes() <= 16 << 10, "{}", policy.name());
+            let hits_before = sim.hits;
+            for _ in 0..5_000 {
+                let key = next() / 2 * 2;
+                sim.access_as(key, weight(key), key % 50 == 0);
+                assert!(sim.resident_bytes() <= 16 << 10);
+            }
+            assert!(sim.hits > hits_before, "{}", policy.name());
+            // Evicting everything gives back exactly the resident bytes, no dropped key
+            // among them.
+            let mut freed = 0;
+            while let Some((key, weight)) = sim.policy.evict(&mut NoMarks) {
+                assert_eq!(key % 2, 0, "{}", policy.name());
+                freed += weight;
+            }
+            assert_eq!(freed, sim.resident_bytes(), "{}", policy.name());
+        }
     }
 
     #[test]

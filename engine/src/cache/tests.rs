@@ -162,14 +162,14 @@ fn lru_sees_hits_in_request_order_across_shards() {
 
 #[test]
 fn what_if_is_within_three_hundredths_of_full_simulation() {
-    // A budget large enough that the estimate samples (rate 1/8), over a trace whose
-    // objects are 4 to 16 KiB like pages and chunks.
+    // A budget large enough that the estimate samples (rate at least 1/8), over a trace
+    // whose objects are 4 to 16 KiB like pages and chunks.
     let budget = 32 << 20;
     let trace = zipf_trace(40_000, 400_000, 0.9, 4096);
     let live = cache(budget, CachePolicy::S3Fifo, true);
     replay_quick(&live, &trace);
     let stats = live.stats(no_names);
-    assert_eq!(stats.sample_rate, 1.0 / 8.0);
+    assert_sample_keeps_its_objects(&stats, &trace);
     assert_eq!(stats.what_if.len(), WHAT_IF_FACTORS.len());
     for what_if in &stats.what_if {
         let mut full = Simulator::new(CachePolicy::S3Fifo, what_if.budget_bytes);
@@ -191,6 +191,28 @@ fn what_if_is_within_three_hundredths_of_full_simulation() {
     assert!((one.hit_ratio - stats.hot.hit_ratio()).abs() <= 0.03);
 }
 
+/// A sample of a trace of more distinct objects than the sample keeps: its rate fell from 1
+/// to about what keeps that many (fixed-size SHARDS), and no lower than the floor the budget
+/// sets (4 MiB of a 32 MiB budget: 1/8).
+fn assert_sample_keeps_its_objects(stats: &CacheStats, trace: &[(u64, u64)]) {
+    let distinct = trace
+        .iter()
+        .map(|&(id, _)| id)
+        .collect::<std::collections::HashSet<_>>()
+        .len();
+    let kept = stats.sample_rate * distinct as f64;
+    assert!(
+        stats.sample_rate >= 1.0 / 8.0 && stats.sample_rate < 1.0,
+        "rate {}",
+        stats.sample_rate
+    );
+    assert!(
+        (3_500.0..5_200.0).contains(&kept) || stats.sample_rate == 1.0 / 8.0,
+        "rate {} of {distinct} objects",
+        stats.sample_rate
+    );
+}
+
 fn replay_quick(cache: &PageCache, trace: &[(u64, u64)]) {
     for &(id, weight) in trace {
         cache
@@ -201,14 +223,26 @@ fn replay_quick(cache: &PageCache, trace: &[(u64, u64)]) {
 
 #[test]
 fn small_budgets_are_simulated_whole() {
-    let live = cache(1 << 20, CachePolicy::S3Fifo, true);
-    let trace = zipf_trace(2_000, 20_000, 0.9, 1000);
-    replay_quick(&live, &trace);
+    assert_simulated_whole(1 << 20, &zipf_trace(2_000, 20_000, 0.9, 1000));
+}
+
+#[test]
+fn a_working_set_of_fewer_objects_than_the_sample_keeps_is_simulated_whole() {
+    // A budget whose floor rate is 1/64, over fewer distinct objects than the sample
+    // keeps, among them a hot set: every object stays in the sample, at any budget.
+    assert_simulated_whole(256 << 20, &hot_set_trace(10, 3_000, 100_000, 16 << 10));
+}
+
+/// Replays `trace` through a live cache of `budget` with the estimate on: its rate stays 1
+/// and each estimate is exactly a full simulation of the trace.
+fn assert_simulated_whole(budget: u64, trace: &[(u64, u64)]) {
+    let live = cache(budget, CachePolicy::S3Fifo, true);
+    replay_quick(&live, trace);
     let stats = live.stats(no_names);
     assert_eq!(stats.sample_rate, 1.0);
     for what_if in &stats.what_if {
         let mut full = Simulator::new(CachePolicy::S3Fifo, what_if.budget_bytes);
-        for &(id, weight) in &trace {
+        for &(id, weight) in trace {
             full.access(id, weight);
         }
         assert_eq!(what_if.sampled_requests, trace.len() as u64);
@@ -419,7 +453,7 @@ fn what_if_corrects_for_a_hot_set_the_sample_over_or_under_draws() {
     let live = cache(budget, CachePolicy::S3Fifo, true);
     replay_quick(&live, &trace);
     let stats = live.stats(no_names);
-    assert_eq!(stats.sample_rate, 1.0 / 8.0);
+    assert_sample_keeps_its_objects(&stats, &trace);
     let mut worst_raw = 0.0f64;
     for what_if in &stats.what_if {
         let mut full = Simulator::new(CachePolicy::S3Fifo, what_if.budget_bytes);
@@ -445,16 +479,16 @@ fn what_if_corrects_for_a_hot_set_the_sample_over_or_under_draws() {
 #[test]
 fn shards_adjustment_counts_the_sample_share_gap_as_hits() {
     // The sample drew its share exactly: the sampled ratio.
-    assert_eq!(shards_adjusted(50, 100, 100.0), 0.5);
+    assert_eq!(shards_adjusted(50.0, 100.0, 100.0), 0.5);
     // It drew 20 more requests than its share (a hot object in it): those hits go.
-    assert_eq!(shards_adjusted(70, 120, 100.0), 0.5);
+    assert_eq!(shards_adjusted(70.0, 120.0, 100.0), 0.5);
     // 20 fewer (hot objects outside it): counted as hits.
-    assert_eq!(shards_adjusted(30, 80, 100.0), 0.5);
+    assert_eq!(shards_adjusted(30.0, 80.0, 100.0), 0.5);
     // Bounded to a ratio; nothing expected gives the sampled ratio.
-    assert_eq!(shards_adjusted(0, 300, 100.0), 0.0);
-    assert_eq!(shards_adjusted(10, 0, 100.0), 1.0);
-    assert_eq!(shards_adjusted(3, 4, 0.0), 0.75);
-    assert_eq!(shards_adjusted(0, 0, 0.0), 0.0);
+    assert_eq!(shards_adjusted(0.0, 300.0, 100.0), 0.0);
+    assert_eq!(shards_adjusted(10.0, 0.0, 100.0), 1.0);
+    assert_eq!(shards_adjusted(3.0, 4.0, 0.0), 0.75);
+    assert_eq!(shards_adjusted(0.0, 0.0, 0.0), 0.0);
 }
 
 #[test]
