@@ -454,9 +454,18 @@ impl Sample {
             rate: 1.0,
             threshold: u64::MAX,
             floor: threshold_of(floor_rate),
+            // Each starts at its budget at the floor rate, then takes the full one: what a
+            // policy sizes once (W-TinyLFU's sketch) is sized as for the floor's share of
+            // a large budget (4,096 counters a row at 1x), enough for the few thousand
+            // objects the sample holds, not the millions a full-size budget would suggest.
             caches: full_budgets
                 .iter()
-                .map(|&budget| Simulator::new(policy, budget))
+                .map(|&budget| {
+                    let mut cache =
+                        Simulator::new(policy, (budget as f64 * floor_rate).round() as u64);
+                    cache.set_budget(budget);
+                    cache
+                })
                 .collect(),
             scaled: vec![Scaled::default(); full_budgets.len()],
             full_budgets,
