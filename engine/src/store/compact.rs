@@ -125,7 +125,10 @@ impl Shared {
     /// Walks the chunk index of `tree`: adjacent small item chunks of one array are grouped
     /// (in key order, while their items fit `MERGED_RAW_BYTES`), and each group of two or
     /// more that holds at least `SMALL_RAW_BYTES` is merged, so a merged chunk is not small
-    /// again; every other chunk in a sparse segment is moved. `merge` off plans moves only.
+    /// again; every other chunk in a sparse segment is moved. An array's newest chunk, when
+    /// small, is never merged: a page of the newest items, the read most made of a history,
+    /// decompresses a sealed tail's few KiB instead of a merged chunk. `merge` off plans
+    /// moves only.
     pub(super) fn plan_cold(&self, tree: &Tree, merge: bool) -> Result<Plan> {
         let sparse = self.sparse_cold_segments(tree)?;
         let mut plan = Plan::default();
@@ -139,6 +142,14 @@ impl Shared {
         // The group being gathered, and its items' encoded bytes.
         let mut group: Vec<(Bytes, ChunkRef)> = Vec::new();
         let mut group_raw = 0;
+        // The array's last small chunk so far, held back from the group until a later one
+        // shows it is not the newest.
+        let mut newest: Option<(Bytes, ChunkRef, usize)> = None;
+        let move_if_sparse = |key: Bytes, entry: ChunkRef, plan: &mut Plan| {
+            if sparse.contains(&entry.loc.segment_id) {
+                plan.work.push(Work::Move { key, entry });
+            }
+        };
         let flush = |group: &mut Vec<(Bytes, ChunkRef)>, raw: &mut usize, plan: &mut Plan| {
             if group.len() >= 2 && *raw >= SMALL_RAW_BYTES {
                 plan.work.push(Work::Merge {
@@ -146,12 +157,20 @@ impl Shared {
                 });
             } else {
                 for (key, entry) in group.drain(..) {
-                    if sparse.contains(&entry.loc.segment_id) {
-                        plan.work.push(Work::Move { key, entry });
-                    }
+                    move_if_sparse(key, entry, plan);
                 }
             }
             *raw = 0;
+        };
+        let add = |group: &mut Vec<(Bytes, ChunkRef)>,
+                   group_raw: &mut usize,
+                   plan: &mut Plan,
+                   (key, entry, raw): (Bytes, ChunkRef, usize)| {
+            if *group_raw + raw > MERGED_RAW_BYTES {
+                flush(group, group_raw, plan);
+            }
+            group.push((key, entry));
+            *group_raw += raw;
         };
         while let Some((key, value)) = cursor.next(tree, &self.pages)? {
             if !keys::is_chunk_entry(&key) {
@@ -169,26 +188,30 @@ impl Shared {
             let prefix = key.slice(..key.len() - 12);
             if array.as_ref() != Some(&prefix) {
                 flush(&mut group, &mut group_raw, &mut plan);
+                if let Some((key, entry, _)) = newest.take() {
+                    move_if_sparse(key, entry, &mut plan);
+                }
                 array = Some(prefix);
             }
             let raw = match merge && crate::pattern::merges(entry.kind) {
                 true => self.cold.raw_len(entry.loc)? as usize,
                 false => usize::MAX,
             };
+            // Whatever comes next, the chunk held back is not the array's newest.
+            if let Some(held) = newest.take() {
+                add(&mut group, &mut group_raw, &mut plan, held);
+            }
             if raw >= SMALL_RAW_BYTES {
                 flush(&mut group, &mut group_raw, &mut plan);
-                if sparse.contains(&entry.loc.segment_id) {
-                    plan.work.push(Work::Move { key, entry });
-                }
+                move_if_sparse(key, entry, &mut plan);
                 continue;
             }
-            if group_raw + raw > MERGED_RAW_BYTES {
-                flush(&mut group, &mut group_raw, &mut plan);
-            }
-            group.push((key, entry));
-            group_raw += raw;
+            newest = Some((key, entry, raw));
         }
         flush(&mut group, &mut group_raw, &mut plan);
+        if let Some((key, entry, _)) = newest {
+            move_if_sparse(key, entry, &mut plan);
+        }
         Ok(plan)
     }
 
@@ -546,6 +569,86 @@ mod tests {
 
     use crate::storage::SimStorage;
     use crate::{CollectionSpec, Db, ItemQuery, Layout, NewItem, Options};
+
+    /// The raw sizes of one array's chunks, oldest first, from the chunk index.
+    fn chunk_raw_sizes(db: &Db) -> Vec<u32> {
+        let shared = &db.shared;
+        let tree = &shared.current().tree;
+        let start = [0x80u8];
+        let mut cursor = tree
+            .cursor(&shared.pages, std::ops::Bound::Included(&start[..]))
+            .unwrap();
+        let mut sizes = Vec::new();
+        while let Some((key, value)) = cursor.next(tree, &shared.pages).unwrap() {
+            if !super::keys::is_chunk_entry(&key) {
+                continue;
+            }
+            let super::Value::Inline(bytes) = &value else {
+                panic!("chunk entry stored as a large record");
+            };
+            let entry = super::ChunkRef::decode_slice(bytes).unwrap();
+            sizes.push(shared.cold.raw_len(entry.loc).unwrap());
+        }
+        sizes
+    }
+
+    /// Compaction merges a history's small chunks but its newest: a page of the newest
+    /// items then decompresses one sealed tail, not a merged chunk.
+    #[test]
+    fn compaction_merges_small_chunks_but_the_newest() {
+        let options = Options::new().page_bytes(4096).segment_bytes(64 * 1024);
+        let db = Db::open_with_storage(Arc::new(SimStorage::new()), options).unwrap();
+        db.create_collection(CollectionSpec::new("c").array("log", Layout::Subset { keep: 5 }))
+            .unwrap();
+        for n in 0..2_000 {
+            let mut batch = db.batch();
+            let item = NewItem::new(format!("{n} {}", "z".repeat(60))).key(n);
+            batch.push("c", "a", "log", item);
+            batch.commit().unwrap();
+        }
+        let before = chunk_raw_sizes(&db);
+        assert!(before.len() > 10, "{before:?}");
+        assert!(
+            before
+                .iter()
+                .all(|&raw| (raw as usize) < super::SMALL_RAW_BYTES)
+        );
+        let report = db.compact().unwrap();
+        assert!(report.chunks_merged > 0, "{report:?}");
+        let after = chunk_raw_sizes(&db);
+        let (&newest, older) = after.split_last().unwrap();
+        assert_eq!(
+            newest,
+            *before.last().unwrap(),
+            "the newest chunk is left as it was"
+        );
+        assert!(
+            older
+                .iter()
+                .any(|&raw| raw as usize >= super::SMALL_RAW_BYTES),
+            "{after:?}"
+        );
+        assert!(after.len() < before.len());
+        // The newest page and the whole history read as before.
+        let c = db.collection("c").unwrap();
+        let page = c
+            .items("a", "log", &ItemQuery::new().descending().limit(20))
+            .unwrap()
+            .unwrap()
+            .items;
+        let keys: Vec<i64> = page.iter().map(|item| item.key).collect();
+        assert_eq!(keys, (1_980..2_000).rev().collect::<Vec<i64>>());
+        let all = c
+            .items("a", "log", &ItemQuery::new())
+            .unwrap()
+            .unwrap()
+            .items;
+        assert_eq!(all.len(), 2_000);
+        // A second compaction finds nothing more to merge.
+        assert_eq!(db.compact().unwrap().chunks_merged, 0);
+        assert_eq!(chunk_raw_sizes(&db), after);
+        db.verify().unwrap();
+    }
 
     /// Work planned before commits that changed its entries skips them: a chunk a removal
     /// rewrote, and the chunks of a deleted parent, are not brought back.
