@@ -415,47 +415,51 @@ fn run_followers(only: Option<&str>) -> Vec<report::FollowerRow> {
     )
 }
 
+/// skewdb beside redb, fjall and SQLite on the seed workloads. With no option it runs
+/// everything and writes the tables into BENCHMARKS.md and bench-results/; with options it
+/// only prints them (`--variants` writes bench-results/variants.md).
+#[derive(clap::Parser)]
+#[command(name = "skewdb-peers")]
+struct Args {
+    /// Products in the product pages workload.
+    #[arg(long = "products", value_name = "N", default_value_t = PRODUCTS)]
+    products_count: u64,
+    /// One engine ("skewdb"), or one model of it ("skewdb native Subset"), for profiling.
+    #[arg(long, value_name = "ENGINE [MODEL]")]
+    only: Option<String>,
+    /// One workload.
+    #[arg(long, value_parser = ["products", "sensors", "followers"])]
+    workload: Option<String>,
+    /// Another share of skewdb's cache for its record tier, in percent.
+    #[arg(
+        long = "record-cache-percent",
+        value_name = "N",
+        value_parser = clap::value_parser!(u8).range(0..=90)
+    )]
+    record_percent: Option<u8>,
+    /// The product page variants (page sizes, record tier shares) instead of the peers.
+    #[arg(long)]
+    variants: bool,
+    /// Views per pass, fewer for a trial.
+    #[arg(long = "views", value_name = "N", default_value_t = data::VIEWS)]
+    view_count: usize,
+}
+
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let products_count = args
-        .iter()
-        .position(|a| a == "--products")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(PRODUCTS);
-    // `--only ENGINE` measures one engine (for profiling).
-    let only = args
-        .iter()
-        .position(|a| a == "--only")
-        .and_then(|i| args.get(i + 1))
-        .cloned();
-    // `--workload products|sensors|followers` runs one workload (for profiling).
-    let workload = args
-        .iter()
-        .position(|a| a == "--workload")
-        .and_then(|i| args.get(i + 1))
-        .cloned();
+    let Args {
+        products_count,
+        only,
+        workload,
+        record_percent,
+        variants,
+        view_count,
+    } = clap::Parser::parse();
     let runs = |name: &str| workload.as_ref().is_none_or(|w| w == name);
-    let record_percent = args
-        .iter()
-        .position(|a| a == "--record-cache-percent")
-        .and_then(|i| args.get(i + 1))
-        .map(|s| {
-            s.parse::<u8>()
-                .expect("--record-cache-percent takes 0 to 90")
-        });
     SETTINGS.lock().expect("settings").record_cache_percent = record_percent;
-    if args.iter().any(|a| a == "--variants") {
+    if variants {
         variants::run(products_count);
         return;
     }
-    // `--views N`: fewer views per pass (for a trial).
-    let view_count = args
-        .iter()
-        .position(|a| a == "--views")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(data::VIEWS);
     let started = Instant::now();
     let products = data::products(products_count);
     let reviews: usize = products.iter().map(|p| p.reviews.len()).sum();
