@@ -125,24 +125,34 @@ impl Entries {
         }
     }
 
+    /// `key`'s place among the first `end` entries, by bisection: `Ok` where it is,
+    /// `Err` where it would go.
+    pub fn find_before(&self, end: usize, key: &[u8]) -> std::result::Result<usize, usize> {
+        match bisect(&|i| self.key(i), 0, end, key) {
+            (index, true) => Ok(index),
+            (index, false) => Err(index),
+        }
+    }
+
+    /// Entry `index`, its key a slice of the page image for a leaf read in place.
+    pub fn entry(&self, index: usize) -> (Bytes, Value) {
+        match self {
+            Entries::Built(entries) => entries[index].clone(),
+            Entries::Image { image, starts, .. } => {
+                let (at, key) = image_key(image, starts[index] as usize);
+                let end = at + key.len();
+                (image.slice(at..end), image_value(image, end))
+            }
+        }
+    }
+
     /// Every entry, built on first use for a leaf read in place.
     pub fn all(&self) -> &[(Bytes, Value)] {
         match self {
             Entries::Built(entries) => entries,
-            Entries::Image {
-                image,
-                starts,
-                built,
-            } => built.get_or_init(|| {
-                starts
-                    .iter()
-                    .map(|&start| {
-                        let (at, key) = image_key(image, start as usize);
-                        let value = image_value(image, at + key.len());
-                        (image.slice(at..at + key.len()), value)
-                    })
-                    .collect()
-            }),
+            Entries::Image { starts, built, .. } => {
+                built.get_or_init(|| (0..starts.len()).map(|i| self.entry(i)).collect())
+            }
         }
     }
 
@@ -515,13 +525,18 @@ impl Node {
                 Ok(())
             }
         }
-        fn key(bytes: &mut Bytes, max_key_bytes: usize) -> Result<Bytes, String> {
+        /// Reads a key's length, checked against the limit and what is left.
+        fn key_len(bytes: &mut impl Buf, max_key_bytes: usize) -> Result<usize, String> {
             need(bytes, 2, "key length")?;
             let len = bytes.get_u16_le() as usize;
             if len > max_key_bytes {
                 return Err(format!("key length {len} over the limit {max_key_bytes}"));
             }
             need(bytes, len, "key")?;
+            Ok(len)
+        }
+        fn key(bytes: &mut Bytes, max_key_bytes: usize) -> Result<Bytes, String> {
+            let len = key_len(bytes, max_key_bytes)?;
             Ok(bytes.split_to(len))
         }
         need(&bytes, NODE_HEADER_BYTES, "header")?;
@@ -543,14 +558,10 @@ impl Node {
                 let mut last: Option<&[u8]> = None;
                 for _ in 0..count {
                     starts.push((image.len() - rest.len()) as u32);
-                    need(&rest, 2, "key length")?;
-                    let len = rest.get_u16_le() as usize;
-                    if len > max_key_bytes {
-                        return Err(format!("key length {len} over the limit {max_key_bytes}"));
-                    }
-                    need(&rest, len + 1, "key")?;
+                    let len = key_len(&mut rest, max_key_bytes)?;
                     let (key, after) = rest.split_at(len);
                     rest = after;
+                    need(&rest, 1, "value tag")?;
                     let value_len = match rest.get_u8() {
                         VALUE_INLINE => {
                             need(&rest, 4, "value length")?;

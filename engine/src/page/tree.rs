@@ -623,10 +623,10 @@ impl Cursor {
     pub fn next(&mut self, tree: &Tree, store: &PageStore) -> Result<Option<(Bytes, Value)>> {
         loop {
             if let Node::Leaf { entries, .. } = self.leaf.as_ref()
-                && let Some((key, value)) = entries.all().get(self.position)
+                && self.position < entries.len()
             {
                 self.position += 1;
-                return Ok(Some((key.clone(), value.clone())));
+                return Ok(Some(entries.entry(self.position - 1)));
             }
             if !self.next_leaf(tree, store)? {
                 return Ok(None);
@@ -740,9 +740,8 @@ impl BackCursor {
         let Node::Leaf { entries, .. } = self.leaf.as_ref() else {
             return None;
         };
-        let entries = entries.all();
-        match entries[..self.position].binary_search_by(|(k, _)| k.as_ref().cmp(key)) {
-            Ok(index) => Some(Some(entries[index].1.clone())),
+        match entries.find_before(self.position, key) {
+            Ok(index) => Some(Some(entries.value(index))),
             Err(0) => None,
             Err(_) => Some(None),
         }
@@ -755,8 +754,7 @@ impl BackCursor {
                 && let Node::Leaf { entries, .. } = self.leaf.as_ref()
             {
                 self.position -= 1;
-                let (key, value) = &entries.all()[self.position];
-                return Ok(Some((key.clone(), value.clone())));
+                return Ok(Some(entries.entry(self.position)));
             }
             // Up to the nearest ancestor with a child to the left, then down its right edge.
             loop {
