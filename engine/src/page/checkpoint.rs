@@ -18,7 +18,12 @@ use crate::{Error, Result};
 pub const CHECKPOINT_FILE: &str = "checkpoint";
 pub const CHECKPOINT_TEMP_FILE: &str = "checkpoint.tmp";
 const MAGIC: &[u8; 8] = b"SKEWCKPT";
-pub const CHECKPOINT_VERSION: u32 = 5;
+/// Version 6: the pages may hold slotted leaves (kind 3), which a build from before it
+/// cannot read; its checkpoint is otherwise version 5's.
+pub const CHECKPOINT_VERSION: u32 = 6;
+/// Checkpoints whose pages are all of the kinds before slotted leaves: still read, never
+/// written.
+const CHECKPOINT_VERSION_WALKED_LEAVES: u32 = 5;
 /// Checkpoints whose catalog lacks the collections' document formats (each is
 /// `DocumentFormat::Bytes`): still read, never written.
 const CHECKPOINT_VERSION_UNFORMATTED: u32 = 4;
@@ -143,7 +148,7 @@ impl Checkpoint {
         header.advance(8);
         let version = header.get_u32_le();
         let form = match version {
-            CHECKPOINT_VERSION => Some(SpecForm::Formatted),
+            CHECKPOINT_VERSION | CHECKPOINT_VERSION_WALKED_LEAVES => Some(SpecForm::Formatted),
             CHECKPOINT_VERSION_UNFORMATTED => Some(SpecForm::Measured),
             CHECKPOINT_VERSION_UNMEASURED => Some(SpecForm::Unmeasured),
             _ => None,
@@ -349,6 +354,30 @@ mod tests {
         assert_eq!(back.large_live, vec![(1, 20_000), (3, 17)]);
         assert_eq!(back.cold_live, vec![(1, 700), (2, 5)]);
         assert_eq!(back.needed_cold_segments(), BTreeSet::from([1]));
+    }
+
+    /// `bytes` with its version set to `version` and its header checksum made again.
+    fn with_version(bytes: &[u8], version: u32) -> Vec<u8> {
+        let mut out = bytes.to_vec();
+        out[8..12].copy_from_slice(&version.to_le_bytes());
+        let crc = crc32fast::hash(&out[..HEADER_BYTES - 4]);
+        out[HEADER_BYTES - 4..HEADER_BYTES].copy_from_slice(&crc.to_le_bytes());
+        out
+    }
+
+    /// Version 5 (pages without slotted leaves) reads as version 6 and is written as 6;
+    /// a version past this build's is refused by its number.
+    #[test]
+    fn version_5_is_read_and_a_newer_one_refused() {
+        let bytes = sample().encode();
+        let old = Checkpoint::decode(&with_version(&bytes, 5)).unwrap();
+        assert_eq!(old.encode(), bytes);
+        match Checkpoint::decode(&with_version(&bytes, CHECKPOINT_VERSION + 1)) {
+            Err(Error::UnsupportedVersion {
+                found, supported, ..
+            }) => assert_eq!((found, supported), (7, 6)),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

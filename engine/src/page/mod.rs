@@ -20,7 +20,7 @@ use crate::cache::{CacheKey, CacheValue, Loaded, PageCache, Tier};
 use crate::log::{self, FrameKind, FrameLoc, ReadBuffers, frame::FRAME_HEADER_BYTES, segment_name};
 use crate::storage::Storage;
 use crate::{Error, Result};
-use node::{LargeRef, Node, PageId, Value};
+use node::{Checks, LargeRef, Node, PageId, Value};
 use table::{PageTable, Slot};
 
 /// The smallest and largest page sizes, and the default.
@@ -51,20 +51,22 @@ pub struct PageStore {
 }
 
 /// A sealed hot segment's map (held as one `Bytes`, which page views slice), and the page
-/// frames in it whose checksums this process has checked: the bytes of a sealed segment do
-/// not change, so a page that leaves the cache and comes back is not checked again (a CRC
-/// over a whole page was a quarter of a page load). Reads that bypass the cache (`verify`,
-/// space accounting) check every frame.
+/// frames in it whose checksums and key order this process has checked: the bytes of a
+/// sealed segment do not change, so a page that leaves the cache and comes back is not
+/// checked again (a CRC over a whole page was a quarter of a page load, and checking a
+/// leaf's key order reads every entry where a lookup reads a few); its lengths and bounds
+/// are. Reads that bypass the cache (`verify`, space accounting) check every frame whole.
 struct SealedMap {
     bytes: Bytes,
-    /// Offsets of the page frames read whole and found sound.
+    /// Offsets of the page frames read whole and found sound, their pages' key order too.
     checked: Mutex<FxHashSet<u64>>,
 }
 
 /// Whether a page read may rely on an earlier check of the same frame.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Reuse {
-    /// A frame of a sealed segment whose checksum matched before is not checked again.
+    /// A frame of a sealed segment whose checksum and key order were found sound before is
+    /// not checked again, but for its lengths and bounds.
     CheckedFrames,
     /// Every frame is checked.
     Nothing,
@@ -190,7 +192,11 @@ impl PageStore {
                 body.len()
             )));
         }
-        let node = Node::decode(body, MAX_TREE_KEY_BYTES).map_err(bad)?;
+        let checks = match check {
+            log::Payload::CheckedBefore => Checks::Structure,
+            log::Payload::Check => Checks::All,
+        };
+        let node = Node::decode_checked(body, MAX_TREE_KEY_BYTES, checks).map_err(bad)?;
         if let (Some(map), Reuse::CheckedFrames, log::Payload::Check) = (&map, reuse, check) {
             map.checked.lock().insert(loc.offset);
         }
@@ -291,16 +297,23 @@ mod tests {
 
     /// A sealed hot segment holding one page frame of page `id`; its location.
     fn sealed_page(id: PageId) -> (Arc<SimStorage>, HotLog, FrameLoc) {
+        sealed_node(
+            id,
+            Node::leaf(
+                (0..40u32)
+                    .map(|i| {
+                        let key = Bytes::from(format!("key{i:04}"));
+                        (key, Value::Inline(Bytes::from(vec![b'v'; 50])))
+                    })
+                    .collect(),
+            ),
+        )
+    }
+
+    /// A sealed hot segment holding `node` as page `id`; its location.
+    fn sealed_node(id: PageId, node: Node) -> (Arc<SimStorage>, HotLog, FrameLoc) {
         let sim = Arc::new(SimStorage::new());
         let mut log = HotLog::create(sim.clone(), 1, 1, 1 << 20).unwrap();
-        let node = Node::leaf(
-            (0..40u32)
-                .map(|i| {
-                    let key = Bytes::from(format!("key{i:04}"));
-                    (key, Value::Inline(Bytes::from(vec![b'v'; 50])))
-                })
-                .collect(),
-        );
         let mut group = log.group().unwrap();
         let start = group.begin();
         group.buf().extend_from_slice(&id.to_le_bytes());
@@ -368,6 +381,31 @@ mod tests {
         };
         assert!(matches!(
             trusting.read_page_held(id, longer, Reuse::CheckedFrames),
+            Err(Error::Corruption { .. })
+        ));
+    }
+
+    /// A leaf's key order is checked with its checksum: on the first read through the
+    /// cache, and by every read that bypasses it; a frame checked before is read without.
+    #[test]
+    fn key_order_is_checked_with_the_checksum() {
+        let id = 9;
+        let unsorted = Node::leaf(vec![
+            (Bytes::from_static(b"b"), Value::Inline(Bytes::new())),
+            (Bytes::from_static(b"a"), Value::Inline(Bytes::new())),
+        ]);
+        let (sim, log, loc) = sealed_node(id, unsorted.clone());
+        let pages = store(&sim, &log);
+        assert!(matches!(
+            pages.load_page(id, loc),
+            Err(Error::Corruption { .. })
+        ));
+        assert!(!checked(&pages, loc));
+        let map = pages.sealed_map(loc.segment_id).unwrap().unwrap();
+        map.checked.lock().insert(loc.offset);
+        assert_eq!(*pages.load_page(id, loc).unwrap(), unsorted);
+        assert!(matches!(
+            pages.read_page(id, loc),
             Err(Error::Corruption { .. })
         ));
     }

@@ -13,10 +13,18 @@ use crate::log::FrameLoc;
 /// A page's identity; the page table maps it to the page image's location in the log.
 pub type PageId = u64;
 
-const KIND_LEAF: u8 = 1;
+/// A leaf whose entries are found by walking them (written before checkpoint version 6;
+/// read, never written).
+const KIND_LEAF_WALKED: u8 = 1;
 const KIND_INTERNAL: u8 = 2;
+/// A leaf that begins with a slot per entry: found without reading the entries.
+const KIND_LEAF: u8 = 3;
 const VALUE_INLINE: u8 = 0;
 const VALUE_LARGE: u8 = 1;
+/// Bytes of a leaf's slot: the entry's offset u16, its key length u16 with `SLOT_LARGE`.
+const SLOT_BYTES: usize = 4;
+/// In a slot's key length: the value is a large-record reference.
+const SLOT_LARGE: u16 = 0x8000;
 
 /// Bytes of a page's fixed header: kind and entry count.
 pub const NODE_HEADER_BYTES: usize = 1 + 4;
@@ -56,8 +64,8 @@ pub enum Value {
 
 impl Value {
     fn encoded_len(&self) -> usize {
-        1 + match self {
-            Value::Inline(bytes) => 4 + bytes.len(),
+        match self {
+            Value::Inline(bytes) => bytes.len(),
             // The reference it becomes at the next checkpoint.
             Value::Large(_) | Value::Held(_) => LARGE_REF_BYTES,
         }
@@ -79,26 +87,98 @@ pub enum Node {
 }
 
 /// A leaf's entries. A leaf decoded from its page image is read in place: a lookup finds
-/// its key through the entries' offsets and builds only the value it returns, and a page
-/// that leaves the cache frees one buffer. Readers that walk the entries, and writers, see
-/// them built, once per node.
+/// its key through the page's slots and builds only the value it returns, and a page that
+/// leaves the cache frees nothing but its node. Readers that walk the entries, and writers,
+/// see them built, once per node.
 #[derive(Clone, Debug)]
 pub enum Entries {
     Built(Vec<(Bytes, Value)>),
     Image {
-        /// The page image after its header; every entry in it was checked by `decode`.
+        /// The page image after its header; every slot and entry in it was checked by
+        /// `decode`.
         image: Bytes,
-        /// Where each entry (its key length) starts in `image`, in key order.
-        starts: Box<[u32]>,
+        layout: Layout,
         built: OnceLock<Vec<(Bytes, Value)>>,
     },
+}
+
+/// How a leaf read in place finds its entries in its image.
+#[derive(Clone, Debug)]
+pub enum Layout {
+    /// `count` slots at the image's start (a leaf of kind 3): reading entry `i` reads slot
+    /// `i`, and the next one's offset for where the entry ends.
+    Slotted { count: u32 },
+    /// A leaf of kind 1: where each entry (its key length) starts, found by walking them.
+    Walked { starts: Box<[u32]> },
+}
+
+/// Where an entry's value lies in a checked image.
+enum ValueAt {
+    Inline(std::ops::Range<usize>),
+    /// The 20 bytes of a reference start here.
+    Large(usize),
+}
+
+/// Which of a page's rules `decode` checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Checks {
+    /// Every rule, key order too.
+    All,
+    /// Every length and bound, so that no read of the node goes outside its entries, but
+    /// not the order of a slotted leaf's keys (checking it reads every key): for a page
+    /// whose frame was checked whole before, its bytes unchanged since.
+    Structure,
 }
 
 impl Entries {
     pub fn len(&self) -> usize {
         match self {
             Entries::Built(entries) => entries.len(),
-            Entries::Image { starts, .. } => starts.len(),
+            Entries::Image {
+                layout: Layout::Slotted { count },
+                ..
+            } => *count as usize,
+            Entries::Image {
+                layout: Layout::Walked { starts },
+                ..
+            } => starts.len(),
+        }
+    }
+
+    /// Where entry `index` of a checked image has its key and its value.
+    fn locate(image: &[u8], layout: &Layout, index: usize) -> (std::ops::Range<usize>, ValueAt) {
+        let u16_at = |at: usize| u16::from_le_bytes([image[at], image[at + 1]]) as usize;
+        match layout {
+            Layout::Slotted { count } => {
+                let slot = index * SLOT_BYTES;
+                let (at, meta) = (u16_at(slot), u16_at(slot + 2));
+                let key = at..at + (meta & !(SLOT_LARGE as usize));
+                let end = if index + 1 < *count as usize {
+                    u16_at(slot + SLOT_BYTES)
+                } else {
+                    image.len()
+                };
+                let value = if meta & SLOT_LARGE as usize != 0 {
+                    ValueAt::Large(key.end)
+                } else {
+                    ValueAt::Inline(key.end..end)
+                };
+                (key, value)
+            }
+            Layout::Walked { starts } => {
+                let start = starts[index] as usize;
+                let key = start + 2..start + 2 + u16_at(start);
+                let at = key.end;
+                let value = match image[at] {
+                    VALUE_INLINE => {
+                        let len = u32::from_le_bytes(image[at + 1..at + 5].try_into().expect("4"));
+                        ValueAt::Inline(at + 5..at + 5 + len as usize)
+                    }
+                    // `decode` let no other tag through.
+                    _ => ValueAt::Large(at + 1),
+                };
+                (key, value)
+            }
         }
     }
 
@@ -110,7 +190,7 @@ impl Entries {
     pub fn key(&self, index: usize) -> &[u8] {
         match self {
             Entries::Built(entries) => &entries[index].0,
-            Entries::Image { image, starts, .. } => image_key(image, starts[index] as usize).1,
+            Entries::Image { image, layout, .. } => &image[Self::locate(image, layout, index).0],
         }
     }
 
@@ -118,9 +198,8 @@ impl Entries {
     pub fn value(&self, index: usize) -> Value {
         match self {
             Entries::Built(entries) => entries[index].1.clone(),
-            Entries::Image { image, starts, .. } => {
-                let (at, key) = image_key(image, starts[index] as usize);
-                image_value(image, at + key.len())
+            Entries::Image { image, layout, .. } => {
+                image_value(image, Self::locate(image, layout, index).1)
             }
         }
     }
@@ -138,10 +217,9 @@ impl Entries {
     pub fn entry(&self, index: usize) -> (Bytes, Value) {
         match self {
             Entries::Built(entries) => entries[index].clone(),
-            Entries::Image { image, starts, .. } => {
-                let (at, key) = image_key(image, starts[index] as usize);
-                let end = at + key.len();
-                (image.slice(at..end), image_value(image, end))
+            Entries::Image { image, layout, .. } => {
+                let (key, value) = Self::locate(image, layout, index);
+                (image.slice(key), image_value(image, value))
             }
         }
     }
@@ -150,8 +228,8 @@ impl Entries {
     pub fn all(&self) -> &[(Bytes, Value)] {
         match self {
             Entries::Built(entries) => entries,
-            Entries::Image { starts, built, .. } => {
-                built.get_or_init(|| (0..starts.len()).map(|i| self.entry(i)).collect())
+            Entries::Image { built, .. } => {
+                built.get_or_init(|| (0..self.len()).map(|i| self.entry(i)).collect())
             }
         }
     }
@@ -176,7 +254,14 @@ impl Entries {
         let built = |count: usize| count * size_of::<(Bytes, Value)>();
         match self {
             Entries::Built(entries) => built(entries.capacity()),
-            Entries::Image { starts, .. } => starts.len() * size_of::<u32>() + built(starts.len()),
+            Entries::Image {
+                layout: Layout::Slotted { count },
+                ..
+            } => built(*count as usize),
+            Entries::Image {
+                layout: Layout::Walked { starts },
+                ..
+            } => starts.len() * size_of::<u32>() + built(starts.len()),
         }
     }
 }
@@ -189,26 +274,16 @@ impl PartialEq for Entries {
     }
 }
 
-/// Where entry's key starts in a checked image (after its length), and the key.
-fn image_key(image: &[u8], start: usize) -> (usize, &[u8]) {
-    let len = u16::from_le_bytes([image[start], image[start + 1]]) as usize;
-    (start + 2, &image[start + 2..start + 2 + len])
-}
-
-/// The value whose tag is at `at` in a checked image.
-fn image_value(image: &Bytes, at: usize) -> Value {
+/// The value at `at` in a checked image.
+fn image_value(image: &Bytes, at: ValueAt) -> Value {
     let u32_at = |at: usize| u32::from_le_bytes(image[at..at + 4].try_into().expect("4 bytes"));
-    match image[at] {
-        VALUE_INLINE => {
-            let len = u32_at(at + 1) as usize;
-            Value::Inline(image.slice(at + 5..at + 5 + len))
-        }
-        // `decode` let no other tag through.
-        _ => Value::Large(LargeRef {
-            segment_id: u32_at(at + 1),
-            frame_offset: u64::from_le_bytes(image[at + 5..at + 13].try_into().expect("8 bytes")),
-            value_offset: u32_at(at + 13),
-            value_len: u32_at(at + 17),
+    match at {
+        ValueAt::Inline(range) => Value::Inline(image.slice(range)),
+        ValueAt::Large(at) => Value::Large(LargeRef {
+            segment_id: u32_at(at),
+            frame_offset: u64::from_le_bytes(image[at + 4..at + 12].try_into().expect("8 bytes")),
+            value_offset: u32_at(at + 12),
+            value_len: u32_at(at + 16),
         }),
     }
 }
@@ -312,6 +387,56 @@ fn lower_bound<'a>(
     bisect(&keys, low, high, key)
 }
 
+/// Checks a slotted leaf's slots against its image (the bytes after the header): the
+/// entries follow the slots in slot order with neither gap nor overlap, the last ending
+/// where the image does, each at least its key long, a key within `max_key_bytes`, a
+/// large reference exactly its length. Reads only the slots.
+fn check_slots(image: &[u8], count: usize, max_key_bytes: usize) -> Result<Layout, String> {
+    let slots_end = count
+        .checked_mul(SLOT_BYTES)
+        .filter(|end| *end <= image.len())
+        .ok_or_else(|| format!("{count} slots larger than the page"))?;
+    if image.len() > u16::MAX as usize {
+        return Err(format!("leaf of {} bytes", image.len()));
+    }
+    let u16_at = |at: usize| u16::from_le_bytes([image[at], image[at + 1]]) as usize;
+    let mut expected = slots_end;
+    for index in 0..count {
+        let slot = index * SLOT_BYTES;
+        let (at, meta) = (u16_at(slot), u16_at(slot + 2));
+        if at != expected {
+            return Err(format!("entry {index} at {at}, not at {expected}"));
+        }
+        let key_len = meta & !(SLOT_LARGE as usize);
+        if key_len > max_key_bytes {
+            return Err(format!(
+                "key length {key_len} over the limit {max_key_bytes}"
+            ));
+        }
+        let end = if index + 1 < count {
+            u16_at(slot + SLOT_BYTES)
+        } else {
+            image.len()
+        };
+        let value_len = end
+            .checked_sub(at + key_len)
+            .ok_or_else(|| format!("entry {index}'s key runs past its end"))?;
+        if meta & SLOT_LARGE as usize != 0 && value_len != LARGE_REF_BYTES {
+            return Err(format!("large reference of {value_len} bytes"));
+        }
+        expected = end;
+    }
+    if expected != image.len() {
+        return Err(format!(
+            "{} bytes after the entries",
+            image.len() - expected
+        ));
+    }
+    Ok(Layout::Slotted {
+        count: count as u32,
+    })
+}
+
 /// `lower_bound` among the keys from `low` to `high`, which `key` lies within.
 fn bisect<'a>(
     keys: &impl Fn(usize) -> &'a [u8],
@@ -330,9 +455,9 @@ fn bisect<'a>(
     (low, false)
 }
 
-/// Bytes one leaf entry takes in its page.
+/// Bytes one leaf entry takes in its page, its slot included.
 pub fn leaf_entry_len(key: &[u8], value: &Value) -> usize {
-    2 + key.len() + value.encoded_len()
+    SLOT_BYTES + key.len() + value.encoded_len()
 }
 
 /// Bytes one internal separator with its right child takes in its page.
@@ -343,6 +468,21 @@ pub fn internal_entry_len(key: &[u8]) -> usize {
 impl Node {
     pub fn empty_leaf() -> Self {
         Self::leaf(Vec::new())
+    }
+
+    /// Whether this is a leaf read from a page of the kind written before slotted leaves
+    /// (its next encoding is slotted).
+    pub fn is_walked_leaf(&self) -> bool {
+        matches!(
+            self,
+            Node::Leaf {
+                entries: Entries::Image {
+                    layout: Layout::Walked { .. },
+                    ..
+                },
+                ..
+            }
+        )
     }
 
     /// Whether this is an inner page (keys and children) rather than a leaf.
@@ -439,9 +579,14 @@ impl Node {
             Node::Leaf { entries, .. } => {
                 NODE_HEADER_BYTES
                     + match entries {
-                        // An image's entries are encoded as they were read.
-                        Entries::Image { image, .. } => image.len(),
-                        Entries::Built(entries) => entries
+                        // A slotted image is encoded as it was read.
+                        Entries::Image {
+                            image,
+                            layout: Layout::Slotted { .. },
+                            ..
+                        } => image.len(),
+                        _ => entries
+                            .all()
                             .iter()
                             .map(|(k, v)| leaf_entry_len(k, v))
                             .sum::<usize>(),
@@ -459,25 +604,39 @@ impl Node {
             Node::Leaf { entries, .. } => {
                 out.put_u8(KIND_LEAF);
                 out.put_u32_le(entries.len() as u32);
-                for (key, value) in entries.all() {
-                    out.put_u16_le(key.len() as u16);
-                    out.put_slice(key);
-                    match value {
-                        Value::Inline(bytes) => {
-                            out.put_u8(VALUE_INLINE);
-                            out.put_u32_le(bytes.len() as u32);
-                            out.put_slice(bytes);
+                if let Entries::Image {
+                    image,
+                    layout: Layout::Slotted { .. },
+                    ..
+                } = entries
+                {
+                    out.put_slice(image);
+                } else {
+                    let entries = entries.all();
+                    let mut at = entries.len() * SLOT_BYTES;
+                    for (key, value) in entries {
+                        let large = match value {
+                            Value::Inline(_) => 0,
+                            Value::Large(_) | Value::Held(_) => SLOT_LARGE,
+                        };
+                        out.put_u16_le(u16::try_from(at).expect("a leaf is at most 64 KiB"));
+                        out.put_u16_le(key.len() as u16 | large);
+                        at += key.len() + value.encoded_len();
+                    }
+                    for (key, value) in entries {
+                        out.put_slice(key);
+                        match value {
+                            Value::Inline(bytes) => out.put_slice(bytes),
+                            Value::Large(large) => {
+                                out.put_u32_le(large.segment_id);
+                                out.put_u64_le(large.frame_offset);
+                                out.put_u32_le(large.value_offset);
+                                out.put_u32_le(large.value_len);
+                            }
+                            // Invariant: a checkpoint writes every held record to the log
+                            // (`Shared::write_held`) before it encodes a page.
+                            Value::Held(_) => unreachable!("held record in a page image"),
                         }
-                        Value::Large(large) => {
-                            out.put_u8(VALUE_LARGE);
-                            out.put_u32_le(large.segment_id);
-                            out.put_u64_le(large.frame_offset);
-                            out.put_u32_le(large.value_offset);
-                            out.put_u32_le(large.value_len);
-                        }
-                        // Invariant: a checkpoint writes every held record to the log
-                        // (`Shared::write_held`) before it encodes a page.
-                        Value::Held(_) => unreachable!("held record in a page image"),
                     }
                 }
             }
@@ -499,8 +658,6 @@ impl Node {
         );
     }
 
-    /// Decodes a page; every length is checked against the bytes present and the limits
-    /// before anything is allocated, and keys must be strictly ascending.
     /// Memory a decoded page holds beside its image: the entry vectors, and the search
     /// aid a reader builds on first use. A page's cache weight is its image plus this.
     pub fn decoded_overhead(&self) -> usize {
@@ -517,7 +674,19 @@ impl Node {
             }
     }
 
-    pub fn decode(mut bytes: Bytes, max_key_bytes: usize) -> Result<Node, String> {
+    /// Decodes a page; every length is checked against the bytes present and the limits
+    /// before anything is allocated, and keys must be strictly ascending.
+    pub fn decode(bytes: Bytes, max_key_bytes: usize) -> Result<Node, String> {
+        Self::decode_checked(bytes, max_key_bytes, Checks::All)
+    }
+
+    /// `decode`, checking the rules `checks` names: a slotted leaf checked for its
+    /// structure alone reads its header and slots, not its entries.
+    pub fn decode_checked(
+        mut bytes: Bytes,
+        max_key_bytes: usize,
+        checks: Checks,
+    ) -> Result<Node, String> {
         fn need(bytes: &impl Buf, n: usize, what: &str) -> Result<(), String> {
             if bytes.remaining() < n {
                 Err(format!("page truncated reading {what}"))
@@ -548,6 +717,27 @@ impl Node {
         }
         let node = match kind {
             KIND_LEAF => {
+                let image = bytes.split_off(0);
+                let layout = check_slots(&image, count, max_key_bytes)?;
+                let leaf = Node::Leaf {
+                    entries: Entries::Image {
+                        image,
+                        layout,
+                        built: OnceLock::new(),
+                    },
+                    aid: SearchAid::default(),
+                };
+                if checks == Checks::All {
+                    let Node::Leaf { entries, .. } = &leaf else {
+                        unreachable!("built just above")
+                    };
+                    if (1..count).any(|i| entries.key(i - 1) >= entries.key(i)) {
+                        return Err("leaf keys out of order".to_string());
+                    }
+                }
+                leaf
+            }
+            KIND_LEAF_WALKED => {
                 // Walked over a plain slice: checking an entry builds nothing.
                 let image = bytes.clone();
                 if image.len() > u32::MAX as usize {
@@ -581,7 +771,9 @@ impl Node {
                 Node::Leaf {
                     entries: Entries::Image {
                         image,
-                        starts: starts.into(),
+                        layout: Layout::Walked {
+                            starts: starts.into(),
+                        },
                         built: OnceLock::new(),
                     },
                     aid: SearchAid::default(),
@@ -711,6 +903,172 @@ mod tests {
             changed.encoded_len(),
             image.len() - leaf_entry_len(&entries[0].0, &entries[0].1)
         );
+    }
+
+    /// The bytes of `entries` as a leaf of kind 1, the kind written before slotted leaves.
+    fn walked_leaf_bytes(entries: &[(Bytes, Value)]) -> Vec<u8> {
+        let mut out = vec![KIND_LEAF_WALKED];
+        out.put_u32_le(entries.len() as u32);
+        for (key, value) in entries {
+            out.put_u16_le(key.len() as u16);
+            out.put_slice(key);
+            match value {
+                Value::Inline(bytes) => {
+                    out.put_u8(VALUE_INLINE);
+                    out.put_u32_le(bytes.len() as u32);
+                    out.put_slice(bytes);
+                }
+                Value::Large(large) => {
+                    out.put_u8(VALUE_LARGE);
+                    out.put_u32_le(large.segment_id);
+                    out.put_u64_le(large.frame_offset);
+                    out.put_u32_le(large.value_offset);
+                    out.put_u32_le(large.value_len);
+                }
+                Value::Held(_) => unreachable!(),
+            }
+        }
+        out
+    }
+
+    /// A leaf written before slotted leaves reads as it did, and its next encoding is a
+    /// slotted leaf with the same entries, sized as `encoded_len` says.
+    #[test]
+    fn a_walked_leaf_reads_and_encodes_slotted() {
+        let Node::Leaf { entries, .. } = sample_leaf() else {
+            unreachable!()
+        };
+        let entries = entries.all().to_vec();
+        let old = walked_leaf_bytes(&entries);
+        let node = Node::decode(Bytes::from(old.clone()), 1024).unwrap();
+        assert!(node.is_walked_leaf());
+        assert_eq!(node, sample_leaf());
+        for (index, (key, value)) in entries.iter().enumerate() {
+            assert_eq!(node.find(key), Ok(index));
+            let Node::Leaf { entries: read, .. } = &node else {
+                unreachable!()
+            };
+            assert_eq!(read.entry(index), (key.clone(), value.clone()));
+        }
+        let mut again = Vec::new();
+        node.encode(&mut again);
+        assert_eq!(again[0], KIND_LEAF);
+        assert_eq!(again.len(), node.encoded_len());
+        // Slots of 4 bytes for the old 2-byte key length, 1-byte tag and 4-byte length of
+        // an inline value; a large reference's entry grows by a byte.
+        assert_eq!(again.len(), old.len() - 3 + 1);
+        let slotted = Node::decode(Bytes::from(again), 1024).unwrap();
+        assert!(!slotted.is_walked_leaf());
+        assert_eq!(slotted, node);
+        // Unsorted keys in an old leaf are refused at every level of checks.
+        let unsorted = walked_leaf_bytes(&[entries[1].clone(), entries[0].clone()]);
+        for checks in [Checks::All, Checks::Structure] {
+            assert!(Node::decode_checked(Bytes::from(unsorted.clone()), 1024, checks).is_err());
+        }
+    }
+
+    /// The slotted image of a leaf with three inline entries (keys "a", "bb", "ccc" with
+    /// values of 1, 2 and 3 bytes), for damaging.
+    fn three_entry_image() -> Vec<u8> {
+        let node = Node::leaf(
+            (1..=3usize)
+                .map(|n| {
+                    let key = Bytes::from(vec![b'a' + n as u8 - 1; n]);
+                    (key, Value::Inline(Bytes::from(vec![b'v'; n])))
+                })
+                .collect(),
+        );
+        let mut bytes = Vec::new();
+        node.encode(&mut bytes);
+        bytes
+    }
+
+    /// Each way a slot can disagree with its entries is refused by either level of checks;
+    /// the key order only by `Checks::All`, and a leaf with its keys out of order read with
+    /// `Checks::Structure` answers lookups without going outside its entries.
+    #[test]
+    fn slots_are_checked_against_their_entries() {
+        let image = three_entry_image();
+        let header = NODE_HEADER_BYTES;
+        let slot = |index: usize| header + index * SLOT_BYTES;
+        let set_u16 = |bytes: &mut Vec<u8>, at: usize, value: u16| {
+            bytes[at..at + 2].copy_from_slice(&value.to_le_bytes());
+        };
+        let u16_at = |bytes: &[u8], at: usize| u16::from_le_bytes([bytes[at], bytes[at + 1]]);
+        assert_eq!(
+            u16_at(&image, slot(0)),
+            12,
+            "the entries follow three slots"
+        );
+        let mut damaged: Vec<(&str, Vec<u8>)> = Vec::new();
+        // (Moving a boundary between two entries within their bytes makes another sound
+        // leaf, for the checksum to catch.)
+        let mut inside_key = image.clone();
+        set_u16(&mut inside_key, slot(1), 12);
+        damaged.push(("an entry starting inside the previous key", inside_key));
+        let mut backwards = image.clone();
+        set_u16(&mut backwards, slot(2), 11);
+        damaged.push(("an entry starting before the previous one", backwards));
+        let mut past_end = image.clone();
+        set_u16(&mut past_end, slot(2), (image.len() - header + 1) as u16);
+        damaged.push(("an entry starting past the page's end", past_end));
+        let mut first = image.clone();
+        set_u16(&mut first, slot(0), 13);
+        damaged.push(("the first entry not after the slots", first));
+        let mut key_past_end = image.clone();
+        set_u16(&mut key_past_end, slot(0) + 2, 3);
+        damaged.push(("a key past its entry's end", key_past_end));
+        let mut last_key_past_end = image.clone();
+        set_u16(&mut last_key_past_end, slot(2) + 2, 7);
+        damaged.push(("the last key past the page's end", last_key_past_end));
+        let mut long_key = image.clone();
+        set_u16(&mut long_key, slot(0) + 2, 1025);
+        damaged.push(("a key over the limit", long_key));
+        let mut large = image.clone();
+        set_u16(&mut large, slot(2) + 2, 3 | SLOT_LARGE);
+        damaged.push(("a large reference of 3 bytes", large));
+        let mut trailing = image.clone();
+        trailing.push(0);
+        let mut trailing_empty = vec![KIND_LEAF, 0, 0, 0, 0];
+        trailing_empty.push(0);
+        damaged.push(("bytes after an empty leaf", trailing_empty));
+        let mut count = image.clone();
+        count[1..5].copy_from_slice(&5u32.to_le_bytes());
+        damaged.push(("more slots than the page holds", count));
+        for (what, bytes) in damaged {
+            for checks in [Checks::All, Checks::Structure] {
+                assert!(
+                    Node::decode_checked(Bytes::from(bytes.clone()), 1024, checks).is_err(),
+                    "{what} ({checks:?})"
+                );
+            }
+        }
+        // Trailing bytes after the last entry are its value's: the page reads, one longer.
+        let longer = Node::decode(Bytes::from(trailing), 1024).unwrap();
+        let Node::Leaf { entries, .. } = &longer else {
+            unreachable!()
+        };
+        assert_eq!(
+            entries.value(2),
+            Value::Inline(Bytes::from_static(b"vvv\0"))
+        );
+
+        // The keys swapped ("bb" before "a", each slot's length changed with it).
+        let node = Node::leaf(vec![
+            (Bytes::from_static(b"bb"), Value::Inline(Bytes::new())),
+            (
+                Bytes::from_static(b"a"),
+                Value::Inline(Bytes::from_static(b"x")),
+            ),
+        ]);
+        let mut unsorted = Vec::new();
+        node.encode(&mut unsorted);
+        assert!(Node::decode(Bytes::from(unsorted.clone()), 1024).is_err());
+        let read = Node::decode_checked(Bytes::from(unsorted), 1024, Checks::Structure).unwrap();
+        for probe in [&b""[..], b"a", b"b", b"bb", b"c"] {
+            let _ = (read.find(probe), read.search(probe), read.search(probe));
+        }
+        assert_eq!(read, node, "read as written");
     }
 
     #[test]
