@@ -1,6 +1,7 @@
 //! B+tree nodes and their page encoding: the one place that reads and writes page bytes.
 //! See `format-spec/pages.md`.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
@@ -87,9 +88,9 @@ pub enum Node {
 }
 
 /// A leaf's entries. A leaf decoded from its page image is read in place: a lookup finds
-/// its key through the page's slots and builds only the value it returns, and a page that
-/// leaves the cache frees nothing but its node. Readers that walk the entries, and writers,
-/// see them built, once per node.
+/// its key through the page's slots and builds only the value it returns, a walk builds
+/// one entry at a time, and a page that leaves the cache frees nothing but its node. A
+/// writer builds them all (`to_mut`): the node is then its own copy, out of the cache.
 #[derive(Clone, Debug)]
 pub enum Entries {
     Built(Vec<(Bytes, Value)>),
@@ -98,7 +99,6 @@ pub enum Entries {
         /// `decode`.
         image: Bytes,
         layout: Layout,
-        built: OnceLock<Vec<(Bytes, Value)>>,
     },
 }
 
@@ -224,24 +224,19 @@ impl Entries {
         }
     }
 
-    /// Every entry, built on first use for a leaf read in place.
-    pub fn all(&self) -> &[(Bytes, Value)] {
+    /// Every entry: a leaf read in place builds them for this call, kept nowhere, so a
+    /// cached page holds no memory its weight does not count.
+    pub fn all(&self) -> Cow<'_, [(Bytes, Value)]> {
         match self {
-            Entries::Built(entries) => entries,
-            Entries::Image { built, .. } => {
-                built.get_or_init(|| (0..self.len()).map(|i| self.entry(i)).collect())
-            }
+            Entries::Built(entries) => Cow::Borrowed(entries),
+            Entries::Image { .. } => Cow::Owned((0..self.len()).map(|i| self.entry(i)).collect()),
         }
     }
 
     /// The entries for changing: a leaf read in place is built first.
     pub fn to_mut(&mut self) -> &mut Vec<(Bytes, Value)> {
-        if let Entries::Image { built, .. } = self {
-            let entries = match built.take() {
-                Some(entries) => entries,
-                None => self.all().to_vec(),
-            };
-            *self = Entries::Built(entries);
+        if let Entries::Image { .. } = self {
+            *self = Entries::Built(self.all().into_owned());
         }
         match self {
             Entries::Built(entries) => entries,
@@ -249,19 +244,18 @@ impl Entries {
         }
     }
 
-    /// Bytes of memory beside the page image, counting the built entries a walk makes.
+    /// Bytes of memory beside the page image.
     fn overhead(&self) -> usize {
-        let built = |count: usize| count * size_of::<(Bytes, Value)>();
         match self {
-            Entries::Built(entries) => built(entries.capacity()),
+            Entries::Built(entries) => entries.capacity() * size_of::<(Bytes, Value)>(),
             Entries::Image {
-                layout: Layout::Slotted { count },
+                layout: Layout::Slotted { .. },
                 ..
-            } => built(*count as usize),
+            } => 0,
             Entries::Image {
                 layout: Layout::Walked { starts },
                 ..
-            } => starts.len() * size_of::<u32>() + built(starts.len()),
+            } => starts.len() * size_of::<u32>(),
         }
     }
 }
@@ -543,8 +537,9 @@ impl Node {
         aid.chunks
             .get_or_init(|| {
                 let mut merged = Summary::default();
-                for (key, value) in entries.all() {
-                    merged.merge(&summary(key, value)?);
+                for index in 0..entries.len() {
+                    let (key, value) = entries.entry(index);
+                    merged.merge(&summary(&key, &value)?);
                 }
                 Some(merged)
             })
@@ -612,7 +607,8 @@ impl Node {
                 {
                     out.put_slice(image);
                 } else {
-                    let entries = entries.all();
+                    let all = entries.all();
+                    let entries: &[(Bytes, Value)] = &all;
                     let mut at = entries.len() * SLOT_BYTES;
                     for (key, value) in entries {
                         let large = match value {
@@ -720,11 +716,7 @@ impl Node {
                 let image = bytes.split_off(0);
                 let layout = check_slots(&image, count, max_key_bytes)?;
                 let leaf = Node::Leaf {
-                    entries: Entries::Image {
-                        image,
-                        layout,
-                        built: OnceLock::new(),
-                    },
+                    entries: Entries::Image { image, layout },
                     aid: SearchAid::default(),
                 };
                 if checks == Checks::All {
@@ -774,7 +766,6 @@ impl Node {
                         layout: Layout::Walked {
                             starts: starts.into(),
                         },
-                        built: OnceLock::new(),
                     },
                     aid: SearchAid::default(),
                 }
@@ -878,11 +869,13 @@ mod tests {
             let absent = format!("key{:04}", index * 2 + 1);
             assert_eq!(node.find(absent.as_bytes()), Err(index + 1));
         }
-        let Entries::Image { built: walked, .. } = read else {
-            unreachable!()
-        };
-        assert!(walked.get().is_none(), "lookups build no entries");
-        assert_eq!(read.all(), entries.as_slice());
+        // The node read in place weighs no entry vector: a built leaf's overhead less its
+        // 50 entries.
+        assert_eq!(
+            built.decoded_overhead() - node.decoded_overhead(),
+            50 * size_of::<(Bytes, Value)>()
+        );
+        assert_eq!(*read.all(), *entries.as_slice());
         assert_eq!(node, built);
         assert_eq!(node.encoded_len(), image.len());
         let mut again = Vec::new();
@@ -898,7 +891,7 @@ mod tests {
         };
         changing.to_mut().remove(0);
         assert!(matches!(changing, Entries::Built(_)));
-        assert_eq!(changing.all(), &entries[1..]);
+        assert_eq!(*changing.all(), entries[1..]);
         assert_eq!(
             changed.encoded_len(),
             image.len() - leaf_entry_len(&entries[0].0, &entries[0].1)

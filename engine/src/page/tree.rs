@@ -127,7 +127,7 @@ impl Tree {
             if let Slot::Dirty(node) = slot
                 && let Node::Leaf { entries, .. } = node.as_ref()
             {
-                for (key, value) in entries.all() {
+                for (key, value) in entries.all().iter() {
                     if let Value::Held(bytes) = value {
                         held.push((key.clone(), bytes.clone()));
                     }
@@ -634,8 +634,9 @@ impl Cursor {
         }
     }
 
-    /// Calls `visit` with every entry from here on, in key order, without copying them,
-    /// until it returns `false`.
+    /// Calls `visit` with every entry from here on, in key order, until it returns `false`
+    /// (an entry of a leaf read in place is built as it is visited: its key and an inline
+    /// value are slices of the page).
     pub fn for_each(
         &mut self,
         tree: &Tree,
@@ -644,10 +645,10 @@ impl Cursor {
     ) -> Result<()> {
         loop {
             if let Node::Leaf { entries, .. } = self.leaf.as_ref() {
-                let entries = entries.all();
-                for (key, value) in &entries[self.position.min(entries.len())..] {
+                while self.position < entries.len() {
+                    let (key, value) = entries.entry(self.position);
                     self.position += 1;
-                    if !visit(key, value)? {
+                    if !visit(&key, &value)? {
                         return Ok(());
                     }
                 }

@@ -447,8 +447,8 @@ impl Shared {
             }
             // Whole chunks add their stored summaries, read in place from the index leaves
             // (a leaf of this array's entries alone, all inside the range, adds the summary
-            // of all of them, built once per leaf); only chunks that straddle an end of the
-            // range are decoded.
+            // of all of them, made once per cached leaf); only chunks that straddle an end
+            // of the range are decoded.
             let mut straddling = Vec::new();
             let tree = &version.tree;
             let (mut cursor, end) = self.chunk_cursor(tree, info, key, field, range.0)?;
@@ -456,21 +456,22 @@ impl Shared {
                 let Node::Leaf { entries, .. } = leaf else {
                     return Ok(false);
                 };
-                let entries = entries.all();
-                let rest = &entries[from.min(entries.len())..];
+                let count = entries.len();
                 if from == 0
-                    && rest.last().is_some_and(|(last, _)| *last < end)
+                    && count > 0
+                    && entries.key(count - 1) < end.as_ref()
                     && let Some(whole) = leaf.chunk_summary(chunk_entry_summary)
                     && query.covers(whole)
                 {
                     summary.merge(whole);
                     return Ok(true);
                 }
-                for (tree_key, value) in rest {
-                    if *tree_key >= end {
+                for index in from.min(count)..count {
+                    if entries.key(index) >= end.as_ref() {
                         return Ok(false);
                     }
-                    let entry = self.decode_chunk_entry(tree_key, value)?;
+                    let (tree_key, value) = entries.entry(index);
+                    let entry = self.decode_chunk_entry(&tree_key, &value)?;
                     if query.covers(&entry.summary) {
                         summary.merge(&entry.summary);
                     } else if query.overlaps(&entry.summary) {

@@ -117,7 +117,7 @@ impl Shared {
             let Node::Leaf { entries, .. } = node.as_ref() else {
                 continue;
             };
-            for (key, value) in entries.all() {
+            for (key, value) in entries.all().iter() {
                 match value {
                     Value::Large(large) if before_replay(large.segment_id, large.frame_offset) => {
                         *hot_live.entry(large.segment_id).or_default() += large.value_len as u64;

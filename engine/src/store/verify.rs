@@ -262,7 +262,7 @@ impl Shared {
                     if *leaf_depth.get_or_insert(depth) != depth {
                         return Err(self.pages.tree_corruption(id, "leaves at different depths"));
                     }
-                    for (key, value) in entries.all() {
+                    for (key, value) in entries.all().iter() {
                         if !in_bounds(key) || key.len() < 4 {
                             return Err(self
                                 .pages
