@@ -242,9 +242,11 @@ impl Tree {
         };
         let entries = entries.to_mut();
         let (counted_key, added) = (key.clone(), value.clone());
+        let mut appended = None;
         let replaced = match entries.binary_search_by(|(k, _)| k.as_ref().cmp(&key)) {
             Ok(index) => Some(std::mem::replace(&mut entries[index].1, value)),
             Err(index) => {
+                appended = Some(index);
                 entries.insert(index, (key, value));
                 // The search kept the leaf strictly ascending around the new key.
                 assert!(
@@ -261,7 +263,10 @@ impl Tree {
         let sizes: Vec<usize> = entries.iter().map(|(k, v)| leaf_entry_len(k, v)).collect();
         let total: usize = sizes.iter().sum();
         let right = (total > page_room).then(|| {
-            let at = balanced_split(&sizes, page_room);
+            let at = appended
+                .filter(|&index| ends_a_run(entries, index))
+                .and_then(|index| split_after_run(&sizes, index, page_room))
+                .unwrap_or_else(|| balanced_split(&sizes, page_room));
             let left_bytes: usize = sizes[..at].iter().sum();
             // Both halves fit a page: a split that cannot is a page the log must never get.
             assert!(
@@ -543,6 +548,35 @@ impl Default for Tree {
 
 /// No valid tree is deeper: with at least two entries per page, 64 levels hold 2^64 keys.
 const MAX_DEPTH: usize = 64;
+
+/// Whether the entry just inserted at `index` continues an ascending run of its key space
+/// (the tree key's first 4 bytes: collection and record kind) and ends it: the entry before
+/// is of the same space, the one after, if any, of another. Keys loaded in order arrive
+/// this way.
+fn ends_a_run(entries: &[(Bytes, Value)], index: usize) -> bool {
+    fn space(key: &[u8]) -> Option<&[u8]> {
+        key.get(..4)
+    }
+    let this = space(&entries[index].0);
+    index > 0
+        && space(&entries[index - 1].0) == this
+        && entries
+            .get(index + 1)
+            .is_none_or(|(next, _)| space(next) != this)
+}
+
+/// Where to split a leaf whose new entry at `index` ended a run (`ends_a_run`): right
+/// after it, the run's leaf left full, or else right before it, so that a load in key
+/// order fills its leaves instead of leaving each half empty; `None` when neither leaves
+/// both halves within `room` and non-empty.
+fn split_after_run(sizes: &[usize], index: usize, room: usize) -> Option<usize> {
+    let total: usize = sizes.iter().sum();
+    let fits = |at: usize| {
+        let left: usize = sizes[..at].iter().sum();
+        at > 0 && at < sizes.len() && left <= room && total - left <= room
+    };
+    [index + 1, index].into_iter().find(|&at| fits(at))
+}
 
 /// The split index that balances the two halves' bytes while both fit `room`.
 fn balanced_split(sizes: &[usize], room: usize) -> usize {
@@ -848,6 +882,67 @@ mod tests {
                 assert_eq!(got, expected, "forwards from {bound:?}");
             }
         }
+    }
+
+    /// The leaves of `tree` (all changed, none written yet): how many, and their bytes
+    /// over what that many pages hold.
+    fn leaf_fill(tree: &Tree, store: &PageStore) -> (usize, f64) {
+        let (mut leaves, mut bytes) = (0, 0);
+        for (_, slot) in tree.table.iter() {
+            if let Slot::Dirty(node) = slot
+                && !node.is_internal()
+            {
+                leaves += 1;
+                bytes += node.encoded_len();
+            }
+        }
+        (leaves, bytes as f64 / (leaves * store.page_bytes) as f64)
+    }
+
+    fn spaced_key(space: u32, i: u64) -> Bytes {
+        Bytes::from([&space.to_be_bytes()[..], &i.to_be_bytes()].concat())
+    }
+
+    /// Keys inserted in order fill their leaves (a split leaves the run's leaf full), also
+    /// when another key space follows the run in its leaf; keys in scattered order split
+    /// leaves in balanced halves. Every key reads back either way.
+    #[test]
+    fn an_ordered_load_fills_its_leaves() {
+        let load = |order: &[u64], before: &[u64]| {
+            let store = store();
+            let mut tree = Tree::new();
+            let value = |i: u64| Value::Inline(Bytes::from(vec![i as u8; 40]));
+            for &i in before {
+                tree.insert(&store, spaced_key(2, i), value(i)).unwrap();
+            }
+            for &i in order {
+                tree.insert(&store, spaced_key(1, i), value(i)).unwrap();
+            }
+            for &i in order {
+                let got = tree.get(&store, &spaced_key(1, i)).unwrap();
+                assert_eq!(got, Some(value(i)), "{i}");
+            }
+            for &i in before {
+                assert_eq!(tree.get(&store, &spaced_key(2, i)).unwrap(), Some(value(i)));
+            }
+            leaf_fill(&tree, &store)
+        };
+        let ordered: Vec<u64> = (0..5000).collect();
+        let scattered: Vec<u64> = (0..5000).map(|i| (i * 7919) % 5000).collect();
+        let (leaves, fill) = load(&ordered, &[]);
+        assert!(fill > 0.97, "in order: {leaves} leaves, {fill:.3} full");
+        let (leaves, fill) = load(&scattered, &[]);
+        assert!(fill < 0.8, "scattered: {leaves} leaves, {fill:.3} full");
+        // A later space already in the leaves: each split moves it right of the run.
+        let (leaves, fill) = load(&ordered, &[0, 1, 2]);
+        assert!(
+            fill > 0.95,
+            "in order before another space: {leaves} leaves, {fill:.3}"
+        );
+        // Keys in descending order are not a run that ends: halves.
+        let descending: Vec<u64> = (0..5000).rev().collect();
+        let (leaves, fill) = load(&descending, &[]);
+        assert!(fill < 0.8, "descending: {leaves} leaves, {fill:.3} full");
     }
 
     /// What a back cursor's leaf settles about a key below its bound is what the tree
