@@ -260,9 +260,9 @@ impl Tree {
                 None
             }
         };
-        let sizes: Vec<usize> = entries.iter().map(|(k, v)| leaf_entry_len(k, v)).collect();
-        let total: usize = sizes.iter().sum();
+        let total: usize = entries.iter().map(|(k, v)| leaf_entry_len(k, v)).sum();
         let right = (total > page_room).then(|| {
+            let sizes: Vec<usize> = entries.iter().map(|(k, v)| leaf_entry_len(k, v)).collect();
             let at = appended
                 .filter(|&index| ends_a_run(entries, index))
                 .and_then(|index| split_after_run(&sizes, index, page_room))
