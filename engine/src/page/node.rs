@@ -171,7 +171,8 @@ impl Entries {
                 let at = key.end;
                 let value = match image[at] {
                     VALUE_INLINE => {
-                        let len = u32::from_le_bytes(image[at + 1..at + 5].try_into().expect("4"));
+                        let len =
+                            u32::from_le_bytes(image[at + 1..at + 5].try_into().expect("4 bytes"));
                         ValueAt::Inline(at + 5..at + 5 + len as usize)
                     }
                     // `decode` let no other tag through.
