@@ -427,11 +427,12 @@ pub fn read_frame_pooled(
     storage: &dyn Storage,
     loc: FrameLoc,
     buffers: &Arc<ReadBuffers>,
+    payload: Payload,
 ) -> Result<(FrameHeader, Bytes, usize)> {
     let name = segment_name(loc.segment_id);
     let mut buffer = buffers.take(frame_len(loc)?);
     storage.read_at(&name, loc.offset, &mut buffer.bytes)?;
-    let header = check_frame(loc, &buffer.bytes, Payload::Check)?;
+    let header = check_frame(loc, &buffer.bytes, payload)?;
     let held = ReadBuffers::size_for(buffer.bytes.len());
     Ok((
         header,
@@ -440,13 +441,14 @@ pub fn read_frame_pooled(
     ))
 }
 
-/// Whether a read of a mapped frame computes its payload's checksum.
+/// Whether a frame read computes its payload's checksum.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Payload {
     /// Computes it and compares it with the header's.
     Check,
-    /// Skips it: this process checked the same frame of the same map before (the map of a
-    /// sealed segment does not change). The header is checked all the same.
+    /// Skips it: this process checked the same frame before (a frame below the log's tail
+    /// is never written again, and the map of a sealed segment does not change). The
+    /// header is checked all the same.
     CheckedBefore,
 }
 
@@ -811,9 +813,11 @@ mod tests {
         let big = vec![b'b'; 1500];
         let (sim, _log, locs) = log_with(&[b"a longer payload", b"a longer payloa", &big]);
         let buffers = ReadBuffers::new(1, 4096);
-        let (_, long, held) = read_frame_pooled(sim.as_ref(), locs[0], &buffers).unwrap();
+        let (_, long, held) =
+            read_frame_pooled(sim.as_ref(), locs[0], &buffers, Payload::Check).unwrap();
         assert_eq!(held, 1024, "a frame's length rounded up to a whole KiB");
-        let (_, other, _) = read_frame_pooled(sim.as_ref(), locs[1], &buffers).unwrap();
+        let (_, other, _) =
+            read_frame_pooled(sim.as_ref(), locs[1], &buffers, Payload::Check).unwrap();
         assert_eq!(buffers.waiting(), 0, "both buffers are lent");
         // A view outlives its frame's other views and keeps the buffer lent.
         let kept = long.slice(2..6);
@@ -824,22 +828,27 @@ mod tests {
         assert_eq!(buffers.waiting(), 1, "one buffer kept, the other freed");
         // The latest returned stays: a returned 2 KiB buffer replaces the kept 1 KiB one,
         // and a 1 KiB one replaces it back.
-        let (_, third, _) = read_frame_pooled(sim.as_ref(), locs[2], &buffers).unwrap();
+        let (_, third, _) =
+            read_frame_pooled(sim.as_ref(), locs[2], &buffers, Payload::Check).unwrap();
         drop(third);
-        let (_, third, held) = read_frame_pooled(sim.as_ref(), locs[2], &buffers).unwrap();
+        let (_, third, held) =
+            read_frame_pooled(sim.as_ref(), locs[2], &buffers, Payload::Check).unwrap();
         let waiting = buffers.waiting();
         assert_eq!((held, waiting), (2048, 0), "the 2 KiB buffer was kept");
-        let (_, long, _) = read_frame_pooled(sim.as_ref(), locs[0], &buffers).unwrap();
+        let (_, long, _) =
+            read_frame_pooled(sim.as_ref(), locs[0], &buffers, Payload::Check).unwrap();
         drop(third);
         drop(long);
         assert_eq!(buffers.waiting(), 1);
         // A frame of another size gets a buffer of its own.
-        let (_, third, held) = read_frame_pooled(sim.as_ref(), locs[2], &buffers).unwrap();
+        let (_, third, held) =
+            read_frame_pooled(sim.as_ref(), locs[2], &buffers, Payload::Check).unwrap();
         assert_eq!((&third[..], held), (&big[..], 2048));
         assert_eq!(buffers.waiting(), 1);
         // One of the same size takes the kept buffer and sees only its own bytes (the
         // buffer last held a longer frame).
-        let (_, shorter, held) = read_frame_pooled(sim.as_ref(), locs[1], &buffers).unwrap();
+        let (_, shorter, held) =
+            read_frame_pooled(sim.as_ref(), locs[1], &buffers, Payload::Check).unwrap();
         assert_eq!(buffers.waiting(), 0);
         assert_eq!((&shorter[..], held), (&b"a longer payloa"[..], 1024));
         drop(third);
@@ -850,12 +859,12 @@ mod tests {
         bytes[locs[1].offset as usize + FRAME_HEADER_BYTES] ^= 0x01;
         sim.set_file_bytes(&name, bytes);
         assert!(matches!(
-            read_frame_pooled(sim.as_ref(), locs[1], &buffers),
+            read_frame_pooled(sim.as_ref(), locs[1], &buffers, Payload::Check),
             Err(Error::Corruption { .. })
         ));
         let below_header = FrameLoc { len: 8, ..locs[0] };
         assert!(matches!(
-            read_frame_pooled(sim.as_ref(), below_header, &buffers),
+            read_frame_pooled(sim.as_ref(), below_header, &buffers, Payload::Check),
             Err(Error::Corruption { .. })
         ));
     }

@@ -48,6 +48,12 @@ pub struct PageStore {
     sealed_below: Arc<AtomicU32>,
     /// Maps of sealed hot segments, by id; forgotten before a segment is removed.
     maps: Mutex<HashMap<u32, Arc<SealedMap>>>,
+    /// The page frames of one segment read without a map (the active one: its pages are
+    /// read into buffers) that this process read whole and found sound, and that segment's
+    /// id: a frame below the log's tail is never written again, so a page read back after
+    /// leaving the cache is checked as a sealed segment's is. Started again for another
+    /// segment.
+    unmapped_checked: Mutex<(u32, FxHashSet<u64>)>,
 }
 
 /// A sealed hot segment's map (held as one `Bytes`, which page views slice), and the page
@@ -65,8 +71,9 @@ struct SealedMap {
 /// Whether a page read may rely on an earlier check of the same frame.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Reuse {
-    /// A frame of a sealed segment whose checksum and key order were found sound before is
-    /// not checked again, but for its lengths and bounds.
+    /// A frame whose checksum and key order were found sound before (of a sealed segment,
+    /// or of the segment read without a map) is not checked again, but for its lengths and
+    /// bounds.
     CheckedFrames,
     /// Every frame is checked.
     Nothing,
@@ -89,6 +96,7 @@ impl PageStore {
             buffers: ReadBuffers::new(KEPT_READ_BUFFERS, frame_bytes),
             sealed_below: Arc::new(AtomicU32::new(0)),
             maps: Mutex::new(HashMap::new()),
+            unmapped_checked: Mutex::default(),
         }
     }
 
@@ -163,15 +171,21 @@ impl PageStore {
         reuse: Reuse,
     ) -> Result<(Arc<Node>, usize)> {
         let map = self.sealed_map(loc.segment_id)?;
-        let check = match (&map, reuse) {
-            (Some(map), Reuse::CheckedFrames) if map.checked.lock().contains(&loc.offset) => {
-                log::Payload::CheckedBefore
-            }
-            _ => log::Payload::Check,
+        let checked_before = reuse == Reuse::CheckedFrames
+            && match &map {
+                Some(map) => map.checked.lock().contains(&loc.offset),
+                None => {
+                    let (segment_id, checked) = &*self.unmapped_checked.lock();
+                    *segment_id == loc.segment_id && checked.contains(&loc.offset)
+                }
+            };
+        let check = match checked_before {
+            true => log::Payload::CheckedBefore,
+            false => log::Payload::Check,
         };
         let (header, payload, held) = match &map {
             Some(map) => log::read_frame_mapped(&map.bytes, loc, check)?,
-            None => log::read_frame_pooled(self.storage.as_ref(), loc, &self.buffers)?,
+            None => log::read_frame_pooled(self.storage.as_ref(), loc, &self.buffers, check)?,
         };
         let bad =
             |reason: String| Error::corruption(segment_name(loc.segment_id), loc.offset, reason);
@@ -197,8 +211,19 @@ impl PageStore {
             log::Payload::Check => Checks::All,
         };
         let node = Node::decode_checked(body, MAX_TREE_KEY_BYTES, checks).map_err(bad)?;
-        if let (Some(map), Reuse::CheckedFrames, log::Payload::Check) = (&map, reuse, check) {
-            map.checked.lock().insert(loc.offset);
+        if (reuse, check) == (Reuse::CheckedFrames, log::Payload::Check) {
+            match &map {
+                Some(map) => {
+                    map.checked.lock().insert(loc.offset);
+                }
+                None => {
+                    let mut unmapped = self.unmapped_checked.lock();
+                    if unmapped.0 != loc.segment_id {
+                        *unmapped = (loc.segment_id, FxHashSet::default());
+                    }
+                    unmapped.1.insert(loc.offset);
+                }
+            }
         }
         Ok((Arc::new(node), held))
     }
@@ -383,6 +408,45 @@ mod tests {
             trusting.read_page_held(id, longer, Reuse::CheckedFrames),
             Err(Error::Corruption { .. })
         ));
+    }
+
+    /// A frame of the segment read without a map (the active one) is checked once too, and
+    /// the record starts again for another segment; `read_page` checks every time.
+    #[test]
+    fn a_frame_read_into_a_buffer_is_checked_once() {
+        let id = 7;
+        let (sim, _log, loc) = sealed_page(id);
+        // No map attached: every segment is read into a buffer.
+        let pages = PageStore::new(sim.clone(), Arc::new(PageCache::new(1 << 20)), 4096);
+        let unmapped_checked = |pages: &PageStore| {
+            let (segment_id, checked) = &*pages.unmapped_checked.lock();
+            *segment_id == loc.segment_id && checked.contains(&loc.offset)
+        };
+        let node = pages.load_page(id, loc).unwrap();
+        assert!(
+            unmapped_checked(&pages),
+            "a sound frame read through the cache"
+        );
+
+        let name = segment_name(loc.segment_id);
+        let mut bytes = sim.file_bytes(&name).unwrap();
+        let at = loc.offset as usize + loc.len as usize - 3;
+        bytes[at] ^= 0x01;
+        sim.set_file_bytes(&name, bytes);
+        // Read again as after an eviction: trusted; bypassing the cache: the damage found.
+        let (again, _) = pages.read_page_held(id, loc, Reuse::CheckedFrames).unwrap();
+        assert_ne!(again, node, "the damaged byte is in a value");
+        assert!(matches!(
+            pages.read_page(id, loc),
+            Err(Error::Corruption { .. })
+        ));
+        // Another segment's frame starts the record again.
+        *pages.unmapped_checked.lock() = (loc.segment_id + 1, FxHashSet::from_iter([1]));
+        assert!(matches!(
+            pages.read_page_held(id, loc, Reuse::CheckedFrames),
+            Err(Error::Corruption { .. })
+        ));
+        assert!(!unmapped_checked(&pages));
     }
 
     /// A leaf's key order is checked with its checksum: on the first read through the
