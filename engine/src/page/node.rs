@@ -205,6 +205,24 @@ impl Entries {
         }
     }
 
+    /// Entry `index`'s key, and its value's bytes if it is inline, where they lie (slices
+    /// of the page image for a leaf read in place): read without a handle to either.
+    pub fn in_place(&self, index: usize) -> (&[u8], Option<&[u8]>) {
+        match self {
+            Entries::Built(entries) => {
+                let (key, value) = &entries[index];
+                match value {
+                    Value::Inline(bytes) => (key, Some(bytes)),
+                    Value::Large(_) | Value::Held(_) => (key, None),
+                }
+            }
+            Entries::Image { image, layout } => match Self::locate(image, layout, index) {
+                (key, ValueAt::Inline(value)) => (&image[key], Some(&image[value])),
+                (key, ValueAt::Large(_)) => (&image[key], None),
+            },
+        }
+    }
+
     /// `key`'s place among the first `end` entries, by bisection: `Ok` where it is,
     /// `Err` where it would go.
     pub fn find_before(&self, end: usize, key: &[u8]) -> std::result::Result<usize, usize> {
@@ -867,6 +885,15 @@ mod tests {
             assert_eq!(node.find(key), Ok(index));
             assert_eq!(read.key(index), key.as_ref());
             assert_eq!(read.value(index), *value);
+            let inline = match value {
+                Value::Inline(bytes) => Some(bytes.as_ref()),
+                _ => None,
+            };
+            assert_eq!(read.in_place(index), (key.as_ref(), inline));
+            assert_eq!(
+                built_entries(&built).in_place(index),
+                (key.as_ref(), inline)
+            );
             let absent = format!("key{:04}", index * 2 + 1);
             assert_eq!(node.find(absent.as_bytes()), Err(index + 1));
         }
@@ -897,6 +924,13 @@ mod tests {
             changed.encoded_len(),
             image.len() - leaf_entry_len(&entries[0].0, &entries[0].1)
         );
+    }
+
+    fn built_entries(node: &Node) -> &Entries {
+        match node {
+            Node::Leaf { entries, .. } => entries,
+            Node::Internal { .. } => panic!("a leaf"),
+        }
     }
 
     /// The bytes of `entries` as a leaf of kind 1, the kind written before slotted leaves.

@@ -259,13 +259,7 @@ impl Shared {
 
     fn decode_chunk_entry(&self, tree_key: &[u8], value: &Value) -> Result<ChunkRef> {
         match value {
-            Value::Inline(bytes) => ChunkRef::decode_slice(bytes).map_err(|reason| {
-                Error::corruption(
-                    "page store",
-                    0,
-                    format!("chunk entry {tree_key:x?}: {reason}"),
-                )
-            }),
+            Value::Inline(bytes) => decode_inline_chunk_entry(tree_key, bytes),
             large => self.chunk_entry(tree_key, large.clone()),
         }
     }
@@ -467,11 +461,14 @@ impl Shared {
                     return Ok(true);
                 }
                 for index in from.min(count)..count {
-                    if entries.key(index) >= end.as_ref() {
+                    let (tree_key, inline) = entries.in_place(index);
+                    if tree_key >= end.as_ref() {
                         return Ok(false);
                     }
-                    let (tree_key, value) = entries.entry(index);
-                    let entry = self.decode_chunk_entry(&tree_key, &value)?;
+                    let entry = match inline {
+                        Some(bytes) => decode_inline_chunk_entry(tree_key, bytes)?,
+                        None => self.chunk_entry(tree_key, entries.value(index))?,
+                    };
                     if query.covers(&entry.summary) {
                         summary.merge(&entry.summary);
                     } else if query.overlaps(&entry.summary) {
@@ -649,4 +646,15 @@ mod tests {
         assert_eq!(before.body(), b"old");
         assert_eq!(before.array("a").unwrap().inline.len(), 1);
     }
+}
+
+/// A chunk index entry from its inline value's bytes.
+fn decode_inline_chunk_entry(tree_key: &[u8], bytes: &[u8]) -> Result<ChunkRef> {
+    ChunkRef::decode_slice(bytes).map_err(|reason| {
+        Error::corruption(
+            "page store",
+            0,
+            format!("chunk entry {tree_key:x?}: {reason}"),
+        )
+    })
 }
