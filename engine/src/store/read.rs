@@ -536,6 +536,17 @@ fn chunk_entry_summary(key: &Bytes, value: &Value) -> Option<Summary> {
     }
 }
 
+/// A chunk index entry from its inline value's bytes.
+fn decode_inline_chunk_entry(tree_key: &[u8], bytes: &[u8]) -> Result<ChunkRef> {
+    ChunkRef::decode_slice(bytes).map_err(|reason| {
+        Error::corruption(
+            "page store",
+            0,
+            format!("chunk entry {tree_key:x?}: {reason}"),
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -646,15 +657,4 @@ mod tests {
         assert_eq!(before.body(), b"old");
         assert_eq!(before.array("a").unwrap().inline.len(), 1);
     }
-}
-
-/// A chunk index entry from its inline value's bytes.
-fn decode_inline_chunk_entry(tree_key: &[u8], bytes: &[u8]) -> Result<ChunkRef> {
-    ChunkRef::decode_slice(bytes).map_err(|reason| {
-        Error::corruption(
-            "page store",
-            0,
-            format!("chunk entry {tree_key:x?}: {reason}"),
-        )
-    })
 }
