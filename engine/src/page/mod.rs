@@ -46,26 +46,18 @@ pub struct PageStore {
     /// Every hot segment below this id is sealed (see `HotLog::sealed_below`): a page read
     /// from one is a view of the segment's map, not a copy. 0 until a log is attached.
     sealed_below: Arc<AtomicU32>,
-    /// Maps of sealed hot segments, by id; forgotten before a segment is removed.
-    maps: Mutex<HashMap<u32, Arc<SealedMap>>>,
-    /// The page frames of one segment read without a map (the active one: its pages are
-    /// read into buffers) that this process read whole and found sound, and that segment's
-    /// id: a frame below the log's tail is never written again, so a page read back after
-    /// leaving the cache is checked as a sealed segment's is. Started again for another
-    /// segment.
-    unmapped_checked: Mutex<(u32, FxHashSet<u64>)>,
-}
-
-/// A sealed hot segment's map (held as one `Bytes`, which page views slice), and the page
-/// frames in it whose checksums and key order this process has checked: the bytes of a
-/// sealed segment do not change, so a page that leaves the cache and comes back is not
-/// checked again (a CRC over a whole page was a quarter of a page load, and checking a
-/// leaf's key order reads every entry where a lookup reads a few); its lengths and bounds
-/// are. Reads that bypass the cache (`verify`, space accounting) check every frame whole.
-struct SealedMap {
-    bytes: Bytes,
-    /// Offsets of the page frames read whole and found sound, their pages' key order too.
-    checked: Mutex<FxHashSet<u64>>,
+    /// Maps of sealed hot segments (each held as one `Bytes`, which page views slice), by
+    /// id; forgotten before a segment is removed.
+    maps: Mutex<HashMap<u32, Bytes>>,
+    /// By segment, the offsets of the page frames this process read whole through the
+    /// cache and found sound (checksum and key order). A frame below the log's tail is
+    /// never written again, in the active segment (read into buffers) as in a sealed one
+    /// (read from its map), so a page that leaves the cache and comes back is not checked
+    /// again (a CRC over a whole page was a quarter of a page load, and checking a leaf's
+    /// key order reads every entry where a lookup reads a few); its lengths and bounds
+    /// are. Forgotten with the segment. Reads that bypass the cache (`verify`, space
+    /// accounting) check every frame whole.
+    checked: Mutex<HashMap<u32, FxHashSet<u64>>>,
 }
 
 /// Whether a page read may rely on an earlier check of the same frame.
@@ -96,7 +88,7 @@ impl PageStore {
             buffers: ReadBuffers::new(KEPT_READ_BUFFERS, frame_bytes),
             sealed_below: Arc::new(AtomicU32::new(0)),
             maps: Mutex::new(HashMap::new()),
-            unmapped_checked: Mutex::default(),
+            checked: Mutex::default(),
         }
     }
 
@@ -106,13 +98,14 @@ impl PageStore {
     }
 
     /// Forgets the map of a hot segment about to be removed (views of it that pages in the
-    /// cache still hold keep it until they go).
+    /// cache still hold keep it until they go), and the frames found sound in it.
     pub fn forget_map(&self, segment_id: u32) {
         self.maps.lock().remove(&segment_id);
+        self.checked.lock().remove(&segment_id);
     }
 
     /// The map of hot segment `segment_id` if it is sealed, made on first use.
-    fn sealed_map(&self, segment_id: u32) -> Result<Option<Arc<SealedMap>>> {
+    fn sealed_map(&self, segment_id: u32) -> Result<Option<Bytes>> {
         if segment_id >= self.sealed_below.load(Ordering::Acquire) {
             return Ok(None);
         }
@@ -120,12 +113,17 @@ impl PageStore {
         if let Some(map) = maps.get(&segment_id) {
             return Ok(Some(map.clone()));
         }
-        let map = Arc::new(SealedMap {
-            bytes: Bytes::from_owner(self.storage.map(&segment_name(segment_id))?),
-            checked: Mutex::default(),
-        });
+        let map = Bytes::from_owner(self.storage.map(&segment_name(segment_id))?);
         maps.insert(segment_id, map.clone());
         Ok(Some(map))
+    }
+
+    /// Whether this process read the frame at `loc` whole and found it sound before.
+    fn checked_before(&self, loc: FrameLoc) -> bool {
+        self.checked
+            .lock()
+            .get(&loc.segment_id)
+            .is_some_and(|offsets| offsets.contains(&loc.offset))
     }
 
     /// The node of page `id` in `table`.
@@ -171,20 +169,12 @@ impl PageStore {
         reuse: Reuse,
     ) -> Result<(Arc<Node>, usize)> {
         let map = self.sealed_map(loc.segment_id)?;
-        let checked_before = reuse == Reuse::CheckedFrames
-            && match &map {
-                Some(map) => map.checked.lock().contains(&loc.offset),
-                None => {
-                    let (segment_id, checked) = &*self.unmapped_checked.lock();
-                    *segment_id == loc.segment_id && checked.contains(&loc.offset)
-                }
-            };
-        let check = match checked_before {
+        let check = match reuse == Reuse::CheckedFrames && self.checked_before(loc) {
             true => log::Payload::CheckedBefore,
             false => log::Payload::Check,
         };
         let (header, payload, held) = match &map {
-            Some(map) => log::read_frame_mapped(&map.bytes, loc, check)?,
+            Some(map) => log::read_frame_mapped(map, loc, check)?,
             None => log::read_frame_pooled(self.storage.as_ref(), loc, &self.buffers, check)?,
         };
         let bad =
@@ -212,18 +202,11 @@ impl PageStore {
         };
         let node = Node::decode_checked(body, MAX_TREE_KEY_BYTES, checks).map_err(bad)?;
         if (reuse, check) == (Reuse::CheckedFrames, log::Payload::Check) {
-            match &map {
-                Some(map) => {
-                    map.checked.lock().insert(loc.offset);
-                }
-                None => {
-                    let mut unmapped = self.unmapped_checked.lock();
-                    if unmapped.0 != loc.segment_id {
-                        *unmapped = (loc.segment_id, FxHashSet::default());
-                    }
-                    unmapped.1.insert(loc.offset);
-                }
-            }
+            let mut checked = self.checked.lock();
+            checked
+                .entry(loc.segment_id)
+                .or_default()
+                .insert(loc.offset);
         }
         Ok((Arc::new(node), held))
     }
@@ -356,8 +339,16 @@ mod tests {
     }
 
     fn checked(pages: &PageStore, loc: FrameLoc) -> bool {
-        let map = pages.sealed_map(loc.segment_id).unwrap().expect("sealed");
-        map.checked.lock().contains(&loc.offset)
+        pages.checked_before(loc)
+    }
+
+    /// Records the frame at `loc` as read and found sound before.
+    fn mark_checked(pages: &PageStore, loc: FrameLoc) {
+        let mut checked = pages.checked.lock();
+        checked
+            .entry(loc.segment_id)
+            .or_default()
+            .insert(loc.offset);
     }
 
     #[test]
@@ -392,8 +383,7 @@ mod tests {
         ));
         assert!(!checked(&damaged, loc), "a damaged frame is not recorded");
         let trusting = store(&sim, &log);
-        let map = trusting.sealed_map(loc.segment_id).unwrap().unwrap();
-        map.checked.lock().insert(loc.offset);
+        mark_checked(&trusting, loc);
         assert!(trusting.load_page(id, loc).is_ok());
         assert!(matches!(
             trusting.read_page(id, loc),
@@ -410,23 +400,16 @@ mod tests {
         ));
     }
 
-    /// A frame of the segment read without a map (the active one) is checked once too, and
-    /// the record starts again for another segment; `read_page` checks every time.
+    /// A frame of the segment read without a map (the active one) is checked once too, the
+    /// record kept by segment; `read_page` checks every time.
     #[test]
     fn a_frame_read_into_a_buffer_is_checked_once() {
         let id = 7;
         let (sim, _log, loc) = sealed_page(id);
         // No map attached: every segment is read into a buffer.
         let pages = PageStore::new(sim.clone(), Arc::new(PageCache::new(1 << 20)), 4096);
-        let unmapped_checked = |pages: &PageStore| {
-            let (segment_id, checked) = &*pages.unmapped_checked.lock();
-            *segment_id == loc.segment_id && checked.contains(&loc.offset)
-        };
         let node = pages.load_page(id, loc).unwrap();
-        assert!(
-            unmapped_checked(&pages),
-            "a sound frame read through the cache"
-        );
+        assert!(checked(&pages, loc), "a sound frame read through the cache");
 
         let name = segment_name(loc.segment_id);
         let mut bytes = sim.file_bytes(&name).unwrap();
@@ -440,13 +423,21 @@ mod tests {
             pages.read_page(id, loc),
             Err(Error::Corruption { .. })
         ));
-        // Another segment's frame starts the record again.
-        *pages.unmapped_checked.lock() = (loc.segment_id + 1, FxHashSet::from_iter([1]));
+        // The record is by segment: the same offset checked in another segment, and this
+        // segment's forgotten with it, count for nothing here.
+        pages.forget_map(loc.segment_id);
+        mark_checked(
+            &pages,
+            FrameLoc {
+                segment_id: loc.segment_id + 1,
+                ..loc
+            },
+        );
         assert!(matches!(
             pages.read_page_held(id, loc, Reuse::CheckedFrames),
             Err(Error::Corruption { .. })
         ));
-        assert!(!unmapped_checked(&pages));
+        assert!(!checked(&pages, loc));
     }
 
     /// A leaf's key order is checked with its checksum: on the first read through the
@@ -465,8 +456,7 @@ mod tests {
             Err(Error::Corruption { .. })
         ));
         assert!(!checked(&pages, loc));
-        let map = pages.sealed_map(loc.segment_id).unwrap().unwrap();
-        map.checked.lock().insert(loc.offset);
+        mark_checked(&pages, loc);
         assert_eq!(*pages.load_page(id, loc).unwrap(), unsorted);
         assert!(matches!(
             pages.read_page(id, loc),
