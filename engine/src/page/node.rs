@@ -112,6 +112,33 @@ pub enum Layout {
     Walked { starts: Box<[u32]> },
 }
 
+/// What a slotted leaf's slot says of its entry: where it starts, its key's length, whether
+/// its value is a large reference, and where it ends (the next entry's start, the last
+/// entry at the image's end).
+struct SlotRead {
+    at: usize,
+    key_len: usize,
+    large: bool,
+    end: usize,
+}
+
+/// Slot `index` of a slotted leaf's `count` (`image` is the page after its header): reads
+/// the slot and the next; the bounds are the caller's to check (`check_slots`) or rely on.
+fn read_slot(image: &[u8], count: usize, index: usize) -> SlotRead {
+    let u16_at = |at: usize| u16::from_le_bytes([image[at], image[at + 1]]);
+    let slot = index * SLOT_BYTES;
+    let meta = u16_at(slot + 2);
+    SlotRead {
+        at: u16_at(slot) as usize,
+        key_len: (meta & !SLOT_LARGE) as usize,
+        large: meta & SLOT_LARGE != 0,
+        end: match index + 1 < count {
+            true => u16_at(slot + SLOT_BYTES) as usize,
+            false => image.len(),
+        },
+    }
+}
+
 /// Where an entry's value lies in a checked image.
 enum ValueAt {
     Inline(std::ops::Range<usize>),
@@ -147,27 +174,20 @@ impl Entries {
 
     /// Where entry `index` of a checked image has its key and its value.
     fn locate(image: &[u8], layout: &Layout, index: usize) -> (std::ops::Range<usize>, ValueAt) {
-        let u16_at = |at: usize| u16::from_le_bytes([image[at], image[at + 1]]) as usize;
         match layout {
             Layout::Slotted { count } => {
-                let slot = index * SLOT_BYTES;
-                let (at, meta) = (u16_at(slot), u16_at(slot + 2));
-                let key = at..at + (meta & !(SLOT_LARGE as usize));
-                let end = if index + 1 < *count as usize {
-                    u16_at(slot + SLOT_BYTES)
-                } else {
-                    image.len()
-                };
-                let value = if meta & SLOT_LARGE as usize != 0 {
-                    ValueAt::Large(key.end)
-                } else {
-                    ValueAt::Inline(key.end..end)
+                let slot = read_slot(image, *count as usize, index);
+                let key = slot.at..slot.at + slot.key_len;
+                let value = match slot.large {
+                    true => ValueAt::Large(key.end),
+                    false => ValueAt::Inline(key.end..slot.end),
                 };
                 (key, value)
             }
             Layout::Walked { starts } => {
                 let start = starts[index] as usize;
-                let key = start + 2..start + 2 + u16_at(start);
+                let key_len = u16::from_le_bytes([image[start], image[start + 1]]) as usize;
+                let key = start + 2..start + 2 + key_len;
                 let at = key.end;
                 let value = match image[at] {
                     VALUE_INLINE => {
@@ -412,29 +432,26 @@ fn check_slots(image: &[u8], count: usize, max_key_bytes: usize) -> Result<Layou
     if image.len() > u16::MAX as usize {
         return Err(format!("leaf of {} bytes", image.len()));
     }
-    let u16_at = |at: usize| u16::from_le_bytes([image[at], image[at + 1]]) as usize;
     let mut expected = slots_end;
     for index in 0..count {
-        let slot = index * SLOT_BYTES;
-        let (at, meta) = (u16_at(slot), u16_at(slot + 2));
+        let SlotRead {
+            at,
+            key_len,
+            large,
+            end,
+        } = read_slot(image, count, index);
         if at != expected {
             return Err(format!("entry {index} at {at}, not at {expected}"));
         }
-        let key_len = meta & !(SLOT_LARGE as usize);
         if key_len > max_key_bytes {
             return Err(format!(
                 "key length {key_len} over the limit {max_key_bytes}"
             ));
         }
-        let end = if index + 1 < count {
-            u16_at(slot + SLOT_BYTES)
-        } else {
-            image.len()
-        };
         let value_len = end
             .checked_sub(at + key_len)
             .ok_or_else(|| format!("entry {index}'s key runs past its end"))?;
-        if meta & SLOT_LARGE as usize != 0 && value_len != LARGE_REF_BYTES {
+        if large && value_len != LARGE_REF_BYTES {
             return Err(format!("large reference of {value_len} bytes"));
         }
         expected = end;
@@ -734,19 +751,15 @@ impl Node {
             KIND_LEAF => {
                 let image = bytes.split_off(0);
                 let layout = check_slots(&image, count, max_key_bytes)?;
-                let leaf = Node::Leaf {
-                    entries: Entries::Image { image, layout },
-                    aid: SearchAid::default(),
-                };
-                if checks == Checks::All {
-                    let Node::Leaf { entries, .. } = &leaf else {
-                        unreachable!("built just above")
-                    };
-                    if (1..count).any(|i| entries.key(i - 1) >= entries.key(i)) {
-                        return Err("leaf keys out of order".to_string());
-                    }
+                let entries = Entries::Image { image, layout };
+                if checks == Checks::All && (1..count).any(|i| entries.key(i - 1) >= entries.key(i))
+                {
+                    return Err("leaf keys out of order".to_string());
                 }
-                leaf
+                Node::Leaf {
+                    entries,
+                    aid: SearchAid::default(),
+                }
             }
             KIND_LEAF_WALKED => {
                 // Walked over a plain slice: checking an entry builds nothing.
