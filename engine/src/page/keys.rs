@@ -43,6 +43,12 @@ pub fn with_collection(key: &[u8], id: CollectionId) -> Option<Bytes> {
     Some(Bytes::from(moved))
 }
 
+/// A tree key's leading 4 bytes: its collection and key space (parent records, array
+/// records or outlier markers); `None` for a key shorter than that.
+pub fn space_of(key: &[u8]) -> Option<&[u8]> {
+    key.get(..4)
+}
+
 /// The collection a tree key belongs to, whatever its key space.
 pub fn collection_of(key: &[u8]) -> Option<CollectionId> {
     let lead = u32::from_be_bytes(key.get(..4)?.try_into().ok()?);

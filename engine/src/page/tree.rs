@@ -550,19 +550,16 @@ impl Default for Tree {
 const MAX_DEPTH: usize = 64;
 
 /// Whether the entry just inserted at `index` continues an ascending run of its key space
-/// (the tree key's first 4 bytes: collection and record kind) and ends it: the entry before
+/// (`keys::space_of`: collection and record kind) and ends it: the entry before
 /// is of the same space, the one after, if any, of another. Keys loaded in order arrive
 /// this way.
 fn ends_a_run(entries: &[(Bytes, Value)], index: usize) -> bool {
-    fn space(key: &[u8]) -> Option<&[u8]> {
-        key.get(..4)
-    }
-    let this = space(&entries[index].0);
+    let this = keys::space_of(&entries[index].0);
     index > 0
-        && space(&entries[index - 1].0) == this
+        && keys::space_of(&entries[index - 1].0) == this
         && entries
             .get(index + 1)
-            .is_none_or(|(next, _)| space(next) != this)
+            .is_none_or(|(next, _)| keys::space_of(next) != this)
 }
 
 /// Where to split a leaf whose new entry at `index` ended a run (`ends_a_run`): right
