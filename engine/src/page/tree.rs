@@ -265,7 +265,7 @@ impl Tree {
             let sizes: Vec<usize> = entries.iter().map(|(k, v)| leaf_entry_len(k, v)).collect();
             let at = appended
                 .filter(|&index| ends_a_run(entries, index))
-                .and_then(|index| split_after_run(&sizes, index, page_room))
+                .and_then(|index| split_after_run(&sizes, total, index, page_room))
                 .unwrap_or_else(|| balanced_split(&sizes, page_room));
             let left_bytes: usize = sizes[..at].iter().sum();
             // Both halves fit a page: a split that cannot is a page the log must never get.
@@ -565,9 +565,8 @@ fn ends_a_run(entries: &[(Bytes, Value)], index: usize) -> bool {
 /// Where to split a leaf whose new entry at `index` ended a run (`ends_a_run`): right
 /// after it, the run's leaf left full, or else right before it, so that a load in key
 /// order fills its leaves instead of leaving each half empty; `None` when neither leaves
-/// both halves within `room` and non-empty.
-fn split_after_run(sizes: &[usize], index: usize, room: usize) -> Option<usize> {
-    let total: usize = sizes.iter().sum();
+/// both halves within `room` and non-empty. `total` is the sum of `sizes`.
+fn split_after_run(sizes: &[usize], total: usize, index: usize, room: usize) -> Option<usize> {
     let fits = |at: usize| {
         let left: usize = sizes[..at].iter().sum();
         at > 0 && at < sizes.len() && left <= room && total - left <= room
