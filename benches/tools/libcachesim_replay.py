@@ -6,8 +6,10 @@
     python3 benches/tools/libcachesim_replay.py TRACES [NAME-SUBSTRING ...]
 
 Each trace is cut to its warm-up and measured requests (traces.csv lists both) and fed
-to each libCacheSim policy with the run's byte budget; misses are counted over the measured
-requests only, as the bench counts them, and printed beside the bench's own figures when
+to each libCacheSim policy with the run's byte budget, its `drop` lines (objects the live
+cache dropped because no reader could ask for them again) as removals; misses are counted
+over the measured requests only, as the bench counts them, and printed beside the bench's
+own figures when
 a JSON file of them (`skewdb --json bench ...`, one object per line) is given with
 --ours FILE.
 """
@@ -34,11 +36,17 @@ def policies(budget):
 
 
 def replay(path, warmup, measured, budget):
-    trace = []
+    # Requests, and before each the objects dropped since the one before it.
+    trace, drops, dropped = [], [], []
     with open(path) as f:
         reader = csv.DictReader(f)
         for row in reader:
+            if row["tier"] == "drop":
+                dropped.append(int(row["object_id"]))
+                continue
             trace.append((int(row["object_id"]), int(row["object_bytes"])))
+            drops.append(dropped)
+            dropped = []
             if len(trace) == warmup + measured:
                 break
     next_use = [NEVER] * len(trace)
@@ -50,6 +58,8 @@ def replay(path, warmup, measured, budget):
     for name, cache in policies(budget).items():
         count = 0
         for i, (obj, size) in enumerate(trace):
+            for gone in drops[i]:
+                cache.remove(gone)
             req = lcs.Request()
             req.obj_id = obj
             req.obj_size = size

@@ -598,20 +598,14 @@ fn predict(
             db.close()?;
             (warmup_requests, requests)
         };
-        let (mut trace, inner) =
+        let mut trace =
             skewdb_workload::working_set::read_classed_trace(&trace).map_err(Failure::from)?;
         trace.truncate(requests);
         let mut simulator = Simulator::new(CachePolicy::default(), request.budget_bytes);
-        let (mut hits, mut measured) = (0u64, 0u64);
-        let mut touched = HashMap::new();
-        for (at, ((id, bytes), inner)) in trace.into_iter().zip(inner).enumerate() {
-            let hit = simulator.access_as(id, bytes, inner);
-            if at >= warmup_requests {
-                measured += 1;
-                hits += u64::from(hit);
-                touched.insert(id, bytes);
-            }
-        }
+        let hits = trace.replay(&mut simulator, warmup_requests);
+        let measured_requests = trace.requests.get(warmup_requests..).unwrap_or_default();
+        let measured = measured_requests.len() as u64;
+        let touched: HashMap<u64, u64> = measured_requests.iter().copied().collect();
         progress(&format!(
             "replayed {} reads under {}",
             count(reads.len() as u64),

@@ -5,7 +5,7 @@
 //! supported API; any name here may change in any release. `Db::open_with_storage`, hidden
 //! too, opens a database over any `Storage`.
 
-pub use crate::cache::{Simulator, belady_hits};
+pub use crate::cache::{DROP_CLASS, Simulator, belady_hits};
 pub use crate::fuzz::decoders;
 pub use crate::log::{FrameLoc, parse_segment_name, scan_segment, segment_name};
 pub use crate::storage::{FsStorage, LockGuard, Mapped, SimStorage, Storage};

@@ -427,6 +427,69 @@ fn point_reads_are_answered_by_the_record_tier_until_a_commit_changes_the_record
 }
 
 #[test]
+fn a_commit_drops_the_page_frames_it_replaced_from_the_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.csv");
+    let options = Options::new()
+        .record_cache_percent(0)
+        .cache_what_if(false)
+        .cache_trace(&trace);
+    let db = Db::open(dir.path().join("db"), options).unwrap();
+    db.create_collection(CollectionSpec::new("p")).unwrap();
+    let mut batch = db.batch();
+    for i in 0..2_000 {
+        batch.put("p", format!("k{i:05}"), vec![b'x'; 100]);
+    }
+    batch.commit().unwrap();
+    db.checkpoint().unwrap();
+    let p = db.collection("p").unwrap();
+    for i in 0..2_000 {
+        assert!(p.get(format!("k{i:05}")).unwrap().is_some());
+    }
+    let before = db.cache_stats();
+    let snapshot = db.snapshot();
+    // One parent changed: the leaf holding it (and the inner pages above it) now live in
+    // the version's changed pages, and their frames leave the cache at once.
+    let mut batch = db.batch();
+    batch.put("p", "k01000", "new body");
+    batch.commit().unwrap();
+    let after = db.cache_stats();
+    assert!(
+        after.hot.resident_bytes < before.hot.resident_bytes,
+        "{} then {}",
+        before.hot.resident_bytes,
+        after.hot.resident_bytes
+    );
+    assert_eq!(after.hot.evictions, before.hot.evictions, "not an eviction");
+    assert_eq!(p.get("k01000").unwrap().unwrap().body(), b"new body");
+    // A reader of the version before still reads the old frame (a miss, loaded again).
+    let old = snapshot.collection("p").unwrap();
+    assert_eq!(old.get("k01000").unwrap().unwrap().body(), &[b'x'; 100][..]);
+    assert!(db.cache_stats().hot.misses > after.hot.misses);
+    drop((old, snapshot, p));
+    db.close().unwrap();
+    // The trace names each dropped frame once, after requests for it, with no weight.
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let lines: Vec<Vec<&str>> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    let drops: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i][3] == "drop")
+        .collect();
+    assert!(!drops.is_empty());
+    for &at in &drops {
+        assert_eq!(lines[at][2], "0");
+        assert!(
+            lines[..at]
+                .iter()
+                .any(|l| l[1] == lines[at][1] && l[3] != "drop")
+        );
+    }
+}
+
+#[test]
 fn a_push_that_stays_in_its_parent_reads_no_tail() {
     let (sim, _) = sim();
     let options = Options::new()

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use skewdb::testing::{Simulator, belady_hits};
+use skewdb::testing::{DROP_CLASS, Simulator, belady_hits};
 use skewdb::{CachePolicy, Db, Layout, Options, Result};
 
 use crate::{Op, Sizes, Workload, build, build_options, operations, run_op};
@@ -213,27 +213,65 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Reads a trace file written by `Options::cache_trace` back as `(object, bytes)`.
+/// Reads the requests of a trace file written by `Options::cache_trace` back as `(object,
+/// bytes)`.
 pub fn read_trace(path: &Path) -> Result<Vec<(u64, u64)>> {
-    Ok(read_classed_trace(path)?.0)
+    Ok(read_classed_trace(path)?.requests)
 }
 
-/// A trace's requests, `(object, bytes)`, and for each whether its object is a B+tree
-/// inner page (class `inner`), which the policies keep apart.
-pub type ClassedTrace = (Vec<(u64, u64)>, Vec<bool>);
+/// A trace read back.
+#[derive(Debug, Default, PartialEq)]
+pub struct ClassedTrace {
+    /// Its requests, `(object, bytes)`.
+    pub requests: Vec<(u64, u64)>,
+    /// For each request, whether its object is a B+tree inner page (class `inner`), which
+    /// the policies keep apart.
+    pub inner: Vec<bool>,
+    /// The objects the cache dropped (lines of class `drop`: no reader of the current
+    /// version could ask for them), each after the number of requests made before it.
+    pub drops: Vec<(usize, u64)>,
+}
 
-/// [`read_trace`], with each request's class.
+impl ClassedTrace {
+    /// Keeps the first `requests` requests and the drops among them.
+    pub fn truncate(&mut self, requests: usize) {
+        self.requests.truncate(requests);
+        self.inner.truncate(requests);
+        self.drops.retain(|&(at, _)| at < requests);
+    }
+
+    /// Replays the trace through `sim`, its drops in their places; returns the hits from
+    /// request `from` on.
+    pub fn replay(&self, sim: &mut Simulator<u64>, from: usize) -> u64 {
+        let mut drops = self.drops.iter().peekable();
+        let mut hits = 0;
+        for (at, (&(id, bytes), &inner)) in self.requests.iter().zip(&self.inner).enumerate() {
+            while let Some(&(_, dropped)) = drops.next_if(|(before, _)| *before == at) {
+                sim.remove(&dropped);
+            }
+            if sim.access_as(id, bytes, inner) && at >= from {
+                hits += 1;
+            }
+        }
+        hits
+    }
+}
+
+/// [`read_trace`], with each request's class and the drops between them.
 pub fn read_classed_trace(path: &Path) -> Result<ClassedTrace> {
     let text = std::fs::read_to_string(path).map_err(io)?;
-    let (mut trace, mut inner) = (Vec::new(), Vec::new());
+    let mut trace = ClassedTrace::default();
     for line in text.lines().skip(1) {
         let mut fields = line.split(',');
         let (_, id, bytes, class) = (fields.next(), fields.next(), fields.next(), fields.next());
         let parse = |f: Option<&str>| f.and_then(|f| f.parse::<u64>().ok());
         match (parse(id), parse(bytes), class) {
+            (Some(id), Some(_), Some(DROP_CLASS)) => {
+                trace.drops.push((trace.requests.len(), id));
+            }
             (Some(id), Some(bytes), Some("hot" | "cold" | "inner")) => {
-                trace.push((id, bytes));
-                inner.push(class == Some("inner"));
+                trace.requests.push((id, bytes));
+                trace.inner.push(class == Some("inner"));
             }
             _ => {
                 return Err(io(std::io::Error::new(
@@ -243,7 +281,7 @@ pub fn read_classed_trace(path: &Path) -> Result<ClassedTrace> {
             }
         }
     }
-    Ok((trace, inner))
+    Ok(trace)
 }
 
 /// The Embed layout's data size as the cache weighs it: every object a full read touches,
@@ -289,9 +327,7 @@ const TRACE_FILE: &str = "trace.csv";
 
 /// The requests a run made, and how many of them were the warm-up.
 struct Recorded {
-    trace: Vec<(u64, u64)>,
-    /// Whether each request's object is an inner page.
-    inner: Vec<bool>,
+    trace: ClassedTrace,
     warmup: usize,
 }
 
@@ -393,12 +429,10 @@ fn run_one(
     let recorded = if keep_trace {
         // The trace goes on past the measured phase: closing the database (its last
         // checkpoint) makes requests the counters above never saw. They are no reader's.
-        let (mut trace, mut inner) = read_classed_trace(&trace_path)?;
+        let mut trace = read_classed_trace(&trace_path)?;
         trace.truncate(warmup_requests + run.requests as usize);
-        inner.truncate(trace.len());
         Some(Recorded {
             trace,
-            inner,
             warmup: warmup_requests,
         })
     } else {
@@ -409,14 +443,9 @@ fn run_one(
 }
 
 fn simulate(recorded: &Recorded, budget: u64, policy: CachePolicy) -> u64 {
-    let mut sim = Simulator::new(policy, budget);
-    let mut hits = 0;
-    for (i, (&(id, bytes), &inner)) in recorded.trace.iter().zip(&recorded.inner).enumerate() {
-        if sim.access_as(id, bytes, inner) && i >= recorded.warmup {
-            hits += 1;
-        }
-    }
-    hits
+    recorded
+        .trace
+        .replay(&mut Simulator::new(policy, budget), recorded.warmup)
 }
 
 /// The peak resident memory of this process, where the system tells it.
@@ -517,7 +546,7 @@ pub fn run(mut config: Config) -> Result<Report> {
                             workload.name(),
                             layout.describe(),
                             recorded.warmup,
-                            recorded.trace.len() - recorded.warmup
+                            recorded.trace.requests.len() - recorded.warmup
                         ));
                     }
                     if let Some(recorded) = recorded {
@@ -526,7 +555,7 @@ pub fn run(mut config: Config) -> Result<Report> {
                             .map(|&p| (p, simulate(&recorded, budget, p)))
                             .collect();
                         offline = Some((
-                            belady_hits(&recorded.trace, budget, recorded.warmup),
+                            belady_hits(&recorded.trace.requests, budget, recorded.warmup),
                             simulated,
                             std::rc::Rc::new(recorded),
                         ));

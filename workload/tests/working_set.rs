@@ -99,16 +99,25 @@ fn tiny_run_writes_table_and_plots() {
             .iter()
             .filter(|r| r.policy == CachePolicy::S3Fifo),
     ) {
-        let (trace, inner) =
+        let trace =
             working_set::read_classed_trace(&out.path().join("traces").join(row[0])).unwrap();
         let budget: u64 = row[3].parse().unwrap();
         let (warmup, measured): (usize, usize) = (row[4].parse().unwrap(), row[5].parse().unwrap());
         assert_eq!((budget, measured as u64), (run.budget_bytes, run.requests));
-        assert!(trace.len() >= warmup + measured, "{}", row[0]);
+        assert!(trace.requests.len() >= warmup + measured, "{}", row[0]);
         let mut sim = skewdb::testing::Simulator::new(CachePolicy::S3Fifo, budget);
         let mut hits = 0;
-        for (i, (&(id, bytes), &inner)) in trace[..warmup + measured].iter().zip(&inner).enumerate()
+        let mut drops = trace.drops.iter();
+        let mut next_drop = drops.next();
+        for (i, (&(id, bytes), &inner)) in trace.requests[..warmup + measured]
+            .iter()
+            .zip(&trace.inner)
+            .enumerate()
         {
+            while let Some(&(_, dropped)) = next_drop.filter(|(before, _)| *before == i) {
+                sim.remove(&dropped);
+                next_drop = drops.next();
+            }
             if sim.access_as(id, bytes, inner) && i >= warmup {
                 hits += 1;
             }
@@ -167,8 +176,37 @@ fn a_bad_trace_line_is_an_error() {
     .unwrap();
     assert_eq!(
         working_set::read_classed_trace(&path).unwrap(),
-        (vec![(12, 300), (13, 20)], vec![true, false])
+        working_set::ClassedTrace {
+            requests: vec![(12, 300), (13, 20)],
+            inner: vec![true, false],
+            drops: Vec::new(),
+        }
     );
+    // A drop is not a request: it is kept apart, after the requests made before it.
+    std::fs::write(
+        &path,
+        "seq,object_id,object_bytes,tier\n0,12,300,hot\n1,12,0,drop\n2,13,20,cold\n",
+    )
+    .unwrap();
+    let trace = working_set::read_classed_trace(&path).unwrap();
+    assert_eq!(trace.requests, vec![(12, 300), (13, 20)]);
+    assert_eq!(trace.drops, vec![(1, 12)]);
+    assert_eq!(
+        working_set::read_trace(&path).unwrap(),
+        vec![(12, 300), (13, 20)]
+    );
+    // Replayed, the dropped object is gone: asked for again, it misses.
+    let mut again = trace;
+    again.requests.push((12, 300));
+    again.inner.push(false);
+    let mut sim = skewdb::testing::Simulator::new(CachePolicy::S3Fifo, 1 << 20);
+    assert_eq!(again.replay(&mut sim, 0), 0);
+    again.drops.clear();
+    let mut sim = skewdb::testing::Simulator::new(CachePolicy::S3Fifo, 1 << 20);
+    assert_eq!(again.replay(&mut sim, 0), 1);
+    // A drop line with a bad object is refused like any other.
+    std::fs::write(&path, "seq,object_id,object_bytes,tier\n0,x,0,drop\n").unwrap();
+    assert!(working_set::read_trace(&path).is_err());
     std::fs::write(&path, "seq,object_id,object_bytes,tier\n0,12,300,warm\n").unwrap();
     assert!(working_set::read_trace(&path).is_err());
 }

@@ -33,6 +33,7 @@ use crate::page::node::Node;
 pub use policy::{CachePolicy, Simulator, belady_hits};
 use policy::{Marks, Policy, ratio};
 use records::{KeptRecord, RecordCache};
+pub use trace::DROP_CLASS;
 use trace::TraceWriter;
 
 /// What a cached object is, for statistics.
@@ -386,8 +387,17 @@ impl Entries {
 struct Pending {
     /// Hits LRU must see in order, numbered across shards.
     hits: Vec<(u64, CacheKey)>,
-    /// Requests in the what-if sample: order, object id, weight, whether an inner page.
-    samples: Vec<(u64, u64, u64, bool)>,
+    /// Events in the what-if sample, with their order and object id.
+    samples: Vec<(u64, u64, SampleEvent)>,
+}
+
+/// What the what-if caches are told of a sampled object.
+#[derive(Clone, Copy)]
+enum SampleEvent {
+    /// A request for it, with its weight and whether it is an inner page.
+    Request { weight: u64, inner: bool },
+    /// [`PageCache::drop_superseded`] dropped it.
+    Drop,
 }
 
 impl Pending {
@@ -670,10 +680,11 @@ impl PageCache {
         }
         if let Some(seq) = sample {
             let inner = value.is_inner_page();
-            shard
-                .pending
-                .samples
-                .push((seq, key.object_id(), weight, inner));
+            shard.pending.samples.push((
+                seq,
+                key.object_id(),
+                SampleEvent::Request { weight, inner },
+            ));
         }
         if shard.pending.is_full() {
             let pending = std::mem::take(&mut shard.pending);
@@ -708,10 +719,11 @@ impl PageCache {
             shard.counts.slot(owner, tier).bytes_read += bytes_read;
             if let Some(seq) = sample {
                 let inner = value.is_inner_page();
-                shard
-                    .pending
-                    .samples
-                    .push((seq, key.object_id(), weight, inner));
+                shard.pending.samples.push((
+                    seq,
+                    key.object_id(),
+                    SampleEvent::Request { weight, inner },
+                ));
             }
         }
         self.record(&key, weight, tier, &value);
@@ -743,6 +755,39 @@ impl PageCache {
             tier.name()
         };
         trace.lock().record(key.object_id(), weight, class);
+    }
+
+    /// Drops objects no reader of the current version can ask for: the page frames a
+    /// commit replaced with changed pages, the chunks and large records it stopped naming.
+    /// Their bytes go back to the budget now instead of when the policy ages them out; a
+    /// reader of an older version that asks for one again loads it as a miss. Each is a
+    /// `drop` line in the trace and a removal in the what-if caches, so that simulations
+    /// see what the cache did. Not a request: no counter moves but resident bytes.
+    pub fn drop_superseded(&self, keys: &[CacheKey]) {
+        for key in keys {
+            let hash = key_hash(key);
+            let sample = self.sample_seq(hash);
+            let removed = {
+                let mut shard = self.shard_of(hash).lock();
+                if let Some(seq) = sample {
+                    shard
+                        .pending
+                        .samples
+                        .push((seq, key.object_id(), SampleEvent::Drop));
+                }
+                shard.entries.remove(hash, key)
+            };
+            if let Some(entry) = removed {
+                let mut core = self.core.lock();
+                if let Some(weight) = core.policy.remove(key) {
+                    core.resident_bytes -= weight;
+                }
+                core.counts.slot(entry.owner, entry.tier).resident_bytes -= entry.weight;
+            }
+            if let Some(trace) = &self.trace {
+                trace.lock().record(key.object_id(), 0, DROP_CLASS);
+            }
+        }
     }
 
     /// Adds an object (a page a checkpoint just wrote, say) without counting a request.
@@ -879,7 +924,7 @@ impl PageCache {
 
     /// Runs sampled requests through the what-if caches in the order they were made: a
     /// full batch from one shard brings every shard's pending samples with it, sorted.
-    fn apply_samples(&self, mut samples: Vec<(u64, u64, u64, bool)>) {
+    fn apply_samples(&self, mut samples: Vec<(u64, u64, SampleEvent)>) {
         let Some(estimator) = &self.estimator else {
             return;
         };
@@ -893,12 +938,18 @@ impl PageCache {
         }
         // Runs sorted already, one per shard: a merging sort.
         samples.sort_by_key(|&(seq, ..)| seq);
-        for &(_, id, weight, inner) in &samples {
+        for &(_, id, event) in &samples {
             let hash = mix(id);
             // Taken under a threshold since lowered.
             if hash > sample.threshold {
                 continue;
             }
+            let SampleEvent::Request { weight, inner } = event else {
+                for cache in &mut sample.caches {
+                    cache.remove(&id);
+                }
+                continue;
+            };
             if let Some(threshold) = sample.note(hash) {
                 estimator.threshold.store(threshold, Ordering::Relaxed);
                 sample.lower(threshold);

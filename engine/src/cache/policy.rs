@@ -155,6 +155,21 @@ impl<K: Copy + Eq + Hash> Policy<K> {
         self.rest.evict(marks).or_else(|| self.inner.evict(marks))
     }
 
+    /// Drops `key` wherever it is, as if it had never been asked for (an object that can
+    /// no longer be asked for: a page frame a newer one replaced); returns its weight, or
+    /// `None` when it was not resident. Constant time but for W-TinyLFU's, which looks for
+    /// the key in its segment.
+    pub fn remove(&mut self, key: &K) -> Option<u64> {
+        match self.inner.meta.remove(key) {
+            // Its place in the queue is left; `InnerPages::evict` skips it.
+            Some((weight, _)) => {
+                self.inner.bytes -= weight;
+                Some(weight)
+            }
+            None => self.rest.remove(key),
+        }
+    }
+
     /// Drops every key `keep` refuses, wherever it is (and from S3-FIFO's ghost); returns
     /// the bytes dropped. The others keep their order and their hits.
     pub fn retain(&mut self, keep: impl Fn(&K) -> bool) -> u64 {
@@ -191,7 +206,10 @@ impl<K: Copy + Eq + Hash> InnerPages<K> {
     fn evict(&mut self, marks: &mut dyn Marks<K>) -> Option<(K, u64)> {
         loop {
             let key = self.queue.pop_front()?;
-            let meta = self.meta.get_mut(&key).expect("queued keys have metadata");
+            // A removed key's place (see `Policy::remove`).
+            let Some(meta) = self.meta.get_mut(&key) else {
+                continue;
+            };
             if marks.take_hits(&key) > 0 || meta.1 {
                 meta.1 = false;
                 self.queue.push_back(key);
@@ -265,6 +283,17 @@ impl<K: Copy + Eq + Hash> Rule<K> {
         }
     }
 
+    fn remove(&mut self, key: &K) -> Option<u64> {
+        match self {
+            Rule::S3Fifo(p) => p.remove(key),
+            Rule::Sieve(p) | Rule::Lru(p) => {
+                let slot = *p.index.get(key)?;
+                Some(p.unlink_keeping_hand(slot))
+            }
+            Rule::TinyLfu(p) => p.remove(key),
+        }
+    }
+
     fn retain(&mut self, keep: &impl Fn(&K) -> bool) -> u64 {
         match self {
             Rule::S3Fifo(p) => p.retain(keep),
@@ -285,6 +314,9 @@ const MAX_FREQ: u8 = 1;
 struct Meta {
     weight: u64,
     freq: u8,
+    /// In the small queue (else in main). A queue entry whose key has no metadata, or
+    /// metadata of the other queue, is the place of a removed key and is skipped.
+    small: bool,
 }
 
 /// S3-FIFO with byte weights: the small queue's share and the ghost's size are in bytes.
@@ -324,11 +356,17 @@ impl<K: Copy + Eq + Hash> S3Fifo<K> {
     }
 
     fn retain(&mut self, keep: &impl Fn(&K) -> bool) -> u64 {
-        self.small.retain(|k| keep(k));
-        self.main.retain(|k| keep(k));
         let before: u64 = self.meta.values().map(|m| m.weight).sum();
         self.meta.retain(|k, _| keep(k));
         let after: u64 = self.meta.values().map(|m| m.weight).sum();
+        // Each key keeps one place, in the queue its metadata names: the places of removed
+        // keys go too.
+        let meta = &self.meta;
+        let mut placed = rustc_hash::FxHashSet::default();
+        self.small
+            .retain(|k| meta.get(k).is_some_and(|m| m.small) && placed.insert(*k));
+        self.main
+            .retain(|k| meta.get(k).is_some_and(|m| !m.small) && placed.insert(*k));
         self.small_bytes = self.small.iter().map(|k| self.meta[k].weight).sum();
         self.ghost.retain(|(k, _)| keep(k));
         self.ghost_count.retain(|k, _| keep(k));
@@ -337,7 +375,6 @@ impl<K: Copy + Eq + Hash> S3Fifo<K> {
     }
 
     fn insert(&mut self, key: K, weight: u64) {
-        self.meta.insert(key, Meta { weight, freq: 0 });
         if let Some(count) = self.ghost_count.get_mut(&key) {
             // Seen again soon after leaving: it belongs to the working set. Its ghost entry
             // ages out in place.
@@ -345,29 +382,64 @@ impl<K: Copy + Eq + Hash> S3Fifo<K> {
             if *count == 0 {
                 self.ghost_count.remove(&key);
             }
+            self.meta.insert(
+                key,
+                Meta {
+                    weight,
+                    freq: 0,
+                    small: false,
+                },
+            );
             self.main.push_back(key);
         } else {
+            self.meta.insert(
+                key,
+                Meta {
+                    weight,
+                    freq: 0,
+                    small: true,
+                },
+            );
             self.small.push_back(key);
             self.small_bytes += weight;
         }
     }
 
-    /// The key's frequency with the hits recorded outside the policy added, capped.
-    fn freq(&mut self, key: &K, marks: &mut dyn Marks<K>) -> Meta {
-        let meta = self.meta.get_mut(key).expect("queued keys have metadata");
+    /// Drops a key; its queue entry stays as a place that `evict` skips.
+    fn remove(&mut self, key: &K) -> Option<u64> {
+        let meta = self.meta.remove(key)?;
+        if meta.small {
+            self.small_bytes -= meta.weight;
+        }
+        Some(meta.weight)
+    }
+
+    /// The key's frequency with the hits recorded outside the policy added, capped; `None`
+    /// for a place left by a removed key (no metadata, or metadata of the other queue).
+    fn freq(&mut self, key: &K, small: bool, marks: &mut dyn Marks<K>) -> Option<Meta> {
+        let meta = self.meta.get_mut(key).filter(|m| m.small == small)?;
         let hits = marks.take_hits(key);
         meta.freq = (meta.freq as u32 + hits).min(MAX_FREQ as u32) as u8;
-        *meta
+        Some(*meta)
     }
 
     fn evict(&mut self, marks: &mut dyn Marks<K>) -> Option<(K, u64)> {
         loop {
             if self.small_bytes > self.small_target || self.main.is_empty() {
                 let key = self.small.pop_front()?;
-                let meta = self.freq(&key, marks);
+                let Some(meta) = self.freq(&key, true, marks) else {
+                    continue;
+                };
                 self.small_bytes -= meta.weight;
                 if meta.freq >= PROMOTE_HITS {
-                    self.meta.insert(key, Meta { freq: 0, ..meta });
+                    self.meta.insert(
+                        key,
+                        Meta {
+                            freq: 0,
+                            small: false,
+                            ..meta
+                        },
+                    );
                     self.main.push_back(key);
                     continue;
                 }
@@ -376,7 +448,9 @@ impl<K: Copy + Eq + Hash> S3Fifo<K> {
                 return Some((key, meta.weight));
             }
             let key = self.main.pop_front()?;
-            let meta = self.freq(&key, marks);
+            let Some(meta) = self.freq(&key, false, marks) else {
+                continue;
+            };
             if meta.freq > 0 {
                 self.meta.insert(
                     key,
@@ -536,15 +610,19 @@ impl<K: Copy + Eq + Hash> Linked<K> {
             .filter(|(k, _)| !keep(k))
             .map(|(_, &slot)| slot)
             .collect();
-        let mut bytes = 0;
-        for slot in gone {
-            if self.hand == Some(slot) {
-                let prev = self.nodes[slot].prev;
-                self.hand = (prev != NIL).then_some(prev);
-            }
-            bytes += self.remove(slot).1;
+        gone.into_iter()
+            .map(|slot| self.unlink_keeping_hand(slot))
+            .sum()
+    }
+
+    /// Removes a node; SIEVE's hand, if on it, moves to its newer neighbour as after an
+    /// eviction. Returns its weight.
+    fn unlink_keeping_hand(&mut self, slot: usize) -> u64 {
+        if self.hand == Some(slot) {
+            let prev = self.nodes[slot].prev;
+            self.hand = (prev != NIL).then_some(prev);
         }
-        bytes
+        self.remove(slot).1
     }
 
     /// SIEVE: from the hand (or the tail), clear visited bits towards the head until an
@@ -659,6 +737,22 @@ impl<K: Copy + Eq + Hash> TinyLfu<K> {
             .get_mut(key)
             .map(|meta| meta.hits = meta.hits.saturating_add(1))
             .is_some()
+    }
+
+    /// Drops a key from whichever segment holds it (a search of the segments: W-TinyLFU is
+    /// kept for comparison, and its fronts are read in place).
+    fn remove(&mut self, key: &K) -> Option<u64> {
+        let weight = self.meta.get(key)?.weight;
+        for segment in [Segment::Window, Segment::Probation, Segment::Protected] {
+            let queue = self.queue(segment);
+            if let Some(at) = queue.iter().position(|k| k == key) {
+                queue.remove(at);
+                *self.bytes(segment) -= weight;
+                break;
+            }
+        }
+        self.meta.remove(key);
+        Some(weight)
     }
 
     fn insert(&mut self, key: K, weight: u64) {
@@ -901,6 +995,19 @@ impl<K: Copy + Eq + Hash> Simulator<K> {
         false
     }
 
+    /// Forgets `key`, as if it had never been asked for (the live cache's
+    /// [`drop`](crate::cache::PageCache) of an object no reader of the current version can
+    /// ask for); true if it was resident.
+    pub fn remove(&mut self, key: &K) -> bool {
+        match self.policy.remove(key) {
+            Some(weight) => {
+                self.resident_bytes -= weight;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Forgets every object `keep` refuses, as if it had never been asked for.
     pub fn retain(&mut self, keep: impl Fn(&K) -> bool) {
         self.resident_bytes -= self.policy.retain(keep);
@@ -1135,6 +1242,62 @@ mod tests {
         // Of the one-time objects only the last, still in the window, is held.
         let held = (1000..1025).filter(|key| sim.policy.contains(key)).count();
         assert_eq!(held, 1);
+    }
+
+    #[test]
+    fn removed_keys_leave_at_once_and_come_back_as_new_ones() {
+        for policy in CachePolicy::ALL {
+            let mut sim = Simulator::new(policy, 256 << 10);
+            let mut x = 11u64;
+            let mut next = move || {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                x >> 33
+            };
+            let weight = |key: u64| 512 + (key % 7) * 1024;
+            // What is resident, summed from the policy's own answers.
+            let resident = |sim: &Simulator<u64>| -> u64 {
+                (0..200)
+                    .filter(|k| sim.policy.contains(k))
+                    .map(weight)
+                    .sum()
+            };
+            let (mut removed, mut hits) = (0, 0);
+            for step in 0..20_000 {
+                let key = next() % 200;
+                if next() % 5 == 0 {
+                    // Removed keys are asked for again later: each comes back as a new
+                    // object, whatever place it left in a queue.
+                    let was = sim.policy.contains(&key);
+                    assert_eq!(sim.remove(&key), was, "{}", policy.name());
+                    assert!(!sim.policy.contains(&key), "{}", policy.name());
+                    removed += u64::from(was);
+                } else {
+                    let hit = sim.access_as(key, weight(key), key % 40 == 0);
+                    assert!(sim.policy.contains(&key), "{}", policy.name());
+                    hits += u64::from(hit);
+                }
+                if step % 97 == 0 {
+                    assert_eq!(sim.resident_bytes(), resident(&sim), "{}", policy.name());
+                }
+                assert!(sim.resident_bytes() <= 256 << 10, "{}", policy.name());
+            }
+            assert!(
+                removed > 1_000 && hits > 5_000,
+                "{} {removed} {hits}",
+                policy.name()
+            );
+            // A retain after removals, then evicting everything: each resident key once,
+            // exactly the resident bytes.
+            sim.retain(|key| key % 3 != 0);
+            assert_eq!(sim.resident_bytes(), resident(&sim), "{}", policy.name());
+            let mut freed = 0;
+            let mut seen = std::collections::HashSet::new();
+            while let Some((key, weight)) = sim.policy.evict(&mut NoMarks) {
+                assert!(seen.insert(key) && key % 3 != 0, "{}", policy.name());
+                freed += weight;
+            }
+            assert_eq!(freed, sim.resident_bytes(), "{}", policy.name());
+        }
     }
 
     #[test]

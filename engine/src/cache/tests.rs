@@ -591,3 +591,52 @@ fn pages_borrow_the_record_share_the_tier_does_not_hold() {
     }
     assert_eq!(pages(&cache), 100_000);
 }
+
+#[test]
+fn dropped_objects_leave_the_cache_its_trace_and_its_estimate_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.csv");
+    let trace = zipf_trace(2_000, 30_000, 0.9, 100);
+    for policy in CachePolicy::ALL {
+        let live = PageCache::with_config(CacheConfig {
+            budget_bytes: 40_000,
+            record_bytes: 0,
+            policy,
+            what_if: true,
+            trace: Some(path.clone()),
+        })
+        .unwrap();
+        let mut sim = Simulator::new(policy, 40_000);
+        let mut drops = 0;
+        for (i, &(id, weight)) in trace.iter().enumerate() {
+            live.get_or_load(key(id), Tier::HotPage, || load(weight as usize))
+                .unwrap();
+            sim.access(key(id).object_id(), weight);
+            if i % 7 == 0 {
+                // The object just asked for, superseded: it leaves at once.
+                let before = live.stats(no_names).total().resident_bytes;
+                live.drop_superseded(&[key(id)]);
+                sim.remove(&key(id).object_id());
+                let after = live.stats(no_names).total().resident_bytes;
+                assert_eq!(before - after, weight, "{policy:?}");
+                assert_eq!(after, sim.resident_bytes(), "{policy:?}");
+                drops += 1;
+            }
+        }
+        // Dropping what is not resident changes nothing but the trace.
+        live.drop_superseded(&[key(u64::MAX >> 30)]);
+        let stats = live.stats(no_names);
+        assert_eq!(stats.hot.hits, sim.hits, "{policy:?}");
+        assert_eq!(stats.hot.requests, trace.len() as u64);
+        assert_eq!(stats.sample_rate, 1.0);
+        let at_1x = stats.what_if.iter().find(|w| w.factor == 1.0).unwrap();
+        assert_eq!(at_1x.hit_ratio, sim.hit_ratio(), "{policy:?}");
+        drop(live);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            text.lines().filter(|l| l.ends_with(",0,drop")).count(),
+            drops + 1
+        );
+        assert_eq!(text.lines().count(), 1 + trace.len() + drops + 1);
+    }
+}

@@ -9,6 +9,10 @@ use crate::{Error, Result};
 
 pub const TRACE_HEADER: &str = "seq,object_id,object_bytes,tier";
 
+/// The last column of a line that is not a request: the cache dropped the object because
+/// no reader of the current version can ask for it (`PageCache::drop_superseded`).
+pub const DROP_CLASS: &str = "drop";
+
 pub struct TraceWriter {
     out: BufWriter<File>,
     seq: u64,

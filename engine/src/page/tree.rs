@@ -15,6 +15,7 @@ use super::node::{NODE_HEADER_BYTES, Node, PageId, Value, internal_entry_len, le
 use super::table::{PageTable, Slot};
 use super::{PageStore, keys};
 use crate::Result;
+use crate::cache::CacheKey;
 use crate::cold::ChunkRef;
 use crate::log::FrameLoc;
 
@@ -32,6 +33,11 @@ pub struct Tree {
     pub cold_live: Arc<BTreeMap<u32, u64>>,
     /// Bytes of the held records (`Value::Held`) in the tree: memory a checkpoint gives back.
     pub held_bytes: u64,
+    /// Cached objects this version stopped naming since it was cloned: page frames of pages
+    /// changed or freed, large records and chunks whose entries were replaced or removed.
+    /// Taken when the version is published (`Shared::publish`), which drops them from the
+    /// cache, so a published version holds none.
+    pub superseded: Vec<CacheKey>,
     /// The root page as last published, held outside the cache: every lookup starts there,
     /// so it skips the cache's lock and bookkeeping. Used only while the root's slot still
     /// names the same place in the log.
@@ -79,6 +85,7 @@ impl Tree {
             large_live: Arc::default(),
             cold_live: Arc::default(),
             held_bytes: 0,
+            superseded: Vec::new(),
             pinned: None,
         }
     }
@@ -96,16 +103,32 @@ impl Tree {
                 }
                 return;
             }
-            Value::Large(large) => (
-                &mut self.large_live,
-                large.segment_id,
-                large.value_len as u64,
-            ),
+            Value::Large(large) => {
+                self.note_superseded(
+                    CacheKey::Large {
+                        segment_id: large.segment_id,
+                        offset: large.frame_offset,
+                    },
+                    added,
+                );
+                (
+                    &mut self.large_live,
+                    large.segment_id,
+                    large.value_len as u64,
+                )
+            }
             Value::Inline(bytes) if keys::is_chunk_entry(key) => {
                 // A malformed entry counts nothing; verify reports it.
                 let Ok(entry) = ChunkRef::decode_slice(bytes) else {
                     return;
                 };
+                self.note_superseded(
+                    CacheKey::Chunk {
+                        segment_id: entry.loc.segment_id,
+                        offset: entry.loc.offset,
+                    },
+                    added,
+                );
                 (
                     &mut self.cold_live,
                     entry.loc.segment_id,
@@ -115,6 +138,33 @@ impl Tree {
             Value::Inline(_) => return,
         };
         count(Arc::make_mut(live), segment_id, bytes, added);
+    }
+
+    /// Notes a large record or chunk leaving the tree (`added` false) as superseded; one
+    /// coming back at once (an entry replaced by one naming the same object) is not.
+    fn note_superseded(&mut self, key: CacheKey, added: bool) {
+        if !added {
+            self.superseded.push(key);
+        } else if self.superseded.last() == Some(&key) {
+            self.superseded.pop();
+        }
+    }
+
+    /// Notes the page frame slot `id` names now, if any, as superseded: the caller is
+    /// about to change or free the page.
+    fn supersede_frame(&mut self, id: PageId) {
+        if let Slot::Disk(loc) = *self.table.get(id) {
+            self.superseded.push(CacheKey::Page {
+                segment_id: loc.segment_id,
+                offset: loc.offset,
+            });
+        }
+    }
+
+    /// Sets page `id`'s slot, noting the frame it named as superseded.
+    pub fn replace_slot(&mut self, id: PageId, slot: Slot) {
+        self.supersede_frame(id);
+        self.table.set(id, slot);
     }
 
     /// Every held record, by key. Only changed pages can hold one.
@@ -174,7 +224,7 @@ impl Tree {
     fn node_mut(&mut self, store: &PageStore, id: PageId) -> Result<&mut Node> {
         if !matches!(self.table.get(id), Slot::Dirty(_)) {
             let node = self.node(store, id)?;
-            self.table.set(id, Slot::Dirty(node));
+            self.replace_slot(id, Slot::Dirty(node));
         }
         match self.table.dirty_mut(id) {
             Some(node) => Ok(Arc::make_mut(node).changing()),
@@ -385,7 +435,7 @@ impl Tree {
             return Ok(true);
         };
         if empty {
-            self.table.set(leaf_id, Slot::Free);
+            self.replace_slot(leaf_id, Slot::Free);
             self.remove_child(store, &mut path)?;
         } else if leaf_len < store.page_bytes / 4 {
             self.merge_leaf(store, parent_id, child)?;
@@ -419,7 +469,7 @@ impl Tree {
                     .set(parent_id, Slot::Dirty(Arc::new(Node::empty_leaf())));
                 return Ok(());
             }
-            self.table.set(parent_id, Slot::Free);
+            self.replace_slot(parent_id, Slot::Free);
         }
         Ok(())
     }
@@ -468,7 +518,7 @@ impl Tree {
             self.node(store, left_id)?.encoded_len() <= store.page_bytes,
             "leaves {left_id} and {right_id} merged over the page size"
         );
-        self.table.set(right_id, Slot::Free);
+        self.replace_slot(right_id, Slot::Free);
         if let Node::Internal { keys, children, .. } = self.node_mut(store, parent_id)? {
             keys.remove(left_index);
             children.remove(left_index + 1);
@@ -488,7 +538,7 @@ impl Tree {
             match root.as_ref() {
                 Node::Internal { children, .. } if children.len() == 1 => {
                     let child = children[0];
-                    self.table.set(self.root, Slot::Free);
+                    self.replace_slot(self.root, Slot::Free);
                     self.root = child;
                 }
                 _ => return Ok(()),

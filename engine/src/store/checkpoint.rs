@@ -137,7 +137,7 @@ impl Shared {
             }
             for id in segment.pages {
                 let node = tree.node(&self.pages, id)?;
-                tree.table.set(id, Slot::Dirty(node));
+                tree.replace_slot(id, Slot::Dirty(node));
             }
             moved += segment.page_bytes;
         }

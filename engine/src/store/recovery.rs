@@ -144,7 +144,11 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
             ..WriterCounters::default()
         },
     };
-    let tree = replayed.txn.tree.pin_root(&pages);
+    let mut tree = replayed.txn.tree.pin_root(&pages);
+    // What the replay changed no reader asks for: as `Shared::publish` does.
+    pages
+        .cache
+        .drop_superseded(&std::mem::take(&mut tree.superseded));
     Ok(Shared {
         pages,
         cold,

@@ -92,7 +92,8 @@ impl Shared {
 
     /// Makes `version` the one readers see; the one it replaces is remembered while a
     /// reader still holds it, so that no segment it may read from is removed under it.
-    pub(super) fn publish(&self, version: Version) {
+    pub(super) fn publish(&self, mut version: Version) {
+        let superseded = std::mem::take(&mut version.tree.superseded);
         let mut current = self.current.write();
         // Versions are published in commit order.
         assert!(
@@ -110,6 +111,9 @@ impl Shared {
         if Arc::strong_count(&old) > 1 {
             retired.push(Arc::downgrade(&old));
         }
+        drop(retired);
+        // No reader of the new version asks for these any more.
+        self.pages.cache.drop_superseded(&superseded);
     }
 }
 
