@@ -360,9 +360,20 @@ pub struct Outlier {
 }
 
 pub(crate) fn sort_items(items: &mut [Stored], order: Order) {
+    // A page is gathered from parts each in order (inline items, a tail, chunks), most
+    // often in the page's order end to end: looked at first, sorted (with a buffer beside
+    // it) only when not. (key, seq) is unique, so the stable sort has no ties to keep.
     match order {
-        Order::Ascending => items.sort_by_key(|s| s.order()),
-        Order::Descending => items.sort_by_key(|s| std::cmp::Reverse(s.order())),
+        Order::Ascending => {
+            if !items.is_sorted_by_key(|s| s.order()) {
+                items.sort_by_key(|s| s.order());
+            }
+        }
+        Order::Descending => {
+            if !items.is_sorted_by(|a, b| a.order() >= b.order()) {
+                items.sort_by_key(|s| std::cmp::Reverse(s.order()));
+            }
+        }
     }
 }
 

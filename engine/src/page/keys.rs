@@ -99,8 +99,13 @@ pub fn parent_arrays_end(collection: CollectionId, key: &[u8]) -> Bytes {
     Bytes::from(out)
 }
 
-fn array(collection: CollectionId, key: &[u8], field: usize, kind: u8) -> Vec<u8> {
-    let mut out = parent_arrays(collection, key);
+/// An array record's key up to its kind, in a buffer of exactly its length plus `extra`:
+/// one that becomes `Bytes` at its full length takes no second allocation.
+fn array(collection: CollectionId, key: &[u8], field: usize, kind: u8, extra: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 + 2 + key.len() + 3 + extra);
+    out.put_u32(collection | ARRAY_SPACE);
+    out.put_u16(key.len() as u16);
+    out.put_slice(key);
     out.put_u16(field as u16);
     out.put_u8(kind);
     out
@@ -108,12 +113,12 @@ fn array(collection: CollectionId, key: &[u8], field: usize, kind: u8) -> Vec<u8
 
 /// The tail record of one array: items on their way to a cold chunk.
 pub fn tail(collection: CollectionId, key: &[u8], field: usize) -> Bytes {
-    Bytes::from(array(collection, key, field, KIND_TAIL))
+    Bytes::from(array(collection, key, field, KIND_TAIL, 0))
 }
 
 /// The prefix of the chunk entries of one array, sorted by their max key.
 pub fn chunks(collection: CollectionId, key: &[u8], field: usize) -> Vec<u8> {
-    array(collection, key, field, KIND_CHUNK)
+    array(collection, key, field, KIND_CHUNK, 0)
 }
 
 pub fn chunk(
@@ -123,7 +128,7 @@ pub fn chunk(
     max_key: i64,
     number: u32,
 ) -> Bytes {
-    let mut out = chunks(collection, key, field);
+    let mut out = array(collection, key, field, KIND_CHUNK, 8 + 4);
     out.put_slice(&sortable(max_key));
     out.put_u32(number);
     Bytes::from(out)
@@ -131,7 +136,7 @@ pub fn chunk(
 
 /// The first key after every chunk entry of one array.
 pub fn chunks_end(collection: CollectionId, key: &[u8], field: usize) -> Bytes {
-    Bytes::from(array(collection, key, field, KIND_CHUNK + 1))
+    Bytes::from(array(collection, key, field, KIND_CHUNK + 1, 0))
 }
 
 /// An array record key's parts after the leading u32: parent key, field index, kind and
