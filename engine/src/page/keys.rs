@@ -111,6 +111,43 @@ fn array(collection: CollectionId, key: &[u8], field: usize, kind: u8, extra: us
     out
 }
 
+/// The keys a read of one array's newest items needs, in one buffer: its tail record's,
+/// its chunk entries' prefix and the first key after them, which differ in the kind byte.
+pub struct ArrayKeys {
+    buf: Vec<u8>,
+    len: usize,
+}
+
+impl ArrayKeys {
+    pub fn new(collection: CollectionId, key: &[u8], field: usize) -> Self {
+        let len = 4 + 2 + key.len() + 3;
+        let mut buf = Vec::with_capacity(3 * len);
+        for kind in [KIND_TAIL, KIND_CHUNK, KIND_CHUNK + 1] {
+            buf.put_u32(collection | ARRAY_SPACE);
+            buf.put_u16(key.len() as u16);
+            buf.put_slice(key);
+            buf.put_u16(field as u16);
+            buf.put_u8(kind);
+        }
+        ArrayKeys { buf, len }
+    }
+
+    /// As [`tail`] makes it.
+    pub fn tail(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
+    /// As [`chunks`] makes it.
+    pub fn chunks(&self) -> &[u8] {
+        &self.buf[self.len..2 * self.len]
+    }
+
+    /// As [`chunks_end`] makes it.
+    pub fn chunks_end(&self) -> &[u8] {
+        &self.buf[2 * self.len..]
+    }
+}
+
 /// The tail record of one array: items on their way to a cold chunk.
 pub fn tail(collection: CollectionId, key: &[u8], field: usize) -> Bytes {
     Bytes::from(array(collection, key, field, KIND_TAIL, 0))
@@ -193,6 +230,16 @@ mod tests {
         assert_eq!(split_parent(&parent(7, b"")), Some((7, &b""[..])));
         assert_eq!(split_parent(&tail(7, b"p", 0)), None);
         assert_eq!(split_parent(b"ab"), None);
+    }
+
+    #[test]
+    fn array_keys_are_the_ones_made_one_by_one() {
+        for key in [&b""[..], b"p", &[0xff; 1024][..]] {
+            let keys = ArrayKeys::new(7, key, 3);
+            assert_eq!(keys.tail(), &tail(7, key, 3)[..]);
+            assert_eq!(keys.chunks(), &chunks(7, key, 3)[..]);
+            assert_eq!(keys.chunks_end(), &chunks_end(7, key, 3)[..]);
+        }
     }
 
     #[test]

@@ -86,7 +86,8 @@ pub(crate) fn decode_record_page(
 ) -> Result<ParentRecord> {
     let arrays = info.spec.arrays().len();
     let page = |list: &mut Bytes| {
-        let mut items = Vec::new();
+        // The page's other items join these (`Shared::items`): room for them too.
+        let mut items = Vec::with_capacity(super::read::page_room(query));
         wanted_items(list, query, &mut items).map(|()| items)
     };
     ParentRecord::decode_field_with(bytes, arrays, field, page)

@@ -31,6 +31,12 @@ use crate::{Error, Result};
 /// grows its vector as items come).
 const PAGE_ROOM: usize = 1024;
 
+/// The items a page of `query` gathers before it is cut: with a limit, at most `limit` from
+/// each of inline, tail and a chunk, then cut to `limit` again.
+pub(super) fn page_room(query: &ItemQuery) -> usize {
+    query.limit.map_or(0, |limit| 3 * limit.min(PAGE_ROOM))
+}
+
 /// A parent record as a read found it: kept in the record tier, or read from the tree. (A
 /// `get` that finds its document built in the tier takes it without the record:
 /// `Shared::document`.)
@@ -290,11 +296,10 @@ impl Shared {
             return Ok(None);
         };
         let array = &mut record.arrays[field];
-        // With a limit, the page gathers at most `limit` items from each of inline, tail and
-        // a chunk before cutting to `limit` again: room for that many, made once.
-        let mut found: Vec<Stored> =
-            Vec::with_capacity(query.limit.map_or(0, |limit| 3 * limit.min(PAGE_ROOM)));
-        found.append(&mut array.inline);
+        // The inline items were decoded into a vector with room for the whole page (see
+        // `page_room`): the page gathers in it.
+        let mut found: Vec<Stored> = std::mem::take(&mut array.inline);
+        found.reserve(page_room(query).saturating_sub(found.len()));
         if array.has_overflow {
             match (query.order, query.limit) {
                 (Order::Descending, Some(limit)) => {
@@ -369,22 +374,20 @@ impl Shared {
         limit: usize,
         found: &mut Vec<Stored>,
     ) -> Result<()> {
-        let prefix = keys::chunks(info.id, key, field);
-        let end = keys::chunks_end(info.id, key, field);
+        let keys = keys::ArrayKeys::new(info.id, key, field);
         let mut cursor = version
             .tree
-            .cursor_back(&self.pages, Bound::Excluded(&end))?;
-        let tail_key = keys::tail(info.id, key, field);
-        let tail = match cursor.find_behind(&tail_key) {
+            .cursor_back(&self.pages, Bound::Excluded(keys.chunks_end()))?;
+        let tail = match cursor.find_behind(keys.tail()) {
             Some(Some(value)) => Some(self.pages.value_bytes(&value)?),
             Some(None) => None,
-            None => self.read_tree(version, &tail_key)?,
+            None => self.read_tree(version, keys.tail())?,
         };
         if let Some(bytes) = tail {
-            decode_wanted_items(bytes, &tail_key, query, found)?;
+            decode_wanted_items(bytes, keys.tail(), query, found)?;
         }
         while let Some((tree_key, value)) = cursor.prev(&version.tree, &self.pages)? {
-            if !tree_key.starts_with(&prefix) {
+            if !tree_key.starts_with(keys.chunks()) {
                 break;
             }
             let entry = self.chunk_entry(&tree_key, value)?;
