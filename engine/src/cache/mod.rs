@@ -506,6 +506,17 @@ impl Sample {
         Some(kept.max(self.floor))
     }
 
+    /// Removes a dropped object (hash `hash`, id `id`) from every what-if cache and from
+    /// the objects counted towards the sample's size.
+    fn forget(&mut self, hash: u64, id: u64) {
+        for cache in &mut self.caches {
+            cache.remove(&id);
+        }
+        if let Some(objects) = &mut self.objects {
+            objects.remove(&hash);
+        }
+    }
+
     /// Lowers the rate to `threshold`'s: objects above it leave the sample and every
     /// what-if cache, whose budgets shrink with the rate.
     fn lower(&mut self, threshold: u64) {
@@ -945,9 +956,9 @@ impl PageCache {
                 continue;
             }
             let SampleEvent::Request { weight, inner } = event else {
-                for cache in &mut sample.caches {
-                    cache.remove(&id);
-                }
+                // A dropped object is never asked for again: it leaves the objects the
+                // sample counts too, so the dead do not lower the rate for the live.
+                sample.forget(hash, id);
                 continue;
             };
             if let Some(threshold) = sample.note(hash) {

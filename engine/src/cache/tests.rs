@@ -640,3 +640,38 @@ fn dropped_objects_leave_the_cache_its_trace_and_its_estimate_alike() {
         assert_eq!(text.lines().count(), 1 + trace.len() + drops + 1);
     }
 }
+
+#[test]
+fn dropped_objects_do_not_count_towards_the_sample() {
+    // 20,000 objects over the run, each asked for a few times and then dropped as a commit
+    // replaces it, never more than 1,000 alive: fewer live objects than the sample keeps,
+    // so the rate stays 1 and every estimate is a whole simulation, drops included.
+    let budget = 256 << 20;
+    let live = cache(budget, CachePolicy::S3Fifo, true);
+    let mut full: Vec<Simulator<u64>> = WHAT_IF_FACTORS
+        .iter()
+        .map(|f| Simulator::new(CachePolicy::S3Fifo, (budget as f64 * f) as u64))
+        .collect();
+    let weight = 16 << 10;
+    for i in 0..20_000u64 {
+        for id in [i, i.saturating_sub(1), i.saturating_sub(500)] {
+            live.get_or_load(key(id), Tier::HotPage, || load(weight))
+                .unwrap();
+            for sim in &mut full {
+                sim.access(key(id).object_id(), weight as u64);
+            }
+        }
+        if i >= 1_000 {
+            let gone = key(i - 1_000);
+            live.drop_superseded(&[gone]);
+            for sim in &mut full {
+                sim.remove(&gone.object_id());
+            }
+        }
+    }
+    let stats = live.stats(no_names);
+    assert_eq!(stats.sample_rate, 1.0);
+    for (what_if, sim) in stats.what_if.iter().zip(&full) {
+        assert_eq!(what_if.hit_ratio, sim.hit_ratio(), "at {}x", what_if.factor);
+    }
+}
