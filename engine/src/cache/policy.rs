@@ -1244,16 +1244,25 @@ mod tests {
         assert_eq!(held, 1);
     }
 
+    /// A reproducible stream of numbers (a linear congruential generator's high bits).
+    fn numbers(seed: u64) -> impl FnMut() -> u64 {
+        let mut x = seed;
+        move || {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            x >> 33
+        }
+    }
+
+    /// A key's weight in the tests that mix keys: 512 bytes to 6.5 KiB.
+    fn weight(key: u64) -> u64 {
+        512 + (key % 7) * 1024
+    }
+
     #[test]
     fn removed_keys_leave_at_once_and_come_back_as_new_ones() {
         for policy in CachePolicy::ALL {
             let mut sim = Simulator::new(policy, 256 << 10);
-            let mut x = 11u64;
-            let mut next = move || {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
-                x >> 33
-            };
-            let weight = |key: u64| 512 + (key % 7) * 1024;
+            let mut next = numbers(11);
             // What is resident, summed from the policy's own answers.
             let resident = |sim: &Simulator<u64>| -> u64 {
                 (0..200)
@@ -1264,7 +1273,7 @@ mod tests {
             let (mut removed, mut hits) = (0, 0);
             for step in 0..20_000 {
                 let key = next() % 200;
-                if next() % 5 == 0 {
+                if next().is_multiple_of(5) {
                     // Removed keys are asked for again later: each comes back as a new
                     // object, whatever place it left in a queue.
                     let was = sim.policy.contains(&key);
@@ -1272,7 +1281,7 @@ mod tests {
                     assert!(!sim.policy.contains(&key), "{}", policy.name());
                     removed += u64::from(was);
                 } else {
-                    let hit = sim.access_as(key, weight(key), key % 40 == 0);
+                    let hit = sim.access_as(key, weight(key), key.is_multiple_of(40));
                     assert!(sim.policy.contains(&key), "{}", policy.name());
                     hits += u64::from(hit);
                 }
@@ -1304,12 +1313,8 @@ mod tests {
     fn retained_keys_are_all_that_is_left_and_a_smaller_budget_evicts() {
         for policy in CachePolicy::ALL {
             let mut sim = Simulator::new(policy, 64 << 10);
-            let mut x = 7u64;
-            let mut next = move || {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
-                (x >> 33) % 300
-            };
-            let weight = |key: u64| 512 + (key % 7) * 1024;
+            let mut numbers = numbers(7);
+            let mut next = move || numbers() % 300;
             for _ in 0..5_000 {
                 let key = next();
                 sim.access_as(key, weight(key), key % 50 == 0);
