@@ -86,11 +86,26 @@ pub fn parents_end(collection: CollectionId) -> Bytes {
 /// The prefix of every array record of one parent.
 pub fn parent_arrays(collection: CollectionId, key: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(4 + 2 + key.len() + 16);
+    put_parent_arrays(&mut out, collection, key);
+    out
+}
+
+fn put_parent_arrays(out: &mut Vec<u8>, collection: CollectionId, key: &[u8]) {
     out.put_u32(collection | ARRAY_SPACE);
     out.put_u16(key.len() as u16);
     out.put_slice(key);
-    out
 }
+
+/// Appends an array record's key up to its kind: `ARRAY_KEY_FIXED` bytes and the parent key.
+fn put_array(out: &mut Vec<u8>, collection: CollectionId, key: &[u8], field: usize, kind: u8) {
+    put_parent_arrays(out, collection, key);
+    out.put_u16(field as u16);
+    out.put_u8(kind);
+}
+
+/// The bytes of an array record's key up to its kind besides the parent key: the
+/// collection (4), the parent key's length (2), the field (2) and the kind (1).
+const ARRAY_KEY_FIXED: usize = 4 + 2 + 2 + 1;
 
 /// The first key after every array record of one parent.
 pub fn parent_arrays_end(collection: CollectionId, key: &[u8]) -> Bytes {
@@ -102,12 +117,8 @@ pub fn parent_arrays_end(collection: CollectionId, key: &[u8]) -> Bytes {
 /// An array record's key up to its kind, in a buffer of exactly its length plus `extra`:
 /// one that becomes `Bytes` at its full length takes no second allocation.
 fn array(collection: CollectionId, key: &[u8], field: usize, kind: u8, extra: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(4 + 2 + key.len() + 3 + extra);
-    out.put_u32(collection | ARRAY_SPACE);
-    out.put_u16(key.len() as u16);
-    out.put_slice(key);
-    out.put_u16(field as u16);
-    out.put_u8(kind);
+    let mut out = Vec::with_capacity(ARRAY_KEY_FIXED + key.len() + extra);
+    put_array(&mut out, collection, key, field, kind);
     out
 }
 
@@ -120,14 +131,10 @@ pub struct ArrayKeys {
 
 impl ArrayKeys {
     pub fn new(collection: CollectionId, key: &[u8], field: usize) -> Self {
-        let len = 4 + 2 + key.len() + 3;
+        let len = ARRAY_KEY_FIXED + key.len();
         let mut buf = Vec::with_capacity(3 * len);
         for kind in [KIND_TAIL, KIND_CHUNK, KIND_CHUNK + 1] {
-            buf.put_u32(collection | ARRAY_SPACE);
-            buf.put_u16(key.len() as u16);
-            buf.put_slice(key);
-            buf.put_u16(field as u16);
-            buf.put_u8(kind);
+            put_array(&mut buf, collection, key, field, kind);
         }
         ArrayKeys { buf, len }
     }
