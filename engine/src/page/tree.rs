@@ -150,20 +150,14 @@ impl Tree {
         }
     }
 
-    /// Notes the page frame slot `id` names now, if any, as superseded: the caller is
-    /// about to change or free the page.
-    fn supersede_frame(&mut self, id: PageId) {
+    /// Sets page `id`'s slot, noting the page frame it named, if any, as superseded.
+    pub fn replace_slot(&mut self, id: PageId, slot: Slot) {
         if let Slot::Disk(loc) = *self.table.get(id) {
             self.superseded.push(CacheKey::Page {
                 segment_id: loc.segment_id,
                 offset: loc.offset,
             });
         }
-    }
-
-    /// Sets page `id`'s slot, noting the frame it named as superseded.
-    pub fn replace_slot(&mut self, id: PageId, slot: Slot) {
-        self.supersede_frame(id);
         self.table.set(id, slot);
     }
 
