@@ -375,33 +375,31 @@ impl<K: Copy + Eq + Hash> S3Fifo<K> {
     }
 
     fn insert(&mut self, key: K, weight: u64) {
-        if let Some(count) = self.ghost_count.get_mut(&key) {
-            // Seen again soon after leaving: it belongs to the working set. Its ghost entry
-            // ages out in place.
-            *count -= 1;
-            if *count == 0 {
-                self.ghost_count.remove(&key);
+        // Seen again soon after leaving the small queue: it belongs to the working set and
+        // goes to main. Its ghost entry ages out in place.
+        let small = match self.ghost_count.get_mut(&key) {
+            Some(count) => {
+                *count -= 1;
+                if *count == 0 {
+                    self.ghost_count.remove(&key);
+                }
+                false
             }
-            self.meta.insert(
-                key,
-                Meta {
-                    weight,
-                    freq: 0,
-                    small: false,
-                },
-            );
-            self.main.push_back(key);
-        } else {
-            self.meta.insert(
-                key,
-                Meta {
-                    weight,
-                    freq: 0,
-                    small: true,
-                },
-            );
+            None => true,
+        };
+        self.meta.insert(
+            key,
+            Meta {
+                weight,
+                freq: 0,
+                small,
+            },
+        );
+        if small {
             self.small.push_back(key);
             self.small_bytes += weight;
+        } else {
+            self.main.push_back(key);
         }
     }
 
