@@ -1222,3 +1222,40 @@ fn handles_check_names_when_made_and_write_through_a_batch() {
     batch.delete_in(&products, "p1").commit().unwrap();
     assert!(products.get("p1").unwrap().is_none());
 }
+
+#[test]
+fn a_document_finds_each_array_by_name_and_no_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::new()).unwrap();
+    let spec = CollectionSpec::new("products")
+        .array("tags", Layout::Embed)
+        .array("reviews", Layout::Subset { keep: 2 });
+    let products = db.create_collection(spec).unwrap();
+    let mut batch = db.batch();
+    batch.put("products", "p", "body");
+    batch.push("products", "p", "tags", skewdb::NewItem::new("red").key(1));
+    for (key, text) in [(1, "first"), (2, "second"), (3, "third")] {
+        batch.push(
+            "products",
+            "p",
+            "reviews",
+            skewdb::NewItem::new(text).key(key),
+        );
+    }
+    batch.commit().unwrap();
+    // Read twice: once from the pages, once as the record tier keeps it.
+    for _ in 0..2 {
+        let doc = products.get("p").unwrap().unwrap();
+        let tags = doc.array("tags").unwrap();
+        assert_eq!((tags.field.as_str(), tags.total), ("tags", 1));
+        assert_eq!(&tags.inline[0].payload[..], b"red");
+        let reviews = doc.array("reviews").unwrap();
+        assert_eq!((reviews.field.as_str(), reviews.total), ("reviews", 3));
+        let kept: Vec<&[u8]> = reviews.inline.iter().map(|i| &i.payload[..]).collect();
+        assert_eq!(kept, [&b"second"[..], b"third"]);
+        for unknown in ["", "tag", "Reviews", "reviews2", "measures"] {
+            assert!(doc.array(unknown).is_none(), "{unknown}");
+        }
+        assert_eq!(doc.arrays().len(), 2);
+    }
+}

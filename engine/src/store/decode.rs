@@ -3,6 +3,8 @@
 //! records, and the errors that name the parent when the bytes are damaged. The read path,
 //! the stager and `verify` all decode through here.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 
 use crate::catalog::CollectionInfo;
@@ -126,7 +128,11 @@ pub(crate) fn decode_read_record(
 }
 
 /// The document of an encoded parent record, every array with its inline items.
-pub(crate) fn decode_document(info: &CollectionInfo, key: Bytes, bytes: Bytes) -> Result<Document> {
+pub(crate) fn decode_document(
+    info: &Arc<CollectionInfo>,
+    key: Bytes,
+    bytes: Bytes,
+) -> Result<Document> {
     let record = decode_read_record(bytes, info, &key, |_| true)?;
     Ok(Document::new(info, key, record))
 }

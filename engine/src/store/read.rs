@@ -66,7 +66,7 @@ impl Shared {
     pub(crate) fn document(
         &self,
         version: &Version,
-        info: &CollectionInfo,
+        info: &Arc<CollectionInfo>,
         key: &[u8],
     ) -> Result<Option<Document>> {
         // A hit that finds the document built needs nothing of the record.
