@@ -1259,3 +1259,49 @@ fn a_document_finds_each_array_by_name_and_no_other() {
         assert_eq!(doc.arrays().len(), 2);
     }
 }
+
+#[test]
+fn the_newest_page_of_a_history_reads_no_chunk_even_right_after_a_seal() {
+    use skewdb::{ItemQuery, NewItem};
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options::new().durability(Durability::Buffered);
+    let db = Db::open(dir.path(), options).unwrap();
+    let spec = CollectionSpec::new("products").array("reviews", Layout::Subset { keep: 5 });
+    let products = db.create_collection(spec).unwrap();
+    let page = ItemQuery::new().descending().limit(20);
+    let mut seals = 0;
+    let mut chunks = 0;
+    for key in 0..400i64 {
+        let mut batch = db.batch();
+        let payload = vec![b'a' + (key % 26) as u8; 100 + (key % 50) as usize];
+        batch.push("products", "p", "reviews", NewItem::new(payload).key(key));
+        batch.commit().unwrap();
+        let now = db.verify().unwrap().chunks;
+        seals += usize::from(now > chunks);
+        chunks = now;
+        db.reset_stats();
+        let items = products
+            .items("p", "reviews", &page)
+            .unwrap()
+            .unwrap()
+            .items;
+        let keys: Vec<i64> = items.iter().map(|i| i.key).collect();
+        let newest: Vec<i64> = (0..=key).rev().take(20).collect();
+        assert_eq!(keys, newest, "after key {key}");
+        let cold = db.cache_stats().cold;
+        assert_eq!(
+            cold.requests, 0,
+            "the newest page after key {key} read a chunk"
+        );
+    }
+    // The history sealed many times, each seal a chunk of the tail's older items.
+    assert!(seals >= 5, "{seals} seals");
+    // Pages past the newest read the chunks, and every item is there once.
+    let all = products
+        .items("p", "reviews", &ItemQuery::new())
+        .unwrap()
+        .unwrap();
+    let keys: Vec<i64> = all.items.iter().map(|i| i.key).collect();
+    assert_eq!(keys, (0..400).collect::<Vec<i64>>());
+    assert!(db.cache_stats().cold.requests > 0);
+}

@@ -1,8 +1,28 @@
-//! Which chunks the space rules may touch: what a bucket expiry drops, and what compaction
-//! may merge.
+//! Which items a full tail seals into a chunk, and which chunks the space rules may touch:
+//! what a bucket expiry drops, and what compaction may merge.
 
 use crate::cold::ChunkKind;
-use crate::item::Summary;
+use crate::item::{self, Stored, Summary};
+
+/// Splits a full tail: returns the items to seal into a chunk, in (key, push) order, and
+/// leaves in `tail` the greatest ones whose encoded size (the list's count included) is at
+/// most `keep_bytes`, in the same order. The newest history stays in the tail, in its
+/// parent's leaf: a page of the newest items, the read most made of a history, finds them
+/// there instead of decompressing a chunk, right after a seal as before it.
+pub(crate) fn seal_tail(tail: &mut Vec<Stored>, keep_bytes: usize) -> Vec<Stored> {
+    tail.sort_by_key(Stored::order);
+    let mut kept_bytes = item::items_len(&[]);
+    let kept = tail
+        .iter()
+        .rev()
+        .take_while(|s| {
+            kept_bytes += item::stored_len(&s.item);
+            kept_bytes <= keep_bytes
+        })
+        .count();
+    let kept = tail.split_off(tail.len() - kept);
+    std::mem::replace(tail, kept)
+}
 
 /// Whether a bucket expiry with bound `before` drops a chunk of this kind and summary:
 /// sealed buckets whose newest key is below the bound. Late items (item chunks of a Bucket
@@ -39,6 +59,70 @@ mod tests {
             })
             .collect();
         Summary::of(items.iter())
+    }
+
+    fn stored(key: i64, seq: u64, payload: usize) -> Stored {
+        Stored {
+            item: Item {
+                key,
+                value: None,
+                payload: bytes::Bytes::from(vec![b'x'; payload]),
+                more: None,
+            },
+            seq,
+        }
+    }
+
+    fn orders(items: &[Stored]) -> Vec<(i64, u64)> {
+        items.iter().map(Stored::order).collect()
+    }
+
+    #[test]
+    fn a_full_tail_seals_its_older_items_and_keeps_the_newest_within_the_bound() {
+        // Pushed out of order, with a tie on key 5 that push order breaks.
+        let tail = vec![
+            stored(7, 0, 10),
+            stored(5, 3, 20),
+            stored(1, 1, 30),
+            stored(9, 2, 40),
+            stored(5, 4, 50),
+        ];
+        let mut all = tail.clone();
+        all.sort_by_key(Stored::order);
+        let size = |items: &[Stored]| item::items_len(items);
+        for keep_bytes in 0..=size(&all) + 1 {
+            let mut kept = tail.clone();
+            let sealed = seal_tail(&mut kept, keep_bytes);
+            let mut both = orders(&sealed);
+            both.extend(orders(&kept));
+            assert_eq!(
+                both,
+                orders(&all),
+                "{keep_bytes}: split in order, nothing lost"
+            );
+            assert!(kept.is_empty() || size(&kept) <= keep_bytes, "{keep_bytes}");
+            // The kept part is the longest run of the greatest items within the bound.
+            if let Some(next) = sealed.last() {
+                let mut more = vec![next.clone()];
+                more.extend(kept.iter().cloned());
+                assert!(size(&more) > keep_bytes, "{keep_bytes}: room for one more");
+            }
+        }
+        let mut kept = tail.clone();
+        let sealed = seal_tail(&mut kept, size(&all[2..]));
+        assert_eq!(orders(&sealed), [(1, 1), (5, 3)]);
+        assert_eq!(orders(&kept), [(5, 4), (7, 0), (9, 2)]);
+    }
+
+    #[test]
+    fn a_tail_with_no_room_seals_whole_and_one_with_room_for_all_seals_nothing() {
+        let tail = vec![stored(2, 0, 100), stored(1, 1, 100)];
+        let mut kept = tail.clone();
+        assert_eq!(orders(&seal_tail(&mut kept, 0)), [(1, 1), (2, 0)]);
+        assert!(kept.is_empty());
+        let mut kept = tail.clone();
+        assert!(seal_tail(&mut kept, usize::MAX).is_empty());
+        assert_eq!(orders(&kept), [(1, 1), (2, 0)]);
     }
 
     #[test]

@@ -239,7 +239,7 @@ impl ParentWork {
     }
 
     /// Pushes `new` to array `index` by `layout`'s rule; an item the rule sends out goes to
-    /// the tail, which is written as a chunk when it would outgrow `tail_limit`.
+    /// the tail, whose older items are written as a chunk when it would outgrow `tail_limit`.
     pub fn push(
         &mut self,
         base: Base,
@@ -293,10 +293,12 @@ impl ParentWork {
         let tail = self.load_tail(base, index)?;
         let full = !tail.items.is_empty() && tail.bytes + len > tail_limit;
         let sealed = full.then(|| {
+            // Up to half the bound of the newest items stay, with room for the new one.
+            let keep = (tail_limit / 2).min(tail_limit.saturating_sub(len));
             let mut items = std::mem::take(&mut tail.items);
-            items.sort_by_key(Stored::order);
-            *tail = Tail::new(Vec::new());
-            items
+            let sealed = pattern::seal_tail(&mut items, keep);
+            *tail = Tail::new(items);
+            sealed
         });
         tail.items.push(stored);
         tail.bytes += len;
