@@ -215,73 +215,25 @@ fn view_pass(store: &mut dyn Store, views: &[u64], pages: &[u64]) -> Viewed {
     }
 }
 
-/// Warms a store's caches with views of a stream of their own (not timed).
-fn warm(store: &mut dyn Store, products: u64, view_count: usize) {
-    for id in data::views(products, data::WARM_VIEWS.min(view_count), 999) {
-        std::hint::black_box(store.view(id));
-    }
-}
-
-/// Pass number `pass`: `view_count` views and the show-all pages, each a stream of the
-/// pass's own.
-fn numbered_pass(store: &mut dyn Store, products: u64, view_count: usize, pass: u64) -> Viewed {
-    let views = data::views(products, view_count, pass);
-    let pages = data::views(products, data::PAGES.min(view_count), 500 + pass);
-    view_pass(store, &views, &pages)
-}
-
-/// The pass with the median view rate, its page rate the median of the passes' own.
-fn median_pass(mut runs: Vec<Viewed>) -> Viewed {
-    runs.sort_by(|a, b| a.views_per_second.total_cmp(&b.views_per_second));
-    let mut middle = runs[runs.len() / 2].clone();
-    middle.pages_per_second = median_of(&runs, |r| r.pages_per_second);
-    middle.passes = runs.len();
-    middle
-}
-
 /// Warms the caches, then takes `RUNS` passes of `view_count` views each (a stream of its
 /// own per pass) and keeps the pass with the median view rate, its page rate the median
 /// of the passes' own.
 pub fn view_passes(store: &mut dyn Store, products: u64, view_count: usize) -> Viewed {
-    warm(store, products, view_count);
-    median_pass(
-        (0..RUNS as u64)
-            .map(|pass| numbered_pass(store, products, view_count, pass))
-            .collect(),
-    )
-}
-
-/// A loaded product store and the views a pass of it takes.
-struct ProductStore {
-    engine: &'static str,
-    model: engines::Model,
-    dir: tempfile::TempDir,
-    store: Box<dyn Store>,
-    views: usize,
-}
-
-/// [`view_passes`] on every store at once, the passes taken in turns: every store warmed,
-/// then pass 0 of every store, then pass 1 (each starting one store further on), and so
-/// on; each store's median. On a shared machine the speed drifts by a fifth within
-/// minutes: in turns, every engine meets the same minutes, as the appends do.
-fn view_passes_in_turns(stores: &mut [ProductStore], products: u64) -> Vec<Viewed> {
-    for s in stores.iter_mut() {
-        warm(s.store.as_mut(), products, s.views);
+    for id in data::views(products, data::WARM_VIEWS.min(view_count), 999) {
+        std::hint::black_box(store.view(id));
     }
-    let mut runs: Vec<Vec<Viewed>> = stores.iter().map(|_| Vec::new()).collect();
-    for pass in 0..RUNS {
-        for step in 0..stores.len() {
-            let at = (pass + step) % stores.len();
-            let s = &mut stores[at];
-            runs[at].push(numbered_pass(
-                s.store.as_mut(),
-                products,
-                s.views,
-                pass as u64,
-            ));
-        }
-    }
-    runs.into_iter().map(median_pass).collect()
+    let mut runs: Vec<Viewed> = (0..RUNS as u64)
+        .map(|pass| {
+            let views = data::views(products, view_count, pass);
+            let pages = data::views(products, data::PAGES.min(view_count), 500 + pass);
+            view_pass(store, &views, &pages)
+        })
+        .collect();
+    runs.sort_by(|a, b| a.views_per_second.total_cmp(&b.views_per_second));
+    let mut middle = runs[runs.len() / 2].clone();
+    middle.pages_per_second = median_of(&runs, |r| r.pages_per_second);
+    middle.passes = RUNS;
+    middle
 }
 
 /// Every store must render the same pages: a few products' views and first pages checked
@@ -507,7 +459,8 @@ fn main() {
     let started = Instant::now();
     let products = data::products(products_count);
     let reviews: usize = products.iter().map(|p| p.reviews.len()).sum();
-    let mut stores = Vec::new();
+    let mut rows = Vec::new();
+    let mut kept = Vec::new();
     for (engine, model) in engines::all() {
         let what = format!("{engine} {model}");
         if only
@@ -527,44 +480,27 @@ fn main() {
             true => view_count / EMBEDDED_SHARE / RUNS,
             false => view_count,
         };
-        stores.push(ProductStore {
-            engine,
-            model,
-            dir,
-            store,
-            views,
-        });
-    }
-    let at = Instant::now();
-    let fits = view_passes_in_turns(&mut stores, products_count);
-    for s in &mut stores {
-        s.store.reopen(CACHE_BYTES);
-        let what = format!("{} {}", s.engine, s.model);
-        check_pages(s.store.as_mut(), &products, &what);
-    }
-    let small = view_passes_in_turns(&mut stores, products_count);
-    let mut rows = Vec::new();
-    for ((s, fits), small) in stores.iter().zip(fits).zip(small) {
+        let at = Instant::now();
+        let fits = view_passes(store.as_mut(), products_count, views);
+        store.reopen(CACHE_BYTES);
+        check_pages(store.as_mut(), &products, &what);
+        let small = view_passes(store.as_mut(), products_count, views);
         eprintln!(
-            "{} {}: {:.0} views/s everything cached, {:.0} at {} MiB",
-            s.engine,
-            s.model,
+            "{what}: {:.0} views/s everything cached, {:.0} at {} MiB ({:.0} s)",
             fits.views_per_second,
             small.views_per_second,
             CACHE_BYTES >> 20,
+            at.elapsed().as_secs_f64()
         );
         let measured = Measured {
             small,
             fits,
-            disk_bytes: s.store.disk_bytes(),
+            disk_bytes: store.disk_bytes(),
             ..Measured::default()
         };
-        rows.push((s.engine, s.model, measured));
+        rows.push((engine, model, measured));
+        kept.push((dir, store));
     }
-    if !stores.is_empty() {
-        eprintln!("product pages: {:.0} s", at.elapsed().as_secs_f64());
-    }
-    let mut kept: Vec<_> = stores.into_iter().map(|s| (s.dir, s.store)).collect();
     let stream = data::appends(products_count);
     assert!(stream.len() >= TURNS * PER_TURN);
     let appends = appends_in_turns(&mut kept, |store, i| {
@@ -580,7 +516,7 @@ fn main() {
     let mut sections = Vec::new();
     if !rows.is_empty() {
         sections.push(format!(
-            "Product pages: {products_count} products, {reviews} reviews (Pareto(1.1) counts, the largest, {}, on the most viewed product); views Zipf(0.99) over products. A view renders the body and the 5 newest reviews; a page is the first {} reviews, newest first, each read. Every store loaded first; then per cache budget: {} views to warm each store's cache (not timed), then passes of {view_count} views and {} pages, each timed (a stream of its own per pass; the median of {RUNS} passes; the embedded models: passes of {} views), the passes taken in turns across the stores (pass 1 of every store, then pass 2, each round starting one store further on), so that every engine meets the same minutes of a machine whose speed drifts. Hand-coded Subset: the product value with its 5 newest reviews, the others in a history table keyed by product and time, both written in one transaction; embedded: every review in the product's value. Values are laid out newest first and read in place (redb `AccessGuard::value()`, fjall's `Slice`, rusqlite `get_ref`). skewdb `Subset {{ keep: 5 }}` and `Embed`, read with `get` and `items`. {}\n\n{}",
+            "Product pages: {products_count} products, {reviews} reviews (Pareto(1.1) counts, the largest, {}, on the most viewed product); views Zipf(0.99) over products. A view renders the body and the 5 newest reviews; a page is the first {} reviews, newest first, each read. Per cache budget: {} views to warm the cache (not timed), then passes of {view_count} views and {} pages, each timed (a stream of its own per pass; the median of {RUNS} passes; the embedded models: passes of {} views). Hand-coded Subset: the product value with its 5 newest reviews, the others in a history table keyed by product and time, both written in one transaction; embedded: every review in the product's value. Values are laid out newest first and read in place (redb `AccessGuard::value()`, fjall's `Slice`, rusqlite `get_ref`). skewdb `Subset {{ keep: 5 }}` and `Embed`, read with `get` and `items`. {}\n\n{}",
             products[0].reviews.len(),
             data::PAGE,
             data::WARM_VIEWS.min(view_count),
