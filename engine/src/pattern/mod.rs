@@ -1,8 +1,9 @@
 //! The layouts' rules, each decision one exhaustive `match` on `Layout`: where a pushed item
 //! goes (`push`), what refills the parent after a removal (`refill`), which items a full
-//! tail seals, which chunks an expiry drops and which chunks compaction may merge (`chunks`), and which operations a layout
-//! supports (`supports`). Pure decisions on an array's state; no files: `store/` stages
-//! and commits what these decide. See `format-spec/arrays.md`.
+//! tail seals (the same for every layout), which chunks an expiry drops and which chunks
+//! compaction may merge (`chunks`), and which operations a layout supports (`supports`).
+//! Pure decisions on an array's state; no files: `store/` stages and commits what these
+//! decide. See `format-spec/arrays.md`.
 //!
 //! A new layout adds a variant to `Layout`; the compiler then names every decision here
 //! that must say what the variant does.
