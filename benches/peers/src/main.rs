@@ -215,11 +215,12 @@ fn view_pass(store: &mut dyn Store, views: &[u64], pages: &[u64]) -> Viewed {
     }
 }
 
-/// Warms the caches, then takes `RUNS` passes of `view_count` views each (a stream of its
-/// own per pass) and keeps the pass with the median view rate, its page rate the median
-/// of the passes' own.
+/// Warms the caches (with as many views as the passes take between them, at most
+/// `WARM_VIEWS`), then takes `RUNS` passes of `view_count` views each (a stream of its own
+/// per pass) and keeps the pass with the median view rate, its page rate the median of the
+/// passes' own.
 pub fn view_passes(store: &mut dyn Store, products: u64, view_count: usize) -> Viewed {
-    for id in data::views(products, data::WARM_VIEWS.min(view_count), 999) {
+    for id in data::views(products, data::WARM_VIEWS.min(view_count * RUNS), 999) {
         std::hint::black_box(store.view(id));
     }
     let mut runs: Vec<Viewed> = (0..RUNS as u64)
@@ -516,10 +517,11 @@ fn main() {
     let mut sections = Vec::new();
     if !rows.is_empty() {
         sections.push(format!(
-            "Product pages: {products_count} products, {reviews} reviews (Pareto(1.1) counts, the largest, {}, on the most viewed product); views Zipf(0.99) over products. A view renders the body and the 5 newest reviews; a page is the first {} reviews, newest first, each read. Per cache budget: {} views to warm the cache (not timed), then passes of {view_count} views and {} pages, each timed (a stream of its own per pass; the median of {RUNS} passes; the embedded models: passes of {} views). Hand-coded Subset: the product value with its 5 newest reviews, the others in a history table keyed by product and time, both written in one transaction; embedded: every review in the product's value. Values are laid out newest first and read in place (redb `AccessGuard::value()`, fjall's `Slice`, rusqlite `get_ref`). skewdb `Subset {{ keep: 5 }}` and `Embed`, read with `get` and `items`. {}\n\n{}",
+            "Product pages: {products_count} products, {reviews} reviews (Pareto(1.1) counts, the largest, {}, on the most viewed product); views Zipf(0.99) over products. A view renders the body and the 5 newest reviews; a page is the first {} reviews, newest first, each read. Per cache budget: {} views to warm the cache (not timed; the embedded models: {}), then passes of {view_count} views and {} pages, each timed (a stream of its own per pass; the median of {RUNS} passes; the embedded models: passes of {} views). Hand-coded Subset: the product value with its 5 newest reviews, the others in a history table keyed by product and time, both written in one transaction; embedded: every review in the product's value. Values are laid out newest first and read in place (redb `AccessGuard::value()`, fjall's `Slice`, rusqlite `get_ref`). skewdb `Subset {{ keep: 5 }}` and `Embed`, read with `get` and `items`. {}\n\n{}",
             products[0].reviews.len(),
             data::PAGE,
-            data::WARM_VIEWS.min(view_count),
+            data::WARM_VIEWS.min(view_count * RUNS),
+            data::WARM_VIEWS.min(view_count / EMBEDDED_SHARE / RUNS * RUNS),
             data::PAGES.min(view_count),
             view_count / EMBEDDED_SHARE / RUNS,
             turns_note("new reviews"),
