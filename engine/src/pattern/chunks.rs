@@ -4,12 +4,24 @@
 use crate::cold::ChunkKind;
 use crate::item::{self, Stored, Summary};
 
-/// Splits a full tail: returns the items to seal into a chunk, in (key, push) order, and
-/// leaves in `tail` the greatest ones whose encoded size (the list's count included) is at
-/// most `keep_bytes`, in the same order. The newest history stays in the tail, in its
-/// parent's leaf: a page of the newest items, the read most made of a history, finds them
-/// there instead of decompressing a chunk, right after a seal as before it.
-pub(crate) fn seal_tail(tail: &mut Vec<Stored>, keep_bytes: usize) -> Vec<Stored> {
+/// Seals a tail that an item of `new_bytes` would take over its bound of `bound_bytes`:
+/// returns the items to write as a chunk, in (key, push) order, and leaves in `tail` its
+/// greatest items, in the same order, whose encoded size is at most half the bound and
+/// leaves room for the new item. The newest history stays in the tail, in its parent's
+/// leaf: a page of the newest items, the read most made of a history, finds them there
+/// instead of decompressing a chunk, right after a seal as before it.
+pub(crate) fn seal_tail(
+    tail: &mut Vec<Stored>,
+    bound_bytes: usize,
+    new_bytes: usize,
+) -> Vec<Stored> {
+    let keep = (bound_bytes / 2).min(bound_bytes.saturating_sub(new_bytes));
+    split_newest(tail, keep)
+}
+
+/// Returns the items of `tail` to seal, in (key, push) order, and leaves in `tail` the
+/// greatest ones whose encoded size (the list's count included) is at most `keep_bytes`.
+fn split_newest(tail: &mut Vec<Stored>, keep_bytes: usize) -> Vec<Stored> {
     tail.sort_by_key(Stored::order);
     let mut kept_bytes = item::items_len(&[]);
     let kept = tail
@@ -92,7 +104,7 @@ mod tests {
         let size = |items: &[Stored]| item::items_len(items);
         for keep_bytes in 0..=size(&all) + 1 {
             let mut kept = tail.clone();
-            let sealed = seal_tail(&mut kept, keep_bytes);
+            let sealed = split_newest(&mut kept, keep_bytes);
             let mut both = orders(&sealed);
             both.extend(orders(&kept));
             assert_eq!(
@@ -109,19 +121,40 @@ mod tests {
             }
         }
         let mut kept = tail.clone();
-        let sealed = seal_tail(&mut kept, size(&all[2..]));
+        let sealed = split_newest(&mut kept, size(&all[2..]));
         assert_eq!(orders(&sealed), [(1, 1), (5, 3)]);
         assert_eq!(orders(&kept), [(5, 4), (7, 0), (9, 2)]);
+    }
+
+    #[test]
+    fn a_sealed_tail_keeps_at_most_half_its_bound_and_room_for_the_new_item() {
+        let tail: Vec<Stored> = (0..40).map(|k| stored(k, k as u64, 100)).collect();
+        let bound = item::items_len(&tail) - 1;
+        for new_bytes in [0, 10, bound / 4, bound / 2, bound - 200, bound, 2 * bound] {
+            let mut kept = tail.clone();
+            let sealed = seal_tail(&mut kept, bound, new_bytes);
+            assert_eq!(sealed.len() + kept.len(), tail.len(), "{new_bytes}");
+            let room = (bound / 2).min(bound.saturating_sub(new_bytes));
+            assert!(
+                kept.is_empty() || item::items_len(&kept) <= room,
+                "{new_bytes}"
+            );
+            assert!(!sealed.is_empty(), "{new_bytes}: the oldest item is sealed");
+        }
+        // With room, the newest half stays.
+        let mut kept = tail.clone();
+        seal_tail(&mut kept, bound, 0);
+        assert_eq!(kept.first().map(|s| s.item.key), Some(21));
     }
 
     #[test]
     fn a_tail_with_no_room_seals_whole_and_one_with_room_for_all_seals_nothing() {
         let tail = vec![stored(2, 0, 100), stored(1, 1, 100)];
         let mut kept = tail.clone();
-        assert_eq!(orders(&seal_tail(&mut kept, 0)), [(1, 1), (2, 0)]);
+        assert_eq!(orders(&split_newest(&mut kept, 0)), [(1, 1), (2, 0)]);
         assert!(kept.is_empty());
         let mut kept = tail.clone();
-        assert!(seal_tail(&mut kept, usize::MAX).is_empty());
+        assert!(split_newest(&mut kept, usize::MAX).is_empty());
         assert_eq!(orders(&kept), [(1, 1), (2, 0)]);
     }
 

@@ -293,10 +293,8 @@ impl ParentWork {
         let tail = self.load_tail(base, index)?;
         let full = !tail.items.is_empty() && tail.bytes + len > tail_limit;
         let sealed = full.then(|| {
-            // Up to half the bound of the newest items stay, with room for the new one.
-            let keep = (tail_limit / 2).min(tail_limit.saturating_sub(len));
             let mut items = std::mem::take(&mut tail.items);
-            let sealed = pattern::seal_tail(&mut items, keep);
+            let sealed = pattern::seal_tail(&mut items, tail_limit, len);
             *tail = Tail::new(items);
             sealed
         });
