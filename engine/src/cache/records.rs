@@ -18,9 +18,10 @@
 //! shard's even share comes in on its second offer only.
 //!
 //! A record is named by its collection and the parent's key; an entry is one buffer, the key
-//! then the record, in a slot of the shard's slab, and the shard's table maps the hash of
-//! the name to the slot. A hit hands out the buffer itself: the reader's record and its
-//! document's key are slices of it, so neither a lookup nor a hit allocates.
+//! then the record, held by a slot in the shard's hash table itself (a lookup reads the
+//! table's control bytes, then the slot: no index to follow between them), and the CLOCK
+//! hand walks the table's buckets. A hit hands out the buffer itself: the reader's record
+//! and its document's key are slices of it, so neither a lookup nor a hit allocates.
 //!
 //! An entry may also carry what a reader built from its record (the store keeps the
 //! `Document` of a full `get` there, so that a hit does not decode the record again),
@@ -38,9 +39,10 @@ use super::TierStats;
 const SHARDS: usize = 16;
 
 /// Memory an entry costs beyond its key and record bytes: its slot (the buffer's handle,
-/// hash, generation, lengths, bit, a short key), its place in the table, the buffer's shared header
-/// (made on the first hit) and the allocator's headers of both.
-const ENTRY_OVERHEAD: u64 = 184;
+/// hash, generation, lengths, bit, a short key) in the table's buckets, with the share of
+/// empty buckets a table keeps (at least one in eight, up to half after it doubles), the
+/// buffer's shared header (made on the first hit) and the allocator's headers of both.
+const ENTRY_OVERHEAD: u64 = 224;
 
 /// What an entry of `bytes` of key and record weighs.
 fn entry_weight(bytes: usize) -> u64 {
@@ -148,12 +150,9 @@ impl<D> Slot<D> {
 }
 
 struct Shard<D> {
-    /// Slot indexes by the hash of their record's name.
-    table: HashTable<u32>,
-    slots: Vec<Option<Slot<D>>>,
-    /// Indexes of empty slots.
-    free: Vec<u32>,
-    /// Where the CLOCK hand points.
+    /// The entries, by the hash of their record's name.
+    table: HashTable<Slot<D>>,
+    /// The bucket the CLOCK hand points at.
     hand: usize,
     bytes: u64,
     /// By collection id.
@@ -179,8 +178,6 @@ impl<D> Default for Shard<D> {
     fn default() -> Self {
         Shard {
             table: HashTable::new(),
-            slots: Vec::new(),
-            free: Vec::new(),
             hand: 0,
             bytes: 0,
             counts: FxHashMap::default(),
@@ -193,30 +190,30 @@ impl<D> Shard<D> {
         self.counts.entry(collection).or_default()
     }
 
-    /// The slot holding the record of `key` in `collection`.
+    /// The bucket holding the record of `key` in `collection`.
     fn find(&self, hash: u64, collection: u32, key: &[u8]) -> Option<usize> {
-        let slots = &self.slots;
-        self.table
-            .find(hash, |&at| {
-                slots[at as usize].as_ref().is_some_and(|slot| {
-                    slot.collection == collection
-                        && slot
-                            .short_key
-                            .matches(key)
-                            .unwrap_or_else(|| slot.record.buffer[..slot.record.key_len] == *key)
-                })
-            })
-            .map(|&at| at as usize)
+        self.table.find_bucket_index(hash, |slot| {
+            slot.collection == collection
+                && slot
+                    .short_key
+                    .matches(key)
+                    .unwrap_or_else(|| slot.record.buffer[..slot.record.key_len] == *key)
+        })
     }
 
-    /// Empties slot `at`; returns its weight and the key's collection.
-    fn take(&mut self, at: usize) -> (u64, u32) {
-        let slot = self.slots[at].take().expect("a live slot");
+    /// The slot in bucket `at`, which holds one.
+    fn slot_mut(&mut self, at: usize) -> &mut Slot<D> {
         self.table
-            .find_entry(slot.hash, |&other| other as usize == at)
-            .expect("the table holds every live slot")
-            .remove();
-        self.free.push(at as u32);
+            .get_bucket_mut(at)
+            .expect("found buckets are full")
+    }
+
+    /// Empties bucket `at`; returns its slot's weight and the key's collection.
+    fn take(&mut self, at: usize) -> (u64, u32) {
+        let Ok(entry) = self.table.get_bucket_entry(at) else {
+            panic!("a live slot");
+        };
+        let (slot, _) = entry.remove();
         let weight = slot.weight();
         self.bytes -= weight;
         (weight, slot.collection)
@@ -241,9 +238,9 @@ impl<D> Shard<D> {
                 return false;
             }
             steps -= 1;
-            let at = self.hand;
-            self.hand = (self.hand + 1) % self.slots.len();
-            match &mut self.slots[at] {
+            let at = self.hand % self.table.num_buckets();
+            self.hand = at + 1;
+            match self.table.get_bucket_mut(at) {
                 None => continue,
                 Some(slot) if slot.visited => slot.visited = false,
                 Some(_) => {
@@ -258,19 +255,8 @@ impl<D> Shard<D> {
     }
 
     fn put(&mut self, hash: u64, slot: Slot<D>) {
-        let at = match self.free.pop() {
-            Some(at) => at as usize,
-            None => {
-                self.slots.push(None);
-                self.slots.len() - 1
-            }
-        };
         self.bytes += slot.weight();
-        self.slots[at] = Some(slot);
-        let slots = &self.slots;
-        self.table.insert_unique(hash, at as u32, |&other| {
-            slots[other as usize].as_ref().map_or(0, |slot| slot.hash)
-        });
+        self.table.insert_unique(hash, slot, |slot| slot.hash);
     }
 }
 
@@ -362,7 +348,7 @@ impl<D: Clone> RecordCache<D> {
         // round 1 does not.
         for round in 0..2 {
             let turn = |shard: &Shard<D>| match round {
-                0 => shard.slots.len(),
+                0 => shard.table.num_buckets(),
                 _ => usize::MAX,
             };
             let steps = turn(&shard);
@@ -449,7 +435,7 @@ impl<D: Clone> RecordCache<D> {
         let hash = hash_of(collection, key);
         let mut shard = self.shards[shard_index(hash)].lock();
         let found = shard.find(hash, collection, key).and_then(|at| {
-            let slot = shard.slots[at].as_mut().expect("found slots are live");
+            let slot = shard.slot_mut(at);
             (slot.generation <= generation).then(|| {
                 slot.visited = true;
                 take(slot)
@@ -524,8 +510,8 @@ impl<D: Clone> RecordCache<D> {
         let at = shard_index(hash);
         // The entry holding `kept`, with nothing built yet.
         let holds = |shard: &Shard<D>| {
-            shard.find(hash, collection, key).filter(|&slot| {
-                let slot = shard.slots[slot].as_ref().expect("found slots are live");
+            shard.find(hash, collection, key).filter(|&at| {
+                let slot = shard.table.get_bucket(at).expect("found buckets are full");
                 slot.decoded.is_none() && slot.record.buffer.as_ptr() == kept.buffer.as_ptr()
             })
         };
@@ -543,10 +529,7 @@ impl<D: Clone> RecordCache<D> {
             self.resident.fetch_sub(weight, Ordering::AcqRel);
             return;
         };
-        shard.slots[slot]
-            .as_mut()
-            .expect("found slots are live")
-            .decoded = Some((decoded, weight));
+        shard.slot_mut(slot).decoded = Some((decoded, weight));
         shard.bytes += weight;
         shard.counts(collection).tier.resident_bytes += weight;
     }
@@ -670,8 +653,10 @@ mod tests {
 
     #[test]
     fn the_tier_stays_in_budget_and_keeps_records_read_again() {
-        // 8 + 200 + 184 bytes an entry: 102 fit in 40,000 bytes, over whichever shards.
+        // 8 + 200 bytes and the overhead an entry: `fit` fit in 40,000 bytes, over whichever
+        // shards.
         let budget = 40_000;
+        let fit = (budget / entry_weight(208)) as usize;
         let cache = Cache::new(budget);
         let hot = key(0);
         cache.insert(7, &hot, &value(200), 0, || true);
@@ -683,13 +668,10 @@ mod tests {
             assert_eq!(resident, cache.resident.load(Ordering::Acquire));
         }
         let counts = cache.counts();
-        assert!(counts.tier.evictions >= 499 - 102, "{counts:?}");
+        assert!(counts.tier.evictions >= (499 - fit) as u64, "{counts:?}");
         assert!(counts.tier.resident_bytes > budget - 2 * entry_weight(208));
-        let slots: usize = cache.shards.iter().map(|s| s.lock().slots.len()).sum();
-        assert!(
-            slots <= 102 + SHARDS,
-            "evicted slots are used again: {slots}"
-        );
+        let slots: usize = cache.shards.iter().map(|s| s.lock().table.len()).sum();
+        assert!(slots <= fit, "evicted entries leave the table: {slots}");
         // Over half the budget: not kept at all, however often offered.
         for _ in 0..3 {
             cache.insert(7, &key(99_999), &value(20_000), 0, || true);
