@@ -25,8 +25,8 @@ use std::time::Instant;
 
 use data::{Product, Review};
 
-/// skewdb's settings other than the defaults, for a comparison: `--record-cache-percent N`
-/// and `--variants` set them (the measured run keeps the defaults).
+/// skewdb's settings other than the defaults, for a comparison: `--record-cache-percent N`,
+/// `--page-bytes N` and `--variants` set them (the measured run keeps the defaults).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Settings {
     pub record_cache_percent: Option<u8>,
@@ -434,6 +434,9 @@ struct Args {
         value_parser = clap::value_parser!(u8).range(0..=90)
     )]
     record_percent: Option<u8>,
+    /// Another page size for skewdb's new databases, in bytes (4096 to 65536).
+    #[arg(long = "page-bytes", value_name = "N")]
+    page_bytes: Option<usize>,
     /// The product page variants (page sizes, record tier shares) instead of the peers.
     #[arg(long)]
     variants: bool,
@@ -448,11 +451,15 @@ fn main() {
         only,
         workload,
         record_percent,
+        page_bytes,
         variants,
         view_count,
     } = clap::Parser::parse();
     let runs = |name: &str| workload.as_ref().is_none_or(|w| w == name);
-    SETTINGS.lock().expect("settings").record_cache_percent = record_percent;
+    *SETTINGS.lock().expect("settings") = Settings {
+        record_cache_percent: record_percent,
+        page_bytes,
+    };
     if variants {
         variants::run(products_count);
         return;
