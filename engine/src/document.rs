@@ -55,7 +55,7 @@ pub struct Document(pub(crate) Arc<DocumentParts>);
 pub(crate) struct DocumentParts {
     key: Bytes,
     body: Bytes,
-    arrays: Vec<ArrayView>,
+    arrays: ArrayViews,
     /// The collection the document was read from, whose schema names the arrays in the
     /// order of `arrays`: [`Document::array`] finds a field there, in memory every
     /// document shares, rather than in the document's own copies of the names (one memory
@@ -65,9 +65,40 @@ pub(crate) struct DocumentParts {
 
 impl PartialEq for DocumentParts {
     fn eq(&self, other: &Self) -> bool {
-        (&self.key, &self.body, &self.arrays) == (&other.key, &other.body, &other.arrays)
+        (&self.key, &self.body, self.arrays.as_slice())
+            == (&other.key, &other.body, other.arrays.as_slice())
     }
 }
+
+/// A document's array views. A collection of one array field (most are) keeps its view in
+/// the document's own allocation: a read of a cached document reaches the items one memory
+/// access sooner, and a decode allocates once less.
+enum ArrayViews {
+    One(ArrayView),
+    Many(Vec<ArrayView>),
+}
+
+impl ArrayViews {
+    fn as_slice(&self) -> &[ArrayView] {
+        match self {
+            ArrayViews::One(view) => std::slice::from_ref(view),
+            ArrayViews::Many(views) => views,
+        }
+    }
+
+    /// The bytes the views take outside the document's allocation.
+    fn outside_bytes(&self) -> usize {
+        match self {
+            ArrayViews::One(_) => 0,
+            ArrayViews::Many(views) => {
+                views.capacity() * std::mem::size_of::<ArrayView>() + ALLOCATION_HEADER
+            }
+        }
+    }
+}
+
+/// What the allocator takes beside each allocation, as the cache weighs it.
+const ALLOCATION_HEADER: usize = 16;
 
 impl Document {
     /// The document of `key` from its record, decoded by `store::decode::decode_read_record`.
@@ -92,35 +123,32 @@ impl Document {
 
     /// Every array field, in schema order.
     pub fn arrays(&self) -> &[ArrayView] {
-        &self.0.arrays
+        self.0.arrays.as_slice()
     }
 
     /// The array field named `field`.
     pub fn array(&self, field: &str) -> Option<&ArrayView> {
         let index = self.0.info.spec.field_index(field)?;
-        self.0.arrays.get(index)
+        self.0.arrays.as_slice().get(index)
     }
 
     /// The memory the document takes beyond the bytes its key, body and payloads are
     /// slices of: its parts, arrays, field names and items, with the allocator's headers.
     pub(crate) fn memory_bytes(&self) -> u64 {
-        const ALLOCATION: usize = 16;
         let arrays: usize = self
-            .0
-            .arrays
+            .arrays()
             .iter()
             .map(|array| {
                 array.field.capacity()
-                    + ALLOCATION
+                    + ALLOCATION_HEADER
                     + array.inline.capacity() * std::mem::size_of::<Item>()
-                    + ALLOCATION
+                    + ALLOCATION_HEADER
             })
             .sum();
         (std::mem::size_of::<DocumentParts>()
             + 2 * std::mem::size_of::<usize>()
-            + ALLOCATION
-            + self.0.arrays.capacity() * std::mem::size_of::<ArrayView>()
-            + ALLOCATION
+            + ALLOCATION_HEADER
+            + self.0.arrays.outside_bytes()
             + arrays) as u64
     }
 }
@@ -130,7 +158,7 @@ impl std::fmt::Debug for Document {
         f.debug_struct("Document")
             .field("key", &self.0.key)
             .field("body", &self.0.body)
-            .field("arrays", &self.0.arrays)
+            .field("arrays", &self.arrays())
             .finish()
     }
 }
@@ -392,8 +420,9 @@ pub(crate) fn sort_items(items: &mut [Stored], order: Order) {
 /// The arrays of a record as a reader sees them (decoded by
 /// `store::decode::decode_read_record`, inline items already in (key, push) order). Takes
 /// them by value: a large Embed array is moved, not copied item by item.
-fn array_views(info: &CollectionInfo, arrays: Vec<ArrayState<Item>>) -> Vec<ArrayView> {
-    info.spec
+fn array_views(info: &CollectionInfo, arrays: Vec<ArrayState<Item>>) -> ArrayViews {
+    let mut views = info
+        .spec
         .arrays()
         .iter()
         .zip(arrays)
@@ -404,8 +433,11 @@ fn array_views(info: &CollectionInfo, arrays: Vec<ArrayState<Item>>) -> Vec<Arra
             has_overflow: array.has_overflow,
             summary: array.summary,
             inline: array.inline,
-        })
-        .collect()
+        });
+    match views.len() {
+        1 => ArrayViews::One(views.next().expect("one view")),
+        _ => ArrayViews::Many(views.collect()),
+    }
 }
 
 #[cfg(test)]
