@@ -95,7 +95,7 @@ fn put_get_scan_del_round_trip() {
     assert!(cache["records"]["requests"].is_u64());
     assert_eq!(
         cache["record_budget_bytes"],
-        json!(cache["budget_bytes"].as_u64().unwrap() * 80 / 100)
+        json!(cache["budget_bytes"].as_u64().unwrap() * 90 / 100)
     );
 }
 

@@ -59,7 +59,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             cache_bytes: 64 * 1024 * 1024,
-            record_cache_percent: 80,
+            record_cache_percent: 90,
             page_bytes: DEFAULT_PAGE_BYTES,
             durability: Durability::Immediate,
             checkpoint_bytes: 64 * 1024 * 1024,
@@ -86,12 +86,12 @@ impl Options {
     }
 
     /// The share of `cache_bytes`, in percent, that keeps parent records whole as point
-    /// reads (`Collection::get`, `get_projected`) found them (default 80; 0 to 90): a
-    /// record found there costs no tree walk and no page lookup, and a record `get` reads
-    /// again keeps its decoded `Document` too, so that the next `get` builds nothing.
-    /// Pages and chunks get the rest, and whatever of the share the tier does not hold
-    /// (evicted as it fills). Commits remove the records they change; scans and writes put
-    /// none there.
+    /// reads (`Collection::get`, `get_projected`) found them (default 90, the most; 0 turns
+    /// it off): a record found there costs no tree walk and no page lookup, and a record
+    /// `get` reads again keeps its decoded `Document` too, so that the next `get` builds
+    /// nothing. Pages and chunks get the rest, and whatever of the share the tier does not
+    /// hold (evicted as it fills). Commits remove the records they change; scans and writes
+    /// put none there.
     pub fn record_cache_percent(mut self, percent: u8) -> Self {
         self.record_cache_percent = percent;
         self

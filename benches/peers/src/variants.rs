@@ -18,7 +18,7 @@ fn variants() -> Vec<Settings> {
             page_bytes: None,
         });
     }
-    for (page, percent) in [(8 << 10, 40), (8 << 10, 80), (4 << 10, 40), (4 << 10, 80)] {
+    for (page, percent) in [(8 << 10, 40), (8 << 10, 90), (4 << 10, 40), (4 << 10, 90)] {
         all.push(Settings {
             record_cache_percent: Some(percent),
             page_bytes: Some(page),
