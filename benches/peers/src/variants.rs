@@ -85,9 +85,9 @@ fn round(settings: Settings, products: &[data::Product], products_count: u64) ->
     let mut store = engines::open("skewdb", Model::Native, dir.path(), LARGE_CACHE_BYTES);
     store.load(products);
     crate::check_pages(store.as_mut(), products, &what);
-    let fits = crate::view_passes(store.as_mut(), products_count, data::VIEWS);
+    let fits = crate::view_passes(store.as_mut(), products_count, data::VIEWS, data::VIEWS);
     store.reopen(CACHE_BYTES);
-    let small = crate::view_passes(store.as_mut(), products_count, data::VIEWS);
+    let small = crate::view_passes(store.as_mut(), products_count, data::VIEWS, data::VIEWS);
     eprintln!(
         "{what}: {:.0} views/s everything cached, {:.0} at {} MiB",
         fits.views_per_second,
