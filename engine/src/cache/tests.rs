@@ -410,7 +410,12 @@ fn many_threads_hit_and_miss_without_losing_counts() {
             let cache = cache.clone();
             std::thread::spawn(move || {
                 for i in 0..20_000u64 {
-                    let id = (i * 7 + t) % 200;
+                    // Every other request to a hot set of 8 (hits however the threads are
+                    // scheduled), the others a scan over 200 more (evictions).
+                    let id = match i % 2 {
+                        0 => i / 2 % 8,
+                        _ => 8 + (i * 7 + t) % 200,
+                    };
                     cache
                         .get_or_load(key(id), Tier::HotPage, || load(300))
                         .unwrap();
