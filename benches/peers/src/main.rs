@@ -494,7 +494,8 @@ fn main() {
         store.load(&products);
         check_pages(store.as_mut(), &products, &what);
         // The embedded models read every review of a product per view, thousands of them
-        // for the most viewed: a fifth of the views, in passes as many as the others take.
+        // for the most viewed: at least a fifth of the views, in passes as many as the
+        // others take (see `view_pass`).
         let least = match model.embeds() {
             true => view_count / EMBEDDED_SHARE / RUNS,
             false => view_count,

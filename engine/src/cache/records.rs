@@ -14,15 +14,15 @@
 //! without one. A record read once is evicted before any record read again (scans do not
 //! insert). Room for a new entry is made in its own shard first, and taken from the other
 //! shards in turn when that one has too little: an entry may be up to half the budget (a
-//! large parent read often, such as an `Embed` one with thousands of items), and one over a
-//! shard's even share comes in on its second offer only.
+//! large parent read often, such as an `Embed` one with thousands of items).
 //!
-//! Once the tier is full, a record comes in on its second miss only: each shard remembers
-//! the hashes of its latest misses that were turned away (a quarter as many as it holds
-//! entries, at least 16), and a record whose hash is among them is kept. A record read once in a while
-//! takes no other record's room, and its read pays no copy and no eviction (under Zipf-like
-//! reads of 100,000 products with room for 40,000, simulated: hits 0.889 -> 0.900, records
-//! kept per read 0.111 -> 0.020).
+//! A record comes in on its second miss only when it is over a shard's even share, or when
+//! the tier is full: each shard remembers the hashes of its latest misses that were turned
+//! away (a quarter as many as it holds entries, at least 16), and a record whose hash is
+//! among them is kept. One large record read once does not push out records read again and
+//! again, and a record read once in a while takes no other record's room, its read paying
+//! no copy and no eviction (under Zipf-like reads of 100,000 products with room for 40,000,
+//! simulated: hits 0.889 -> 0.900, records kept per read 0.111 -> 0.020).
 //!
 //! A record is named by its collection and the parent's key; an entry is one buffer, the key
 //! then the record, held by a slot in the shard's hash table itself (a lookup reads the
@@ -39,7 +39,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use bytes::Bytes;
 use hashbrown::HashTable;
 use parking_lot::Mutex;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::TierStats;
 
@@ -195,31 +195,27 @@ impl<D> Default for Shard<D> {
     }
 }
 
-/// The hashes of records a full tier turned away, oldest first, with how many times each
-/// is in the queue: a record offered again while its hash is there is kept.
+/// The hashes of the records a shard turned away, oldest first (each once: a hash still
+/// there passes, and is not queued again): a record offered again while its hash is there
+/// is kept.
 #[derive(Default)]
 struct Door {
     queue: std::collections::VecDeque<u64>,
-    seen: FxHashMap<u64, u32>,
+    seen: FxHashSet<u64>,
 }
 
 impl Door {
     /// Whether `hash` was turned away lately; if not, it is remembered, in a queue of at
     /// most `len` hashes.
     fn passes(&mut self, hash: u64, len: usize) -> bool {
-        if self.seen.contains_key(&hash) {
+        if self.seen.contains(&hash) {
             return true;
         }
         self.queue.push_back(hash);
-        *self.seen.entry(hash).or_default() += 1;
+        self.seen.insert(hash);
         while self.queue.len() > len {
             let old = self.queue.pop_front().expect("a queued hash");
-            match self.seen.get_mut(&old) {
-                Some(count) if *count > 1 => *count -= 1,
-                _ => {
-                    self.seen.remove(&old);
-                }
-            }
+            self.seen.remove(&old);
         }
         false
     }
@@ -315,18 +311,11 @@ pub struct RecordCache<D> {
     resident: AtomicU64,
     /// The shard the next eviction for another shard's entry starts at.
     next_victim_shard: AtomicUsize,
-    /// Hashes of the latest large records offered (see [`LARGE_SEEN`]).
-    large_seen: Mutex<std::collections::VecDeque<u64>>,
 }
 
 /// The largest entry is this share of the tier's budget: a large `Embed` parent read often
 /// deserves the room (decoding it again costs a millisecond for 50,000 items).
 const MAX_ENTRY_SHARE: u64 = 2;
-
-/// An entry over a shard's even share of the budget is kept only when it was asked for
-/// before among this many such requests: one large record read once does not push out
-/// records read again and again.
-const LARGE_SEEN: usize = 64;
 
 fn shard_index(hash: u64) -> usize {
     (hash >> 40) as usize % SHARDS
@@ -340,26 +329,7 @@ impl<D: Clone> RecordCache<D> {
             budget: budget_bytes,
             resident: AtomicU64::new(0),
             next_victim_shard: AtomicUsize::new(0),
-            large_seen: Mutex::new(std::collections::VecDeque::with_capacity(LARGE_SEEN)),
         }
-    }
-
-    /// Whether a record of `weight` named by `hash` may come in now: at once when it is
-    /// within a shard's even share, else when it was offered before (see [`LARGE_SEEN`]).
-    fn admits_now(&self, hash: u64, weight: u64) -> bool {
-        if weight <= self.budget / SHARDS as u64 {
-            return true;
-        }
-        let mut seen = self.large_seen.lock();
-        if let Some(at) = seen.iter().position(|&h| h == hash) {
-            seen.remove(at);
-            return true;
-        }
-        if seen.len() == LARGE_SEEN {
-            seen.pop_front();
-        }
-        seen.push_back(hash);
-        false
     }
 
     pub fn budget_bytes(&self) -> u64 {
@@ -519,13 +489,11 @@ impl<D: Clone> RecordCache<D> {
         if shard.find(hash, collection, key).is_some() || !still_current() {
             return;
         }
-        if !self.admits_now(hash, weight) {
-            return;
-        }
-        // A full tier keeps a record of a shard's even share on its second miss (a larger
-        // one has had its second offer by now).
+        // A record over a shard's even share, or one that would make a full tier evict,
+        // comes in on its second miss (see [`Door`]).
+        let large = weight > self.budget / SHARDS as u64;
         let full = self.resident.load(Ordering::Acquire) + weight > self.budget;
-        if full && weight <= self.budget / SHARDS as u64 {
+        if large || full {
             let len = (shard.table.len() / DOOR_SHARE).max(DOOR_MIN);
             if !shard.door.passes(hash, len) {
                 return;
