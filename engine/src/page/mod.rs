@@ -46,9 +46,12 @@ pub struct PageStore {
     /// Every hot segment below this id is sealed (see `HotLog::sealed_below`): a page read
     /// from one is a view of the segment's map, not a copy. 0 until a log is attached.
     sealed_below: Arc<AtomicU32>,
-    /// Maps of sealed hot segments (each held as one `Bytes`, which page views slice), by
-    /// id; forgotten before a segment is removed.
-    maps: Mutex<HashMap<u32, Bytes>>,
+    /// Whether a log is attached: from then on the active segment is mapped too, where the
+    /// storage maps in place (see [`PageStore::map_for`]).
+    map_active: bool,
+    /// Maps of hot segments (each held as one `Bytes`, which page views slice), by id;
+    /// forgotten before a segment is removed.
+    maps: Mutex<HashMap<u32, SegmentMap>>,
     /// By segment, the offsets of the page frames this process read whole through the
     /// cache and found sound (checksum and key order). A frame below the log's tail is
     /// never written again, in the active segment (read into buffers) as in a sealed one
@@ -71,6 +74,13 @@ enum Reuse {
     Nothing,
 }
 
+/// A map of a hot segment.
+struct SegmentMap {
+    bytes: Bytes,
+    /// Of a sealed segment, whole (a frame past it is damage, not a later write).
+    whole: bool,
+}
+
 /// The first bytes of a page frame's payload: the page id.
 pub const PAGE_FRAME_PREFIX_BYTES: usize = 8;
 
@@ -87,14 +97,18 @@ impl PageStore {
             page_bytes,
             buffers: ReadBuffers::new(KEPT_READ_BUFFERS, frame_bytes),
             sealed_below: Arc::new(AtomicU32::new(0)),
+            map_active: false,
             maps: Mutex::new(HashMap::new()),
             checked: Mutex::default(),
         }
     }
 
-    /// Reads pages of the segments `sealed_below` says are sealed from their maps.
-    pub fn map_sealed_segments(&mut self, sealed_below: Arc<AtomicU32>) {
+    /// Reads pages from maps of the hot segments: whole for those `sealed_below` says are
+    /// sealed, as far as written for the active one. Called once the log is attached (its
+    /// torn tail, if any, cut).
+    pub fn map_segments(&mut self, sealed_below: Arc<AtomicU32>) {
         self.sealed_below = sealed_below;
+        self.map_active = true;
     }
 
     /// Forgets the map of a hot segment about to be removed (views of it that pages in the
@@ -104,18 +118,45 @@ impl PageStore {
         self.checked.lock().remove(&segment_id);
     }
 
-    /// The map of hot segment `segment_id` if it is sealed, made on first use.
-    fn sealed_map(&self, segment_id: u32) -> Result<Option<Bytes>> {
-        if segment_id >= self.sealed_below.load(Ordering::Acquire) {
+    /// A map of the hot segment holding the frame at `loc`, made on first use: of a sealed
+    /// segment, the whole file; of the active one, the file as long as it is now, made
+    /// again when a frame lies past the map held (the log extends its file a sixteenth of a
+    /// segment at a time, so a segment is mapped at most about 17 times while active; maps
+    /// replaced stay alive while pages read from them do). `None` for the active segment
+    /// before a log is attached or where the storage cannot map in place, and for a frame
+    /// past the active segment's file: the frame is then read into a buffer.
+    fn map_for(&self, loc: FrameLoc) -> Result<Option<Bytes>> {
+        let sealed = loc.segment_id < self.sealed_below.load(Ordering::Acquire);
+        if !sealed && !self.map_active {
             return Ok(None);
         }
+        let end = loc.offset.saturating_add(u64::from(loc.len));
         let mut maps = self.maps.lock();
-        if let Some(map) = maps.get(&segment_id) {
-            return Ok(Some(map.clone()));
+        if let Some(map) = maps.get(&loc.segment_id)
+            && (map.whole || map.bytes.len() as u64 >= end)
+        {
+            return Ok(Some(map.bytes.clone()));
         }
-        let map = Bytes::from_owner(self.storage.map(&segment_name(segment_id))?);
-        maps.insert(segment_id, map.clone());
-        Ok(Some(map))
+        let name = segment_name(loc.segment_id);
+        let map = match sealed {
+            true => SegmentMap {
+                bytes: Bytes::from_owner(self.storage.map(&name)?),
+                whole: true,
+            },
+            false => match self.storage.map_growing(&name)? {
+                Some(mapped) => SegmentMap {
+                    bytes: Bytes::from_owner(mapped),
+                    whole: false,
+                },
+                None => return Ok(None),
+            },
+        };
+        if !map.whole && (map.bytes.len() as u64) < end {
+            return Ok(None);
+        }
+        let bytes = map.bytes.clone();
+        maps.insert(loc.segment_id, map);
+        Ok(Some(bytes))
     }
 
     /// Whether this process read the frame at `loc` whole and found it sound before.
@@ -168,7 +209,7 @@ impl PageStore {
         loc: FrameLoc,
         reuse: Reuse,
     ) -> Result<(Arc<Node>, usize)> {
-        let map = self.sealed_map(loc.segment_id)?;
+        let map = self.map_for(loc)?;
         let check = match reuse == Reuse::CheckedFrames && self.checked_before(loc) {
             true => log::Payload::CheckedBefore,
             false => log::Payload::Check,
@@ -334,7 +375,7 @@ mod tests {
 
     fn store(sim: &Arc<SimStorage>, log: &HotLog) -> PageStore {
         let mut pages = PageStore::new(sim.clone(), Arc::new(PageCache::new(1 << 20)), 4096);
-        pages.map_sealed_segments(log.sealed_below());
+        pages.map_segments(log.sealed_below());
         pages
     }
 
@@ -398,6 +439,104 @@ mod tests {
             trusting.read_page_held(id, longer, Reuse::CheckedFrames),
             Err(Error::Corruption { .. })
         ));
+    }
+
+    /// Appends page `id` holding `entries` entries of `value_bytes` each to the log's active
+    /// segment; its location.
+    fn append_page(log: &mut HotLog, id: PageId, entries: u32, value_bytes: usize) -> FrameLoc {
+        let node = Node::leaf(
+            (0..entries)
+                .map(|i| {
+                    let key = Bytes::from(format!("page{id}-key{i:04}"));
+                    (key, Value::Inline(Bytes::from(vec![b'v'; value_bytes])))
+                })
+                .collect(),
+        );
+        let mut group = log.group().unwrap();
+        let start = group.begin();
+        group.buf().extend_from_slice(&id.to_le_bytes());
+        node.encode(group.buf());
+        let loc = group.finish(start, FrameKind::Page);
+        log.append(group).unwrap();
+        loc
+    }
+
+    /// The length of the map held for `segment_id`, and whether it is of the whole
+    /// (sealed) segment; `None` without one.
+    fn map_held(pages: &PageStore, segment_id: u32) -> Option<(usize, bool)> {
+        let maps = pages.maps.lock();
+        maps.get(&segment_id)
+            .map(|map| (map.bytes.len(), map.whole))
+    }
+
+    /// The active segment of a storage that maps in place is read from a map of the file as
+    /// it is: frames appended within the map's length show through it, one past it gets a
+    /// new, longer map (pages read from the old one stay sound), and once the segment is
+    /// sealed (its zeros past the last frame cut) its whole map replaces them.
+    #[test]
+    fn the_active_segment_is_read_from_maps_that_grow_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Arc::new(crate::storage::FsStorage::new(dir.path()).unwrap());
+        // A 1 MiB segment: the file grows 64 KiB at a time.
+        let mut log = HotLog::create(storage.clone(), 1, 1, 1 << 20).unwrap();
+        let mut pages = PageStore::new(storage.clone(), Arc::new(PageCache::new(1 << 20)), 4096);
+        let segment = 1;
+        let first = append_page(&mut log, 1, 20, 40);
+        // Before a log is attached the active segment is read into a buffer.
+        pages.read_page(1, first).unwrap();
+        assert_eq!(map_held(&pages, segment), None);
+        pages.map_segments(log.sealed_below());
+
+        let node = pages.read_page(1, first).unwrap();
+        let (len, whole) = map_held(&pages, segment).expect("the active segment mapped");
+        assert!(!whole);
+        assert_eq!(len as u64, storage.len(&segment_name(segment)).unwrap());
+        assert!(len as u64 >= first.offset + u64::from(first.len));
+
+        // A frame appended inside the file's length is read through the same map.
+        let second = append_page(&mut log, 2, 20, 40);
+        assert!(second.offset + u64::from(second.len) <= len as u64);
+        pages.read_page(2, second).unwrap();
+        assert_eq!(map_held(&pages, segment), Some((len, false)));
+
+        // Frames past it: the file grew, and the page past the old map gets a new one.
+        let mut last = second;
+        let mut id = 3;
+        while last.offset + u64::from(last.len) <= len as u64 {
+            last = append_page(&mut log, id, 20, 150);
+            id += 1;
+        }
+        let far = pages.read_page(id - 1, last).unwrap();
+        let (longer, whole) = map_held(&pages, segment).unwrap();
+        assert!(!whole && longer > len, "{longer} after {len}");
+        assert_eq!(*pages.read_page(1, first).unwrap(), *node);
+
+        // Sealed: the roll cuts the zeros past the last frame; the node read from the old
+        // map is intact, and reads now use a map of the whole file.
+        log.seal().unwrap();
+        let file = storage.len(&segment_name(segment)).unwrap();
+        assert_eq!(file, last.offset + u64::from(last.len));
+        assert_eq!(*pages.read_page(1, first).unwrap(), *node);
+        assert_eq!(*pages.read_page(id - 1, last).unwrap(), *far);
+        assert_eq!(map_held(&pages, segment), Some((longer, false)));
+        pages.forget_map(segment);
+        assert_eq!(*pages.read_page(id - 1, last).unwrap(), *far);
+        assert_eq!(map_held(&pages, segment), Some((file as usize, true)));
+    }
+
+    /// A storage that cannot map in place (the simulation) reads the active segment's
+    /// frames into buffers.
+    #[test]
+    fn an_active_segment_that_cannot_be_mapped_is_read_into_buffers() {
+        let sim = Arc::new(SimStorage::new());
+        let mut log = HotLog::create(sim.clone(), 1, 1, 1 << 20).unwrap();
+        let loc = append_page(&mut log, 1, 20, 40);
+        let pages = store(&sim, &log);
+        pages.read_page(1, loc).unwrap();
+        assert_eq!(map_held(&pages, 1), None);
+        log.seal().unwrap();
+        pages.read_page(1, loc).unwrap();
+        assert!(map_held(&pages, 1).is_some_and(|(_, whole)| whole));
     }
 
     /// A frame of the segment read without a map (the active one) is checked once too, the

@@ -181,15 +181,23 @@ impl Storage for FsStorage {
     #[allow(unsafe_code)]
     fn map(&self, name: &str) -> Result<Mapped> {
         let file = self.handle(name)?;
-        // SAFETY: the engine maps only sealed segments (cold segments no longer written, hot
-        // log segments below the active one), which it never writes or truncates again; a
-        // sealed segment is removed only after its map is forgotten, and a removed file's
-        // pages stay valid for the views still held (Unix keeps an unlinked file until its
-        // last map goes). The database lock keeps other skewdb processes out. A change by a
-        // foreign process is outside what any mmap user can guard against.
+        // SAFETY: the engine maps sealed segments (cold segments no longer written, hot log
+        // segments below the active one), which it never writes or truncates again, and
+        // the active hot segment (`map_growing`), of which it reads only frames written
+        // before the map was made: the log never writes below its tail again, and the one
+        // cut it makes (at a roll, of the zeros it wrote ahead of the tail) leaves every
+        // frame in place. A segment is removed only after its map is forgotten, and a
+        // removed file's pages stay valid for the views still held (Unix keeps an unlinked
+        // file until its last map goes). The database lock keeps other skewdb processes
+        // out. A change by a foreign process is outside what any mmap user can guard
+        // against.
         let map = unsafe { memmap2::Mmap::map(file.as_ref()) }
             .map_err(|e| Error::io("map", self.name(name), e))?;
         Ok(Mapped::Map(map))
+    }
+
+    fn map_growing(&self, name: &str) -> Result<Option<Mapped>> {
+        self.map(name).map(Some)
     }
 
     fn remove(&self, name: &str) -> Result<()> {

@@ -83,6 +83,15 @@ pub trait Storage: Send + Sync + 'static {
         Ok(Mapped::Copy(self.read_vec(name, 0, len as usize)?))
     }
 
+    /// A map of a file still appended to (the active hot segment), as long as the file is
+    /// now: the caller reads only bytes written before it mapped, which are never written
+    /// again; appends past them show through it and a cut of zeros past the last frame
+    /// takes none of them. `None` where the storage cannot map in place (a copy of a
+    /// growing file would cost a read of all of it each time it grew).
+    fn map_growing(&self, _name: &str) -> Result<Option<Mapped>> {
+        Ok(None)
+    }
+
     /// Reads `len` bytes at `offset` into a new buffer.
     fn read_vec(&self, name: &str, offset: u64, len: usize) -> Result<Vec<u8>> {
         let mut buf = vec![0u8; len];

@@ -132,7 +132,7 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
     );
     let log = HotLog::resume(storage.clone(), replayed.tail, options.segment_bytes);
     // Recovery has cut the log's torn tail, if any: from here on no sealed segment changes.
-    pages.map_sealed_segments(log.sealed_below());
+    pages.map_segments(log.sealed_below());
     let writer = Writer {
         log,
         checkpoint_tail: checkpoint.replay_from,
@@ -219,7 +219,7 @@ fn create(
         ColdTail::default(),
     );
     let mut pages = PageStore::new(storage, cache.clone(), options.page_bytes);
-    pages.map_sealed_segments(log.sealed_below());
+    pages.map_segments(log.sealed_below());
     Ok(Shared {
         pages,
         cold,
