@@ -140,7 +140,14 @@ struct ColdGroupBytes {
     tail: ColdTail,
 }
 
-/// The cold store: the writer's position and the maps of segments no longer written.
+/// A map of a cold segment.
+struct SegmentMap {
+    bytes: Arc<Mapped>,
+    /// Of a segment no longer written, the whole file.
+    whole: bool,
+}
+
+/// The cold store: the writer's position and the maps of its segments.
 pub struct ColdStore {
     storage: Arc<dyn Storage>,
     /// Decompressed chunks are cached beside the hot pages, under one budget.
@@ -150,7 +157,9 @@ pub struct ColdStore {
     /// Set when a write or sync failed: the writer's position is unknown from then on.
     failed: Mutex<Option<String>>,
     unsynced: Mutex<bool>,
-    maps: Mutex<HashMap<u32, Arc<Mapped>>>,
+    /// By segment id: of a segment no longer written, the whole file; of the one written,
+    /// the file as long as it was when mapped (see [`ColdStore::active_map`]).
+    maps: Mutex<HashMap<u32, SegmentMap>>,
     /// The compressor of the last group, handed to the next.
     compressor: Mutex<Option<zstd::bulk::Compressor<'static>>>,
 }
@@ -291,44 +300,89 @@ impl ColdStore {
         Ok(())
     }
 
-    /// The bytes of a chunk: from the map of a segment no longer written, else by a read.
+    /// The bytes of a chunk, from a map of its segment, else by a read; with the bytes read
+    /// from the file (0 from a map).
     fn chunk_bytes(&self, loc: ChunkLoc) -> Result<(Vec<u8>, u64)> {
         let name = segment_name(loc.segment_id);
         let bad = |reason: &str| Error::corruption(&name, loc.offset, reason);
-        let active = self.tail().segment_id;
-        if loc.segment_id != active {
-            let map = {
-                let mut maps = self.maps.lock();
-                match maps.get(&loc.segment_id) {
-                    Some(map) => map.clone(),
-                    None => {
-                        let map = Arc::new(self.storage.map(&name).map_err(|e| missing(e, &name))?);
-                        check_segment_header(map.as_ref().as_ref(), loc.segment_id)?;
-                        maps.insert(loc.segment_id, map.clone());
-                        map
-                    }
-                }
-            };
+        let Some(end) = loc.offset.checked_add(loc.len as u64) else {
+            return Err(bad("chunk extends past the end of its segment"));
+        };
+        let map = match loc.segment_id == self.tail().segment_id {
+            true => self.active_map(loc.segment_id, end)?,
+            false => Some(self.sealed_map(loc.segment_id)?),
+        };
+        if let Some(map) = map {
             let bytes: &[u8] = map.as_ref().as_ref();
-            let end = loc
-                .offset
-                .checked_add(loc.len as u64)
-                .filter(|end| *end <= bytes.len() as u64);
-            let Some(end) = end else {
+            if end > bytes.len() as u64 {
                 return Err(bad("chunk extends past the end of its segment"));
-            };
+            }
             return Ok((bytes[loc.offset as usize..end as usize].to_vec(), 0));
         }
         let file_len = self.storage.len(&name).map_err(|e| missing(e, &name))?;
-        if loc
-            .offset
-            .checked_add(loc.len as u64)
-            .is_none_or(|end| end > file_len)
-        {
+        if end > file_len {
             return Err(bad("chunk extends past the end of its segment"));
         }
         let bytes = self.storage.read_vec(&name, loc.offset, loc.len as usize)?;
         Ok((bytes, loc.len as u64))
+    }
+
+    /// The whole map of a segment no longer written, made on first use (again if the map
+    /// held was made while it was written).
+    fn sealed_map(&self, segment_id: u32) -> Result<Arc<Mapped>> {
+        let mut maps = self.maps.lock();
+        if let Some(map) = maps.get(&segment_id)
+            && map.whole
+        {
+            return Ok(map.bytes.clone());
+        }
+        let name = segment_name(segment_id);
+        let map = Arc::new(self.storage.map(&name).map_err(|e| missing(e, &name))?);
+        check_segment_header(map.as_ref().as_ref(), segment_id)?;
+        let held = SegmentMap {
+            bytes: map.clone(),
+            whole: true,
+        };
+        maps.insert(segment_id, held);
+        Ok(map)
+    }
+
+    /// A map of the segment being written that reaches `end`, or `None` (the chunk is read
+    /// from the file): the map held if it reaches; else, once the file has grown a
+    /// sixteenth of a segment (at least 64 KiB) past it, a map of the file as long as it is
+    /// now. So a chunk read soon after it was written is read from the file, and a segment
+    /// is mapped at most about 17 times while written. Sound for the same reason as the hot
+    /// log's (see `format-spec/cold.md`): a chunk is read only once written, and nothing
+    /// below the tail is written again. `None` where the storage cannot map in place.
+    fn active_map(&self, segment_id: u32, end: u64) -> Result<Option<Arc<Mapped>>> {
+        let mut maps = self.maps.lock();
+        let held = maps
+            .get(&segment_id)
+            .map_or(0, |map| map.bytes.as_ref().as_ref().len());
+        if held as u64 >= end {
+            return Ok(maps.get(&segment_id).map(|map| map.bytes.clone()));
+        }
+        let name = segment_name(segment_id);
+        let step = (self.segment_bytes / 16).max(64 * 1024);
+        let file_len = self.storage.len(&name).map_err(|e| missing(e, &name))?;
+        if file_len < end || file_len < held as u64 + step {
+            return Ok(None);
+        }
+        let Some(mapped) = self.storage.map_growing(&name)? else {
+            return Ok(None);
+        };
+        let map = Arc::new(mapped);
+        let bytes: &[u8] = map.as_ref().as_ref();
+        if (bytes.len() as u64) < end {
+            return Ok(None);
+        }
+        check_segment_header(bytes, segment_id)?;
+        let held = SegmentMap {
+            bytes: map.clone(),
+            whole: false,
+        };
+        maps.insert(segment_id, held);
+        Ok(Some(map))
     }
 
     /// Reads and decodes a chunk, checking it against its index entry.
@@ -470,5 +524,109 @@ fn missing(error: Error, name: &str) -> Error {
             Error::corruption(name, 0, "cold segment is missing")
         }
         error => error,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::item::Item;
+    use crate::storage::{FsStorage, SimStorage};
+
+    /// A chunk of 40 items whose payloads hardly compress, written as one group; its entry.
+    fn write_chunk(cold: &ColdStore, first_key: i64) -> ChunkRef {
+        let mut state = first_key as u64 ^ 0x9e37_79b9_7f4a_7c15;
+        let items: Vec<Stored> = (0..40)
+            .map(|i| {
+                let payload: Vec<u8> = (0..200)
+                    .map(|_| {
+                        state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
+                        (state >> 56) as u8
+                    })
+                    .collect();
+                Stored {
+                    item: Item::new(first_key + i, &[], payload),
+                    seq: (first_key + i) as u64,
+                }
+            })
+            .collect();
+        let mut group = cold.group().unwrap();
+        let entry = group.add(ChunkKind::Items, &items);
+        cold.append(group).unwrap();
+        entry
+    }
+
+    fn map_held(cold: &ColdStore, segment_id: u32) -> Option<(usize, bool)> {
+        let maps = cold.maps.lock();
+        maps.get(&segment_id)
+            .map(|map| (map.bytes.as_ref().as_ref().len(), map.whole))
+    }
+
+    /// The segment being written is read from the file until it has grown a step (a
+    /// sixteenth of a segment, at least 64 KiB) past the map held; then from a map of the
+    /// file as it is, which later chunks past it do not replace until the file has grown a
+    /// step again; once sealed, from a map of the whole file.
+    #[test]
+    fn the_segment_being_written_is_mapped_as_it_grows() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Arc::new(FsStorage::new(dir.path()).unwrap());
+        let cold = ColdStore::new(
+            storage.clone(),
+            Arc::new(PageCache::new(1 << 20)),
+            1 << 20,
+            ColdTail::default(),
+        );
+        let first = write_chunk(&cold, 0);
+        let segment = first.loc.segment_id;
+        let items = cold.read_uncached(&first).unwrap();
+        assert_eq!(
+            map_held(&cold, segment),
+            None,
+            "under a step: read from the file"
+        );
+
+        let mut entries = vec![first];
+        while storage.len(&segment_name(segment)).unwrap() < 64 * 1024 {
+            entries.push(write_chunk(&cold, 100 * entries.len() as i64));
+        }
+        let last = entries.last().unwrap().clone();
+        let last_items = cold.read_uncached(&last).unwrap();
+        let (len, whole) = map_held(&cold, segment).expect("a step grown: mapped");
+        assert!(!whole);
+        assert_eq!(len as u64, storage.len(&segment_name(segment)).unwrap());
+        assert_eq!(cold.read_uncached(&entries[0]).unwrap(), items);
+
+        // A chunk past the map, less than a step later: read from the file.
+        let next = write_chunk(&cold, 1_000_000);
+        let next_items = cold.read_uncached(&next).unwrap();
+        assert_eq!(map_held(&cold, segment), Some((len, false)));
+        assert_eq!(next_items.len(), 40);
+
+        cold.seal().unwrap();
+        assert_eq!(cold.read_uncached(&next).unwrap(), next_items);
+        let file = storage.len(&segment_name(segment)).unwrap();
+        assert_eq!(map_held(&cold, segment), Some((file as usize, true)));
+        assert_eq!(cold.read_uncached(&last).unwrap(), last_items);
+    }
+
+    /// A storage that cannot map in place reads the segment being written from the file,
+    /// however much it grew.
+    #[test]
+    fn a_segment_that_cannot_be_mapped_in_place_is_read_from_the_file() {
+        let sim = Arc::new(SimStorage::new());
+        let cold = ColdStore::new(
+            sim.clone(),
+            Arc::new(PageCache::new(1 << 20)),
+            1 << 20,
+            ColdTail::default(),
+        );
+        let mut entries = Vec::new();
+        while entries.is_empty() || sim.len(&segment_name(1)).unwrap() < 128 * 1024 {
+            entries.push(write_chunk(&cold, 100 * entries.len() as i64));
+        }
+        for entry in &entries {
+            assert_eq!(cold.read_uncached(entry).unwrap().len(), 40);
+        }
+        assert_eq!(map_held(&cold, 1), None);
     }
 }
