@@ -363,14 +363,20 @@ mod tests {
     fn sealed_node(id: PageId, node: Node) -> (Arc<SimStorage>, HotLog, FrameLoc) {
         let sim = Arc::new(SimStorage::new());
         let mut log = HotLog::create(sim.clone(), 1, 1, 1 << 20).unwrap();
+        let loc = append_node(&mut log, id, &node);
+        log.seal().unwrap();
+        (sim, log, loc)
+    }
+
+    /// Appends `node` as page `id` to the log's active segment; its location.
+    fn append_node(log: &mut HotLog, id: PageId, node: &Node) -> FrameLoc {
         let mut group = log.group().unwrap();
         let start = group.begin();
         group.buf().extend_from_slice(&id.to_le_bytes());
         node.encode(group.buf());
         let loc = group.finish(start, FrameKind::Page);
         log.append(group).unwrap();
-        log.seal().unwrap();
-        (sim, log, loc)
+        loc
     }
 
     fn store(sim: &Arc<SimStorage>, log: &HotLog) -> PageStore {
@@ -452,13 +458,7 @@ mod tests {
                 })
                 .collect(),
         );
-        let mut group = log.group().unwrap();
-        let start = group.begin();
-        group.buf().extend_from_slice(&id.to_le_bytes());
-        node.encode(group.buf());
-        let loc = group.finish(start, FrameKind::Page);
-        log.append(group).unwrap();
-        loc
+        append_node(log, id, &node)
     }
 
     /// The length of the map held for `segment_id`, and whether it is of the whole
