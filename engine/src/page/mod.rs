@@ -54,8 +54,8 @@ pub struct PageStore {
     maps: Mutex<HashMap<u32, SegmentMap>>,
     /// By segment, the offsets of the page frames this process read whole through the
     /// cache and found sound (checksum and key order). A frame below the log's tail is
-    /// never written again, in the active segment (read into buffers) as in a sealed one
-    /// (read from its map), so a page that leaves the cache and comes back is not checked
+    /// never written again, in the active segment as in a sealed one (however read: from
+    /// a map, or into a buffer), so a page that leaves the cache and comes back is not checked
     /// again (a CRC over a whole page was a quarter of a page load, and checking a leaf's
     /// key order reads every entry where a lookup reads a few); its lengths and bounds
     /// are. Forgotten with the segment. Reads that bypass the cache (`verify`, space
