@@ -7,7 +7,6 @@
 
 pub mod chunk;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -18,7 +17,7 @@ use chunk::{SEGMENT_HEADER_BYTES, check_segment_header, encode_segment_header, s
 
 use crate::cache::{CacheKey, CacheValue, Loaded, PageCache, Tier};
 use crate::item::Stored;
-use crate::storage::{Mapped, Storage};
+use crate::storage::{Segment, SegmentMaps, Storage};
 use crate::{Error, Result};
 
 /// Where the next chunk goes.
@@ -140,13 +139,6 @@ struct ColdGroupBytes {
     tail: ColdTail,
 }
 
-/// A map of a cold segment.
-struct SegmentMap {
-    bytes: Arc<Mapped>,
-    /// Of a segment no longer written, the whole file.
-    whole: bool,
-}
-
 /// The cold store: the writer's position and the maps of its segments.
 pub struct ColdStore {
     storage: Arc<dyn Storage>,
@@ -157,9 +149,9 @@ pub struct ColdStore {
     /// Set when a write or sync failed: the writer's position is unknown from then on.
     failed: Mutex<Option<String>>,
     unsynced: Mutex<bool>,
-    /// By segment id: of a segment no longer written, the whole file; of the one written,
-    /// the file as long as it was when mapped (see [`ColdStore::active_map`]).
-    maps: Mutex<HashMap<u32, SegmentMap>>,
+    /// Of a segment no longer written, the whole file; of the one written, the file as
+    /// long as it was when mapped (see [`ColdStore::map_for`]).
+    maps: SegmentMaps,
     /// The compressor of the last group, handed to the next.
     compressor: Mutex<Option<zstd::bulk::Compressor<'static>>>,
 }
@@ -187,7 +179,7 @@ impl ColdStore {
             tail: Mutex::new(tail),
             failed: Mutex::new(None),
             unsynced: Mutex::new(false),
-            maps: Mutex::new(HashMap::new()),
+            maps: SegmentMaps::default(),
             compressor: Mutex::new(None),
         }
     }
@@ -308,12 +300,7 @@ impl ColdStore {
         let Some(end) = loc.offset.checked_add(loc.len as u64) else {
             return Err(bad("chunk extends past the end of its segment"));
         };
-        let map = match loc.segment_id == self.tail().segment_id {
-            true => self.active_map(loc.segment_id, end)?,
-            false => Some(self.sealed_map(loc.segment_id)?),
-        };
-        if let Some(map) = map {
-            let bytes: &[u8] = map.as_ref().as_ref();
+        if let Some(bytes) = self.map_for(loc.segment_id, end)? {
             if end > bytes.len() as u64 {
                 return Err(bad("chunk extends past the end of its segment"));
             }
@@ -327,62 +314,25 @@ impl ColdStore {
         Ok((bytes, loc.len as u64))
     }
 
-    /// The whole map of a segment no longer written, made on first use (again if the map
-    /// held was made while it was written).
-    fn sealed_map(&self, segment_id: u32) -> Result<Arc<Mapped>> {
-        let mut maps = self.maps.lock();
-        if let Some(map) = maps.get(&segment_id)
-            && map.whole
-        {
-            return Ok(map.bytes.clone());
-        }
-        let name = segment_name(segment_id);
-        let map = Arc::new(self.storage.map(&name).map_err(|e| missing(e, &name))?);
-        check_segment_header(map.as_ref().as_ref(), segment_id)?;
-        let held = SegmentMap {
-            bytes: map.clone(),
-            whole: true,
+    /// A map of segment `segment_id` reaching `end` (see [`SegmentMaps`]), or `None` (the
+    /// chunk is read from the file). A segment no longer written is mapped whole; the one
+    /// written, once its file has grown a sixteenth of a segment (at least 64 KiB) past the
+    /// map held: so a chunk read soon after it was written is read from the file, and the
+    /// segment is mapped at most about 17 times while written. Sound as the hot log's (see
+    /// `format-spec/cold.md`): a chunk is read only once written, and nothing below the
+    /// tail is written again. Every new map's segment header is checked.
+    fn map_for(&self, segment_id: u32, end: u64) -> Result<Option<Bytes>> {
+        let segment = match segment_id == self.tail().segment_id {
+            true => Segment::Growing {
+                min_growth: (self.segment_bytes / 16).max(64 * 1024),
+            },
+            false => Segment::Sealed,
         };
-        maps.insert(segment_id, held);
-        Ok(map)
-    }
-
-    /// A map of the segment being written that reaches `end`, or `None` (the chunk is read
-    /// from the file): the map held if it reaches; else, once the file has grown a
-    /// sixteenth of a segment (at least 64 KiB) past it, a map of the file as long as it is
-    /// now. So a chunk read soon after it was written is read from the file, and a segment
-    /// is mapped at most about 17 times while written. Sound for the same reason as the hot
-    /// log's (see `format-spec/cold.md`): a chunk is read only once written, and nothing
-    /// below the tail is written again. `None` where the storage cannot map in place.
-    fn active_map(&self, segment_id: u32, end: u64) -> Result<Option<Arc<Mapped>>> {
-        let mut maps = self.maps.lock();
-        let held = maps
-            .get(&segment_id)
-            .map_or(0, |map| map.bytes.as_ref().as_ref().len());
-        if held as u64 >= end {
-            return Ok(maps.get(&segment_id).map(|map| map.bytes.clone()));
-        }
-        let name = segment_name(segment_id);
-        let step = (self.segment_bytes / 16).max(64 * 1024);
-        let file_len = self.storage.len(&name).map_err(|e| missing(e, &name))?;
-        if file_len < end || file_len < held as u64 + step {
-            return Ok(None);
-        }
-        let Some(mapped) = self.storage.map_growing(&name)? else {
-            return Ok(None);
-        };
-        let map = Arc::new(mapped);
-        let bytes: &[u8] = map.as_ref().as_ref();
-        if (bytes.len() as u64) < end {
-            return Ok(None);
-        }
-        check_segment_header(bytes, segment_id)?;
-        let held = SegmentMap {
-            bytes: map.clone(),
-            whole: false,
-        };
-        maps.insert(segment_id, held);
-        Ok(Some(map))
+        let name = || segment_name(segment_id);
+        let check = |bytes: &[u8]| check_segment_header(bytes, segment_id);
+        let maps = &self.maps;
+        maps.get(self.storage.as_ref(), segment_id, name, segment, end, check)
+            .map_err(|e| missing(e, &segment_name(segment_id)))
     }
 
     /// Reads and decodes a chunk, checking it against its index entry.
@@ -461,7 +411,7 @@ impl ColdStore {
 
     /// Forgets the map of a segment about to be removed.
     pub fn forget_map(&self, segment_id: u32) {
-        self.maps.lock().remove(&segment_id);
+        self.maps.forget(segment_id);
     }
 
     /// Checks that a chunk written by a replayed batch survived (its bytes and checksum),
@@ -557,9 +507,7 @@ mod tests {
     }
 
     fn map_held(cold: &ColdStore, segment_id: u32) -> Option<(usize, bool)> {
-        let maps = cold.maps.lock();
-        maps.get(&segment_id)
-            .map(|map| (map.bytes.as_ref().as_ref().len(), map.whole))
+        cold.maps.held(segment_id)
     }
 
     /// The segment being written is read from the file until it has grown a step (a

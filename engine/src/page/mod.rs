@@ -18,7 +18,7 @@ use rustc_hash::FxHashSet;
 
 use crate::cache::{CacheKey, CacheValue, Loaded, PageCache, Tier};
 use crate::log::{self, FrameKind, FrameLoc, ReadBuffers, frame::FRAME_HEADER_BYTES, segment_name};
-use crate::storage::Storage;
+use crate::storage::{Segment, SegmentMaps, Storage};
 use crate::{Error, Result};
 use node::{Checks, LargeRef, Node, PageId, Value};
 use table::{PageTable, Slot};
@@ -49,9 +49,9 @@ pub struct PageStore {
     /// Whether a log is attached: from then on the active segment is mapped too, where the
     /// storage maps in place (see [`PageStore::map_for`]).
     map_active: bool,
-    /// Maps of hot segments (each held as one `Bytes`, which page views slice), by id;
-    /// forgotten before a segment is removed.
-    maps: Mutex<HashMap<u32, SegmentMap>>,
+    /// Maps of hot segments (each held as one `Bytes`, which page views slice); forgotten
+    /// before a segment is removed.
+    maps: SegmentMaps,
     /// By segment, the offsets of the page frames this process read whole through the
     /// cache and found sound (checksum and key order). A frame below the log's tail is
     /// never written again, in the active segment as in a sealed one (however read: from
@@ -74,13 +74,6 @@ enum Reuse {
     Nothing,
 }
 
-/// A map of a hot segment.
-struct SegmentMap {
-    bytes: Bytes,
-    /// Of a sealed segment, whole (a frame past it is damage, not a later write).
-    whole: bool,
-}
-
 /// The first bytes of a page frame's payload: the page id.
 pub const PAGE_FRAME_PREFIX_BYTES: usize = 8;
 
@@ -98,7 +91,7 @@ impl PageStore {
             buffers: ReadBuffers::new(KEPT_READ_BUFFERS, frame_bytes),
             sealed_below: Arc::new(AtomicU32::new(0)),
             map_active: false,
-            maps: Mutex::new(HashMap::new()),
+            maps: SegmentMaps::default(),
             checked: Mutex::default(),
         }
     }
@@ -114,7 +107,7 @@ impl PageStore {
     /// Forgets the map of a hot segment about to be removed (views of it that pages in the
     /// cache still hold keep it until they go), and the frames found sound in it.
     pub fn forget_map(&self, segment_id: u32) {
-        self.maps.lock().remove(&segment_id);
+        self.maps.forget(segment_id);
         self.checked.lock().remove(&segment_id);
     }
 
@@ -126,37 +119,22 @@ impl PageStore {
     /// before a log is attached or where the storage cannot map in place, and for a frame
     /// past the active segment's file: the frame is then read into a buffer.
     fn map_for(&self, loc: FrameLoc) -> Result<Option<Bytes>> {
-        let sealed = loc.segment_id < self.sealed_below.load(Ordering::Acquire);
-        if !sealed && !self.map_active {
-            return Ok(None);
-        }
-        let end = loc.offset.saturating_add(u64::from(loc.len));
-        let mut maps = self.maps.lock();
-        if let Some(map) = maps.get(&loc.segment_id)
-            && (map.whole || map.bytes.len() as u64 >= end)
-        {
-            return Ok(Some(map.bytes.clone()));
-        }
-        let name = segment_name(loc.segment_id);
-        let map = match sealed {
-            true => SegmentMap {
-                bytes: Bytes::from_owner(self.storage.map(&name)?),
-                whole: true,
-            },
-            false => match self.storage.map_growing(&name)? {
-                Some(mapped) => SegmentMap {
-                    bytes: Bytes::from_owner(mapped),
-                    whole: false,
-                },
-                None => return Ok(None),
-            },
+        let segment = match loc.segment_id < self.sealed_below.load(Ordering::Acquire) {
+            true => Segment::Sealed,
+            false if self.map_active => Segment::Growing { min_growth: 0 },
+            false => return Ok(None),
         };
-        if !map.whole && (map.bytes.len() as u64) < end {
-            return Ok(None);
-        }
-        let bytes = map.bytes.clone();
-        maps.insert(loc.segment_id, map);
-        Ok(Some(bytes))
+        let end = loc.offset.saturating_add(u64::from(loc.len));
+        let name = || segment_name(loc.segment_id);
+        let maps = &self.maps;
+        maps.get(
+            self.storage.as_ref(),
+            loc.segment_id,
+            name,
+            segment,
+            end,
+            |_| Ok(()),
+        )
     }
 
     /// Whether this process read the frame at `loc` whole and found it sound before.
@@ -464,9 +442,7 @@ mod tests {
     /// The length of the map held for `segment_id`, and whether it is of the whole
     /// (sealed) segment; `None` without one.
     fn map_held(pages: &PageStore, segment_id: u32) -> Option<(usize, bool)> {
-        let maps = pages.maps.lock();
-        maps.get(&segment_id)
-            .map(|map| (map.bytes.len(), map.whole))
+        pages.maps.held(segment_id)
     }
 
     /// The active segment of a storage that maps in place is read from a map of the file as

@@ -5,9 +5,11 @@
 //! Files are named relative to the database directory; the directory is flat.
 
 mod fs;
+mod maps;
 pub mod sim;
 
 pub use fs::FsStorage;
+pub use maps::{Segment, SegmentMaps};
 pub use sim::SimStorage;
 
 use crate::Result;
