@@ -2,7 +2,7 @@
 //! - `get` of a cached parent with the what-if estimate on and off (the default);
 //! - `get` that misses the cache and reads its leaf page from storage (the file system's
 //!   cache, so this is the engine's own cost of a miss: read, checksum, decode, insert),
-//!   with policies S3-FIFO and LRU.
+//!   with the default policy (S3-FIFO with a size-aware main queue), S3-FIFO and LRU.
 //!
 //! Push, first page of `items` and `summary` are in the `arrays` bench.
 //!
@@ -59,7 +59,11 @@ fn get_cached(c: &mut Criterion) {
 
 fn get_missing(c: &mut Criterion) {
     let mut group = c.benchmark_group("get_missing_to_storage");
-    for policy in [CachePolicy::S3Fifo, CachePolicy::Lru] {
+    for policy in [
+        CachePolicy::S3FifoSized,
+        CachePolicy::S3Fifo,
+        CachePolicy::Lru,
+    ] {
         let (dir, db) = loaded(Options::new());
         drop(db);
         // A budget of a few pages: the inner pages stay, nearly every leaf misses.

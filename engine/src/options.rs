@@ -102,7 +102,8 @@ impl Options {
         self.cache_bytes as u64 * self.record_cache_percent as u64 / 100
     }
 
-    /// Which objects the cache evicts first (default S3-FIFO; LRU and SIEVE for comparison).
+    /// Which objects the cache evicts first (default [`CachePolicy::S3FifoSized`]; the others
+    /// for comparison).
     pub fn cache_policy(mut self, policy: CachePolicy) -> Self {
         self.cache_policy = policy;
         self

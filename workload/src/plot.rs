@@ -39,7 +39,7 @@ pub fn hit_ratio_plot(report: &Report, workload: Workload, path: &Path) -> Resul
             .runs
             .iter()
             .filter(|r| {
-                r.workload == workload && r.layout == layout && r.policy == CachePolicy::S3Fifo
+                r.workload == workload && r.layout == layout && r.policy == CachePolicy::default()
             })
             .collect();
         let live: Vec<(f64, f64)> = runs

@@ -13,10 +13,10 @@ use crate::{Op, Sizes, Workload, build, build_options, operations, run_op};
 /// Budgets as fractions of the Embed layout's data size.
 pub const BUDGETS: [f64; 5] = [0.01, 0.05, 0.10, 0.20, 0.25];
 /// The live policies each configuration runs with: the default, and LRU at one budget.
-pub const POLICIES: [CachePolicy; 2] = [CachePolicy::S3Fifo, CachePolicy::Lru];
+pub const POLICIES: [CachePolicy; 2] = [CachePolicy::S3FifoSized, CachePolicy::Lru];
 
 /// The budget at which LRU also runs live. Elsewhere LRU's misses come from simulating it on
-/// the S3-FIFO run's trace: the requests do not depend on the policy, and the live cache
+/// the default policy's run's trace: the requests do not depend on the policy, and the live cache
 /// decides as the simulator does on one thread (the live LRU run shows it; only the pages a
 /// checkpoint writes enter the live cache without a request), so a second live run per budget
 /// would repeat them.
@@ -625,14 +625,15 @@ pub fn markdown(report: &Report) -> String {
     for &(workload, data) in &report.data_bytes {
         let _ = writeln!(
             out,
-            "### {} ({})\n\nEmbed data size {}; budgets are fractions of it. Live policy S3-FIFO; \
+            "### {} ({})\n\nEmbed data size {}; budgets are fractions of it. Live policy {}; \
              optimum: Belady on the same trace. Misses are compared as multiples of the \
              optimum's on the same trace (1 is optimal; Belady here ignores object sizes, so a \
              live policy can come slightly under it), the live policy's and LRU's (simulated); \
              the hit ratios are kept beside them.\n",
             workload.name(),
             workload.operation(),
-            mib(data)
+            mib(data),
+            CachePolicy::default().name()
         );
         let _ = writeln!(
             out,
@@ -641,7 +642,7 @@ pub fn markdown(report: &Report) -> String {
         for run in report
             .runs
             .iter()
-            .filter(|r| r.workload == workload && r.policy == CachePolicy::S3Fifo)
+            .filter(|r| r.workload == workload && r.policy == CachePolicy::default())
         {
             let over = |misses| {
                 run.over_optimum(misses)

@@ -16,7 +16,8 @@ fn tiny_run_writes_table_and_plots() {
         progress: Box::new(|_| {}),
     })
     .unwrap();
-    // S3-FIFO at every budget, LRU live at one.
+    assert_eq!(working_set::POLICIES[0], CachePolicy::default());
+    // The default policy at every budget, LRU live at one.
     assert_eq!(
         report.runs.len(),
         Workload::ALL.len() * 3 * (BUDGETS.len() + 1)
@@ -29,7 +30,7 @@ fn tiny_run_writes_table_and_plots() {
     assert_eq!(lru_runs.len(), Workload::ALL.len() * 3);
     for lru in lru_runs {
         assert_eq!(lru.budget_fraction, LIVE_LRU_BUDGET);
-        // The same requests as the S3-FIFO run, and the live LRU decides exactly as the
+        // The same requests as the default policy's run, and the live LRU decides exactly as the
         // simulated one: the table's simulated LRU column is what a live run would count.
         let simulated = lru.simulated_misses(CachePolicy::Lru);
         assert!(
@@ -60,7 +61,7 @@ fn tiny_run_writes_table_and_plots() {
         let simulated = run
             .simulated
             .iter()
-            .find(|(p, _)| *p == CachePolicy::S3Fifo)
+            .find(|(p, _)| *p == CachePolicy::default())
             .unwrap();
         assert!(simulated.1 <= run.requests);
         // Small budgets are simulated whole, so each what-if estimate is its full
@@ -84,7 +85,7 @@ fn tiny_run_writes_table_and_plots() {
         assert!(*data > 0, "{workload:?}");
     }
     // One kept trace per layout and budget, listed with the requests it replays: the
-    // simulated S3-FIFO of each run's trace, cut to its warm-up and measured requests,
+    // simulated default policy of each run's trace, cut to its warm-up and measured requests,
     // decides as the run's own simulation did.
     let index = std::fs::read_to_string(out.path().join("traces").join("traces.csv")).unwrap();
     let rows: Vec<Vec<&str>> = index
@@ -97,7 +98,7 @@ fn tiny_run_writes_table_and_plots() {
         report
             .runs
             .iter()
-            .filter(|r| r.policy == CachePolicy::S3Fifo),
+            .filter(|r| r.policy == CachePolicy::default()),
     ) {
         let trace =
             working_set::read_classed_trace(&out.path().join("traces").join(row[0])).unwrap();
@@ -105,7 +106,7 @@ fn tiny_run_writes_table_and_plots() {
         let (warmup, measured): (usize, usize) = (row[4].parse().unwrap(), row[5].parse().unwrap());
         assert_eq!((budget, measured as u64), (run.budget_bytes, run.requests));
         assert!(trace.requests.len() >= warmup + measured, "{}", row[0]);
-        let mut sim = skewdb::testing::Simulator::new(CachePolicy::S3Fifo, budget);
+        let mut sim = skewdb::testing::Simulator::new(CachePolicy::default(), budget);
         let mut hits = 0;
         let mut drops = trace.drops.iter();
         let mut next_drop = drops.next();
@@ -124,7 +125,7 @@ fn tiny_run_writes_table_and_plots() {
         }
         assert_eq!(
             run.requests - hits,
-            run.simulated_misses(CachePolicy::S3Fifo),
+            run.simulated_misses(CachePolicy::default()),
             "{}",
             row[0]
         );
@@ -199,10 +200,10 @@ fn a_bad_trace_line_is_an_error() {
     let mut again = trace;
     again.requests.push((12, 300));
     again.inner.push(false);
-    let mut sim = skewdb::testing::Simulator::new(CachePolicy::S3Fifo, 1 << 20);
+    let mut sim = skewdb::testing::Simulator::new(CachePolicy::default(), 1 << 20);
     assert_eq!(again.replay(&mut sim, 0), 0);
     again.drops.clear();
-    let mut sim = skewdb::testing::Simulator::new(CachePolicy::S3Fifo, 1 << 20);
+    let mut sim = skewdb::testing::Simulator::new(CachePolicy::default(), 1 << 20);
     assert_eq!(again.replay(&mut sim, 0), 1);
     // A drop line with a bad object is refused like any other.
     std::fs::write(&path, "seq,object_id,object_bytes,tier\n0,x,0,drop\n").unwrap();
@@ -230,14 +231,14 @@ fn runs_leave_the_built_database_as_it_was() {
     let s3: Vec<_> = first
         .runs
         .iter()
-        .filter(|r| r.policy == CachePolicy::S3Fifo)
+        .filter(|r| r.policy == CachePolicy::default())
         .map(key)
         .collect();
     let second = run();
     let again: Vec<_> = second
         .runs
         .iter()
-        .filter(|r| r.policy == CachePolicy::S3Fifo)
+        .filter(|r| r.policy == CachePolicy::default())
         .map(key)
         .collect();
     assert_eq!(s3, again);

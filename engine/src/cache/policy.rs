@@ -3,7 +3,8 @@
 //! and [`Simulator`] replays a recorded trace through one. One code path for all three, so
 //! an estimate and a simulation use exactly the policy the cache runs.
 
-use std::collections::VecDeque;
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, VecDeque};
 use std::hash::Hash;
 
 use rustc_hash::FxHashMap;
@@ -12,6 +13,17 @@ use rustc_hash::FxHashMap;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum CachePolicy {
+    /// S3-FIFO whose main queue weighs sizes: [`CachePolicy::S3Fifo`]'s small queue and
+    /// ghost, but main is ordered as GreedyDual-Size orders a cache (Cao and Irani, 1997),
+    /// not first in, first out. An object entering main, or given another round by a hit,
+    /// takes the place `clock + 1/size`, where the clock is the place of the last object
+    /// main evicted: a large object reaches the front sooner than a small one that entered
+    /// with it, and with equal sizes the order is S3-FIFO's. A miss costs one read whatever
+    /// the object's size, so of two objects asked for as often the smaller one saves as
+    /// many misses in less room. Chosen on the working-set benchmark's traces, where it had
+    /// 4-6% fewer misses than S3-FIFO in all.
+    #[default]
+    S3FifoSized,
     /// S3-FIFO (Yang et al., SOSP 2023): new objects enter a small FIFO holding a tenth of
     /// the budget; those hit while there move to the main FIFO, a CLOCK that gives an object
     /// hit since its last pass one more round. Keys evicted from the small queue are
@@ -20,7 +32,6 @@ pub enum CachePolicy {
     /// one hit moves an object to main and main keeps one bit per object (not a count to 3):
     /// chosen on the working-set benchmark's traces, where it had the fewest configurations
     /// with more misses than LRU and the smallest excess where it had any.
-    #[default]
     S3Fifo,
     /// SIEVE (Zhang et al., NSDI 2024): one FIFO with a visited bit and a hand that keeps
     /// its place; kept for comparison.
@@ -39,16 +50,18 @@ pub enum CachePolicy {
 
 impl CachePolicy {
     /// Every policy, the default first.
-    pub const ALL: [CachePolicy; 4] = [
+    pub const ALL: [CachePolicy; 5] = [
+        CachePolicy::S3FifoSized,
         CachePolicy::S3Fifo,
         CachePolicy::Sieve,
         CachePolicy::Lru,
         CachePolicy::TinyLfu,
     ];
 
-    /// The policy's name: `s3-fifo`, `sieve`, `lru`, `w-tinylfu`.
+    /// The policy's name: `s3-fifo-sized`, `s3-fifo`, `sieve`, `lru`, `w-tinylfu`.
     pub fn name(self) -> &'static str {
         match self {
+            CachePolicy::S3FifoSized => "s3-fifo-sized",
             CachePolicy::S3Fifo => "s3-fifo",
             CachePolicy::Sieve => "sieve",
             CachePolicy::Lru => "lru",
@@ -234,7 +247,8 @@ pub(crate) enum Rule<K> {
 impl<K: Copy + Eq + Hash> Rule<K> {
     fn new(policy: CachePolicy, budget_bytes: u64) -> Self {
         match policy {
-            CachePolicy::S3Fifo => Rule::S3Fifo(S3Fifo::new(budget_bytes)),
+            CachePolicy::S3FifoSized => Rule::S3Fifo(S3Fifo::new(budget_bytes, true)),
+            CachePolicy::S3Fifo => Rule::S3Fifo(S3Fifo::new(budget_bytes, false)),
             CachePolicy::Sieve => Rule::Sieve(Linked::default()),
             CachePolicy::Lru => Rule::Lru(Linked::default()),
             CachePolicy::TinyLfu => Rule::TinyLfu(TinyLfu::new(budget_bytes)),
@@ -315,15 +329,130 @@ struct Meta {
     weight: u64,
     freq: u8,
     /// In the small queue (else in main). A queue entry whose key has no metadata, or
-    /// metadata of the other queue, is the place of a removed key and is skipped.
+    /// metadata of the other queue, or (in main) another place, is the place of a removed
+    /// key and is skipped.
     small: bool,
+    /// The number of its entry in main (see [`Main::push`]).
+    place: u64,
+}
+
+/// S3-FIFO's main queue: first in, first out, or in GreedyDual-Size order. Each entry
+/// carries the number of its push, so a key removed and queued again is not mistaken for
+/// its old entry.
+enum Main<K> {
+    Fifo {
+        queue: VecDeque<(K, u64)>,
+        pushed: u64,
+    },
+    Sized(SizedQueue<K>),
+}
+
+/// Keys in order of their places, `clock + 1/weight` (in units of 2^-64) when pushed; the
+/// clock is the place of the last key evicted, so places never fall behind it. Ties go
+/// first in, first out.
+struct SizedQueue<K> {
+    heap: BinaryHeap<Reverse<Place<K>>>,
+    clock: u128,
+    pushed: u64,
+}
+
+struct Place<K> {
+    at: u128,
+    /// The push's number: breaks ties and tells a key's current entry from its old ones.
+    number: u64,
+    key: K,
+}
+
+impl<K> PartialEq for Place<K> {
+    fn eq(&self, other: &Self) -> bool {
+        self.number == other.number
+    }
+}
+
+impl<K> Eq for Place<K> {}
+
+impl<K> PartialOrd for Place<K> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<K> Ord for Place<K> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        (self.at, self.number).cmp(&(other.at, other.number))
+    }
+}
+
+impl<K: Copy> Main<K> {
+    fn is_empty(&self) -> bool {
+        match self {
+            Main::Fifo { queue, .. } => queue.is_empty(),
+            Main::Sized(queue) => queue.heap.is_empty(),
+        }
+    }
+
+    /// Queues `key`; returns its entry's number.
+    fn push(&mut self, key: K, weight: u64) -> u64 {
+        match self {
+            Main::Fifo { queue, pushed } => {
+                *pushed += 1;
+                queue.push_back((key, *pushed));
+                *pushed
+            }
+            Main::Sized(queue) => {
+                queue.pushed += 1;
+                let at = queue.clock + (1u128 << 64) / u128::from(weight.max(1));
+                queue.heap.push(Reverse(Place {
+                    at,
+                    number: queue.pushed,
+                    key,
+                }));
+                queue.pushed
+            }
+        }
+    }
+
+    /// The front key with its entry's number and place (0 in a FIFO).
+    fn pop(&mut self) -> Option<(K, u64, u128)> {
+        match self {
+            Main::Fifo { queue, .. } => queue.pop_front().map(|(key, number)| (key, number, 0)),
+            Main::Sized(queue) => queue
+                .heap
+                .pop()
+                .map(|Reverse(place)| (place.key, place.number, place.at)),
+        }
+    }
+
+    /// The key popped at `at` leaves the cache: the clock moves up to it.
+    fn evicted(&mut self, at: u128) {
+        if let Main::Sized(queue) = self {
+            queue.clock = queue.clock.max(at);
+        }
+    }
+
+    /// Keeps the entries `keep` accepts (key and place number).
+    fn retain(&mut self, mut keep: impl FnMut(&K, u64) -> bool) {
+        match self {
+            Main::Fifo { queue, .. } => queue.retain(|(k, number)| keep(k, *number)),
+            Main::Sized(queue) => queue
+                .heap
+                .retain(|Reverse(place)| keep(&place.key, place.number)),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Main::Fifo { queue, .. } => queue.len(),
+            Main::Sized(queue) => queue.heap.len(),
+        }
+    }
 }
 
 /// S3-FIFO with byte weights: the small queue's share and the ghost's size are in bytes.
 pub(crate) struct S3Fifo<K> {
     meta: FxHashMap<K, Meta>,
     small: VecDeque<K>,
-    main: VecDeque<K>,
+    main: Main<K>,
     small_bytes: u64,
     small_target: u64,
     /// Keys recently evicted from the small queue, oldest first, with how many times each
@@ -335,11 +464,21 @@ pub(crate) struct S3Fifo<K> {
 }
 
 impl<K: Copy + Eq + Hash> S3Fifo<K> {
-    fn new(budget_bytes: u64) -> Self {
+    fn new(budget_bytes: u64, sized: bool) -> Self {
         S3Fifo {
             meta: FxHashMap::default(),
             small: VecDeque::new(),
-            main: VecDeque::new(),
+            main: match sized {
+                true => Main::Sized(SizedQueue {
+                    heap: BinaryHeap::new(),
+                    clock: 0,
+                    pushed: 0,
+                }),
+                false => Main::Fifo {
+                    queue: VecDeque::new(),
+                    pushed: 0,
+                },
+            },
             small_bytes: 0,
             small_target: budget_bytes / 10,
             ghost: VecDeque::new(),
@@ -365,8 +504,9 @@ impl<K: Copy + Eq + Hash> S3Fifo<K> {
         let mut placed = rustc_hash::FxHashSet::default();
         self.small
             .retain(|k| meta.get(k).is_some_and(|m| m.small) && placed.insert(*k));
-        self.main
-            .retain(|k| meta.get(k).is_some_and(|m| !m.small) && placed.insert(*k));
+        self.main.retain(|k, place| {
+            meta.get(k).is_some_and(|m| !m.small && m.place == place) && placed.insert(*k)
+        });
         self.small_bytes = self.small.iter().map(|k| self.meta[k].weight).sum();
         self.ghost.retain(|(k, _)| keep(k));
         self.ghost_count.retain(|k, _| keep(k));
@@ -387,35 +527,58 @@ impl<K: Copy + Eq + Hash> S3Fifo<K> {
             }
             None => true,
         };
-        self.meta.insert(
-            key,
-            Meta {
-                weight,
-                freq: 0,
-                small,
-            },
-        );
+        let meta = Meta {
+            weight,
+            freq: 0,
+            small,
+            place: 0,
+        };
         if small {
+            self.meta.insert(key, meta);
             self.small.push_back(key);
             self.small_bytes += weight;
         } else {
-            self.main.push_back(key);
+            self.queue_in_main(key, meta);
         }
     }
 
-    /// Drops a key; its queue entry stays as a place that `evict` skips.
+    /// Queues `key` in main with `meta`'s weight and count.
+    fn queue_in_main(&mut self, key: K, meta: Meta) {
+        let place = self.main.push(key, meta.weight);
+        self.meta.insert(
+            key,
+            Meta {
+                small: false,
+                place,
+                ..meta
+            },
+        );
+    }
+
+    /// Drops a key; its queue entry stays as a place that `evict` skips. Main's entries are
+    /// swept when the places left outnumber the keys twice over (a heap, unlike a FIFO,
+    /// may keep an old entry long from its front).
     fn remove(&mut self, key: &K) -> Option<u64> {
         let meta = self.meta.remove(key)?;
         if meta.small {
             self.small_bytes -= meta.weight;
         }
+        if self.main.len() > 2 * self.meta.len() + 1024 {
+            let meta = &self.meta;
+            self.main
+                .retain(|k, place| meta.get(k).is_some_and(|m| !m.small && m.place == place));
+        }
         Some(meta.weight)
     }
 
     /// The key's frequency with the hits recorded outside the policy added, capped; `None`
-    /// for a place left by a removed key (no metadata, or metadata of the other queue).
-    fn freq(&mut self, key: &K, small: bool, marks: &mut dyn Marks<K>) -> Option<Meta> {
-        let meta = self.meta.get_mut(key).filter(|m| m.small == small)?;
+    /// for a place left by a removed key (no metadata, metadata of the other queue, or of
+    /// another place in main).
+    fn freq(&mut self, key: &K, small: bool, place: u64, marks: &mut dyn Marks<K>) -> Option<Meta> {
+        let meta = self
+            .meta
+            .get_mut(key)
+            .filter(|m| m.small == small && (small || m.place == place))?;
         let hits = marks.take_hits(key);
         meta.freq = (meta.freq as u32 + hits).min(MAX_FREQ as u32) as u8;
         Some(*meta)
@@ -425,44 +588,38 @@ impl<K: Copy + Eq + Hash> S3Fifo<K> {
         loop {
             if self.small_bytes > self.small_target || self.main.is_empty() {
                 let key = self.small.pop_front()?;
-                let Some(meta) = self.freq(&key, true, marks) else {
+                let Some(meta) = self.freq(&key, true, 0, marks) else {
                     continue;
                 };
                 self.small_bytes -= meta.weight;
                 if meta.freq >= PROMOTE_HITS {
-                    self.meta.insert(
-                        key,
-                        Meta {
-                            freq: 0,
-                            small: false,
-                            ..meta
-                        },
-                    );
-                    self.main.push_back(key);
+                    self.queue_in_main(key, Meta { freq: 0, ..meta });
                     continue;
                 }
                 self.meta.remove(&key);
                 self.remember(key, meta.weight);
                 return Some((key, meta.weight));
             }
-            let key = self.main.pop_front()?;
-            let Some(meta) = self.freq(&key, false, marks) else {
+            // Only places of removed keys were left in main: the small queue is next.
+            let Some((key, place, at)) = self.main.pop() else {
+                continue;
+            };
+            let Some(meta) = self.freq(&key, false, place, marks) else {
                 continue;
             };
             if meta.freq > 0 {
-                self.meta.insert(
+                self.queue_in_main(
                     key,
                     Meta {
                         freq: meta.freq - 1,
                         ..meta
                     },
                 );
-                self.main.push_back(key);
                 continue;
             }
-            let weight = meta.weight;
+            self.main.evicted(at);
             self.meta.remove(&key);
-            return Some((key, weight));
+            return Some((key, meta.weight));
         }
     }
 
@@ -1254,6 +1411,89 @@ mod tests {
     /// A key's weight in the tests that mix keys: 512 bytes to 6.5 KiB.
     fn weight(key: u64) -> u64 {
         512 + (key % 7) * 1024
+    }
+
+    #[test]
+    fn a_sized_main_with_equal_weights_decides_as_s3fifo() {
+        // With every object the same size a place in the sized main is the clock plus one
+        // constant, so keys leave in the order they entered: S3-FIFO's, request for request.
+        let mut next = numbers(5);
+        let mut fifo = Simulator::new(CachePolicy::S3Fifo, 64 * 100);
+        let mut sized = Simulator::new(CachePolicy::S3FifoSized, 64 * 100);
+        let mut hits = 0;
+        for i in 0..50_000 {
+            // A skewed mix: half the requests to 150 keys, half to 5,000.
+            let key = match next() % 2 {
+                0 => next() % 150,
+                _ => next() % 5_000,
+            };
+            if i % 97 == 0 {
+                assert_eq!(fifo.remove(&key), sized.remove(&key), "{i}");
+            }
+            let hit = fifo.access(key, 64);
+            assert_eq!(hit, sized.access(key, 64), "request {i}, key {key}");
+            hits += u64::from(hit);
+        }
+        assert!(hits > 10_000 && hits < 40_000, "{hits}");
+    }
+
+    #[test]
+    fn a_sized_main_evicts_a_large_object_before_small_ones_that_entered_with_it() {
+        // B (100 bytes), A (400) and C (100) are hit in the small queue and move to main at
+        // the first eviction, which leaves D (50, never hit) alone in the small queue, under
+        // its tenth of the budget; main then gives up A first, the largest, where a FIFO
+        // gives up B, the first in.
+        let order = |policy| {
+            let mut p: Policy<u64> = Policy::new(policy, 1000);
+            for (key, weight) in [(2, 100), (1, 400), (3, 100), (4, 50)] {
+                p.insert(key, weight, false);
+                if key != 4 {
+                    assert!(p.touch(&key));
+                }
+            }
+            std::iter::from_fn(|| p.evict(&mut NoMarks).map(|(key, _)| key)).collect::<Vec<_>>()
+        };
+        assert_eq!(order(CachePolicy::S3FifoSized), [1, 2, 3, 4]);
+        assert_eq!(order(CachePolicy::S3Fifo), [2, 1, 3, 4]);
+    }
+
+    #[test]
+    fn a_sized_main_sweeps_the_places_removed_keys_leave() {
+        // Keys that enter main and are removed leave their entries in the heap; the heap
+        // is swept before they outnumber the keys twice over (plus a margin).
+        let mut s3: S3Fifo<u64> = S3Fifo::new(1 << 30, true);
+        for key in 0..100 {
+            s3.queue_in_main(
+                key,
+                Meta {
+                    weight: 10,
+                    freq: 0,
+                    small: false,
+                    place: 0,
+                },
+            );
+        }
+        for key in 100..20_000 {
+            s3.queue_in_main(
+                key,
+                Meta {
+                    weight: 10,
+                    freq: 0,
+                    small: false,
+                    place: 0,
+                },
+            );
+            assert_eq!(s3.remove(&key), Some(10));
+            assert!(
+                s3.main.len() <= 2 * s3.meta.len() + 1025,
+                "{key}: {}",
+                s3.main.len()
+            );
+        }
+        // The keys left are all there, in order, and nothing removed comes back.
+        let left: Vec<u64> =
+            std::iter::from_fn(|| s3.evict(&mut NoMarks).map(|(key, _)| key)).collect();
+        assert_eq!(left, (0..100).collect::<Vec<_>>());
     }
 
     #[test]
