@@ -250,6 +250,9 @@ const MIN_SAMPLE_RATE: f64 = 1.0 / 4096.0;
 /// an eighth) have been seen, until it reaches its floor. A working set of fewer objects is
 /// simulated whole whatever the budget.
 const WHAT_IF_SAMPLED_OBJECTS: usize = 4096;
+/// Objects of at least this share of the page budget are sampled whatever their hash, as a
+/// stratum of their own, each scaled down by the rate (see [`Sample::access_large`]).
+const WHAT_IF_LARGE_SHARE: u64 = 64;
 
 /// How the cache is set up.
 #[derive(Clone, Debug)]
@@ -423,6 +426,8 @@ struct Core {
 struct Estimator {
     /// Hashes at or below this are in the sample; it only falls.
     threshold: AtomicU64,
+    /// Objects this heavy or heavier are in the sample whatever their hash.
+    large_bytes: u64,
     /// Orders sampled requests across shards.
     next_seq: AtomicU64,
     sample: Mutex<Sample>,
@@ -444,6 +449,11 @@ struct Sample {
     scaled: Vec<Scaled>,
     /// Hashes of the distinct objects sampled, while the threshold may still fall.
     objects: Option<rustc_hash::FxHashSet<u64>>,
+    /// Objects from this weight up are sampled as a stratum of their own.
+    large_bytes: u64,
+    /// Ids of the large objects the what-if caches were given since the rate last fell,
+    /// while it may still fall: they hold weights scaled by the old rate.
+    large: Option<rustc_hash::FxHashSet<u64>>,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -480,6 +490,8 @@ impl Sample {
             scaled: vec![Scaled::default(); full_budgets.len()],
             full_budgets,
             objects: (floor_rate < 1.0).then(Default::default),
+            large_bytes: large_bytes(page_budget),
+            large: (floor_rate < 1.0).then(Default::default),
         }
     }
 
@@ -506,6 +518,25 @@ impl Sample {
         Some(kept.max(self.floor))
     }
 
+    /// One request for a large object, sampled whatever its hash: it stands for `rate` of
+    /// a request and weighs `rate` of its bytes, as a hash sample draws a large object with
+    /// probability `rate`. A sample of a few thousand objects draws few of the largest, and
+    /// whether it holds one of them or not moves every estimate: a record of a megabyte in
+    /// a what-if budget of a few takes a share of it the full budget does not give it.
+    fn access_large(&mut self, id: u64, weight: u64, inner: bool) {
+        let rate = self.rate;
+        let scaled_weight = ((weight as f64 * rate).round() as u64).max(1);
+        for (cache, scaled) in self.caches.iter_mut().zip(&mut self.scaled) {
+            scaled.requests += rate;
+            if cache.access_as(id, scaled_weight, inner) {
+                scaled.hits += rate;
+            }
+        }
+        if let Some(large) = &mut self.large {
+            large.insert(id);
+        }
+    }
+
     /// Removes a dropped object (hash `hash`, id `id`) from every what-if cache and from
     /// the objects counted towards the sample's size.
     fn forget(&mut self, hash: u64, id: u64) {
@@ -514,6 +545,9 @@ impl Sample {
         }
         if let Some(objects) = &mut self.objects {
             objects.remove(&hash);
+        }
+        if let Some(large) = &mut self.large {
+            large.remove(&id);
         }
     }
 
@@ -527,17 +561,27 @@ impl Sample {
         }
         self.threshold = threshold;
         self.rate = rate;
-        let keep = |id: &u64| mix(*id) <= threshold;
+        // Large objects leave too, to come back at weights scaled by the new rate.
+        let large = std::mem::take(&mut self.large).unwrap_or_default();
+        let keep = |id: &u64| mix(*id) <= threshold && !large.contains(id);
         if threshold <= self.floor {
             self.objects = None;
-        } else if let Some(objects) = &mut self.objects {
-            objects.retain(|&hash| hash <= threshold);
+        } else {
+            if let Some(objects) = &mut self.objects {
+                objects.retain(|&hash| hash <= threshold);
+            }
+            self.large = Some(Default::default());
         }
         for (cache, &full) in self.caches.iter_mut().zip(&self.full_budgets) {
             cache.retain(keep);
             cache.set_budget((full as f64 * self.rate).round() as u64);
         }
     }
+}
+
+/// The weight from which objects are sampled as large ones, for a page budget.
+fn large_bytes(page_budget: u64) -> u64 {
+    (page_budget / WHAT_IF_LARGE_SHARE).max(1)
 }
 
 /// The hash threshold that samples `rate` of all objects.
@@ -609,6 +653,7 @@ impl PageCache {
         let page_budget = config.budget_bytes - record_bytes;
         let estimator = config.what_if.then(|| Estimator {
             threshold: AtomicU64::new(u64::MAX),
+            large_bytes: large_bytes(page_budget),
             next_seq: AtomicU64::new(0),
             sample: Mutex::new(Sample::new(config.policy, page_budget)),
         });
@@ -644,6 +689,15 @@ impl PageCache {
     fn sample_seq(&self, hash: u64) -> Option<u64> {
         let estimator = self.estimator.as_ref()?;
         (hash <= estimator.threshold.load(Ordering::Relaxed))
+            .then(|| estimator.next_seq.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// For a request the hash left out of the sample, of an object heavy enough to be
+    /// sampled anyway (known once its weight is): its place in the order of sampled
+    /// requests, taken now.
+    fn sample_large(&self, weight: u64) -> Option<u64> {
+        let estimator = self.estimator.as_ref()?;
+        (weight >= estimator.large_bytes)
             .then(|| estimator.next_seq.fetch_add(1, Ordering::Relaxed))
     }
 
@@ -689,6 +743,10 @@ impl PageCache {
         } else {
             entry.hits = entry.hits.saturating_add(1);
         }
+        let sample = match sample {
+            None if self.estimator.is_some() => self.sample_large(weight),
+            sample => sample,
+        };
         if let Some(seq) = sample {
             let inner = value.is_inner_page();
             shard.pending.samples.push((
@@ -725,6 +783,10 @@ impl PageCache {
             read_bytes: bytes_read,
         } = load()?;
         let weight = weight_bytes as u64;
+        let sample = match sample {
+            None if self.estimator.is_some() => self.sample_large(weight),
+            sample => sample,
+        };
         {
             let mut shard = self.shard_of(hash).lock();
             shard.counts.slot(owner, tier).bytes_read += bytes_read;
@@ -780,13 +842,20 @@ impl PageCache {
             let sample = self.sample_seq(hash);
             let removed = {
                 let mut shard = self.shard_of(hash).lock();
+                let removed = shard.entries.remove(hash, key);
+                // A large object is in the what-if caches whatever its hash.
+                let sample = sample.or_else(|| {
+                    removed
+                        .as_ref()
+                        .and_then(|entry| self.sample_large(entry.weight))
+                });
                 if let Some(seq) = sample {
                     shard
                         .pending
                         .samples
                         .push((seq, key.object_id(), SampleEvent::Drop));
                 }
-                shard.entries.remove(hash, key)
+                removed
             };
             if let Some(entry) = removed {
                 let mut core = self.core.lock();
@@ -951,16 +1020,20 @@ impl PageCache {
         samples.sort_by_key(|&(seq, ..)| seq);
         for &(_, id, event) in &samples {
             let hash = mix(id);
-            // Taken under a threshold since lowered.
-            if hash > sample.threshold {
-                continue;
-            }
             let SampleEvent::Request { weight, inner } = event else {
                 // A dropped object is never asked for again: it leaves the objects the
                 // sample counts too, so the dead do not lower the rate for the live.
                 sample.forget(hash, id);
                 continue;
             };
+            if weight >= sample.large_bytes {
+                sample.access_large(id, weight, inner);
+                continue;
+            }
+            // Taken under a threshold since lowered.
+            if hash > sample.threshold {
+                continue;
+            }
             if let Some(threshold) = sample.note(hash) {
                 estimator.threshold.store(threshold, Ordering::Relaxed);
                 sample.lower(threshold);

@@ -482,6 +482,75 @@ fn what_if_corrects_for_a_hot_set_the_sample_over_or_under_draws() {
 }
 
 #[test]
+fn what_if_samples_objects_of_a_large_share_of_the_budget_whatever_their_hash() {
+    // Pages of 4 to 16 KiB and 40 records of 0.5 to 4 MiB (a sixty-fourth of the 32 MiB
+    // budget and more), one request in twenty for a record. A hash sample at a rate near
+    // 1/8 holds about five records, and which five moves every estimate; sampled as a
+    // stratum of their own, each at the rate's share of its weight, they do not. Three id
+    // offsets give three samples of the pages; each is within the bound the flat Zipf
+    // trace of `what_if_is_within_three_hundredths_of_full_simulation` is held to (plus
+    // the records' share), where the hash sample alone is off by far more.
+    use rand::Rng;
+    let budget = 32 << 20;
+    for offset in [0u64, 1 << 40, 2 << 40] {
+        let mut rng = StdRng::seed_from_u64(offset);
+        let records = Zipf::new(40.0, 0.8).unwrap();
+        let trace: Vec<(u64, u64)> = zipf_trace(40_000, 400_000, 0.9, 4096)
+            .into_iter()
+            .map(|(id, weight)| {
+                if rng.random_bool(0.05) {
+                    let rank = records.sample(&mut rng) as u64;
+                    (
+                        (1 << 62) + offset + rank,
+                        (512 << 10) + (rank % 8) * (512 << 10),
+                    )
+                } else {
+                    (id + offset, weight)
+                }
+            })
+            .collect();
+        let policy = CachePolicy::default();
+        let live = cache(budget, policy, true);
+        replay_quick(&live, &trace);
+        let stats = live.stats(no_names);
+        assert_sample_keeps_its_objects(&stats, &trace);
+        // What a hash sample alone at the same rate would estimate.
+        let threshold = threshold_of(stats.sample_rate);
+        let mut worst_hash_only = 0.0f64;
+        for what_if in &stats.what_if {
+            let mut full = Simulator::new(policy, what_if.budget_bytes);
+            let scaled = (what_if.budget_bytes as f64 * stats.sample_rate) as u64;
+            let mut hash_only = Simulator::new(policy, scaled);
+            for &(id, weight) in &trace {
+                full.access(id, weight);
+                if mix(id) <= threshold {
+                    hash_only.access(id, weight);
+                }
+            }
+            let error = (what_if.hit_ratio - full.hit_ratio()).abs();
+            assert!(
+                error <= 0.04,
+                "offset {offset:#x}, at {}x: estimated {:.4}, simulated {:.4}",
+                what_if.factor,
+                what_if.hit_ratio,
+                full.hit_ratio()
+            );
+            let expected = stats.sample_rate * trace.len() as f64;
+            let hash_only_ratio = shards_adjusted(
+                hash_only.hit_ratio() * hash_only.requests as f64,
+                hash_only.requests as f64,
+                expected,
+            );
+            worst_hash_only = worst_hash_only.max((hash_only_ratio - full.hit_ratio()).abs());
+        }
+        assert!(
+            worst_hash_only > 0.1,
+            "offset {offset:#x}: the hash sample alone was off by {worst_hash_only:.4} at most"
+        );
+    }
+}
+
+#[test]
 fn shards_adjustment_counts_the_sample_share_gap_as_hits() {
     // The sample drew its share exactly: the sampled ratio.
     assert_eq!(shards_adjusted(50.0, 100.0, 100.0), 0.5);
