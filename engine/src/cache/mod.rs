@@ -218,7 +218,8 @@ pub struct CacheStats {
     pub collections: Vec<CollectionCacheStats>,
     /// The fraction of objects (by hash of their identity) the what-if caches see now: 1
     /// until more objects have been seen than the sample keeps, then lower; 0 when the
-    /// estimate is off.
+    /// estimate is off. Objects of a sixty-fourth of the page budget or more are all seen,
+    /// each weighing this fraction of its bytes and of a request.
     pub sample_rate: f64,
     /// Hit ratios the same requests would get at other budgets, from miniature caches run
     /// on the sample (SHARDS, Waldspurger et al., FAST 2015, with its fixed-size sample),

@@ -1462,27 +1462,17 @@ mod tests {
         // Keys that enter main and are removed leave their entries in the heap; the heap
         // is swept before they outnumber the keys twice over (plus a margin).
         let mut s3: S3Fifo<u64> = S3Fifo::new(1 << 30, true);
+        let meta = Meta {
+            weight: 10,
+            freq: 0,
+            small: false,
+            place: 0,
+        };
         for key in 0..100 {
-            s3.queue_in_main(
-                key,
-                Meta {
-                    weight: 10,
-                    freq: 0,
-                    small: false,
-                    place: 0,
-                },
-            );
+            s3.queue_in_main(key, meta);
         }
         for key in 100..20_000 {
-            s3.queue_in_main(
-                key,
-                Meta {
-                    weight: 10,
-                    freq: 0,
-                    small: false,
-                    place: 0,
-                },
-            );
+            s3.queue_in_main(key, meta);
             assert_eq!(s3.remove(&key), Some(10));
             assert!(
                 s3.main.len() <= 2 * s3.meta.len() + 1025,
