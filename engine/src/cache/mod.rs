@@ -693,13 +693,17 @@ impl PageCache {
             .then(|| estimator.next_seq.fetch_add(1, Ordering::Relaxed))
     }
 
-    /// For a request the hash left out of the sample, of an object heavy enough to be
-    /// sampled anyway (known once its weight is): its place in the order of sampled
-    /// requests, taken now.
-    fn sample_large(&self, weight: u64) -> Option<u64> {
-        let estimator = self.estimator.as_ref()?;
-        (weight >= estimator.large_bytes)
-            .then(|| estimator.next_seq.fetch_add(1, Ordering::Relaxed))
+    /// `sample`, or for a request the hash left out of the sample, of an object heavy
+    /// enough to be sampled anyway (known once its weight is), its place in the order of
+    /// sampled requests, taken now.
+    #[inline(always)]
+    fn or_large(&self, sample: Option<u64>, weight: u64) -> Option<u64> {
+        match (sample, &self.estimator) {
+            (None, Some(estimator)) if weight >= estimator.large_bytes => {
+                Some(estimator.next_seq.fetch_add(1, Ordering::Relaxed))
+            }
+            _ => sample,
+        }
     }
 
     /// The cached object for `key`, or the one `load` reads.
@@ -744,10 +748,7 @@ impl PageCache {
         } else {
             entry.hits = entry.hits.saturating_add(1);
         }
-        let sample = match sample {
-            None if self.estimator.is_some() => self.sample_large(weight),
-            sample => sample,
-        };
+        let sample = self.or_large(sample, weight);
         if let Some(seq) = sample {
             let inner = value.is_inner_page();
             shard.pending.samples.push((
@@ -784,10 +785,7 @@ impl PageCache {
             read_bytes: bytes_read,
         } = load()?;
         let weight = weight_bytes as u64;
-        let sample = match sample {
-            None if self.estimator.is_some() => self.sample_large(weight),
-            sample => sample,
-        };
+        let sample = self.or_large(sample, weight);
         {
             let mut shard = self.shard_of(hash).lock();
             shard.counts.slot(owner, tier).bytes_read += bytes_read;
@@ -844,12 +842,10 @@ impl PageCache {
             let removed = {
                 let mut shard = self.shard_of(hash).lock();
                 let removed = shard.entries.remove(hash, key);
-                // A large object is in the what-if caches whatever its hash.
-                let sample = sample.or_else(|| {
-                    removed
-                        .as_ref()
-                        .and_then(|entry| self.sample_large(entry.weight))
-                });
+                // A large object is in the what-if caches whatever its hash (one the live
+                // cache no longer holds is not known to be large here: it ages out of them).
+                let weight = removed.as_ref().map_or(0, |entry| entry.weight);
+                let sample = self.or_large(sample, weight);
                 if let Some(seq) = sample {
                     shard
                         .pending
