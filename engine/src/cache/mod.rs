@@ -450,8 +450,6 @@ struct Sample {
     scaled: Vec<Scaled>,
     /// Hashes of the distinct objects sampled, while the threshold may still fall.
     objects: Option<rustc_hash::FxHashSet<u64>>,
-    /// Objects from this weight up are sampled as a stratum of their own.
-    large_bytes: u64,
     /// Ids of the large objects the what-if caches were given since the rate last fell,
     /// while it may still fall: they hold weights scaled by the old rate.
     large: Option<rustc_hash::FxHashSet<u64>>,
@@ -491,7 +489,6 @@ impl Sample {
             scaled: vec![Scaled::default(); full_budgets.len()],
             full_budgets,
             objects: (floor_rate < 1.0).then(Default::default),
-            large_bytes: large_bytes(page_budget),
             large: (floor_rate < 1.0).then(Default::default),
         }
     }
@@ -1023,7 +1020,7 @@ impl PageCache {
                 sample.forget(hash, id);
                 continue;
             };
-            if weight >= sample.large_bytes {
+            if weight >= estimator.large_bytes {
                 sample.access_large(id, weight, inner);
                 continue;
             }

@@ -330,8 +330,8 @@ impl ColdStore {
         };
         let name = || segment_name(segment_id);
         let check = |bytes: &[u8]| check_segment_header(bytes, segment_id);
-        let maps = &self.maps;
-        maps.get(self.storage.as_ref(), segment_id, name, segment, end, check)
+        self.maps
+            .get(self.storage.as_ref(), segment_id, name, segment, end, check)
             .map_err(|e| missing(e, &segment_name(segment_id)))
     }
 

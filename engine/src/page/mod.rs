@@ -126,8 +126,7 @@ impl PageStore {
         };
         let end = loc.offset.saturating_add(u64::from(loc.len));
         let name = || segment_name(loc.segment_id);
-        let maps = &self.maps;
-        maps.get(
+        self.maps.get(
             self.storage.as_ref(),
             loc.segment_id,
             name,
