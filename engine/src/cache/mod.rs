@@ -518,7 +518,7 @@ impl Sample {
 
     /// One request for a large object, sampled whatever its hash: it stands for `rate` of
     /// a request and weighs `rate` of its bytes, as a hash sample draws a large object with
-    /// probability `rate`. A sample of a few thousand objects draws few of the largest, and
+    /// probability `rate` (the sized main still orders it by its full size). A sample of a few thousand objects draws few of the largest, and
     /// whether it holds one of them or not moves every estimate: a record of a megabyte in
     /// a what-if budget of a few takes a share of it the full budget does not give it.
     fn access_large(&mut self, id: u64, weight: u64, inner: bool) {
@@ -526,7 +526,7 @@ impl Sample {
         let scaled_weight = ((weight as f64 * rate).round() as u64).max(1);
         for (cache, scaled) in self.caches.iter_mut().zip(&mut self.scaled) {
             scaled.requests += rate;
-            if cache.access_as(id, scaled_weight, inner) {
+            if cache.access_sized(id, scaled_weight, weight, inner) {
                 scaled.hits += rate;
             }
         }
@@ -572,7 +572,7 @@ impl Sample {
         }
         for (cache, &full) in self.caches.iter_mut().zip(&self.full_budgets) {
             cache.retain(keep);
-            cache.set_budget((full as f64 * self.rate).round() as u64);
+            cache.set_sampled_budget((full as f64 * self.rate).round() as u64, full);
         }
     }
 }

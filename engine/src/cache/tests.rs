@@ -486,10 +486,10 @@ fn what_if_samples_objects_of_a_large_share_of_the_budget_whatever_their_hash() 
     // Pages of 4 to 16 KiB and 40 records of 0.5 to 4 MiB (a sixty-fourth of the 32 MiB
     // budget and more), one request in twenty for a record. A hash sample at a rate near
     // 1/8 holds about five records, and which five moves every estimate; sampled as a
-    // stratum of their own, each at the rate's share of its weight, they do not. Three id
-    // offsets give three samples of the pages; each is within the bound the flat Zipf
-    // trace of `what_if_is_within_three_hundredths_of_full_simulation` is held to (plus
-    // the records' share), where the hash sample alone is off by far more.
+    // stratum of their own, each at the rate's share of its weight (and ordered by the
+    // sized main at its full size), they do not. Three id offsets give three samples of
+    // the pages; each is within two hundredths, where the hash sample alone is off by far
+    // more.
     use rand::Rng;
     let budget = 32 << 20;
     for offset in [0u64, 1 << 40, 2 << 40] {
@@ -529,7 +529,7 @@ fn what_if_samples_objects_of_a_large_share_of_the_budget_whatever_their_hash() 
             }
             let error = (what_if.hit_ratio - full.hit_ratio()).abs();
             assert!(
-                error <= 0.04,
+                error <= 0.02,
                 "offset {offset:#x}, at {}x: estimated {:.4}, simulated {:.4}",
                 what_if.factor,
                 what_if.hit_ratio,
