@@ -206,14 +206,10 @@ impl<K: Copy + Eq + Hash> Policy<K> {
     }
 
     /// Takes a new budget for the shares the policy sizes by it (inner pages' cap, a small
-    /// queue, a window); the caller evicts what no longer fits.
-    pub fn set_budget(&mut self, budget_bytes: u64) {
-        self.set_sampled_budget(budget_bytes, budget_bytes);
-    }
-
-    /// [`Policy::set_budget`] for a sample of a cache of `full_bytes`: what the sized main
-    /// compares with objects' sizes (given by [`Policy::insert_sized`]) is a share of the
-    /// full budget, so a sample orders its objects as the full cache would.
+    /// queue, a window); the caller evicts what no longer fits. A sample of a cache of
+    /// `full_bytes` (else `full_bytes` is the budget): what the sized main compares with
+    /// objects' sizes (given by [`Policy::insert_sized`]) is a share of the full budget,
+    /// so a sample orders its objects as the full cache would.
     pub fn set_sampled_budget(&mut self, budget_bytes: u64, full_bytes: u64) {
         self.inner.cap = budget_bytes / 2;
         match &mut self.rest {
