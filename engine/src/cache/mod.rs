@@ -518,9 +518,10 @@ impl Sample {
 
     /// One request for a large object, sampled whatever its hash: it stands for `rate` of
     /// a request and weighs `rate` of its bytes, as a hash sample draws a large object with
-    /// probability `rate` (the sized main still orders it by its full size). A sample of a few thousand objects draws few of the largest, and
-    /// whether it holds one of them or not moves every estimate: a record of a megabyte in
-    /// a what-if budget of a few takes a share of it the full budget does not give it.
+    /// probability `rate` (the sized main still orders it by its full size). A sample of a
+    /// few thousand objects draws few of the largest, and whether it holds one of them or
+    /// not moves every estimate: a record of a megabyte in a what-if budget of a few takes a
+    /// share of it the full budget does not give it.
     fn access_large(&mut self, id: u64, weight: u64, inner: bool) {
         let rate = self.rate;
         let scaled_weight = ((weight as f64 * rate).round() as u64).max(1);

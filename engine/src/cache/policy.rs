@@ -1481,14 +1481,13 @@ mod tests {
         assert!(hits > 10_000 && hits < 40_000, "{hits}");
     }
 
-    /// The keys a main queue of `budget` gives up, in order, after `weights` entered it in
-    /// turn (key `i` weighing `weights[i]`), none hit.
-    fn main_order(sized: bool, budget: u64, weights: &[u64]) -> Vec<u64> {
-        let mut s3: S3Fifo<u64> = S3Fifo::new(budget, sized);
-        for (key, &weight) in weights.iter().enumerate() {
+    /// The keys `s3` gives up, in order, after `entries` entered its main queue in turn
+    /// (key `i` weighing `entries[i].0` and ordered by the size `entries[i].1`), none hit.
+    fn main_order_of(mut s3: S3Fifo<u64>, entries: &[(u64, u32)]) -> Vec<u64> {
+        for (key, &(weight, size)) in entries.iter().enumerate() {
             let meta = Meta {
                 weight,
-                size: weight as u32,
+                size,
                 freq: 0,
                 small: false,
                 place: 0,
@@ -1496,6 +1495,12 @@ mod tests {
             s3.queue_in_main(key as u64, meta);
         }
         std::iter::from_fn(|| s3.evict(&mut NoMarks).map(|(key, _)| key)).collect()
+    }
+
+    /// [`main_order_of`] a main queue of `budget`, each key ordered by its weight.
+    fn main_order(sized: bool, budget: u64, weights: &[u64]) -> Vec<u64> {
+        let entries: Vec<(u64, u32)> = weights.iter().map(|&w| (w, w as u32)).collect();
+        main_order_of(S3Fifo::new(budget, sized), &entries)
     }
 
     #[test]
@@ -1521,19 +1526,8 @@ mod tests {
         // The cap follows the budget: at 128,000 the large one is ordered as 2,000 bytes.
         let mut s3: S3Fifo<u64> = S3Fifo::new(64_000, true);
         s3.set_budget(128_000, 128_000);
-        for (key, weight) in [(0, 1_999), (1, 50_000), (2, 2_000)] {
-            let meta = Meta {
-                weight,
-                size: weight as u32,
-                freq: 0,
-                small: false,
-                place: 0,
-            };
-            s3.queue_in_main(key, meta);
-        }
-        let order: Vec<u64> =
-            std::iter::from_fn(|| s3.evict(&mut NoMarks).map(|(key, _)| key)).collect();
-        assert_eq!(order, [1, 2, 0]);
+        let entries = [(1_999, 1_999), (50_000, 50_000), (2_000, 2_000)];
+        assert_eq!(main_order_of(s3, &entries), [1, 2, 0]);
     }
 
     #[test]
@@ -1544,20 +1538,10 @@ mod tests {
         let order = |full: u64| {
             let mut p: Policy<u64> = Policy::new(CachePolicy::S3FifoSized, 1000);
             p.set_sampled_budget(1000, full);
-            let Rule::S3Fifo(s3) = &mut p.rest else {
+            let Rule::S3Fifo(s3) = p.rest else {
                 unreachable!("the sized main is S3-FIFO's")
             };
-            for (key, size) in [(0u64, 500u32), (1, 50_000), (2, 999)] {
-                let meta = Meta {
-                    weight: 10,
-                    size,
-                    freq: 0,
-                    small: false,
-                    place: 0,
-                };
-                s3.queue_in_main(key, meta);
-            }
-            std::iter::from_fn(|| p.evict(&mut NoMarks).map(|(key, _)| key)).collect::<Vec<_>>()
+            main_order_of(s3, &[(10, 500), (10, 50_000), (10, 999)])
         };
         assert_eq!(order(64_000), [1, 2, 0]);
         // Not sampled, the cap is 15 bytes: every one of them is ordered as 15, in turn.
