@@ -353,6 +353,14 @@ struct Meta {
     place: u64,
 }
 
+impl Meta {
+    /// Whether main's entry numbered `place` is this key's current one (not one left
+    /// behind when the key was removed, requeued in main or queued in the small queue).
+    fn owns_main_entry(&self, place: u64) -> bool {
+        !self.small && self.place == place
+    }
+}
+
 /// S3-FIFO's main queue: first in, first out, or in GreedyDual-Size order. Each entry
 /// carries the number of its push, so a key removed and queued again is not mistaken for
 /// its old entry.
@@ -536,7 +544,7 @@ impl<K: Copy + Eq + Hash> S3Fifo<K> {
         self.small
             .retain(|k| meta.get(k).is_some_and(|m| m.small) && placed.insert(*k));
         self.main.retain(|k, place| {
-            meta.get(k).is_some_and(|m| !m.small && m.place == place) && placed.insert(*k)
+            meta.get(k).is_some_and(|m| m.owns_main_entry(place)) && placed.insert(*k)
         });
         self.small_bytes = self.small.iter().map(|k| self.meta[k].weight).sum();
         self.ghost.retain(|(k, _)| keep(k));
@@ -598,7 +606,7 @@ impl<K: Copy + Eq + Hash> S3Fifo<K> {
         if self.main.len() > 2 * self.meta.len() + 1024 {
             let meta = &self.meta;
             self.main
-                .retain(|k, place| meta.get(k).is_some_and(|m| !m.small && m.place == place));
+                .retain(|k, place| meta.get(k).is_some_and(|m| m.owns_main_entry(place)));
         }
         Some(meta.weight)
     }
@@ -607,10 +615,10 @@ impl<K: Copy + Eq + Hash> S3Fifo<K> {
     /// for a place left by a removed key (no metadata, metadata of the other queue, or of
     /// another place in main).
     fn freq(&mut self, key: &K, small: bool, place: u64, marks: &mut dyn Marks<K>) -> Option<Meta> {
-        let meta = self
-            .meta
-            .get_mut(key)
-            .filter(|m| m.small == small && (small || m.place == place))?;
+        let meta = self.meta.get_mut(key).filter(|m| match small {
+            true => m.small,
+            false => m.owns_main_entry(place),
+        })?;
         let hits = marks.take_hits(key);
         meta.freq = (meta.freq as u32 + hits).min(MAX_FREQ as u32) as u8;
         Some(*meta)
