@@ -331,7 +331,8 @@ pub struct SearchAid {
     prints: OnceLock<Fingerprints>,
     chunks: OnceLock<Option<Summary>>,
     /// Whether the node was searched before: the first search bisects the keys and the
-    /// second builds the index, so a leaf loaded for one lookup and evicted never pays for it.
+    /// second builds the index, so a leaf loaded for one lookup and evicted never pays for
+    /// it (a leaf of fewer than [`MIN_INDEXED_LEAF_KEYS`] keys never builds one).
     searched: AtomicBool,
 }
 
@@ -370,6 +371,17 @@ fn fingerprint(key: &[u8], prefix_len: usize) -> u64 {
     u64::from_be_bytes(bytes)
 }
 
+/// A leaf of fewer keys than this is always bisected, never indexed. A leaf is loaded for
+/// the lookups the record tier misses, which seldom come back to it while it is cached:
+/// building its index reads every key, where bisecting a few dozen reads five or six of
+/// them. (Inner pages, which every lookup passes, are indexed whatever their size.)
+const MIN_INDEXED_LEAF_KEYS: usize = 32;
+
+/// Whether a node of `count` keys is indexed on its second search (see [`SearchAid`]).
+fn indexed(leaf: bool, count: usize) -> bool {
+    !leaf || count >= MIN_INDEXED_LEAF_KEYS
+}
+
 /// The number of keys below `key` (the keys are sorted and distinct), and whether the key
 /// at that index is `key`.
 fn lower_bound<'a>(
@@ -377,11 +389,14 @@ fn lower_bound<'a>(
     count: usize,
     aid: &SearchAid,
     key: &[u8],
+    leaf: bool,
 ) -> (usize, bool) {
     if count == 0 {
         return (0, false);
     }
-    if aid.prints.get().is_none() && !aid.searched.swap(true, AtomicOrdering::Relaxed) {
+    if !indexed(leaf, count)
+        || aid.prints.get().is_none() && !aid.searched.swap(true, AtomicOrdering::Relaxed)
+    {
         return bisect(&keys, 0, count, key);
     }
     let prints = aid.prints.get_or_init(|| {
@@ -539,7 +554,7 @@ impl Node {
     pub fn search_past(&self, key: &[u8]) -> usize {
         match self {
             Node::Leaf { entries, aid } => {
-                let (index, equal) = lower_bound(|i| entries.key(i), entries.len(), aid, key);
+                let (index, equal) = lower_bound(|i| entries.key(i), entries.len(), aid, key, true);
                 index + usize::from(equal)
             }
             Node::Internal { .. } => self.search(key),
@@ -550,7 +565,7 @@ impl Node {
     pub fn find(&self, key: &[u8]) -> std::result::Result<usize, usize> {
         match self {
             Node::Leaf { entries, aid } => {
-                match lower_bound(|i| entries.key(i), entries.len(), aid, key) {
+                match lower_bound(|i| entries.key(i), entries.len(), aid, key, true) {
                     (index, true) => Ok(index),
                     (index, false) => Err(index),
                 }
@@ -595,10 +610,10 @@ impl Node {
     pub fn search(&self, key: &[u8]) -> usize {
         match self {
             Node::Leaf { entries, aid } => {
-                lower_bound(|i| entries.key(i), entries.len(), aid, key).0
+                lower_bound(|i| entries.key(i), entries.len(), aid, key, true).0
             }
             Node::Internal { keys, aid, .. } => {
-                let (low, equal) = lower_bound(|i| &keys[i], keys.len(), aid, key);
+                let (low, equal) = lower_bound(|i| &keys[i], keys.len(), aid, key, false);
                 low + usize::from(equal)
             }
         }
@@ -693,15 +708,20 @@ impl Node {
     /// Memory a decoded page holds beside its image: the entry vectors, and the search
     /// aid a reader builds on first use. A page's cache weight is its image plus this.
     pub fn decoded_overhead(&self) -> usize {
-        let aid =
-            |count: usize| MAX_INDEXED_PREFIX + count * size_of::<u64>() + size_of::<Summary>();
+        let aid = |leaf: bool, count: usize| {
+            let index = match indexed(leaf, count) {
+                true => MAX_INDEXED_PREFIX + count * size_of::<u64>(),
+                false => 0,
+            };
+            index + size_of::<Summary>()
+        };
         size_of::<Node>()
             + match self {
-                Node::Leaf { entries, .. } => entries.overhead() + aid(entries.len()),
+                Node::Leaf { entries, .. } => entries.overhead() + aid(true, entries.len()),
                 Node::Internal { keys, children, .. } => {
                     keys.capacity() * size_of::<Bytes>()
                         + children.capacity() * size_of::<PageId>()
-                        + aid(keys.len())
+                        + aid(false, keys.len())
                 }
             }
     }
@@ -1224,6 +1244,75 @@ mod tests {
         let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
         let probes: Vec<&[u8]> = probes.iter().map(Vec::as_slice).collect();
         assert_search_agrees(&keys, &probes);
+    }
+
+    /// Leaves of `count` keys, searched `searches` times for each of their keys: whether
+    /// the leaf built its index, as a decoded image and as built in memory.
+    fn leaf_indexed_after(count: u64, searches: usize) -> (bool, bool) {
+        let entries: Vec<(Bytes, Value)> = (0..count)
+            .map(|i| {
+                (
+                    Bytes::from(format!("key{i:04}")),
+                    Value::Inline(Bytes::new()),
+                )
+            })
+            .collect();
+        let built = Node::leaf(entries.clone());
+        let mut image = Vec::new();
+        built.encode(&mut image);
+        let decoded = Node::decode(Bytes::from(image), 1024).expect("decodes");
+        for node in [&built, &decoded] {
+            for _ in 0..searches {
+                for (index, (key, _)) in entries.iter().enumerate() {
+                    assert_eq!(node.find(key), Ok(index));
+                }
+            }
+        }
+        let has_index = |node: &Node| match node {
+            Node::Leaf { aid, .. } => aid.prints.get().is_some(),
+            Node::Internal { .. } => unreachable!("a leaf"),
+        };
+        (has_index(&built), has_index(&decoded))
+    }
+
+    #[test]
+    fn a_leaf_of_few_keys_is_bisected_and_never_indexed() {
+        let under = MIN_INDEXED_LEAF_KEYS as u64 - 1;
+        assert_eq!(leaf_indexed_after(under, 5), (false, false));
+        assert_eq!(leaf_indexed_after(1, 5), (false, false));
+        // From the threshold on, the second search builds the index.
+        let at = MIN_INDEXED_LEAF_KEYS as u64;
+        assert_eq!(leaf_indexed_after(at, 5), (true, true));
+        assert_eq!(leaf_indexed_after(at * 10, 1), (true, true));
+    }
+
+    #[test]
+    fn a_node_is_weighed_with_an_index_only_where_one_can_be_built() {
+        // A decoded slotted leaf holds nothing beside its image but the node and its aids.
+        let leaf_of = |count: u64| {
+            let entries = (0..count)
+                .map(|i| {
+                    (
+                        Bytes::from(format!("key{i:04}")),
+                        Value::Inline(Bytes::new()),
+                    )
+                })
+                .collect();
+            let mut image = Vec::new();
+            Node::leaf(entries).encode(&mut image);
+            Node::decode(Bytes::from(image), 1024).expect("decodes")
+        };
+        let bare = size_of::<Node>() + size_of::<Summary>();
+        let under = MIN_INDEXED_LEAF_KEYS - 1;
+        assert_eq!(leaf_of(under as u64).decoded_overhead(), bare);
+        let at = MIN_INDEXED_LEAF_KEYS;
+        let index = MAX_INDEXED_PREFIX + at * size_of::<u64>();
+        assert_eq!(leaf_of(at as u64).decoded_overhead(), bare + index);
+        // An inner page of one key is indexed all the same.
+        let inner = Node::internal(vec![Bytes::from_static(b"a")], vec![1, 2]);
+        let without_index = bare + size_of::<Bytes>() + 2 * size_of::<PageId>();
+        let index = MAX_INDEXED_PREFIX + size_of::<u64>();
+        assert_eq!(inner.decoded_overhead(), without_index + index);
     }
 
     #[test]
