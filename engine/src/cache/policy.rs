@@ -13,8 +13,8 @@ use rustc_hash::FxHashMap;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum CachePolicy {
-    /// S3-FIFO whose main queue weighs sizes: [`CachePolicy::S3Fifo`]'s small queue and
-    /// ghost, but main is ordered as GreedyDual-Size orders a cache (Cao and Irani, 1997),
+    /// S3-FIFO whose main queue weighs sizes: [`CachePolicy::S3Fifo`]'s small queue (of a
+    /// twentieth of the budget here, not a tenth) and ghost, but main is ordered as GreedyDual-Size orders a cache (Cao and Irani, 1997),
     /// not first in, first out. An object entering main, or given another round by a hit,
     /// takes the place `clock + 1/size`, where the clock is the place of the last object
     /// main evicted: a large object reaches the front sooner than a small one that entered
@@ -25,7 +25,10 @@ pub enum CachePolicy {
     /// share or more is ordered as one of exactly that share (otherwise a large record,
     /// placed ever nearer the front, is read again and again at its full size). Chosen on
     /// the working-set benchmark's traces: 3-5% fewer misses than S3-FIFO in all, on three
-    /// sets of them, with about LRU's bytes read.
+    /// sets of them, with about LRU's bytes read. The smaller small queue, chosen on the
+    /// same traces, keeps the objects read again at intervals a little longer than a tenth
+    /// of the budget's worth of requests (0.7% fewer misses; more only where the newest
+    /// objects are the ones read, as sensors' buckets).
     #[default]
     S3FifoSized,
     /// S3-FIFO (Yang et al., SOSP 2023): new objects enter a small FIFO holding a tenth of
@@ -483,12 +486,19 @@ impl<K: Copy> Main<K> {
 }
 
 /// S3-FIFO with byte weights: the small queue's share and the ghost's size are in bytes.
+/// The small queue's share of the budget: one part in this many. S3-FIFO's paper uses a
+/// tenth; the sized main a twentieth (see [`CachePolicy::S3FifoSized`]).
+const S3FIFO_SMALL_SHARE: u64 = 10;
+const SIZED_SMALL_SHARE: u64 = 20;
+
 pub(crate) struct S3Fifo<K> {
     meta: FxHashMap<K, Meta>,
     small: VecDeque<K>,
     main: Main<K>,
     small_bytes: u64,
     small_target: u64,
+    /// The small queue's share of the budget, one part in this many.
+    small_share: u64,
     /// Keys recently evicted from the small queue, oldest first, with how many times each
     /// key is in the queue (a key can come back and leave again before its old entry ages).
     ghost: VecDeque<(K, u64)>,
@@ -499,6 +509,15 @@ pub(crate) struct S3Fifo<K> {
 
 impl<K: Copy + Eq + Hash> S3Fifo<K> {
     fn new(budget_bytes: u64, sized: bool) -> Self {
+        let share = match sized {
+            true => SIZED_SMALL_SHARE,
+            false => S3FIFO_SMALL_SHARE,
+        };
+        Self::with_small_share(budget_bytes, sized, share)
+    }
+
+    /// [`S3Fifo::new`] with a small queue of one part in `share` of the budget.
+    fn with_small_share(budget_bytes: u64, sized: bool, share: u64) -> Self {
         S3Fifo {
             meta: FxHashMap::default(),
             small: VecDeque::new(),
@@ -515,17 +534,18 @@ impl<K: Copy + Eq + Hash> S3Fifo<K> {
                 },
             },
             small_bytes: 0,
-            small_target: budget_bytes / 10,
+            small_target: budget_bytes / share,
+            small_share: share,
             ghost: VecDeque::new(),
             ghost_count: FxHashMap::default(),
             ghost_bytes: 0,
-            ghost_target: budget_bytes - budget_bytes / 10,
+            ghost_target: budget_bytes - budget_bytes / share,
         }
     }
 
     fn set_budget(&mut self, budget_bytes: u64, full_bytes: u64) {
-        self.small_target = budget_bytes / 10;
-        self.ghost_target = budget_bytes - budget_bytes / 10;
+        self.small_target = budget_bytes / self.small_share;
+        self.ghost_target = budget_bytes - self.small_target;
         if let Main::Sized(queue) = &mut self.main {
             // Keys already queued keep their places; the next pushes take the new cap.
             queue.size_cap = size_cap(full_bytes);
@@ -1470,7 +1490,9 @@ mod tests {
         // With every object the same size a place in the sized main is the clock plus one
         // constant, so keys leave in the order they entered: S3-FIFO's, request for request.
         let mut next = numbers(5);
+        // S3-FIFO with the sized main's small queue, a twentieth of the budget.
         let mut fifo = Simulator::new(CachePolicy::S3Fifo, 64 * 100);
+        fifo.policy.rest = Rule::S3Fifo(S3Fifo::with_small_share(64 * 100, false, 20));
         let mut sized = Simulator::new(CachePolicy::S3FifoSized, 64 * 100);
         let mut hits = 0;
         for i in 0..50_000 {
