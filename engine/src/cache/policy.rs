@@ -14,13 +14,14 @@ use rustc_hash::FxHashMap;
 #[non_exhaustive]
 pub enum CachePolicy {
     /// S3-FIFO whose main queue weighs sizes: [`CachePolicy::S3Fifo`]'s small queue (of a
-    /// twentieth of the budget here, not a tenth) and ghost, but main is ordered as GreedyDual-Size orders a cache (Cao and Irani, 1997),
-    /// not first in, first out. An object entering main, or given another round by a hit,
-    /// takes the place `clock + 1/size`, where the clock is the place of the last object
-    /// main evicted: a large object reaches the front sooner than a small one that entered
-    /// with it, and with equal sizes the order is S3-FIFO's. A miss costs one read whatever
-    /// the object's size, so of two objects asked for as often the smaller one saves as
-    /// many misses in less room. A size counts up to a sixty-fourth of the budget: past it a
+    /// twentieth of the budget here, not a tenth) and ghost, but main is ordered as
+    /// GreedyDual-Size orders a cache (Cao and Irani, 1997), not first in, first out. An
+    /// object entering main, or given another round by a hit, takes the place
+    /// `clock + 1/size`, where the clock is the place of the last object main evicted: a
+    /// large object reaches the front sooner than a small one that entered with it, and
+    /// with equal sizes the order is S3-FIFO's. A miss costs one read whatever the
+    /// object's size, so of two objects asked for as often the smaller one saves as many
+    /// misses in less room. A size counts up to a sixty-fourth of the budget: past it a
     /// miss reads more bytes than a page's worth of misses would, and an object of that
     /// share or more is ordered as one of exactly that share (otherwise a large record,
     /// placed ever nearer the front, is read again and again at its full size). Chosen on
@@ -485,12 +486,12 @@ impl<K: Copy> Main<K> {
     }
 }
 
-/// S3-FIFO with byte weights: the small queue's share and the ghost's size are in bytes.
 /// The small queue's share of the budget: one part in this many. S3-FIFO's paper uses a
 /// tenth; the sized main a twentieth (see [`CachePolicy::S3FifoSized`]).
 const S3FIFO_SMALL_SHARE: u64 = 10;
 const SIZED_SMALL_SHARE: u64 = 20;
 
+/// S3-FIFO with byte weights: the small queue's share and the ghost's size are in bytes.
 pub(crate) struct S3Fifo<K> {
     meta: FxHashMap<K, Meta>,
     small: VecDeque<K>,
@@ -1492,7 +1493,8 @@ mod tests {
         let mut next = numbers(5);
         // S3-FIFO with the sized main's small queue, a twentieth of the budget.
         let mut fifo = Simulator::new(CachePolicy::S3Fifo, 64 * 100);
-        fifo.policy.rest = Rule::S3Fifo(S3Fifo::with_small_share(64 * 100, false, 20));
+        let share = SIZED_SMALL_SHARE;
+        fifo.policy.rest = Rule::S3Fifo(S3Fifo::with_small_share(64 * 100, false, share));
         let mut sized = Simulator::new(CachePolicy::S3FifoSized, 64 * 100);
         let mut hits = 0;
         for i in 0..50_000 {
