@@ -377,8 +377,9 @@ enum Main<K> {
 }
 
 /// Keys in order of their places, `clock + 1/size` (in units of 2^-64) when pushed, where
-/// the size is the weight up to `size_cap`; the clock is the place of the last key evicted,
-/// so places never fall behind it. Ties go first in, first out.
+/// the size is the object's (its weight, or the size a sampled object stands for) up to
+/// `size_cap`; the clock is the place of the last key evicted, so places never fall behind
+/// it. Ties go first in, first out.
 struct SizedQueue<K> {
     heap: BinaryHeap<Reverse<Place<K>>>,
     clock: u128,
@@ -519,7 +520,7 @@ impl<K: Copy + Eq + Hash> S3Fifo<K> {
 
     /// [`S3Fifo::new`] with a small queue of one part in `share` of the budget.
     fn with_small_share(budget_bytes: u64, sized: bool, share: u64) -> Self {
-        S3Fifo {
+        let mut s3 = S3Fifo {
             meta: FxHashMap::default(),
             small: VecDeque::new(),
             main: match sized {
@@ -535,18 +536,25 @@ impl<K: Copy + Eq + Hash> S3Fifo<K> {
                 },
             },
             small_bytes: 0,
-            small_target: budget_bytes / share,
+            small_target: 0,
             small_share: share,
             ghost: VecDeque::new(),
             ghost_count: FxHashMap::default(),
             ghost_bytes: 0,
-            ghost_target: budget_bytes - budget_bytes / share,
-        }
+            ghost_target: 0,
+        };
+        s3.set_targets(budget_bytes);
+        s3
+    }
+
+    /// The small queue's and the ghost's shares of `budget_bytes`.
+    fn set_targets(&mut self, budget_bytes: u64) {
+        self.small_target = budget_bytes / self.small_share;
+        self.ghost_target = budget_bytes - self.small_target;
     }
 
     fn set_budget(&mut self, budget_bytes: u64, full_bytes: u64) {
-        self.small_target = budget_bytes / self.small_share;
-        self.ghost_target = budget_bytes - self.small_target;
+        self.set_targets(budget_bytes);
         if let Main::Sized(queue) = &mut self.main {
             // Keys already queued keep their places; the next pushes take the new cap.
             queue.size_cap = size_cap(full_bytes);
