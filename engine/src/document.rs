@@ -103,12 +103,54 @@ const ALLOCATION_HEADER: usize = 16;
 impl Document {
     /// The document of `key` from its record, decoded by `store::decode::decode_read_record`.
     pub(crate) fn new(info: &Arc<CollectionInfo>, key: Bytes, record: ParentRecord<Item>) -> Self {
-        Document(Arc::new(DocumentParts {
+        let Ok(document) = Self::build(info, key, |push| {
+            record.arrays.into_iter().for_each(push);
+            Ok::<_, std::convert::Infallible>(record.body)
+        });
+        document
+    }
+
+    /// The document of `key` from a record as `decode` reads it: `decode` returns the body
+    /// and hands each array's state (inline items already in (key, push) order) to the
+    /// function it is given, in schema order, which makes it a view at once (a large Embed
+    /// array is moved, not copied item by item, and no list of states is built).
+    pub(crate) fn build<E>(
+        info: &Arc<CollectionInfo>,
+        key: Bytes,
+        decode: impl FnOnce(&mut dyn FnMut(ArrayState<Item>)) -> Result<Bytes, E>,
+    ) -> Result<Self, E> {
+        let specs = info.spec.arrays();
+        let (mut one, mut many) = (None, Vec::new());
+        if specs.len() != 1 {
+            many.reserve_exact(specs.len());
+        }
+        let mut field = 0;
+        let body = decode(&mut |array| {
+            let spec = &specs[field];
+            field += 1;
+            let view = ArrayView {
+                field: spec.field.clone(),
+                layout: spec.layout,
+                total: array.total,
+                has_overflow: array.has_overflow,
+                summary: array.summary,
+                inline: array.inline,
+            };
+            match specs.len() {
+                1 => one = Some(view),
+                _ => many.push(view),
+            }
+        })?;
+        let arrays = match one {
+            Some(view) => ArrayViews::One(view),
+            None => ArrayViews::Many(many),
+        };
+        Ok(Document(Arc::new(DocumentParts {
             key,
-            body: record.body,
-            arrays: array_views(info, record.arrays),
+            body,
+            arrays,
             info: info.clone(),
-        }))
+        })))
     }
 
     /// The parent's key.
@@ -414,29 +456,6 @@ pub(crate) fn sort_items(items: &mut [Stored], order: Order) {
                 items.sort_by_key(|s| std::cmp::Reverse(s.order()));
             }
         }
-    }
-}
-
-/// The arrays of a record as a reader sees them (decoded by
-/// `store::decode::decode_read_record`, inline items already in (key, push) order). Takes
-/// them by value: a large Embed array is moved, not copied item by item.
-fn array_views(info: &CollectionInfo, arrays: Vec<ArrayState<Item>>) -> ArrayViews {
-    let mut views = info
-        .spec
-        .arrays()
-        .iter()
-        .zip(arrays)
-        .map(|(spec, array)| ArrayView {
-            field: spec.field.clone(),
-            layout: spec.layout,
-            total: array.total,
-            has_overflow: array.has_overflow,
-            summary: array.summary,
-            inline: array.inline,
-        });
-    match views.len() {
-        1 => ArrayViews::One(views.next().expect("one view")),
-        _ => ArrayViews::Many(views.collect()),
     }
 }
 

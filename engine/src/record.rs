@@ -149,8 +149,10 @@ impl ParentRecord {
         arrays: usize,
         wanted: impl Fn(usize) -> bool,
     ) -> Result<Self, String> {
-        decode_with(bytes, arrays, |field, list| {
-            wanted(field).then(|| item::decode_items(list)).transpose()
+        collected(bytes, arrays, |bytes, push| {
+            decode_with(bytes, arrays, push, |field, list| {
+                wanted(field).then(|| item::decode_items(list)).transpose()
+            })
         })
     }
 
@@ -164,9 +166,11 @@ impl ParentRecord {
         build: impl FnOnce(&mut Bytes) -> Result<Vec<Stored>, String>,
     ) -> Result<Self, String> {
         let mut build = Some(build);
-        decode_with(bytes, arrays, |at, list| {
-            let build = if at == field { build.take() } else { None };
-            build.map(|build| build(list)).transpose()
+        collected(bytes, arrays, |bytes, push| {
+            decode_with(bytes, arrays, push, |at, list| {
+                let build = if at == field { build.take() } else { None };
+                build.map(|build| build(list)).transpose()
+            })
         })
     }
 }
@@ -179,22 +183,52 @@ impl ParentRecord<Item> {
         arrays: usize,
         wanted: impl Fn(usize) -> bool,
     ) -> Result<Self, String> {
-        decode_with(bytes, arrays, |field, list| {
-            wanted(field)
-                .then(|| item::decode_read_items(list))
-                .transpose()
+        collected(bytes, arrays, |bytes, push| {
+            decode_read_each(bytes, arrays, wanted, push)
         })
     }
 }
 
-/// Decodes a record; `inline(field, list)` builds the inline items of array `field` from its
-/// encoded item list and moves `list` past them, or returns `None` to leave them unread (the
-/// list is then stepped over by its length, its count checked).
+/// [`ParentRecord::decode_read`] handing each array's state to `push` in field order
+/// instead of collecting them (a document builds its views from them); returns the body.
+pub(crate) fn decode_read_each(
+    bytes: Bytes,
+    arrays: usize,
+    wanted: impl Fn(usize) -> bool,
+    push: impl FnMut(ArrayState<Item>),
+) -> Result<Bytes, String> {
+    decode_with(bytes, arrays, push, |field, list| {
+        wanted(field)
+            .then(|| item::decode_read_items(list))
+            .transpose()
+    })
+}
+
+/// A record decoded by `decode` (as [`decode_with`] does) with its arrays collected.
+fn collected<T>(
+    bytes: Bytes,
+    arrays: usize,
+    decode: impl FnOnce(Bytes, &mut dyn FnMut(ArrayState<T>)) -> Result<Bytes, String>,
+) -> Result<ParentRecord<T>, String> {
+    let mut states = Vec::with_capacity(arrays);
+    let body = decode(bytes, &mut |state| states.push(state))?;
+    Ok(ParentRecord {
+        body,
+        arrays: states,
+    })
+}
+
+/// Decodes a record: returns its body and hands each array's state to `push`, in field
+/// order (on an error, some may have been handed over). `inline(field, list)` builds the
+/// inline items of array `field` from its encoded item list and moves `list` past them, or
+/// returns `None` to leave them unread (the list is then stepped over by its length, its
+/// count checked).
 fn decode_with<T>(
     mut bytes: Bytes,
     arrays: usize,
+    mut push: impl FnMut(ArrayState<T>),
     mut inline: impl FnMut(usize, &mut Bytes) -> Result<Option<Vec<T>>, String>,
-) -> Result<ParentRecord<T>, String> {
+) -> Result<Bytes, String> {
     if bytes.len() > MAX_RECORD_BYTES {
         return Err(format!("record of {} bytes over the limit", bytes.len()));
     }
@@ -228,7 +262,6 @@ fn decode_with<T>(
             "record has {count} arrays where the schema has {arrays}"
         ));
     }
-    let mut states = Vec::with_capacity(count);
     for field in 0..count {
         if bytes.remaining() < header_bytes {
             return Err("array state truncated".to_string());
@@ -284,7 +317,7 @@ fn decode_with<T>(
         if inline_count as u64 > total || summary.items != total {
             return Err("array counts disagree".to_string());
         }
-        states.push(ArrayState {
+        push(ArrayState {
             inline_bytes,
             total,
             has_overflow: flags & HAS_OVERFLOW != 0,
@@ -301,10 +334,7 @@ fn decode_with<T>(
             bytes.remaining()
         ));
     }
-    Ok(ParentRecord {
-        body,
-        arrays: states,
-    })
+    Ok(body)
 }
 
 /// The end offsets of the parts of an encoded record, for diffs: version, body and array

@@ -60,7 +60,7 @@ pub fn split_parent(key: &[u8]) -> Option<(CollectionId, &[u8])> {
     is_parent(key).then(|| {
         (
             collection_of(key).expect("a parent key has a collection"),
-            &key[4..],
+            &key[PARENT_PREFIX_BYTES..],
         )
     })
 }
@@ -72,10 +72,35 @@ pub fn is_parent(key: &[u8]) -> bool {
 }
 
 pub fn parent(collection: CollectionId, key: &[u8]) -> Bytes {
-    let mut out = Vec::with_capacity(4 + key.len());
+    let mut out = Vec::with_capacity(PARENT_PREFIX_BYTES + key.len());
     out.put_u32(collection);
     out.put_slice(key);
     Bytes::from(out)
+}
+
+/// Bytes a parent record's tree key puts before the parent's own key.
+const PARENT_PREFIX_BYTES: usize = 4;
+
+/// The longest tree key [`with_parent`] builds on the stack.
+const STACK_KEY_BYTES: usize = 64;
+
+/// Hands `with` a parent record's tree key (as [`parent`] builds it): a lookup of a key of
+/// up to 60 bytes allocates nothing for it (the buffer is small: zeroing one of the longest
+/// key's size would cost what the allocation does).
+pub fn with_parent<T>(collection: CollectionId, key: &[u8], with: impl FnOnce(&[u8]) -> T) -> T {
+    let len = PARENT_PREFIX_BYTES + key.len();
+    if len > STACK_KEY_BYTES {
+        return with(&parent(collection, key));
+    }
+    let mut buffer = [0u8; STACK_KEY_BYTES];
+    buffer[..PARENT_PREFIX_BYTES].copy_from_slice(&collection.to_be_bytes());
+    buffer[PARENT_PREFIX_BYTES..len].copy_from_slice(key);
+    with(&buffer[..len])
+}
+
+/// The parent's own key in a parent record's tree key, sharing its bytes.
+pub fn parent_key_of(tree_key: &Bytes) -> Bytes {
+    tree_key.slice(PARENT_PREFIX_BYTES..)
 }
 
 /// The first key after every parent record of `collection`.
@@ -237,6 +262,17 @@ mod tests {
         assert_eq!(split_parent(&parent(7, b"")), Some((7, &b""[..])));
         assert_eq!(split_parent(&tail(7, b"p", 0)), None);
         assert_eq!(split_parent(b"ab"), None);
+    }
+
+    #[test]
+    fn a_parent_key_made_on_the_stack_or_not_is_the_one_parent_makes() {
+        let short = STACK_KEY_BYTES - PARENT_PREFIX_BYTES;
+        for len in [0, 1, short - 1, short, short + 1, MAX_KEY_BYTES] {
+            let key: Vec<u8> = (0..len).map(|i| i as u8).collect();
+            let made = with_parent(0x0102_0304, &key, <[u8]>::to_vec);
+            assert_eq!(made, parent(0x0102_0304, &key), "key of {len} bytes");
+            assert_eq!(parent_key_of(&Bytes::from(made)), key);
+        }
     }
 
     #[test]

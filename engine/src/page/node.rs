@@ -124,6 +124,7 @@ struct SlotRead {
 
 /// Slot `index` of a slotted leaf's `count` (`image` is the page after its header): reads
 /// the slot and the next; the bounds are the caller's to check (`check_slots`) or rely on.
+#[inline]
 fn read_slot(image: &[u8], count: usize, index: usize) -> SlotRead {
     let u16_at = |at: usize| u16::from_le_bytes([image[at], image[at + 1]]);
     let slot = index * SLOT_BYTES;
@@ -447,17 +448,20 @@ fn check_slots(image: &[u8], count: usize, max_key_bytes: usize) -> Result<Layou
     if image.len() > u16::MAX as usize {
         return Err(format!("leaf of {} bytes", image.len()));
     }
-    let mut expected = slots_end;
+    // Each entry ends where the next slot says the next one starts, so only the first
+    // start needs checking against the slots' end; the last entry ends at the image's.
+    let u16_at = |at: usize| u16::from_le_bytes([image[at], image[at + 1]]) as usize;
+    if count > 0 && u16_at(0) != slots_end {
+        return Err(format!("entry 0 at {}, not at {slots_end}", u16_at(0)));
+    }
+    let mut at = slots_end;
     for index in 0..count {
-        let SlotRead {
-            at,
-            key_len,
-            large,
-            end,
-        } = read_slot(image, count, index);
-        if at != expected {
-            return Err(format!("entry {index} at {at}, not at {expected}"));
-        }
+        let meta = u16_at(index * SLOT_BYTES + 2) as u16;
+        let key_len = (meta & !SLOT_LARGE) as usize;
+        let end = match index + 1 < count {
+            true => u16_at((index + 1) * SLOT_BYTES),
+            false => image.len(),
+        };
         if key_len > max_key_bytes {
             return Err(format!(
                 "key length {key_len} over the limit {max_key_bytes}"
@@ -466,16 +470,13 @@ fn check_slots(image: &[u8], count: usize, max_key_bytes: usize) -> Result<Layou
         let value_len = end
             .checked_sub(at + key_len)
             .ok_or_else(|| format!("entry {index}'s key runs past its end"))?;
-        if large && value_len != LARGE_REF_BYTES {
+        if meta & SLOT_LARGE != 0 && value_len != LARGE_REF_BYTES {
             return Err(format!("large reference of {value_len} bytes"));
         }
-        expected = end;
+        at = end;
     }
-    if expected != image.len() {
-        return Err(format!(
-            "{} bytes after the entries",
-            image.len() - expected
-        ));
+    if at != image.len() {
+        return Err(format!("{} bytes after the entries", image.len() - at));
     }
     Ok(Layout::Slotted {
         count: count as u32,

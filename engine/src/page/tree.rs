@@ -11,7 +11,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::keys::MAX_TREE_KEY_BYTES;
-use super::node::{NODE_HEADER_BYTES, Node, PageId, Value, internal_entry_len, leaf_entry_len};
+use super::node::{
+    Entries, NODE_HEADER_BYTES, Node, PageId, Value, internal_entry_len, leaf_entry_len,
+};
 use super::table::{PageTable, Slot};
 use super::{PageStore, keys};
 use crate::Result;
@@ -261,13 +263,29 @@ impl Tree {
 
     /// The value of `key`: one walk from the root, searching each page's index.
     pub fn get(&self, store: &PageStore, key: &[u8]) -> Result<Option<Value>> {
+        self.find_with(store, key, Entries::value)
+    }
+
+    /// `key`'s entry as the leaf holds it: the key (a slice of the page image for a leaf
+    /// read in place, so a reader that keeps it copies nothing) and its value.
+    pub fn get_entry(&self, store: &PageStore, key: &[u8]) -> Result<Option<(Bytes, Value)>> {
+        self.find_with(store, key, Entries::entry)
+    }
+
+    /// What `take` makes of `key`'s entry in its leaf, if the tree holds `key`.
+    fn find_with<T>(
+        &self,
+        store: &PageStore,
+        key: &[u8],
+        take: impl FnOnce(&Entries, usize) -> T,
+    ) -> Result<Option<T>> {
         let mut id = self.root;
         for _ in 0..=MAX_DEPTH {
             let node = self.node(store, id)?;
             match node.as_ref() {
                 Node::Internal { children, .. } => id = children[node.search(key)],
                 Node::Leaf { entries, .. } => {
-                    return Ok(node.find(key).ok().map(|index| entries.value(index)));
+                    return Ok(node.find(key).ok().map(|index| take(entries, index)));
                 }
             }
         }

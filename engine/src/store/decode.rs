@@ -10,7 +10,7 @@ use bytes::Bytes;
 use crate::catalog::CollectionInfo;
 use crate::document::{Document, ItemQuery};
 use crate::item::{self, Item, Stored};
-use crate::record::ParentRecord;
+use crate::record::{self, ParentRecord};
 use crate::{Error, Result};
 
 pub(crate) fn decode_record(
@@ -133,6 +133,9 @@ pub(crate) fn decode_document(
     key: Bytes,
     bytes: Bytes,
 ) -> Result<Document> {
-    let record = decode_read_record(bytes, info, &key, |_| true)?;
-    Ok(Document::new(info, key, record))
+    let arrays = info.spec.arrays().len();
+    let decoded = Document::build(info, key.clone(), |push| {
+        record::decode_read_each(bytes, arrays, |_| true, push)
+    });
+    decoded.map_err(|reason| record_corruption(info, &key, reason))
 }

@@ -42,7 +42,11 @@ pub(super) fn page_room(query: &ItemQuery) -> usize {
 /// `Shared::document`.)
 enum Found {
     Kept(KeptRecord),
-    Read(Bytes),
+    /// The parent's key (a slice of the tree's copy, not of the caller's) and its record.
+    Read {
+        key: Bytes,
+        record: Bytes,
+    },
 }
 
 impl Shared {
@@ -59,6 +63,26 @@ impl Shared {
             Some(value) => Ok(Some(self.pages.value_bytes(&value)?)),
             None => Ok(None),
         }
+    }
+
+    /// A parent's record read from the tree at `version`, with the parent's key as the tree
+    /// holds it: neither the key nor the record is copied.
+    fn read_parent(
+        &self,
+        version: &Version,
+        info: &CollectionInfo,
+        key: &[u8],
+    ) -> Result<Option<Found>> {
+        let found = keys::with_parent(info.id, key, |tree_key| {
+            version.tree.get_entry(&self.pages, tree_key)
+        })?;
+        let Some((tree_key, value)) = found else {
+            return Ok(None);
+        };
+        Ok(Some(Found::Read {
+            key: keys::parent_key_of(&tree_key),
+            record: self.pages.value_bytes(&value)?,
+        }))
     }
 
     /// A parent's whole document at `version`. The record tier keeps it with the record it
@@ -79,7 +103,7 @@ impl Shared {
             {
                 Some(Ok(document)) => return Ok(Some(document)),
                 Some(Err(kept)) => Some(Found::Kept(kept)),
-                None => self.read_and_keep(version, info, key)?.map(Found::Read),
+                None => self.read_and_keep(version, info, key)?,
             },
             Some(_) => self.find_record(version, info, key)?,
         };
@@ -91,7 +115,7 @@ impl Shared {
                 cache.keep_document(info.id, key, &kept, document.clone(), weight);
                 document
             }
-            Some(Found::Read(bytes)) => decode_document(info, Bytes::copy_from_slice(key), bytes)?,
+            Some(Found::Read { key, record }) => decode_document(info, key, record)?,
             None => return Ok(None),
         };
         Ok(Some(document))
@@ -109,7 +133,7 @@ impl Shared {
     ) -> Result<Option<(Bytes, ParentRecord<Item>)>> {
         let (key_bytes, bytes) = match self.find_record(version, info, key)? {
             Some(Found::Kept(kept)) => (kept.key(), kept.value()),
-            Some(Found::Read(bytes)) => (Bytes::copy_from_slice(key), bytes),
+            Some(Found::Read { key, record }) => (key, record),
             None => return Ok(None),
         };
         let record = decode_read_record(bytes, info, key, wanted)?;
@@ -140,7 +164,7 @@ impl Shared {
     ) -> Result<Option<ParentRecord>> {
         let bytes = match self.find_record(version, info, key)? {
             Some(Found::Kept(kept)) => kept.value(),
-            Some(Found::Read(bytes)) => bytes,
+            Some(Found::Read { record, .. }) => record,
             None => return Ok(None),
         };
         decode(bytes).map(Some)
@@ -158,14 +182,13 @@ impl Shared {
     ) -> Result<Option<Found>> {
         if version.own_chunks.is_some() {
             // A transaction's own view: the tier holds published versions' records only.
-            let bytes = self.read_tree(version, &keys::parent(info.id, key))?;
-            return Ok(bytes.map(Found::Read));
+            return self.read_parent(version, info, key);
         }
         let records = self.pages.cache.records();
         if let Some(kept) = records.get_record(info.id, key, version.generation) {
             return Ok(Some(Found::Kept(kept)));
         }
-        Ok(self.read_and_keep(version, info, key)?.map(Found::Read))
+        self.read_and_keep(version, info, key)
     }
 
     /// A parent's record read from the tree at `version` (a published one), then kept in
@@ -175,19 +198,19 @@ impl Shared {
         version: &Version,
         info: &CollectionInfo,
         key: &[u8],
-    ) -> Result<Option<Bytes>> {
+    ) -> Result<Option<Found>> {
         let epoch = self.record_epoch.load(Ordering::SeqCst);
-        let Some(bytes) = self.read_tree(version, &keys::parent(info.id, key))? else {
-            return Ok(None);
-        };
-        if epoch == version.generation {
+        let found = self.read_parent(version, info, key)?;
+        if let Some(Found::Read { record, .. }) = &found
+            && epoch == version.generation
+        {
             self.pages
                 .cache
-                .keep_record(info.id, key, &bytes, epoch, || {
+                .keep_record(info.id, key, record, epoch, || {
                     self.record_epoch.load(Ordering::SeqCst) == epoch
                 });
         }
-        Ok(Some(bytes))
+        Ok(found)
     }
 
     /// Appends to `out` the items of one array's tail on `query`'s pages (with a limit, at
