@@ -450,18 +450,18 @@ fn check_slots(image: &[u8], count: usize, max_key_bytes: usize) -> Result<Layou
     }
     // Each entry ends where the next slot says the next one starts, so only the first
     // start needs checking against the slots' end; the last entry ends at the image's.
-    let u16_at = |at: usize| u16::from_le_bytes([image[at], image[at + 1]]) as usize;
-    if count > 0 && u16_at(0) != slots_end {
-        return Err(format!("entry 0 at {}, not at {slots_end}", u16_at(0)));
+    let (slots, _) = image[..slots_end].as_chunks::<SLOT_BYTES>();
+    let start = |slot: &[u8; SLOT_BYTES]| u16::from_le_bytes([slot[0], slot[1]]) as usize;
+    if let Some(first) = slots.first()
+        && start(first) != slots_end
+    {
+        return Err(format!("entry 0 at {}, not at {slots_end}", start(first)));
     }
     let mut at = slots_end;
-    for index in 0..count {
-        let meta = u16_at(index * SLOT_BYTES + 2) as u16;
+    for (index, slot) in slots.iter().enumerate() {
+        let meta = u16::from_le_bytes([slot[2], slot[3]]);
         let key_len = (meta & !SLOT_LARGE) as usize;
-        let end = match index + 1 < count {
-            true => u16_at((index + 1) * SLOT_BYTES),
-            false => image.len(),
-        };
+        let end = slots.get(index + 1).map_or(image.len(), start);
         if key_len > max_key_bytes {
             return Err(format!(
                 "key length {key_len} over the limit {max_key_bytes}"
