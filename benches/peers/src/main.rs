@@ -231,47 +231,21 @@ fn view_pass(store: &mut dyn Store, views: &[u64], least: usize, pages: &[u64]) 
 /// of which each takes at least `least`: see [`view_pass`]) and keeps the pass with the
 /// median view rate, its page rate the median of the passes' own.
 pub fn view_passes(store: &mut dyn Store, products: u64, least: usize, most: usize) -> Viewed {
-    let mut one = [Turn { store, least }];
-    let viewed = passes_in_turns(&mut one, products, most);
-    viewed.into_iter().next().expect("one store")
-}
-
-/// A store taking its passes in turns with others, and the fewest views its passes take.
-pub struct Turn<'a> {
-    pub store: &'a mut dyn Store,
-    pub least: usize,
-}
-
-/// [`view_passes`] for several stores at once: each is warmed, then the stores take their
-/// passes in turns (every store's first pass, then every store's second, and so on), so
-/// that a machine whose speed drifts during the run weighs on every store alike rather
-/// than on the one measured when it was slow.
-pub fn passes_in_turns(turns: &mut [Turn], products: u64, most: usize) -> Vec<Viewed> {
-    for turn in turns.iter_mut() {
-        for id in data::views(products, data::WARM_VIEWS.min(turn.least * RUNS), 999) {
-            std::hint::black_box(turn.store.view(id));
-        }
+    for id in data::views(products, data::WARM_VIEWS.min(least * RUNS), 999) {
+        std::hint::black_box(store.view(id));
     }
-    let mut runs: Vec<Vec<Viewed>> = vec![Vec::new(); turns.len()];
-    for pass in 0..RUNS {
-        // Each round starts one store further on, so that no store always follows the same.
-        for k in 0..turns.len() {
-            let at = (pass + k) % turns.len();
-            let turn = &mut turns[at];
-            let views = data::views(products, most.max(turn.least), pass as u64);
-            let pages = data::views(products, data::PAGES.min(turn.least), 500 + pass as u64);
-            runs[at].push(view_pass(turn.store, &views, turn.least, &pages));
-        }
-    }
-    runs.into_iter()
-        .map(|mut runs| {
-            runs.sort_by(|a, b| a.views_per_second.total_cmp(&b.views_per_second));
-            let mut middle = runs[runs.len() / 2].clone();
-            middle.pages_per_second = median_of(&runs, |r| r.pages_per_second);
-            middle.passes = RUNS;
-            middle
+    let mut runs: Vec<Viewed> = (0..RUNS as u64)
+        .map(|pass| {
+            let views = data::views(products, most.max(least), pass);
+            let pages = data::views(products, data::PAGES.min(least), 500 + pass);
+            view_pass(store, &views, least, &pages)
         })
-        .collect()
+        .collect();
+    runs.sort_by(|a, b| a.views_per_second.total_cmp(&b.views_per_second));
+    let mut middle = runs[runs.len() / 2].clone();
+    middle.pages_per_second = median_of(&runs, |r| r.pages_per_second);
+    middle.passes = RUNS;
+    middle
 }
 
 /// Every store must render the same pages: a few products' views and first pages checked
@@ -509,7 +483,6 @@ fn main() {
     let reviews: usize = products.iter().map(|p| p.reviews.len()).sum();
     let mut rows = Vec::new();
     let mut kept = Vec::new();
-    let mut leasts = Vec::new();
     for (engine, model) in engines::all() {
         let what = format!("{engine} {model}");
         if only
@@ -530,38 +503,26 @@ fn main() {
             true => view_count / EMBEDDED_SHARE / RUNS,
             false => view_count,
         };
-        rows.push((engine, model, Measured::default()));
-        kept.push((dir, store));
-        leasts.push(least);
-    }
-    // Every store's passes in turns, at each budget.
-    let mut turns: Vec<Turn> = kept
-        .iter_mut()
-        .zip(&leasts)
-        .map(|((_, store), &least)| Turn {
-            store: store.as_mut(),
-            least,
-        })
-        .collect();
-    let fits = passes_in_turns(&mut turns, products_count, view_count);
-    for ((engine, model, _), turn) in rows.iter().zip(&mut turns) {
-        turn.store.reopen(CACHE_BYTES);
-        check_pages(turn.store, &products, &format!("{engine} {model}"));
-    }
-    let small = passes_in_turns(&mut turns, products_count, view_count);
-    drop(turns);
-    for (((engine, model, measured), fits), small) in rows.iter_mut().zip(fits).zip(small) {
+        let at = Instant::now();
+        let fits = view_passes(store.as_mut(), products_count, least, view_count);
+        store.reopen(CACHE_BYTES);
+        check_pages(store.as_mut(), &products, &what);
+        let small = view_passes(store.as_mut(), products_count, least, view_count);
         eprintln!(
-            "{engine} {model}: {:.0} views/s everything cached, {:.0} at {} MiB",
+            "{what}: {:.0} views/s everything cached, {:.0} at {} MiB ({:.0} s)",
             fits.views_per_second,
             small.views_per_second,
             CACHE_BYTES >> 20,
+            at.elapsed().as_secs_f64()
         );
-        measured.fits = fits;
-        measured.small = small;
-    }
-    for ((_, _, measured), (_, store)) in rows.iter_mut().zip(&kept) {
-        measured.disk_bytes = store.disk_bytes();
+        let measured = Measured {
+            small,
+            fits,
+            disk_bytes: store.disk_bytes(),
+            ..Measured::default()
+        };
+        rows.push((engine, model, measured));
+        kept.push((dir, store));
     }
     let stream = data::appends(products_count);
     assert!(stream.len() >= TURNS * PER_TURN);
@@ -578,7 +539,7 @@ fn main() {
     let mut sections = Vec::new();
     if !rows.is_empty() {
         sections.push(format!(
-            "Product pages: {products_count} products, {reviews} reviews (Pareto(1.1) counts, the largest, {}, on the most viewed product); views Zipf(0.99) over products. A view renders the body and the 5 newest reviews; a page is the first {} reviews, newest first, each read. Per cache budget: {} views to warm the cache (not timed; the embedded models: {}), then passes of {view_count} views and {} pages, each timed (a stream of its own per pass; the median of {RUNS} passes, which the stores take in turns, every store's first pass, then every store's second, each round starting one store further on, so that the machine's drift weighs on all alike; the embedded models: passes of at least {} views, going on through their stream, up to {view_count}, until the views have taken {MIN_PASS_SECONDS} s). Hand-coded Subset: the product value with its 5 newest reviews, the others in a history table keyed by product and time, both written in one transaction; embedded: every review in the product's value. Values are laid out newest first and read in place (redb `AccessGuard::value()`, fjall's `Slice`, rusqlite `get_ref`). skewdb `Subset {{ keep: 5 }}` and `Embed`, read with `get` and `items`. {}\n\n{}",
+            "Product pages: {products_count} products, {reviews} reviews (Pareto(1.1) counts, the largest, {}, on the most viewed product); views Zipf(0.99) over products. A view renders the body and the 5 newest reviews; a page is the first {} reviews, newest first, each read. Per cache budget: {} views to warm the cache (not timed; the embedded models: {}), then passes of {view_count} views and {} pages, each timed (a stream of its own per pass; the median of {RUNS} passes; the embedded models: passes of at least {} views, going on through their stream, up to {view_count}, until the views have taken {MIN_PASS_SECONDS} s). Hand-coded Subset: the product value with its 5 newest reviews, the others in a history table keyed by product and time, both written in one transaction; embedded: every review in the product's value. Values are laid out newest first and read in place (redb `AccessGuard::value()`, fjall's `Slice`, rusqlite `get_ref`). skewdb `Subset {{ keep: 5 }}` and `Embed`, read with `get` and `items`. {}\n\n{}",
             products[0].reviews.len(),
             data::PAGE,
             data::WARM_VIEWS.min(view_count * RUNS),
