@@ -588,6 +588,63 @@ mod tests {
             .map(|record| record.body)
     }
 
+    /// A document's key is the key asked for however its record was found: read from its
+    /// leaf (a tier miss: the key is then a slice of the leaf's), kept in the record tier,
+    /// built there, projected, or read in a transaction's own view; keys short enough to
+    /// be looked up from the stack and longer, with the leaves as a checkpoint left them in
+    /// the cache and as read back from disk.
+    #[test]
+    fn a_document_has_the_key_asked_for_however_it_was_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = CollectionSpec::new("docs").array("a", Layout::Subset { keep: 2 });
+        let keys: Vec<Vec<u8>> = [1, 59, 60, 61, crate::MAX_KEY_BYTES]
+            .iter()
+            .map(|&len| (0..len).map(|i| b'a' + (i % 26) as u8).collect())
+            .collect();
+        {
+            let db = Db::open(dir.path(), Options::new()).unwrap();
+            db.create_collection(spec).unwrap();
+            let mut batch = db.batch();
+            for key in &keys {
+                batch.put("docs", key, "body");
+                batch.push("docs", key, "a", crate::NewItem::new("x").key(1));
+            }
+            batch.commit().unwrap();
+            db.checkpoint().unwrap();
+        }
+        for reopened in [false, true] {
+            let db = Db::open(dir.path(), Options::new()).unwrap();
+            let docs = db.collection("docs").unwrap();
+            if !reopened {
+                let mut batch = db.batch();
+                batch.put("docs", "other", "body");
+                batch.commit().unwrap();
+                db.checkpoint().unwrap();
+            }
+            for key in &keys {
+                // A miss, a hit on the kept record, a hit on the document built from it.
+                for _ in 0..3 {
+                    let document = docs.get(key).unwrap().unwrap();
+                    assert_eq!(document.key(), &key[..], "key of {} bytes", key.len());
+                    assert_eq!(document.body(), b"body");
+                }
+                let projected = docs.get_projected(key, &[]).unwrap().unwrap();
+                assert_eq!(projected.key(), &key[..]);
+            }
+            assert!(docs.get("absent").unwrap().is_none());
+            // A transaction with a write of its own reads through a view of its own.
+            let mut txn = db.transaction();
+            txn.put("docs", "mine", "body");
+            let view = txn.collection("docs").unwrap();
+            for key in &keys {
+                assert_eq!(view.get(key).unwrap().unwrap().key(), &key[..]);
+                let projected = view.get_projected(key, &[]).unwrap().unwrap();
+                assert_eq!(projected.key(), &key[..]);
+            }
+            assert!(view.get("absent").unwrap().is_none());
+        }
+    }
+
     /// A reader still on the version before a commit reads the record as it was, and leaves
     /// nothing in the record tier: were it kept, readers of the new version would find it.
     #[test]
