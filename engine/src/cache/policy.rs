@@ -1511,14 +1511,19 @@ mod tests {
         512 + (key % 7) * 1024
     }
 
+    /// Makes a sized main count uses up to `max_uses`.
+    fn count_uses_up_to(s3: &mut S3Fifo<u64>, max_uses: u8) {
+        match &mut s3.main {
+            Main::Sized(queue) => queue.max_uses = max_uses,
+            Main::Fifo { .. } => panic!("not a sized main"),
+        }
+    }
+
     /// The sized main with its uses counted up to `max_uses`.
     fn with_max_uses(mut sim: Simulator<u64>, max_uses: u8) -> Simulator<u64> {
         match &mut sim.policy.rest {
-            Rule::S3Fifo(S3Fifo {
-                main: Main::Sized(queue),
-                ..
-            }) => queue.max_uses = max_uses,
-            _ => panic!("not a sized main"),
+            Rule::S3Fifo(s3) => count_uses_up_to(s3, max_uses),
+            _ => panic!("not S3-FIFO"),
         }
         sim
     }
@@ -1621,9 +1626,7 @@ mod tests {
     /// first; key 4 enters after the first key leaves, key 5 after the third.
     fn hit_keys_order(max_uses: u8) -> Vec<u64> {
         let mut s3 = S3Fifo::new(1 << 20, true);
-        if let Main::Sized(queue) = &mut s3.main {
-            queue.max_uses = max_uses;
-        }
+        count_uses_up_to(&mut s3, max_uses);
         let meta = Meta {
             weight: 100,
             size: 100,

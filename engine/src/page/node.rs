@@ -475,6 +475,7 @@ fn check_slots(image: &[u8], count: usize, max_key_bytes: usize) -> Result<Layou
         }
         at = end;
     }
+    // The last entry ends at the image's end: only a leaf of no entries can fail here.
     if at != image.len() {
         return Err(format!("{} bytes after the entries", image.len() - at));
     }
