@@ -426,6 +426,57 @@ fn point_reads_are_answered_by_the_record_tier_until_a_commit_changes_the_record
     assert_eq!(stats.record_budget_bytes, 0);
 }
 
+/// A point read whose record the record tier keeps leaves the leaf it read out of the page
+/// cache (the record's next read asks the tier); a read whose record the tier does not keep
+/// (here: no tier) keeps its leaf, and the next read in that leaf finds it cached.
+#[test]
+fn a_leaf_read_for_a_record_the_tier_keeps_is_not_cached() {
+    for (percent, leaf_kept) in [(50, false), (0, true)] {
+        let (_sim, storage) = sim();
+        let options = || {
+            Options::new()
+                .page_bytes(4096)
+                .cache_bytes(1 << 20)
+                .record_cache_percent(percent)
+        };
+        let db = open_db(storage.clone(), options()).unwrap();
+        db.create_collection(CollectionSpec::new("p")).unwrap();
+        let mut batch = db.batch();
+        for k in 0..2000 {
+            batch.put("p", format!("{k:05}"), vec![1u8; 100]);
+        }
+        batch.commit().unwrap();
+        drop(db);
+        // Reopened: nothing cached, the tree's inner pages and leaves on disk.
+        let db = open_db(storage, options()).unwrap();
+        let p = db.collection("p").unwrap();
+        assert!(p.get("00100").unwrap().is_some());
+        let first = db.cache_stats();
+        assert!(first.hot.misses >= 1, "the first read loads its leaf");
+        assert_eq!(first.records.hits, 0);
+        db.reset_stats();
+        // A neighbour in the same leaf (the run without a tier, of the same pages, shows
+        // that they share it: its second read misses nothing).
+        assert!(p.get("00101").unwrap().is_some());
+        let second = db.cache_stats();
+        assert_eq!(second.records.hits, 0, "another record: a tier miss");
+        assert_eq!(
+            second.hot.misses,
+            u64::from(!leaf_kept),
+            "tier at {percent}%: the leaf {} cached",
+            if leaf_kept { "was" } else { "was not" }
+        );
+        assert_eq!(second.hot.requests, 1, "the leaf (the root is pinned)");
+        // The record kept (tier on) is read again without the leaf.
+        db.reset_stats();
+        assert!(p.get("00100").unwrap().is_some());
+        let again = db.cache_stats();
+        assert_eq!(again.records.hits, u64::from(!leaf_kept));
+        assert_eq!(again.hot.misses, 0);
+        db.verify().unwrap();
+    }
+}
+
 #[test]
 fn a_commit_drops_the_page_frames_it_replaced_from_the_cache() {
     let dir = tempfile::tempdir().unwrap();

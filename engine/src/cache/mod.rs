@@ -108,6 +108,16 @@ impl CacheValue {
     }
 }
 
+/// An object read through [`PageCache::get_or_read`] that the cache has not kept:
+/// [`PageCache::admit`] keeps it.
+pub struct Unkept {
+    key: CacheKey,
+    tier: Tier,
+    value: CacheValue,
+    weight: u64,
+    owner: Owner,
+}
+
 /// What a loader hands the cache on a miss.
 pub struct Loaded {
     pub value: CacheValue,
@@ -783,22 +793,83 @@ impl PageCache {
             read_bytes: bytes_read,
         } = load()?;
         let weight = weight_bytes as u64;
-        let sample = self.or_large(sample, weight);
-        {
-            let mut shard = self.shard_of(hash).lock();
-            shard.counts.slot(owner, tier).bytes_read += bytes_read;
-            if let Some(seq) = sample {
-                let inner = value.is_inner_page();
-                shard.pending.samples.push((
-                    seq,
-                    key.object_id(),
-                    SampleEvent::Request { weight, inner },
-                ));
-            }
-        }
-        self.record(&key, weight, tier, &value);
+        self.count_load(&key, hash, owner, tier, sample, &value, weight, bytes_read);
         self.insert_owned(key, tier, value.clone(), weight, owner);
         Ok(value)
+    }
+
+    /// [`PageCache::get_or_load`], except that an object `load` reads is not kept yet: it
+    /// comes back beside the value, its miss counted, for the reader to hand to
+    /// [`PageCache::admit`] or to drop.
+    pub fn get_or_read(
+        &self,
+        key: CacheKey,
+        tier: Tier,
+        load: impl FnOnce() -> Result<Loaded>,
+    ) -> Result<(CacheValue, Option<Unkept>)> {
+        let owner = OWNER.with(Cell::get);
+        let hash = key_hash(&key);
+        let sample = self.sample_seq(hash);
+        if let Some(value) = self.hit(&key, hash, owner, tier, sample) {
+            return Ok((value, None));
+        }
+        let Loaded {
+            value,
+            weight_bytes,
+            read_bytes: bytes_read,
+        } = load()?;
+        let weight = weight_bytes as u64;
+        self.count_load(&key, hash, owner, tier, sample, &value, weight, bytes_read);
+        let unkept = Unkept {
+            key,
+            tier,
+            value: value.clone(),
+            weight,
+            owner,
+        };
+        Ok((value, Some(unkept)))
+    }
+
+    /// Keeps an object [`PageCache::get_or_read`] read, as [`PageCache::get_or_load`]
+    /// would have kept it.
+    pub fn admit(&self, unkept: Unkept) {
+        let Unkept {
+            key,
+            tier,
+            value,
+            weight,
+            owner,
+        } = unkept;
+        self.insert_owned(key, tier, value, weight, owner);
+    }
+
+    /// Counts the bytes a miss read, and notes its request for the what-if sample and the
+    /// trace.
+    #[allow(clippy::too_many_arguments)]
+    fn count_load(
+        &self,
+        key: &CacheKey,
+        hash: u64,
+        owner: Owner,
+        tier: Tier,
+        sample: Option<u64>,
+        value: &CacheValue,
+        weight: u64,
+        bytes_read: u64,
+    ) {
+        let sample = self.or_large(sample, weight);
+        let mut shard = self.shard_of(hash).lock();
+        shard.counts.slot(owner, tier).bytes_read += bytes_read;
+        if let Some(seq) = sample {
+            let inner = value.is_inner_page();
+            shard.pending.samples.push((
+                seq,
+                key.object_id(),
+                SampleEvent::Request { weight, inner },
+            ));
+        }
+        drop(shard);
+        self.record(key, weight, tier, value);
     }
 
     /// Writes a request to the access trace, if there is one (the check stays on the hit
@@ -894,10 +965,12 @@ impl PageCache {
         value: &[u8],
         generation: u64,
         still_current: impl Fn() -> bool,
-    ) {
-        self.records
+    ) -> bool {
+        let kept = self
+            .records
             .insert(collection, key, value, generation, still_current);
         self.fit_pages();
+        kept
     }
 
     /// Adds a document built from a kept record (see [`RecordCache::attach`]), evicting

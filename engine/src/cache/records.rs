@@ -466,7 +466,7 @@ impl<D: Clone> RecordCache<D> {
     }
 
     /// Keeps a copy of `key` and `value` as the record of `key` in `collection` read at
-    /// `generation`, if
+    /// `generation` (and says whether it did), if
     /// `still_current()` holds under the shard's lock (which [`RecordCache::remove`] takes
     /// too). A key already kept stays as it is: it was read at this generation or a newer
     /// one. The copy is the tier's own: a record read from a page is a slice of the page's
@@ -478,16 +478,16 @@ impl<D: Clone> RecordCache<D> {
         value: &[u8],
         generation: u64,
         still_current: impl Fn() -> bool,
-    ) {
+    ) -> bool {
         let weight = entry_weight(key.len() + value.len());
         if !self.admits(weight) {
-            return;
+            return false;
         }
         let hash = hash_of(collection, key);
         let at = shard_index(hash);
         let mut shard = self.shards[at].lock();
         if shard.find(hash, collection, key).is_some() || !still_current() {
-            return;
+            return false;
         }
         // A record over a shard's even share, or one that would make a full tier evict,
         // comes in on its second miss (see [`Door`]).
@@ -496,17 +496,17 @@ impl<D: Clone> RecordCache<D> {
         if large || full {
             let len = (shard.table.len() / DOOR_SHARE).max(DOOR_MIN);
             if !shard.door.passes(hash, len) {
-                return;
+                return false;
             }
         }
         let Some((mut shard, relocked)) = self.reserve(at, shard, weight) else {
-            return;
+            return false;
         };
         // Unlocked in between: someone may have kept the key, or a commit begun (evicting
         // from this shard adds no key, and commits take its lock to remove theirs).
         if relocked && (shard.find(hash, collection, key).is_some() || !still_current()) {
             self.resident.fetch_sub(weight, Ordering::AcqRel);
-            return;
+            return false;
         }
         shard.counts(collection).tier.resident_bytes += weight;
         let slot = Slot {
@@ -519,6 +519,7 @@ impl<D: Clone> RecordCache<D> {
             visited: false,
         };
         shard.put(hash, slot);
+        true
     }
 
     /// Adds `decoded`, built from `kept` and taking `weight` bytes beyond it, to the entry of
@@ -714,7 +715,7 @@ mod tests {
         // With room, a record is kept on its first offer.
         let mut kept = 0;
         while cache.resident_bytes() + entry_weight(208) <= budget {
-            cache.insert(7, &key(kept), &value(200), 0, || true);
+            assert!(cache.insert(7, &key(kept), &value(200), 0, || true));
             assert!(
                 cache.get(7, &key(kept), 0).is_some(),
                 "kept while there is room"
@@ -724,7 +725,7 @@ mod tests {
         let evictions = cache.counts().tier.evictions;
         // Full: a new record is turned away once, without evicting anything, then kept.
         for i in 1_000..1_040 {
-            cache.insert(7, &key(i), &value(200), 0, || true);
+            assert!(!cache.insert(7, &key(i), &value(200), 0, || true));
             assert!(
                 cache.get(7, &key(i), 0).is_none(),
                 "{i}: kept on its first offer"
@@ -732,7 +733,7 @@ mod tests {
         }
         assert_eq!(cache.counts().tier.evictions, evictions);
         for i in 1_000..1_040 {
-            cache.insert(7, &key(i), &value(200), 0, || true);
+            assert!(cache.insert(7, &key(i), &value(200), 0, || true));
             assert!(
                 cache.get(7, &key(i), 0).is_some(),
                 "{i}: not kept on its second"

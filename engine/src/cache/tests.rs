@@ -611,6 +611,44 @@ fn the_live_cache_keeps_inner_pages_ahead_of_leaves_and_traces_them() {
     assert!(classes[1..601].iter().all(|&class| class == "hot"));
 }
 
+/// An object read through `get_or_read` is counted as a miss and not kept until it is
+/// admitted; a hit there hands back nothing to admit.
+#[test]
+fn an_object_read_but_not_admitted_stays_out_of_the_cache() {
+    let cache = PageCache::with_config(CacheConfig {
+        budget_bytes: 10_000,
+        record_bytes: 0,
+        policy: CachePolicy::default(),
+        what_if: false,
+        trace: None,
+    })
+    .unwrap();
+    let (_, unkept) = cache
+        .get_or_read(key(1), Tier::HotPage, || load(100))
+        .unwrap();
+    assert!(unkept.is_some());
+    drop(unkept);
+    let stats = cache.stats(no_names);
+    assert_eq!((stats.hot.requests, stats.hot.misses), (1, 1));
+    assert_eq!(stats.hot.bytes_read, 100);
+    assert_eq!(stats.hot.resident_bytes, 0, "kept without being admitted");
+    // Read again: a miss again, this time admitted; then a hit, with nothing to admit.
+    let (_, unkept) = cache
+        .get_or_read(key(1), Tier::HotPage, || load(100))
+        .unwrap();
+    cache.admit(unkept.expect("a miss"));
+    assert_eq!(cache.stats(no_names).hot.resident_bytes, 100);
+    let (_, unkept) = cache
+        .get_or_read(key(1), Tier::HotPage, || panic!("loaded though cached"))
+        .unwrap();
+    assert!(unkept.is_none());
+    cache
+        .get_or_load(key(1), Tier::HotPage, || panic!("loaded though cached"))
+        .unwrap();
+    let stats = cache.stats(no_names);
+    assert_eq!((stats.hot.requests, stats.hot.hits), (4, 2));
+}
+
 /// Pages may take the record tier's share while it holds less; as it fills they are evicted
 /// so that pages and records together stay within the budget, and never below the pages'
 /// own share.

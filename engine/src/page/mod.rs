@@ -16,7 +16,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use rustc_hash::FxHashSet;
 
-use crate::cache::{CacheKey, CacheValue, Loaded, PageCache, Tier};
+use crate::cache::{CacheKey, CacheValue, Loaded, PageCache, Tier, Unkept};
 use crate::log::{self, FrameKind, FrameLoc, ReadBuffers, frame::FRAME_HEADER_BYTES, segment_name};
 use crate::storage::{Segment, SegmentMaps, Storage};
 use crate::{Error, Result};
@@ -80,6 +80,14 @@ pub const PAGE_FRAME_PREFIX_BYTES: usize = 8;
 /// How many page read buffers wait for reuse at most (a few hundred KiB at the default
 /// page size: a bounded addition to the cache's budget).
 const KEPT_READ_BUFFERS: usize = 32;
+
+/// The cache's name for the page frame at `loc`.
+fn page_key(loc: FrameLoc) -> CacheKey {
+    CacheKey::Page {
+        segment_id: loc.segment_id,
+        offset: loc.offset,
+    }
+}
 
 impl PageStore {
     pub fn new(storage: Arc<dyn Storage>, cache: Arc<PageCache>, page_bytes: usize) -> PageStore {
@@ -153,19 +161,43 @@ impl PageStore {
         }
     }
 
+    /// [`PageStore::node`], except that a page read from storage is not kept in the cache
+    /// yet: it comes back beside the node (see [`PageCache::get_or_read`]).
+    pub fn node_or_read(
+        &self,
+        table: &PageTable,
+        id: PageId,
+    ) -> Result<(Arc<Node>, Option<Unkept>)> {
+        match table.get(id) {
+            Slot::Disk(loc) => {
+                let loc = *loc;
+                let (value, unkept) =
+                    self.cache
+                        .get_or_read(page_key(loc), Tier::HotPage, || self.load(id, loc))?;
+                Ok((self.page_node(id, value)?, unkept))
+            }
+            _ => Ok((self.node(table, id)?, None)),
+        }
+    }
+
     fn load_page(&self, id: PageId, loc: FrameLoc) -> Result<Arc<Node>> {
-        let key = CacheKey::Page {
-            segment_id: loc.segment_id,
-            offset: loc.offset,
-        };
-        let value = self.cache.get_or_load(key, Tier::HotPage, || {
-            let (node, held) = self.read_page_held(id, loc, Reuse::CheckedFrames)?;
-            Ok(Loaded {
-                weight_bytes: held + node.decoded_overhead(),
-                value: CacheValue::Node(node),
-                read_bytes: loc.len as u64,
-            })
-        })?;
+        let value = self
+            .cache
+            .get_or_load(page_key(loc), Tier::HotPage, || self.load(id, loc))?;
+        self.page_node(id, value)
+    }
+
+    /// Page `id`'s frame at `loc`, read and decoded for the cache.
+    fn load(&self, id: PageId, loc: FrameLoc) -> Result<Loaded> {
+        let (node, held) = self.read_page_held(id, loc, Reuse::CheckedFrames)?;
+        Ok(Loaded {
+            weight_bytes: held + node.decoded_overhead(),
+            value: CacheValue::Node(node),
+            read_bytes: loc.len as u64,
+        })
+    }
+
+    fn page_node(&self, id: PageId, value: CacheValue) -> Result<Arc<Node>> {
         match value {
             CacheValue::Node(node) => Ok(node),
             _ => Err(self.tree_corruption(id, "cache holds another kind of object for a page")),

@@ -17,7 +17,7 @@ use super::node::{
 use super::table::{PageTable, Slot};
 use super::{PageStore, keys};
 use crate::Result;
-use crate::cache::CacheKey;
+use crate::cache::{CacheKey, Unkept};
 use crate::cold::ChunkRef;
 use crate::log::FrameLoc;
 
@@ -70,6 +70,9 @@ fn count(live: &mut BTreeMap<u32, u64>, segment_id: u32, bytes: u64, added: bool
 fn child_index(keys: &[Bytes], key: &[u8]) -> usize {
     keys.partition_point(|k| k.as_ref() <= key)
 }
+
+/// A key's entry as its leaf holds it: the key and its value.
+pub type LeafEntry = (Bytes, Value);
 
 impl Tree {
     /// A tree holding one empty leaf.
@@ -184,13 +187,17 @@ impl Tree {
     }
 
     pub fn node(&self, store: &PageStore, id: PageId) -> Result<Arc<Node>> {
-        if let Some(pinned) = &self.pinned
-            && pinned.id == id
-            && matches!(self.table.get(id), Slot::Disk(loc) if *loc == pinned.loc)
-        {
-            return Ok(pinned.node.clone());
+        match self.pinned_node(id) {
+            Some(node) => Ok(node),
+            None => store.node(&self.table, id),
         }
-        store.node(&self.table, id)
+    }
+
+    /// Page `id`, if it is the pinned root.
+    fn pinned_node(&self, id: PageId) -> Option<Arc<Node>> {
+        let pinned = self.pinned.as_ref()?;
+        let current = matches!(self.table.get(id), Slot::Disk(loc) if *loc == pinned.loc);
+        (pinned.id == id && current).then(|| pinned.node.clone())
     }
 
     /// Pins the root page for readers of the version about to be published (a root that
@@ -268,8 +275,34 @@ impl Tree {
 
     /// `key`'s entry as the leaf holds it: the key (a slice of the page image for a leaf
     /// read in place, so a reader that keeps it copies nothing) and its value.
-    pub fn get_entry(&self, store: &PageStore, key: &[u8]) -> Result<Option<(Bytes, Value)>> {
+    pub fn get_entry(&self, store: &PageStore, key: &[u8]) -> Result<Option<LeafEntry>> {
         self.find_with(store, key, Entries::entry)
+    }
+
+    /// [`Tree::get_entry`], except that a leaf read from storage is not kept in the cache
+    /// yet: it comes back for the caller to keep ([`crate::cache::PageCache::admit`]) or
+    /// drop. Internal pages read on the way are kept as usual.
+    pub fn get_entry_or_read(
+        &self,
+        store: &PageStore,
+        key: &[u8],
+    ) -> Result<(Option<LeafEntry>, Option<Unkept>)> {
+        let mut unkept_leaf = None;
+        let node = |id| {
+            let (node, unkept) = match self.pinned_node(id) {
+                Some(node) => (node, None),
+                None => store.node_or_read(&self.table, id)?,
+            };
+            if let Some(unkept) = unkept {
+                match node.as_ref() {
+                    Node::Internal { .. } => store.cache.admit(unkept),
+                    Node::Leaf { .. } => unkept_leaf = Some(unkept),
+                }
+            }
+            Ok(node)
+        };
+        let found = self.find_in(store, key, node, Entries::entry)?;
+        Ok((found, unkept_leaf))
     }
 
     /// What `take` makes of `key`'s entry in its leaf, if the tree holds `key`.
@@ -279,9 +312,20 @@ impl Tree {
         key: &[u8],
         take: impl FnOnce(&Entries, usize) -> T,
     ) -> Result<Option<T>> {
+        self.find_in(store, key, |id| self.node(store, id), take)
+    }
+
+    /// [`Tree::find_with`], each page got through `node`.
+    fn find_in<T>(
+        &self,
+        store: &PageStore,
+        key: &[u8],
+        mut node: impl FnMut(PageId) -> Result<Arc<Node>>,
+        take: impl FnOnce(&Entries, usize) -> T,
+    ) -> Result<Option<T>> {
         let mut id = self.root;
         for _ in 0..=MAX_DEPTH {
-            let node = self.node(store, id)?;
+            let node = node(id)?;
             match node.as_ref() {
                 Node::Internal { children, .. } => id = children[node.search(key)],
                 Node::Leaf { entries, .. } => {

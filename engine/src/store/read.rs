@@ -23,7 +23,7 @@ use crate::document::{Cursor, Document, ItemPage, ItemQuery, Order, Outlier, sor
 use crate::item::{Item, Stored, Summary};
 use crate::page::keys;
 use crate::page::node::{Node, Value};
-use crate::page::tree::Tree;
+use crate::page::tree::{LeafEntry, Tree};
 use crate::record::ParentRecord;
 use crate::{Error, Result};
 
@@ -73,10 +73,16 @@ impl Shared {
         info: &CollectionInfo,
         key: &[u8],
     ) -> Result<Option<Found>> {
-        let found = keys::with_parent(info.id, key, |tree_key| {
+        let entry = keys::with_parent(info.id, key, |tree_key| {
             version.tree.get_entry(&self.pages, tree_key)
         })?;
-        let Some((tree_key, value)) = found else {
+        self.found_in_leaf(entry)
+    }
+
+    /// A parent's entry as its leaf holds it (the tree's key and the value), as a record
+    /// read from the tree.
+    fn found_in_leaf(&self, entry: Option<LeafEntry>) -> Result<Option<Found>> {
+        let Some((tree_key, value)) = entry else {
             return Ok(None);
         };
         Ok(Some(Found::Read {
@@ -192,7 +198,10 @@ impl Shared {
     }
 
     /// A parent's record read from the tree at `version` (a published one), then kept in
-    /// the record tier if `version` is the current one and no commit is publishing.
+    /// the record tier if `version` is the current one and no commit is publishing. The
+    /// leaf, if it was read from storage, goes into the page cache only if the tier does not
+    /// keep the record: the record's next read asks the tier, not the leaf. (A large record's
+    /// leaf goes in whatever the tier does.)
     fn read_and_keep(
         &self,
         version: &Version,
@@ -200,15 +209,30 @@ impl Shared {
         key: &[u8],
     ) -> Result<Option<Found>> {
         let epoch = self.record_epoch.load(Ordering::SeqCst);
-        let found = self.read_parent(version, info, key)?;
-        if let Some(Found::Read { record, .. }) = &found
-            && epoch == version.generation
+        let (entry, mut unkept_leaf) = keys::with_parent(info.id, key, |tree_key| {
+            version.tree.get_entry_or_read(&self.pages, tree_key)
+        })?;
+        let cache = &self.pages.cache;
+        // A large record is read through the cache too: the leaf goes in first, as in any
+        // other read, so that the cache takes its objects in the order they were asked for.
+        if let Some((_, Value::Large(_))) = &entry
+            && let Some(leaf) = unkept_leaf.take()
         {
-            self.pages
-                .cache
-                .keep_record(info.id, key, record, epoch, || {
+            cache.admit(leaf);
+        }
+        let found = self.found_in_leaf(entry)?;
+        let kept = match &found {
+            Some(Found::Read { record, .. }) if epoch == version.generation => {
+                cache.keep_record(info.id, key, record, epoch, || {
                     self.record_epoch.load(Ordering::SeqCst) == epoch
-                });
+                })
+            }
+            _ => false,
+        };
+        if let Some(leaf) = unkept_leaf
+            && !kept
+        {
+            cache.admit(leaf);
         }
         Ok(found)
     }
