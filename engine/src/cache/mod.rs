@@ -721,13 +721,11 @@ impl PageCache {
         tier: Tier,
         load: impl FnOnce() -> Result<Loaded>,
     ) -> Result<CacheValue> {
-        let owner = OWNER.with(Cell::get);
-        let hash = key_hash(&key);
-        let sample = self.sample_seq(hash);
-        match self.hit(&key, hash, owner, tier, sample) {
-            Some(value) => Ok(value),
-            None => self.load_missing(key, hash, owner, tier, sample, load),
+        let (value, unkept) = self.get_or_read(key, tier, load)?;
+        if let Some(unkept) = unkept {
+            self.admit(unkept);
         }
+        Ok(value)
     }
 
     /// Counts the request; on a hit, notes it for the policy and returns the value.
@@ -776,28 +774,6 @@ impl PageCache {
         Some(value)
     }
 
-    /// The miss path: loads the object, counts what it read, and inserts it.
-    #[inline(never)]
-    fn load_missing(
-        &self,
-        key: CacheKey,
-        hash: u64,
-        owner: Owner,
-        tier: Tier,
-        sample: Option<u64>,
-        load: impl FnOnce() -> Result<Loaded>,
-    ) -> Result<CacheValue> {
-        let Loaded {
-            value,
-            weight_bytes,
-            read_bytes: bytes_read,
-        } = load()?;
-        let weight = weight_bytes as u64;
-        self.count_load(&key, hash, owner, tier, sample, &value, weight, bytes_read);
-        self.insert_owned(key, tier, value.clone(), weight, owner);
-        Ok(value)
-    }
-
     /// [`PageCache::get_or_load`], except that an object `load` reads is not kept yet: it
     /// comes back beside the value, its miss counted, for the reader to hand to
     /// [`PageCache::admit`] or to drop.
@@ -810,16 +786,44 @@ impl PageCache {
         let owner = OWNER.with(Cell::get);
         let hash = key_hash(&key);
         let sample = self.sample_seq(hash);
-        if let Some(value) = self.hit(&key, hash, owner, tier, sample) {
-            return Ok((value, None));
+        match self.hit(&key, hash, owner, tier, sample) {
+            Some(value) => Ok((value, None)),
+            None => self.read_missing(key, hash, owner, tier, sample, load),
         }
+    }
+
+    /// The miss path: loads the object, counts what it read, and notes the request for the
+    /// what-if sample and the trace.
+    #[inline(never)]
+    fn read_missing(
+        &self,
+        key: CacheKey,
+        hash: u64,
+        owner: Owner,
+        tier: Tier,
+        sample: Option<u64>,
+        load: impl FnOnce() -> Result<Loaded>,
+    ) -> Result<(CacheValue, Option<Unkept>)> {
         let Loaded {
             value,
             weight_bytes,
             read_bytes: bytes_read,
         } = load()?;
         let weight = weight_bytes as u64;
-        self.count_load(&key, hash, owner, tier, sample, &value, weight, bytes_read);
+        let sample = self.or_large(sample, weight);
+        {
+            let mut shard = self.shard_of(hash).lock();
+            shard.counts.slot(owner, tier).bytes_read += bytes_read;
+            if let Some(seq) = sample {
+                let inner = value.is_inner_page();
+                shard.pending.samples.push((
+                    seq,
+                    key.object_id(),
+                    SampleEvent::Request { weight, inner },
+                ));
+            }
+        }
+        self.record(&key, weight, tier, &value);
         let unkept = Unkept {
             key,
             tier,
@@ -841,35 +845,6 @@ impl PageCache {
             owner,
         } = unkept;
         self.insert_owned(key, tier, value, weight, owner);
-    }
-
-    /// Counts the bytes a miss read, and notes its request for the what-if sample and the
-    /// trace.
-    #[allow(clippy::too_many_arguments)]
-    fn count_load(
-        &self,
-        key: &CacheKey,
-        hash: u64,
-        owner: Owner,
-        tier: Tier,
-        sample: Option<u64>,
-        value: &CacheValue,
-        weight: u64,
-        bytes_read: u64,
-    ) {
-        let sample = self.or_large(sample, weight);
-        let mut shard = self.shard_of(hash).lock();
-        shard.counts.slot(owner, tier).bytes_read += bytes_read;
-        if let Some(seq) = sample {
-            let inner = value.is_inner_page();
-            shard.pending.samples.push((
-                seq,
-                key.object_id(),
-                SampleEvent::Request { weight, inner },
-            ));
-        }
-        drop(shard);
-        self.record(key, weight, tier, value);
     }
 
     /// Writes a request to the access trace, if there is one (the check stays on the hit
