@@ -109,8 +109,11 @@ impl CacheValue {
 }
 
 /// An object read through [`PageCache::get_or_read`] that the cache has not kept:
-/// [`PageCache::admit`] keeps it.
-pub struct Unkept {
+/// [`PageCache::admit`] keeps it. Boxed: a hit, which has none, hands back a null word
+/// through every level of a descent, not the object's description.
+pub struct Unkept(Box<UnkeptObject>);
+
+struct UnkeptObject {
     key: CacheKey,
     tier: Tier,
     value: CacheValue,
@@ -824,26 +827,26 @@ impl PageCache {
             }
         }
         self.record(&key, weight, tier, &value);
-        let unkept = Unkept {
+        let unkept = Unkept(Box::new(UnkeptObject {
             key,
             tier,
             value: value.clone(),
             weight,
             owner,
-        };
+        }));
         Ok((value, Some(unkept)))
     }
 
     /// Keeps an object [`PageCache::get_or_read`] read, as [`PageCache::get_or_load`]
     /// would have kept it.
     pub fn admit(&self, unkept: Unkept) {
-        let Unkept {
+        let UnkeptObject {
             key,
             tier,
             value,
             weight,
             owner,
-        } = unkept;
+        } = *unkept.0;
         self.insert_owned(key, tier, value, weight, owner);
     }
 

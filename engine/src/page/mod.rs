@@ -197,6 +197,7 @@ impl PageStore {
         })
     }
 
+    #[inline(always)]
     fn page_node(&self, id: PageId, value: CacheValue) -> Result<Arc<Node>> {
         match value {
             CacheValue::Node(node) => Ok(node),
