@@ -426,17 +426,21 @@ fn point_reads_are_answered_by_the_record_tier_until_a_commit_changes_the_record
     assert_eq!(stats.record_budget_bytes, 0);
 }
 
-/// A point read whose record the record tier keeps leaves the leaf it read out of the page
-/// cache (the record's next read asks the tier); a read whose record the tier does not keep
-/// (here: no tier) keeps its leaf, and the next read in that leaf finds it cached.
+/// With a record tier, a leaf a point read loads from storage stays out of the page cache
+/// (the tier keeps the record, at once while it has room, on its next miss once it is full),
+/// so the next read in that leaf loads it again; without a tier the leaf is kept and that
+/// read finds it. The same pages in every case: the run without a tier shows that the two
+/// keys share a leaf.
 #[test]
-fn a_leaf_read_for_a_record_the_tier_keeps_is_not_cached() {
-    for (percent, leaf_kept) in [(50, false), (0, true)] {
+fn a_leaf_a_point_read_loads_is_cached_only_without_a_record_tier() {
+    // (cache bytes, tier percent, records read first to fill the tier)
+    let cases = [(1 << 20, 50, 0), (256 << 10, 10, 600), (1 << 20, 0, 0)];
+    for (cache_bytes, percent, fill) in cases {
         let (_sim, storage) = sim();
         let options = || {
             Options::new()
                 .page_bytes(4096)
-                .cache_bytes(1 << 20)
+                .cache_bytes(cache_bytes)
                 .record_cache_percent(percent)
         };
         let db = open_db(storage.clone(), options()).unwrap();
@@ -447,32 +451,50 @@ fn a_leaf_read_for_a_record_the_tier_keeps_is_not_cached() {
         }
         batch.commit().unwrap();
         drop(db);
-        // Reopened: nothing cached, the tree's inner pages and leaves on disk.
+        // Reopened: nothing cached, the tree's pages on disk.
         let db = open_db(storage, options()).unwrap();
         let p = db.collection("p").unwrap();
+        for k in 1000..1000 + fill {
+            assert!(p.get(format!("{k:05}")).unwrap().is_some());
+        }
+        let full = fill > 0;
+        if full {
+            let stats = db.cache_stats();
+            assert!(
+                stats.records.resident_bytes + 1_000 > stats.record_budget_bytes,
+                "the tier is full: {} of {}",
+                stats.records.resident_bytes,
+                stats.record_budget_bytes
+            );
+        }
+        db.reset_stats();
         assert!(p.get("00100").unwrap().is_some());
         let first = db.cache_stats();
-        assert!(first.hot.misses >= 1, "the first read loads its leaf");
-        assert_eq!(first.records.hits, 0);
+        assert_eq!(first.hot.misses, 1, "the first read loads its leaf");
         db.reset_stats();
-        // A neighbour in the same leaf (the run without a tier, of the same pages, shows
-        // that they share it: its second read misses nothing).
         assert!(p.get("00101").unwrap().is_some());
         let second = db.cache_stats();
         assert_eq!(second.records.hits, 0, "another record: a tier miss");
+        assert_eq!(second.hot.requests, 1, "the leaf (the root is pinned)");
         assert_eq!(
             second.hot.misses,
-            u64::from(!leaf_kept),
-            "tier at {percent}%: the leaf {} cached",
-            if leaf_kept { "was" } else { "was not" }
+            u64::from(percent > 0),
+            "tier at {percent}%, full {full}: the leaf's second read"
         );
-        assert_eq!(second.hot.requests, 1, "the leaf (the root is pinned)");
-        // The record kept (tier on) is read again without the leaf.
-        db.reset_stats();
-        assert!(p.get("00100").unwrap().is_some());
-        let again = db.cache_stats();
-        assert_eq!(again.records.hits, u64::from(!leaf_kept));
-        assert_eq!(again.hot.misses, 0);
+        // A full tier turned the record away once and keeps it on its next miss; one with
+        // room kept it at once; without a tier the leaf answers.
+        for (read, tier_hits) in [
+            (1, u64::from(percent > 0 && !full)),
+            (2, u64::from(percent > 0)),
+        ] {
+            db.reset_stats();
+            assert!(p.get("00100").unwrap().is_some());
+            let again = db.cache_stats();
+            assert_eq!(
+                again.records.hits, tier_hits,
+                "tier at {percent}%, full {full}, read {read}"
+            );
+        }
         db.verify().unwrap();
     }
 }

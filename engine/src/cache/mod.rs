@@ -943,12 +943,10 @@ impl PageCache {
         value: &[u8],
         generation: u64,
         still_current: impl Fn() -> bool,
-    ) -> bool {
-        let kept = self
-            .records
+    ) {
+        self.records
             .insert(collection, key, value, generation, still_current);
         self.fit_pages();
-        kept
     }
 
     /// Adds a document built from a kept record (see [`RecordCache::attach`]), evicting

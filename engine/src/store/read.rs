@@ -198,41 +198,36 @@ impl Shared {
     }
 
     /// A parent's record read from the tree at `version` (a published one), then kept in
-    /// the record tier if `version` is the current one and no commit is publishing. The
-    /// leaf, if it was read from storage, goes into the page cache only if the tier does not
-    /// keep the record: the record's next read asks the tier, not the leaf. (A large record's
-    /// leaf goes in whatever the tier does.)
+    /// the record tier if `version` is the current one and no commit is publishing. With a
+    /// tier, a leaf read from storage for the record does not go into the page cache: the
+    /// tier keeps the record now, or on its next miss once it is full (see
+    /// `RecordCache::insert`), and the record's next read asks the tier, not the leaf. (A
+    /// large record is read through the page cache after its leaf, which then goes in as in
+    /// any other read.) Without a tier the walk keeps its leaf as any other.
     fn read_and_keep(
         &self,
         version: &Version,
         info: &CollectionInfo,
         key: &[u8],
     ) -> Result<Option<Found>> {
+        let cache = &self.pages.cache;
+        if cache.records().budget_bytes() == 0 {
+            return self.read_parent(version, info, key);
+        }
         let epoch = self.record_epoch.load(Ordering::SeqCst);
-        let (entry, mut unkept_leaf) = keys::with_parent(info.id, key, |tree_key| {
+        let (entry, unkept_leaf) = keys::with_parent(info.id, key, |tree_key| {
             version.tree.get_entry_or_read(&self.pages, tree_key)
         })?;
-        let cache = &self.pages.cache;
-        // A large record is read through the cache too: the leaf goes in first, as in any
-        // other read, so that the cache takes its objects in the order they were asked for.
-        if let Some((_, Value::Large(_))) = &entry
-            && let Some(leaf) = unkept_leaf.take()
-        {
+        if let (Some((_, Value::Large(_))), Some(leaf)) = (&entry, unkept_leaf) {
             cache.admit(leaf);
         }
         let found = self.found_in_leaf(entry)?;
-        let kept = match &found {
-            Some(Found::Read { record, .. }) if epoch == version.generation => {
-                cache.keep_record(info.id, key, record, epoch, || {
-                    self.record_epoch.load(Ordering::SeqCst) == epoch
-                })
-            }
-            _ => false,
-        };
-        if let Some(leaf) = unkept_leaf
-            && !kept
+        if let Some(Found::Read { record, .. }) = &found
+            && epoch == version.generation
         {
-            cache.admit(leaf);
+            cache.keep_record(info.id, key, record, epoch, || {
+                self.record_epoch.load(Ordering::SeqCst) == epoch
+            });
         }
         Ok(found)
     }
