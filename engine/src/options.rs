@@ -91,7 +91,8 @@ impl Options {
     /// `get` reads again keeps its decoded `Document` too, so that the next `get` builds
     /// nothing. Pages and chunks get the rest, and whatever of the share the tier does not
     /// hold (evicted as it fills). Commits remove the records they change; scans and writes
-    /// put none there.
+    /// put none there. While there is a tier, the leaf a point read loads from storage is
+    /// not kept in the page cache (the tier keeps the record); with 0 it is.
     pub fn record_cache_percent(mut self, percent: u8) -> Self {
         self.record_cache_percent = percent;
         self
