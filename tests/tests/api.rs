@@ -428,8 +428,8 @@ fn point_reads_are_answered_by_the_record_tier_until_a_commit_changes_the_record
 
 /// With a record tier, a leaf a point read loads from storage stays out of the page cache
 /// (the tier keeps the record, at once while it has room, on its next miss once it is full),
-/// so the next read in that leaf loads it again; without a tier the leaf is kept and that
-/// read finds it. The same pages in every case: the run without a tier shows that the two
+/// so the next read in that leaf loads it again, and that second load keeps it; without a
+/// tier the leaf is kept at once and that read finds it. The same pages in every case: the run without a tier shows that the two
 /// keys share a leaf.
 #[test]
 fn a_leaf_a_point_read_loads_is_cached_only_without_a_record_tier() {
@@ -468,6 +468,7 @@ fn a_leaf_a_point_read_loads_is_cached_only_without_a_record_tier() {
             );
         }
         db.reset_stats();
+        let resident = db.cache_stats().hot.resident_bytes;
         assert!(p.get("00100").unwrap().is_some());
         let first = db.cache_stats();
         assert_eq!(first.hot.misses, 1, "the first read loads its leaf");
@@ -481,6 +482,9 @@ fn a_leaf_a_point_read_loads_is_cached_only_without_a_record_tier() {
             u64::from(percent > 0),
             "tier at {percent}%, full {full}: the leaf's second read"
         );
+        // The leaf went in on its first load without a tier, on its second with one.
+        assert_eq!(first.hot.resident_bytes > resident, percent == 0);
+        assert!(second.hot.resident_bytes > resident);
         // A full tier turned the record away once and keeps it on its next miss; one with
         // room kept it at once; without a tier the leaf answers.
         for (read, tier_hits) in [

@@ -629,6 +629,26 @@ pub struct PageCache {
     trace: Option<Mutex<TraceWriter>>,
     /// Orders LRU's hits across shards.
     next_hit: AtomicU64,
+    /// The latest objects read and not kept (see [`PageCache::admit_if_read_lately`]).
+    lately: Mutex<Lately>,
+}
+
+/// How many of the latest objects read and not kept the cache remembers.
+const LATELY: usize = 32;
+
+/// The ids of the latest objects read and not kept, in a ring.
+struct Lately {
+    ids: [u64; LATELY],
+    next: usize,
+}
+
+impl Default for Lately {
+    fn default() -> Self {
+        Lately {
+            ids: [u64::MAX; LATELY],
+            next: 0,
+        }
+    }
 }
 
 /// The hash of a key that picks its shard, finds it in the shard and decides the sample.
@@ -686,6 +706,7 @@ impl PageCache {
             estimator,
             trace,
             next_hit: AtomicU64::new(0),
+            lately: Mutex::default(),
         })
     }
 
@@ -835,6 +856,26 @@ impl PageCache {
             owner,
         }));
         Ok((value, Some(unkept)))
+    }
+
+    /// Keeps an object [`PageCache::get_or_read`] read if it was read and not kept among the
+    /// latest [`LATELY`] such objects (reads that come back to it at once, as point reads of
+    /// keys in order come back to their leaf); else remembers it and drops it.
+    pub fn admit_if_read_lately(&self, unkept: Unkept) {
+        let id = unkept.0.key.object_id();
+        let seen = {
+            let mut lately = self.lately.lock();
+            let seen = lately.ids.contains(&id);
+            if !seen {
+                let at = lately.next;
+                lately.ids[at] = id;
+                lately.next = (at + 1) % LATELY;
+            }
+            seen
+        };
+        if seen {
+            self.admit(unkept);
+        }
     }
 
     /// Keeps an object [`PageCache::get_or_read`] read, as [`PageCache::get_or_load`]

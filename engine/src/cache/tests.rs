@@ -649,6 +649,41 @@ fn an_object_read_but_not_admitted_stays_out_of_the_cache() {
     assert_eq!((stats.hot.requests, stats.hot.hits), (4, 2));
 }
 
+/// An object read and not kept goes in when it is read again among the latest such reads,
+/// not when other objects were read between enough to push it out of the cache's memory.
+#[test]
+fn an_object_read_again_at_once_is_admitted_and_one_read_long_ago_is_not() {
+    let cache = PageCache::with_config(CacheConfig {
+        budget_bytes: 100_000,
+        record_bytes: 0,
+        policy: CachePolicy::default(),
+        what_if: false,
+        trace: None,
+    })
+    .unwrap();
+    let read = |offset: u64| {
+        let (_, unkept) = cache
+            .get_or_read(key(offset), Tier::HotPage, || load(100))
+            .unwrap();
+        cache.admit_if_read_lately(unkept.expect("not cached"));
+    };
+    let resident = |cache: &PageCache| cache.stats(no_names).hot.resident_bytes;
+    read(1);
+    assert_eq!(resident(&cache), 0, "kept on its first read");
+    read(1);
+    assert_eq!(resident(&cache), 100, "not kept on its second");
+    // Object 2, then LATELY others, then 2 again: forgotten, not kept.
+    read(2);
+    for offset in 100..100 + LATELY as u64 {
+        read(offset);
+    }
+    assert_eq!(resident(&cache), 100);
+    read(2);
+    assert_eq!(resident(&cache), 100, "kept though read long ago");
+    read(2);
+    assert_eq!(resident(&cache), 200);
+}
+
 /// Pages may take the record tier's share while it holds less; as it fills they are evicted
 /// so that pages and records together stay within the budget, and never below the pages'
 /// own share.

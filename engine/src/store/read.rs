@@ -201,9 +201,11 @@ impl Shared {
     /// the record tier if `version` is the current one and no commit is publishing. With a
     /// tier, a leaf read from storage for the record does not go into the page cache: the
     /// tier keeps the record now, or on its next miss once it is full (see
-    /// `RecordCache::insert`), and the record's next read asks the tier, not the leaf. (A
-    /// large record is read through the page cache after its leaf, which then goes in as in
-    /// any other read.) Without a tier the walk keeps its leaf as any other.
+    /// `RecordCache::insert`), and the record's next read asks the tier, not the leaf, unless
+    /// point reads keep coming back to that leaf (it goes in on its second load among the
+    /// latest: `PageCache::admit_if_read_lately`). (A large record is read through the page
+    /// cache after its leaf, which then goes in as in any other read.) Without a tier the
+    /// walk keeps its leaf as any other.
     fn read_and_keep(
         &self,
         version: &Version,
@@ -218,8 +220,11 @@ impl Shared {
         let (entry, unkept_leaf) = keys::with_parent(info.id, key, |tree_key| {
             version.tree.get_entry_or_read(&self.pages, tree_key)
         })?;
-        if let (Some((_, Value::Large(_))), Some(leaf)) = (&entry, unkept_leaf) {
-            cache.admit(leaf);
+        if let Some(leaf) = unkept_leaf {
+            match &entry {
+                Some((_, Value::Large(_))) => cache.admit(leaf),
+                _ => cache.admit_if_read_lately(leaf),
+            }
         }
         let found = self.found_in_leaf(entry)?;
         if let Some(Found::Read { record, .. }) = &found
