@@ -745,11 +745,11 @@ impl PageCache {
         tier: Tier,
         load: impl FnOnce() -> Result<Loaded>,
     ) -> Result<CacheValue> {
-        let (value, unkept) = self.get_or_read(key, tier, load)?;
-        if let Some(unkept) = unkept {
-            self.admit(unkept);
-        }
-        Ok(value)
+        self.get_then(key, tier, load, |object| {
+            let value = object.value.clone();
+            self.keep(object);
+            value
+        })
     }
 
     /// Counts the request; on a hit, notes it for the policy and returns the value.
@@ -807,12 +807,33 @@ impl PageCache {
         tier: Tier,
         load: impl FnOnce() -> Result<Loaded>,
     ) -> Result<(CacheValue, Option<Unkept>)> {
+        let mut unkept = None;
+        let value = self.get_then(key, tier, load, |object| {
+            let value = object.value.clone();
+            unkept = Some(Unkept(Box::new(object)));
+            value
+        })?;
+        Ok((value, unkept))
+    }
+
+    /// The cached object for `key`, or what `missed` makes of the one `load` reads (counted
+    /// as a miss, not kept).
+    #[inline(always)]
+    fn get_then(
+        &self,
+        key: CacheKey,
+        tier: Tier,
+        load: impl FnOnce() -> Result<Loaded>,
+        missed: impl FnOnce(UnkeptObject) -> CacheValue,
+    ) -> Result<CacheValue> {
         let owner = OWNER.with(Cell::get);
         let hash = key_hash(&key);
         let sample = self.sample_seq(hash);
         match self.hit(&key, hash, owner, tier, sample) {
-            Some(value) => Ok((value, None)),
-            None => self.read_missing(key, hash, owner, tier, sample, load),
+            Some(value) => Ok(value),
+            None => self
+                .read_missing(key, hash, owner, tier, sample, load)
+                .map(missed),
         }
     }
 
@@ -827,7 +848,7 @@ impl PageCache {
         tier: Tier,
         sample: Option<u64>,
         load: impl FnOnce() -> Result<Loaded>,
-    ) -> Result<(CacheValue, Option<Unkept>)> {
+    ) -> Result<UnkeptObject> {
         let Loaded {
             value,
             weight_bytes,
@@ -848,14 +869,13 @@ impl PageCache {
             }
         }
         self.record(&key, weight, tier, &value);
-        let unkept = Unkept(Box::new(UnkeptObject {
+        Ok(UnkeptObject {
             key,
             tier,
-            value: value.clone(),
+            value,
             weight,
             owner,
-        }));
-        Ok((value, Some(unkept)))
+        })
     }
 
     /// Keeps an object [`PageCache::get_or_read`] read if it was read and not kept among the
@@ -881,13 +901,17 @@ impl PageCache {
     /// Keeps an object [`PageCache::get_or_read`] read, as [`PageCache::get_or_load`]
     /// would have kept it.
     pub fn admit(&self, unkept: Unkept) {
+        self.keep(*unkept.0);
+    }
+
+    fn keep(&self, object: UnkeptObject) {
         let UnkeptObject {
             key,
             tier,
             value,
             weight,
             owner,
-        } = *unkept.0;
+        } = object;
         self.insert_owned(key, tier, value, weight, owner);
     }
 
