@@ -745,10 +745,13 @@ impl PageCache {
         tier: Tier,
         load: impl FnOnce() -> Result<Loaded>,
     ) -> Result<CacheValue> {
-        self.get_then(key, tier, load, |object| {
-            let value = object.value.clone();
-            self.keep(object);
-            value
+        Ok(match self.get_or_miss(key, tier, load)? {
+            Ok(value) => value,
+            Err(object) => {
+                let value = object.value.clone();
+                self.keep(object);
+                value
+            }
         })
     }
 
@@ -807,33 +810,29 @@ impl PageCache {
         tier: Tier,
         load: impl FnOnce() -> Result<Loaded>,
     ) -> Result<(CacheValue, Option<Unkept>)> {
-        let mut unkept = None;
-        let value = self.get_then(key, tier, load, |object| {
-            let value = object.value.clone();
-            unkept = Some(Unkept(Box::new(object)));
-            value
-        })?;
-        Ok((value, unkept))
+        Ok(match self.get_or_miss(key, tier, load)? {
+            Ok(value) => (value, None),
+            Err(object) => (object.value.clone(), Some(Unkept(Box::new(object)))),
+        })
     }
 
-    /// The cached object for `key`, or what `missed` makes of the one `load` reads (counted
-    /// as a miss, not kept).
+    /// The cached object for `key`, or (`Err`) the one `load` reads, counted as a miss and
+    /// not kept.
     #[inline(always)]
-    fn get_then(
+    fn get_or_miss(
         &self,
         key: CacheKey,
         tier: Tier,
         load: impl FnOnce() -> Result<Loaded>,
-        missed: impl FnOnce(UnkeptObject) -> CacheValue,
-    ) -> Result<CacheValue> {
+    ) -> Result<std::result::Result<CacheValue, UnkeptObject>> {
         let owner = OWNER.with(Cell::get);
         let hash = key_hash(&key);
         let sample = self.sample_seq(hash);
         match self.hit(&key, hash, owner, tier, sample) {
-            Some(value) => Ok(value),
+            Some(value) => Ok(Ok(value)),
             None => self
                 .read_missing(key, hash, owner, tier, sample, load)
-                .map(missed),
+                .map(Err),
         }
     }
 
