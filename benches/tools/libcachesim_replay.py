@@ -3,7 +3,7 @@
 
     cargo run --release -p skewdb-cli -- bench --out DIR --traces TRACES
     pip install libcachesim
-    python3 benches/tools/libcachesim_replay.py TRACES [NAME-SUBSTRING ...]
+    python3 benches/tools/libcachesim_replay.py [--every] TRACES [NAME-SUBSTRING ...]
 
 Each trace is cut to its warm-up and measured requests (traces.csv lists both) and fed
 to each libCacheSim policy with the run's byte budget, its `drop` lines (objects the live
@@ -11,7 +11,9 @@ cache dropped because no reader could ask for them again) as removals; misses ar
 over the measured requests only, as the bench counts them, and printed beside the bench's
 own figures when
 a JSON file of them (`skewdb --json bench ...`, one object per line) is given with
---ours FILE.
+--ours FILE. With --every, the other online policies libCacheSim has are replayed too (ARC,
+LIRS, CLOCK-Pro, 2Q, MQ, LRU-K, GDSF, LHD, Hyperbolic, Cacheus,
+CLOCK-2Q+): each is fed the same requests, and none is told the next use.
 """
 
 import csv
@@ -23,8 +25,15 @@ import libcachesim as lcs
 NEVER = 1 << 62
 
 
-def policies(budget):
-    return {
+EVERY = [
+    "ARC", "LIRS", "ClockPro", "TwoQ", "MQ", "LRUK", "GDSF", "LHD",
+    "Hyperbolic", "Cacheus", "Clock2QPlus",
+]
+
+
+def policies(budget, every):
+    more = {name.lower(): getattr(lcs, name)(budget) for name in EVERY} if every else {}
+    return more | {
         "lru": lcs.LRU(budget),
         "s3-fifo (paper: 2 hits to main)": lcs.S3FIFO(budget),
         "s3-fifo (1 hit to main)": lcs.S3FIFO(budget, move_to_main_threshold=1),
@@ -35,7 +44,7 @@ def policies(budget):
     }
 
 
-def replay(path, warmup, measured, budget):
+def replay(path, warmup, measured, budget, every):
     # Requests, and before each the objects dropped since the one before it.
     trace, drops, dropped = [], [], []
     with open(path) as f:
@@ -55,7 +64,7 @@ def replay(path, warmup, measured, budget):
         next_use[i] = last.get(trace[i][0], NEVER)
         last[trace[i][0]] = i
     misses = {}
-    for name, cache in policies(budget).items():
+    for name, cache in policies(budget, every).items():
         count = 0
         for i, (obj, size) in enumerate(trace):
             for gone in drops[i]:
@@ -82,6 +91,9 @@ def main():
                 run = json.loads(line)
                 ours[(run["workload"], run["layout"], run["budget_bytes"])] = run
         del args[at : at + 2]
+    every = "--every" in args
+    if every:
+        args.remove("--every")
     folder, wanted = args[0], args[1:]
     with open(f"{folder}/traces.csv") as f:
         rows = list(csv.DictReader(f))
@@ -93,8 +105,8 @@ def main():
             int(row["warmup_requests"]),
             int(row["measured_requests"]),
         )
-        misses = replay(f"{folder}/{row['file']}", warmup, measured, budget)
-        print(row["file"], json.dumps(misses))
+        misses = replay(f"{folder}/{row['file']}", warmup, measured, budget, every)
+        print(row["file"], json.dumps(misses), flush=True)
 
 
 if __name__ == "__main__":
