@@ -684,6 +684,59 @@ fn an_object_read_again_at_once_is_admitted_and_one_read_long_ago_is_not() {
     assert_eq!(resident(&cache), 200);
 }
 
+/// Threads reading the same objects at once, each twice in a row as point reads of keys in
+/// order read a leaf, in step (a barrier between reads): each object is read lately by one
+/// of them when another comes back to it, so every one is kept, once, and every read counted.
+#[test]
+fn threads_reading_an_object_again_at_once_keep_it_once() {
+    const THREADS: usize = 4;
+    const OBJECTS: u64 = 100;
+    let cache = Arc::new(
+        PageCache::with_config(CacheConfig {
+            budget_bytes: 1_000_000,
+            record_bytes: 0,
+            policy: CachePolicy::default(),
+            what_if: false,
+            trace: None,
+        })
+        .unwrap(),
+    );
+    let step = Arc::new(std::sync::Barrier::new(THREADS));
+    let threads: Vec<_> = (0..THREADS)
+        .map(|_| {
+            let (cache, step) = (cache.clone(), step.clone());
+            std::thread::spawn(move || {
+                for id in 0..OBJECTS {
+                    for _ in 0..2 {
+                        step.wait();
+                        let (_, unkept) = cache
+                            .get_or_read(key(id), Tier::HotPage, || load(100))
+                            .unwrap();
+                        if let Some(unkept) = unkept {
+                            cache.admit_if_read_lately(unkept);
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    let stats = cache.stats(no_names).hot;
+    let reads = THREADS as u64 * OBJECTS * 2;
+    assert_eq!(stats.requests, reads);
+    assert_eq!(stats.hits + stats.misses, reads);
+    assert!(stats.misses >= OBJECTS, "{stats:?}");
+    assert_eq!(stats.resident_bytes, OBJECTS * 100, "each kept once");
+    for id in 0..OBJECTS {
+        let (_, unkept) = cache
+            .get_or_read(key(id), Tier::HotPage, || load(100))
+            .unwrap();
+        assert!(unkept.is_none(), "object {id} not kept");
+    }
+}
+
 /// Pages may take the record tier's share while it holds less; as it fills they are evicted
 /// so that pages and records together stay within the budget, and never below the pages'
 /// own share.
