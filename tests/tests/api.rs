@@ -429,8 +429,8 @@ fn point_reads_are_answered_by_the_record_tier_until_a_commit_changes_the_record
 /// With a record tier, a leaf a point read loads from storage stays out of the page cache
 /// (the tier keeps the record, at once while it has room, on its next miss once it is full),
 /// so the next read in that leaf loads it again, and that second load keeps it; without a
-/// tier the leaf is kept at once and that read finds it. The same pages in every case: the run without a tier shows that the two
-/// keys share a leaf.
+/// tier the leaf is kept at once and that read finds it. The same pages in every case: the
+/// run without a tier shows that the two keys share a leaf.
 #[test]
 fn a_leaf_a_point_read_loads_is_cached_only_without_a_record_tier() {
     // (cache bytes, tier percent, records read first to fill the tier)
