@@ -615,14 +615,7 @@ fn the_live_cache_keeps_inner_pages_ahead_of_leaves_and_traces_them() {
 /// admitted; a hit there hands back nothing to admit.
 #[test]
 fn an_object_read_but_not_admitted_stays_out_of_the_cache() {
-    let cache = PageCache::with_config(CacheConfig {
-        budget_bytes: 10_000,
-        record_bytes: 0,
-        policy: CachePolicy::default(),
-        what_if: false,
-        trace: None,
-    })
-    .unwrap();
+    let cache = cache(10_000, CachePolicy::default(), false);
     let (_, unkept) = cache
         .get_or_read(key(1), Tier::HotPage, || load(100))
         .unwrap();
@@ -653,14 +646,7 @@ fn an_object_read_but_not_admitted_stays_out_of_the_cache() {
 /// not when other objects were read between enough to push it out of the cache's memory.
 #[test]
 fn an_object_read_again_at_once_is_admitted_and_one_read_long_ago_is_not() {
-    let cache = PageCache::with_config(CacheConfig {
-        budget_bytes: 100_000,
-        record_bytes: 0,
-        policy: CachePolicy::default(),
-        what_if: false,
-        trace: None,
-    })
-    .unwrap();
+    let cache = cache(100_000, CachePolicy::default(), false);
     let read = |offset: u64| {
         let (_, unkept) = cache
             .get_or_read(key(offset), Tier::HotPage, || load(100))
@@ -691,16 +677,7 @@ fn an_object_read_again_at_once_is_admitted_and_one_read_long_ago_is_not() {
 fn threads_reading_an_object_again_at_once_keep_it_once() {
     const THREADS: usize = 4;
     const OBJECTS: u64 = 100;
-    let cache = Arc::new(
-        PageCache::with_config(CacheConfig {
-            budget_bytes: 1_000_000,
-            record_bytes: 0,
-            policy: CachePolicy::default(),
-            what_if: false,
-            trace: None,
-        })
-        .unwrap(),
-    );
+    let cache = Arc::new(cache(1_000_000, CachePolicy::default(), false));
     let step = Arc::new(std::sync::Barrier::new(THREADS));
     let threads: Vec<_> = (0..THREADS)
         .map(|_| {
