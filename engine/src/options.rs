@@ -53,6 +53,7 @@ pub struct Options {
     pub(crate) cache_trace: Option<PathBuf>,
     pub(crate) background: bool,
     pub(crate) reclaim: bool,
+    pub(crate) memory_map: bool,
 }
 
 impl Default for Options {
@@ -69,6 +70,7 @@ impl Default for Options {
             cache_trace: None,
             background: true,
             reclaim: true,
+            memory_map: false,
         }
     }
 }
@@ -143,7 +145,9 @@ impl Options {
     }
 
     /// Log volume after which a checkpoint runs by itself (default 64 MiB). Bounds the
-    /// redo replayed at recovery and the memory held by changed pages.
+    /// redo replayed at recovery. Pages changed since the last checkpoint, which live in
+    /// memory until one writes them, bring it forward once they reach a sixteenth of
+    /// `cache_bytes` (at least 1 MiB, at most this).
     pub fn checkpoint_bytes(mut self, bytes: u64) -> Self {
         self.checkpoint_bytes = bytes;
         self
@@ -163,6 +167,18 @@ impl Options {
     /// `checkpoint_bytes` behind, which bounds recovery and memory whatever the load.
     pub fn background(mut self, on: bool) -> Self {
         self.background = on;
+        self
+    }
+
+    /// Whether segment files are read through memory maps (default off). Off, a page or
+    /// chunk the cache misses is read into a buffer of the engine's own and checked each
+    /// time, so the process's memory is the cache's budget plus a fixed allowance whatever
+    /// the size of the data (`ARCHITECTURE.md`, "Memory"). On, sealed segments are mapped
+    /// whole and a miss copies nothing, but every page of a segment once read counts in the
+    /// process's resident memory (and in a memory limit such as a cgroup's) until the
+    /// kernel takes it back: worth it only where the data fits in memory.
+    pub fn memory_map(mut self, on: bool) -> Self {
+        self.memory_map = on;
         self
     }
 

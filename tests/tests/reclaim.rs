@@ -129,11 +129,26 @@ fn a_long_scan_holds_its_segments() {
 /// Pages of sealed segments are read from the segments' maps: with a cache far smaller than
 /// the data every read goes back to them, while rewrites seal new segments and cleaning
 /// removes old ones (a cached page may still be a view of a removed segment's map). Every
-/// read sees its round, the removed files are gone, and a reopen reads the same.
+/// read sees its round, the removed files are gone, and a reopen reads the same. Pages are
+/// read into buffers (the default) or from maps of the segments (`Options::memory_map`).
 #[test]
 fn reads_from_sealed_segments_stay_right_while_segments_come_and_go() {
+    reads_while_segments_come_and_go(false);
+}
+
+#[test]
+fn reads_from_maps_of_sealed_segments_stay_right_while_segments_come_and_go() {
+    reads_while_segments_come_and_go(true);
+}
+
+fn reads_while_segments_come_and_go(memory_map: bool) {
     let dir = tempfile::tempdir().unwrap();
-    let small = || options().cache_bytes(128 * 1024).record_cache_percent(0);
+    let small = || {
+        options()
+            .cache_bytes(128 * 1024)
+            .record_cache_percent(0)
+            .memory_map(memory_map)
+    };
     let db = Db::open(dir.path(), small()).unwrap();
     db.create_collection(CollectionSpec::new("docs")).unwrap();
     let docs = db.collection("docs").unwrap();
@@ -627,4 +642,29 @@ fn large_records_beyond_one_step_all_move_in_later_steps() {
         }
     }
     db.verify().unwrap();
+}
+
+/// Histories read through maps of the cold and hot segments (`Options::memory_map`) are the
+/// ones read into buffers (the default), before and after a compaction, and across a reopen.
+#[test]
+fn histories_read_the_same_through_maps_and_buffers() {
+    let dir = tempfile::tempdir().unwrap();
+    let mapped = || options().memory_map(true).cache_bytes(256 * 1024);
+    let db = Db::open(dir.path(), mapped()).unwrap();
+    histories(&db, 40, 300);
+    let mut batch = db.batch();
+    for i in (0..40).step_by(4) {
+        batch.delete("docs", format!("p{i:03}"));
+    }
+    batch.commit().unwrap();
+    let through_maps = everything(&db);
+    assert_eq!(through_maps.len(), 30);
+    db.compact().unwrap();
+    assert_eq!(everything(&db), through_maps);
+    db.close().unwrap();
+    let db = Db::open(dir.path(), options().cache_bytes(256 * 1024)).unwrap();
+    assert_eq!(everything(&db), through_maps);
+    db.close().unwrap();
+    let db = Db::open(dir.path(), mapped()).unwrap();
+    assert_eq!(everything(&db), through_maps);
 }

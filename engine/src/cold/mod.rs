@@ -150,8 +150,11 @@ pub struct ColdStore {
     failed: Mutex<Option<String>>,
     unsynced: Mutex<bool>,
     /// Of a segment no longer written, the whole file; of the one written, the file as
-    /// long as it was when mapped (see [`ColdStore::map_for`]).
+    /// long as it was when mapped (see [`ColdStore::map_for`]). Used only once
+    /// [`ColdStore::map_segments`] is called.
     maps: SegmentMaps,
+    /// Whether chunks are read through `maps` (else each is read into a buffer of its own).
+    map: bool,
     /// The compressor of the last group, handed to the next.
     compressor: Mutex<Option<zstd::bulk::Compressor<'static>>>,
 }
@@ -180,8 +183,15 @@ impl ColdStore {
             failed: Mutex::new(None),
             unsynced: Mutex::new(false),
             maps: SegmentMaps::default(),
+            map: false,
             compressor: Mutex::new(None),
         }
+    }
+
+    /// Reads chunks through memory maps of their segments from now on
+    /// (`Options::memory_map`).
+    pub fn map_segments(&mut self) {
+        self.map = true;
     }
 
     pub fn tail(&self) -> ColdTail {
@@ -315,13 +325,16 @@ impl ColdStore {
     }
 
     /// A map of segment `segment_id` reaching `end` (see [`SegmentMaps`]), or `None` (the
-    /// chunk is read from the file). A segment no longer written is mapped whole; the one
+    /// chunk is read from the file): always `None` unless the store maps its segments. A segment no longer written is mapped whole; the one
     /// written, once its file has grown a sixteenth of a segment (at least 64 KiB) past the
     /// map held: so a chunk read soon after it was written is read from the file, and the
     /// segment is mapped at most about 17 times while written. Sound as the hot log's (see
     /// `format-spec/cold.md`): a chunk is read only once written, and nothing below the
     /// tail is written again. Every new map's segment header is checked.
     fn map_for(&self, segment_id: u32, end: u64) -> Result<Option<Bytes>> {
+        if !self.map {
+            return Ok(None);
+        }
         let segment = match segment_id == self.tail().segment_id {
             true => Segment::Growing {
                 min_growth: (self.segment_bytes / 16).max(64 * 1024),
@@ -518,12 +531,13 @@ mod tests {
     fn the_segment_being_written_is_mapped_as_it_grows() {
         let dir = tempfile::tempdir().unwrap();
         let storage = Arc::new(FsStorage::new(dir.path()).unwrap());
-        let cold = ColdStore::new(
+        let mut cold = ColdStore::new(
             storage.clone(),
             Arc::new(PageCache::new(1 << 20)),
             1 << 20,
             ColdTail::default(),
         );
+        cold.map_segments();
         let first = write_chunk(&cold, 0);
         let segment = first.loc.segment_id;
         let items = cold.read_uncached(&first).unwrap();
@@ -562,16 +576,40 @@ mod tests {
     #[test]
     fn a_segment_that_cannot_be_mapped_in_place_is_read_from_the_file() {
         let sim = Arc::new(SimStorage::new());
-        let cold = ColdStore::new(
+        let mut cold = ColdStore::new(
             sim.clone(),
             Arc::new(PageCache::new(1 << 20)),
             1 << 20,
             ColdTail::default(),
         );
+        cold.map_segments();
         let mut entries = Vec::new();
         while entries.is_empty() || sim.len(&segment_name(1)).unwrap() < 128 * 1024 {
             entries.push(write_chunk(&cold, 100 * entries.len() as i64));
         }
+        for entry in &entries {
+            assert_eq!(cold.read_uncached(entry).unwrap().len(), 40);
+        }
+        assert_eq!(map_held(&cold, 1), None);
+    }
+
+    /// By default (`Options::memory_map` off) no segment is mapped, the one written nor a
+    /// sealed one: every chunk is read from its file.
+    #[test]
+    fn chunks_are_read_from_the_file_unless_maps_are_asked_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Arc::new(FsStorage::new(dir.path()).unwrap());
+        let cold = ColdStore::new(
+            storage.clone(),
+            Arc::new(PageCache::new(1 << 20)),
+            1 << 20,
+            ColdTail::default(),
+        );
+        let mut entries = Vec::new();
+        while entries.is_empty() || storage.len(&segment_name(1)).unwrap() < 128 * 1024 {
+            entries.push(write_chunk(&cold, 100 * entries.len() as i64));
+        }
+        cold.seal().unwrap();
         for entry in &entries {
             assert_eq!(cold.read_uncached(entry).unwrap().len(), 40);
         }

@@ -235,17 +235,28 @@ pub fn is_chunk_entry(key: &Bytes) -> bool {
         && split_array(key).is_some_and(|(_, _, kind, _)| kind == KIND_CHUNK)
 }
 
+/// An outlier marker's key. Sized exactly: the key lives as long as the page that holds it.
 pub fn outlier(collection: CollectionId, field: usize, key: &[u8]) -> Bytes {
-    let mut out = outliers(collection, field);
+    let mut out = Vec::with_capacity(OUTLIERS_PREFIX_BYTES + key.len());
+    put_outliers_prefix(&mut out, collection, field);
     out.put_slice(key);
     Bytes::from(out)
 }
 
+/// The prefix every outlier marker of `field` starts with, with room for a parent key after
+/// it (a scan's bound, extended as it goes).
 pub fn outliers(collection: CollectionId, field: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(6 + MAX_KEY_BYTES);
+    let mut out = Vec::with_capacity(OUTLIERS_PREFIX_BYTES + MAX_KEY_BYTES);
+    put_outliers_prefix(&mut out, collection, field);
+    out
+}
+
+/// Bytes of an outlier marker key before the parent key: collection and field.
+const OUTLIERS_PREFIX_BYTES: usize = 6;
+
+fn put_outliers_prefix(out: &mut Vec<u8>, collection: CollectionId, field: usize) {
     out.put_u32(collection | OUTLIER_SPACE);
     out.put_u16(field as u16);
-    out
 }
 
 pub fn outliers_end(collection: CollectionId, field: usize) -> Bytes {

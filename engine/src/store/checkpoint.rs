@@ -49,20 +49,44 @@ pub(super) struct Doomed {
     pub(super) files: Vec<String>,
 }
 
+/// Pages changed since the last checkpoint live in memory, outside the cache's budget, until
+/// a checkpoint writes them: one is due once they reach this fraction of the budget (and
+/// runs from the committing thread at twice it), so that they stay a small share of it.
+pub(super) const DIRTY_SHARE_OF_CACHE: u64 = 16;
+
+/// ...but never sooner than this many changed bytes, so that a small cache does not make
+/// every few commits a checkpoint.
+pub(super) const MIN_DIRTY_BYTES: u64 = 1024 * 1024;
+
+/// The changed page bytes at which a checkpoint is due: a share of the cache's budget, at
+/// least [`MIN_DIRTY_BYTES`], at most `checkpoint_bytes`.
+pub(super) fn dirty_limit(cache_bytes: u64, checkpoint_bytes: u64) -> u64 {
+    (cache_bytes / DIRTY_SHARE_OF_CACHE)
+        .max(MIN_DIRTY_BYTES)
+        .min(checkpoint_bytes)
+        .max(1)
+}
+
 impl Shared {
-    /// How far the state is from the last checkpoint: the redo since, the pages changed
-    /// since (counted at the page size) or the cold chunk bytes written since, whichever is
-    /// most. A checkpoint is due once it reaches `checkpoint_bytes`: the first bounds
-    /// recovery, the second the memory that changed pages hold, the third the cold space
-    /// that waits for a checkpoint to be given back.
-    pub(super) fn checkpoint_pressure(&self, writer: &Writer) -> u64 {
+    /// How far the state is from the last checkpoint, as a multiple of where one is due:
+    /// the redo since (due at `checkpoint_bytes`), the pages changed since, counted at the
+    /// page size, with the held records (due at [`dirty_limit`]), or the cold chunk bytes
+    /// written since (due at `checkpoint_bytes`), whichever is furthest. The first bounds
+    /// recovery, the second the memory that changed pages hold outside the cache's budget,
+    /// the third the cold space that waits for a checkpoint to be given back. A checkpoint
+    /// is due at 1; a commit runs it itself at 2 (see `Shared::commit`).
+    pub(super) fn checkpoint_pressure(&self, writer: &Writer) -> f64 {
         let tree = &self.current().tree;
         let dirty_bytes =
             tree.table.dirty_count() as u64 * self.pages.page_bytes as u64 + tree.held_bytes;
-        writer
-            .bytes_since_checkpoint
-            .max(dirty_bytes)
-            .max(writer.cold_since_checkpoint)
+        let checkpoint_bytes = self.options.checkpoint_bytes.max(1) as f64;
+        let dirty_limit = dirty_limit(
+            self.options.cache_bytes as u64,
+            self.options.checkpoint_bytes,
+        );
+        (writer.bytes_since_checkpoint as f64 / checkpoint_bytes)
+            .max(dirty_bytes as f64 / dirty_limit as f64)
+            .max(writer.cold_since_checkpoint as f64 / checkpoint_bytes)
     }
 
     /// The maintenance thread's work: the checkpoint commits found due (if still due), then
@@ -70,7 +94,7 @@ impl Shared {
     pub(crate) fn maintain(&self) -> Result<()> {
         {
             let mut writer = self.writer.lock();
-            if self.checkpoint_pressure(&writer) >= self.options.checkpoint_bytes {
+            if self.checkpoint_pressure(&writer) >= 1.0 {
                 self.checkpoint_locked(&mut writer, self.options.reclaim)?;
             }
         }

@@ -141,8 +141,8 @@ impl Shared {
             let _ = self.write_held(&mut writer);
         }
         let pressure = self.checkpoint_pressure(&writer);
-        if pressure >= self.options.checkpoint_bytes {
-            if self.maintenance.running() && pressure < 2 * self.options.checkpoint_bytes {
+        if pressure >= 1.0 {
+            if self.maintenance.running() && pressure < 2.0 {
                 self.maintenance.wake();
             } else {
                 // The batches are committed; a failed checkpoint makes the next write fail.

@@ -87,15 +87,27 @@ struct Done {
     merged_into: u64,
 }
 
-/// What compaction found to do.
+/// What compaction found to do in one window of the chunk index.
 #[derive(Debug, Default)]
 pub(super) struct Plan {
     pub work: Vec<Work>,
+    /// The chunk entry the next window starts at; `None` once the walk reached the end.
+    pub resume: Option<Bytes>,
+    /// The chunk bytes of `work`.
+    bytes: u64,
 }
+
+/// The chunk bytes a compaction plans at a time (see [`Shared::plan_cold`]).
+pub(super) const PLAN_WINDOW_BYTES: u64 = 4 * STEP_BYTES;
 
 impl Plan {
     pub fn bytes(&self) -> u64 {
-        self.work.iter().map(Work::bytes).sum()
+        self.bytes
+    }
+
+    fn push(&mut self, work: Work) {
+        self.bytes += work.bytes();
+        self.work.push(work);
     }
 }
 
@@ -129,7 +141,18 @@ impl Shared {
     /// small, is never merged: a page of the newest items, the read most made of a history,
     /// decompresses a sealed tail's few KiB instead of a merged chunk. `merge` off plans
     /// moves only.
-    pub(super) fn plan_cold(&self, tree: &Tree, merge: bool) -> Result<Plan> {
+    ///
+    /// The walk starts at `from` (the first chunk entry when `None`) and stops at the first
+    /// array boundary once the plan holds `window_bytes` of chunks: the plan's memory is a
+    /// window's, whatever the size of the index. The plan's `resume` says where the next
+    /// window starts.
+    pub(super) fn plan_cold(
+        &self,
+        tree: &Tree,
+        merge: bool,
+        from: Option<&Bytes>,
+        window_bytes: u64,
+    ) -> Result<Plan> {
         let sparse = self.sparse_cold_segments(tree)?;
         let mut plan = Plan::default();
         if sparse.is_empty() && !merge {
@@ -137,7 +160,8 @@ impl Shared {
         }
         // Array records live in the key spaces with the top bit set.
         let start = [0x80u8];
-        let mut cursor = tree.cursor(&self.pages, Bound::Included(&start[..]))?;
+        let start = from.map_or(&start[..], |key| key.as_ref());
+        let mut cursor = tree.cursor(&self.pages, Bound::Included(start))?;
         let mut array: Option<Bytes> = None;
         // The group being gathered, and its items' encoded bytes.
         let mut group: Vec<(Bytes, ChunkRef)> = Vec::new();
@@ -147,12 +171,12 @@ impl Shared {
         let mut newest: Option<(Bytes, ChunkRef, usize)> = None;
         let move_if_sparse = |key: Bytes, entry: ChunkRef, plan: &mut Plan| {
             if sparse.contains(&entry.loc.segment_id) {
-                plan.work.push(Work::Move { key, entry });
+                plan.push(Work::Move { key, entry });
             }
         };
         let flush = |group: &mut Vec<(Bytes, ChunkRef)>, raw: &mut usize, plan: &mut Plan| {
             if group.len() >= 2 && *raw >= SMALL_RAW_BYTES {
-                plan.work.push(Work::Merge {
+                plan.push(Work::Merge {
                     run: std::mem::take(group),
                 });
             } else {
@@ -176,6 +200,9 @@ impl Shared {
             if !keys::is_chunk_entry(&key) {
                 continue;
             }
+            // The cursor's key is a view of its page's image: the plan keeps a copy, so that
+            // it does not hold every page it walked outside the cache's budget.
+            let key = Bytes::copy_from_slice(&key);
             let Value::Inline(bytes) = &value else {
                 return Err(entry_corruption(
                     &key,
@@ -190,6 +217,10 @@ impl Shared {
                 flush(&mut group, &mut group_raw, &mut plan);
                 if let Some((key, entry, _)) = newest.take() {
                     move_if_sparse(key, entry, &mut plan);
+                }
+                if plan.bytes() >= window_bytes {
+                    plan.resume = Some(key);
+                    return Ok(plan);
                 }
                 array = Some(prefix);
             }
@@ -309,12 +340,10 @@ impl Shared {
             cold_bytes_before: cold_bytes()?,
             ..CompactReport::default()
         };
-        let plan = {
+        {
             let _writer = self.writer.lock();
             self.seal_cold_if_dead(&self.current().tree)?;
-            self.plan_cold(&self.current().tree, true)?
-        };
-        let cold_total = plan.bytes();
+        }
         let hot_sparse = |writer: &Writer| -> Result<u64> {
             let sparse = self.sparse_segments(&self.current().tree, writer)?;
             Ok(sparse
@@ -322,25 +351,38 @@ impl Shared {
                 .map(super::checkpoint::Sparse::live_bytes)
                 .sum())
         };
-        let mut total = cold_total + hot_sparse(&self.writer.lock())?;
-        progress(0, total);
-        // Cold: one commit group per step.
+        let hot_before = hot_sparse(&self.writer.lock())?;
+        // Cold: a window of the chunk index planned at a time (the total grows as each is
+        // planned), one commit group per step.
+        let mut cold_total = 0;
         let mut done_bytes = 0;
-        let mut step: Vec<Work> = Vec::new();
-        let mut step_bytes = 0;
-        let mut pieces = plan.work.into_iter().peekable();
-        while let Some(piece) = pieces.next() {
-            step_bytes += piece.bytes();
-            step.push(piece);
-            if step_bytes >= STEP_BYTES || pieces.peek().is_none() {
-                let done = self.run_cold_work(&mut self.writer.lock(), &step)?;
-                report.chunks_moved += done.moved;
-                report.chunks_merged += done.merged;
-                report.merged_into += done.merged_into;
-                done_bytes += step_bytes;
-                progress(done_bytes, total);
-                step.clear();
-                step_bytes = 0;
+        let mut from: Option<Bytes> = None;
+        loop {
+            let plan =
+                self.plan_cold(&self.current().tree, true, from.as_ref(), PLAN_WINDOW_BYTES)?;
+            cold_total += plan.bytes();
+            let total = cold_total + hot_before;
+            progress(done_bytes, total);
+            let mut step: Vec<Work> = Vec::new();
+            let mut step_bytes = 0;
+            let mut pieces = plan.work.into_iter().peekable();
+            while let Some(piece) = pieces.next() {
+                step_bytes += piece.bytes();
+                step.push(piece);
+                if step_bytes >= STEP_BYTES || pieces.peek().is_none() {
+                    let done = self.run_cold_work(&mut self.writer.lock(), &step)?;
+                    report.chunks_moved += done.moved;
+                    report.chunks_merged += done.merged;
+                    report.merged_into += done.merged_into;
+                    done_bytes += step_bytes;
+                    progress(done_bytes, total);
+                    step.clear();
+                    step_bytes = 0;
+                }
+            }
+            match plan.resume {
+                Some(key) => from = Some(key),
+                None => break,
             }
         }
         // Hot: the segment being appended to is sealed first, so it can be cleaned too (the
@@ -353,7 +395,7 @@ impl Shared {
             hot_sparse(&writer)?
         };
         while self.relocate_large(STEP_BYTES)? > 0 {}
-        total = cold_total + hot_total;
+        let total = cold_total + hot_total;
         progress(cold_total, total);
         // One checkpoint per step. Each step cleans at least one segment; the bound only
         // guards the loop.
@@ -461,7 +503,7 @@ impl Shared {
         if self.sparse_cold_segments(&version.tree)?.is_empty() {
             return Ok(());
         }
-        let plan = self.plan_cold(&version.tree, true)?;
+        let plan = self.plan_cold(&version.tree, true, None, STEP_BYTES)?;
         drop(version);
         let mut step_bytes = 0;
         let step: Vec<Work> = plan
@@ -567,6 +609,8 @@ fn entry_corruption(key: &Bytes, reason: &str) -> Error {
 mod tests {
     use std::sync::Arc;
 
+    use bytes::Bytes;
+
     use crate::storage::SimStorage;
     use crate::{CollectionSpec, Db, ItemQuery, Layout, NewItem, Options};
 
@@ -650,6 +694,113 @@ mod tests {
         db.verify().unwrap();
     }
 
+    /// A plan made a window at a time holds at most about a window of chunks, stops only
+    /// between arrays, and its windows together hold the work one walk of the whole index
+    /// finds, in the same order.
+    #[test]
+    fn windows_of_the_plan_add_up_to_the_whole_plan() {
+        let options = Options::new().page_bytes(4096).segment_bytes(64 * 1024);
+        let db = Db::open_with_storage(Arc::new(SimStorage::new()), options).unwrap();
+        db.create_collection(CollectionSpec::new("c").array("log", Layout::Reference))
+            .unwrap();
+        for round in 0..20 {
+            let mut batch = db.batch();
+            for parent in 0..30 {
+                for n in round * 10..round * 10 + 10 {
+                    let item = NewItem::new(format!("{parent} {n} {}", "z".repeat(200))).key(n);
+                    batch.push("c", format!("p{parent:02}"), "log", item);
+                }
+            }
+            batch.commit().unwrap();
+        }
+        let shared = &db.shared;
+        let tree = shared.current().tree.clone();
+        let whole = shared.plan_cold(&tree, true, None, u64::MAX).unwrap();
+        assert!(whole.resume.is_none());
+        let keys = |work: &[super::Work]| -> Vec<Bytes> {
+            work.iter()
+                .flat_map(|w| match w {
+                    super::Work::Move { key, .. } => vec![key.clone()],
+                    super::Work::Merge { run } => run.iter().map(|(k, _)| k.clone()).collect(),
+                })
+                .collect()
+        };
+        let all = keys(&whole.work);
+        assert!(all.len() > 100, "{} chunks planned", all.len());
+        let largest = whole.work.iter().map(super::Work::bytes).max().unwrap();
+        let window = whole.bytes() / 7;
+        let mut windows = Vec::new();
+        let mut from: Option<Bytes> = None;
+        loop {
+            let plan = shared
+                .plan_cold(&tree, true, from.as_ref(), window)
+                .unwrap();
+            windows.push(plan.bytes());
+            let planned = keys(&plan.work);
+            if let (Some(last), Some(next)) = (planned.last(), &plan.resume) {
+                // Each window ends with a whole array: the next starts with another one.
+                assert_ne!(last[..last.len() - 12], next[..next.len() - 12]);
+            }
+            from = plan.resume.clone();
+            if from.is_none() {
+                break;
+            }
+        }
+        assert!(windows.len() >= 5, "{windows:?}");
+        // A window stops at the first array boundary past its bytes: at most one array's
+        // chunks more (each array here holds a few chunks of at most `largest` each).
+        for bytes in &windows {
+            assert!(
+                *bytes <= window + 8 * largest,
+                "{bytes} in a window of {window}"
+            );
+        }
+        let mut joined = Vec::new();
+        let mut from: Option<Bytes> = None;
+        loop {
+            let plan = shared
+                .plan_cold(&tree, true, from.as_ref(), window)
+                .unwrap();
+            joined.extend(keys(&plan.work));
+            match plan.resume {
+                Some(key) => from = Some(key),
+                None => break,
+            }
+        }
+        assert_eq!(joined, all);
+        // A compaction done a window at a time merges what the whole plan would.
+        let before = db.collection("c").unwrap();
+        let histories: Vec<_> = (0..30)
+            .map(|p| {
+                before
+                    .items(format!("p{p:02}"), "log", &ItemQuery::new())
+                    .unwrap()
+            })
+            .collect();
+        let report = db.compact().unwrap();
+        assert!(report.chunks_merged > 0, "{report:?}");
+        let plan_after = shared
+            .plan_cold(&shared.current().tree, true, None, u64::MAX)
+            .unwrap();
+        assert!(
+            plan_after
+                .work
+                .iter()
+                .all(|w| !matches!(w, super::Work::Merge { .. })),
+            "merges left: {plan_after:?}"
+        );
+        let after = db.collection("c").unwrap();
+        for (p, history) in histories.iter().enumerate() {
+            let now = after
+                .items(format!("p{p:02}"), "log", &ItemQuery::new())
+                .unwrap();
+            assert_eq!(
+                now.map(|page| page.items),
+                history.clone().map(|page| page.items)
+            );
+        }
+    }
+
     /// Work planned before commits that changed its entries skips them: a chunk a removal
     /// rewrote, and the chunks of a deleted parent, are not brought back.
     #[test]
@@ -669,7 +820,9 @@ mod tests {
             batch.commit().unwrap();
         }
         let shared = &db.shared;
-        let plan = shared.plan_cold(&shared.current().tree, true).unwrap();
+        let plan = shared
+            .plan_cold(&shared.current().tree, true, None, u64::MAX)
+            .unwrap();
         assert!(
             plan.work
                 .iter()

@@ -124,7 +124,7 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
     if removed {
         storage.sync_dir()?;
     }
-    let cold = ColdStore::new(
+    let mut cold = ColdStore::new(
         storage.clone(),
         cache.clone(),
         options.segment_bytes,
@@ -132,7 +132,10 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
     );
     let log = HotLog::resume(storage.clone(), replayed.tail, options.segment_bytes);
     // Recovery has cut the log's torn tail, if any: from here on no sealed segment changes.
-    pages.map_segments(log.sealed_below());
+    if options.memory_map {
+        pages.map_segments(log.sealed_below());
+        cold.map_segments();
+    }
     let writer = Writer {
         log,
         checkpoint_tail: checkpoint.replay_from,
@@ -212,14 +215,17 @@ fn create(
         cold_live: Vec::new(),
     };
     checkpoint.write(storage.as_ref())?;
-    let cold = ColdStore::new(
+    let mut cold = ColdStore::new(
         storage.clone(),
         cache.clone(),
         options.segment_bytes,
         ColdTail::default(),
     );
     let mut pages = PageStore::new(storage, cache.clone(), options.page_bytes);
-    pages.map_segments(log.sealed_below());
+    if options.memory_map {
+        pages.map_segments(log.sealed_below());
+        cold.map_segments();
+    }
     Ok(Shared {
         pages,
         cold,
