@@ -406,6 +406,10 @@ pub fn possible_states(candidates: &mut Vec<Model>, batch: &[Step], result: &Res
             | Error::InvalidItem { .. }
             | Error::WrongLayout { .. },
         ) => {}
+        // A read failed: a commit reads what it changes while it stages its batches, before
+        // it writes anything, and nothing it reads after its writes can fail it. So the
+        // batch did not apply; a state that holds it fails the check.
+        Err(Error::Io { op: "read", .. }) => {}
         Err(_) => {
             let with: Vec<Model> = candidates
                 .iter()

@@ -46,15 +46,42 @@ fn review(rng: &mut StdRng, time: i64) -> Review {
 /// `count` products; review counts drawn from Pareto(1.1) (at least 1, at most
 /// [`MAX_REVIEWS`]) and sorted so that product 0, the most viewed, has the most.
 pub fn products(count: u64) -> Vec<Product> {
+    product_stream(count).collect()
+}
+
+/// The products of [`products`], made one at a time: a run that loads them a slice at a time
+/// holds a slice, not all of them (the RAM-limited run's harness stays small beside the
+/// engine it measures).
+pub fn product_stream(count: u64) -> ProductStream {
     let mut rng = StdRng::seed_from_u64(SEED);
     let pareto = Pareto::new(1.0, 1.1).expect("pareto");
     let mut counts: Vec<usize> = (0..count)
         .map(|_| (pareto.sample(&mut rng) as usize).clamp(1, MAX_REVIEWS))
         .collect();
     counts.sort_unstable_by(|a, b| b.cmp(a));
-    (0..count)
-        .zip(counts)
-        .map(|(id, reviews)| Product {
+    ProductStream {
+        rng,
+        counts,
+        next: 0,
+    }
+}
+
+/// See [`product_stream`].
+pub struct ProductStream {
+    rng: StdRng,
+    /// Review counts of every product, by id.
+    counts: Vec<usize>,
+    next: u64,
+}
+
+impl Iterator for ProductStream {
+    type Item = Product;
+
+    fn next(&mut self) -> Option<Product> {
+        let id = self.next;
+        let reviews = *self.counts.get(id as usize)?;
+        self.next += 1;
+        Some(Product {
             id,
             body: format!(
                 "{{\"name\":\"product {id}\",\"price\":{},\"about\":\"{}\"}}",
@@ -63,10 +90,10 @@ pub fn products(count: u64) -> Vec<Product> {
             )
             .into_bytes(),
             reviews: (0..reviews as i64)
-                .map(|t| review(&mut rng, t * 60))
+                .map(|t| review(&mut self.rng, t * 60))
                 .collect(),
         })
-        .collect()
+    }
 }
 
 fn zipf(products: u64) -> Zipf<f64> {

@@ -145,6 +145,9 @@ impl Store for Skew {
             commit_when_full(&mut batch);
         }
         batch.commit().expect("load");
+    }
+
+    fn finish_load(&mut self) {
         self.db().compact().expect("compact");
     }
 

@@ -17,6 +17,7 @@ mod data;
 mod engines;
 mod followers;
 mod kv;
+mod ram;
 mod report;
 mod sensors;
 mod variants;
@@ -87,8 +88,11 @@ const TURNS: usize = 20;
 
 /// One way of storing the product pages on one engine.
 pub trait Store {
-    /// Loads every product with its reviews (not timed).
+    /// Loads products with their reviews (not timed); called once, or once per slice of
+    /// them in order, then [`Store::finish_load`].
     fn load(&mut self, products: &[Product]);
+    /// After the last [`Store::load`]: what the engine's users do after a bulk load.
+    fn finish_load(&mut self) {}
     /// The product page: body and the 5 newest reviews; returns the bytes rendered.
     fn view(&mut self, id: u64) -> usize;
     /// Appends a review, durably.
@@ -248,23 +252,28 @@ pub fn view_passes(store: &mut dyn Store, products: u64, least: usize, most: usi
     middle
 }
 
+/// The products [`check_pages`] checks, by their place among `count`.
+pub fn checked_places(count: usize) -> [usize; 7] {
+    [0, 1, 2, 10, 100, count / 2, count - 1]
+}
+
 /// Every store must render the same pages: a few products' views and first pages checked
 /// against the generator's reviews.
 pub fn check_pages(store: &mut dyn Store, products: &[Product], what: &str) {
-    for at in [0, 1, 2, 10, 100, products.len() / 2, products.len() - 1] {
-        let product = &products[at];
-        let newest = product.reviews.iter().rev();
-        let rendered =
-            product.body.len() + newest.clone().take(5).map(|r| r.text.len()).sum::<usize>();
-        assert_eq!(store.view(product.id), rendered, "{what}: view of {at}");
-        let page: Vec<&Review> = newest.take(data::PAGE).collect();
-        let bytes = page.iter().map(|r| r.text.len()).sum();
-        assert_eq!(
-            store.page(product.id),
-            (page.len(), bytes),
-            "{what}: page of {at}"
-        );
+    for at in checked_places(products.len()) {
+        check_product(store, &products[at], what);
     }
+}
+
+/// One product's view and first page checked against its reviews.
+pub fn check_product(store: &mut dyn Store, product: &Product, what: &str) {
+    let newest = product.reviews.iter().rev();
+    let rendered = product.body.len() + newest.clone().take(5).map(|r| r.text.len()).sum::<usize>();
+    let id = product.id;
+    assert_eq!(store.view(id), rendered, "{what}: view of {id}");
+    let page: Vec<&Review> = newest.take(data::PAGE).collect();
+    let bytes = page.iter().map(|r| r.text.len()).sum();
+    assert_eq!(store.page(id), (page.len(), bytes), "{what}: page of {id}");
 }
 
 /// The median over `runs` of one figure.
@@ -457,6 +466,16 @@ struct Args {
     /// Views per pass, fewer for a trial.
     #[arg(long = "views", value_name = "N", default_value_t = data::VIEWS)]
     view_count: usize,
+    /// The RAM-limited run instead: each engine's process in a memory cgroup of this many
+    /// MiB (page cache included), on the product pages only.
+    #[arg(long = "ram-limit", value_name = "MIB")]
+    ram_limit: Option<u64>,
+    /// One engine's process of the RAM-limited run (started by the run itself).
+    #[arg(long = "ram-child", value_name = "ENGINE", hide = true)]
+    ram_child: Option<String>,
+    /// The cgroup that process joins first.
+    #[arg(long = "ram-cgroup", value_name = "DIR", hide = true)]
+    ram_cgroup: Option<std::path::PathBuf>,
 }
 
 fn main() {
@@ -468,7 +487,23 @@ fn main() {
         page_bytes,
         variants,
         view_count,
+        ram_limit,
+        ram_child,
+        ram_cgroup,
     } = clap::Parser::parse();
+    if let Some(engine) = ram_child {
+        ram::child(&engine, products_count, view_count, ram_cgroup.as_deref());
+        return;
+    }
+    if let Some(limit_mib) = ram_limit {
+        let report = ram::run(products_count, view_count, limit_mib);
+        print!("{report}");
+        if let Err(e) = report::write_ram(&report) {
+            eprintln!("skewdb-peers: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     let runs = |name: &str| workload.as_ref().is_none_or(|w| w == name);
     *SETTINGS.lock().expect("settings") = Settings {
         record_cache_percent: record_percent,
@@ -495,6 +530,7 @@ fn main() {
         let dir = tempfile::tempdir().expect("temporary directory");
         let mut store = engines::open(engine, model, dir.path(), LARGE_CACHE_BYTES);
         store.load(&products);
+        store.finish_load();
         check_pages(store.as_mut(), &products, &what);
         // The embedded models read every review of a product per view, thousands of them
         // for the most viewed: at least a fifth of the views, in passes as many as the

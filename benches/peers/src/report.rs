@@ -284,6 +284,13 @@ fn chart(path: &Path, rows: &[Row]) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// Writes the RAM-limited run's report to `bench-results/ram-limited.md`.
+pub fn write_ram(text: &str) -> Result<(), String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench-results");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("results directory: {e}"))?;
+    std::fs::write(dir.join("ram-limited.md"), text).map_err(|e| format!("ram-limited.md: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -84,6 +84,7 @@ fn round(settings: Settings, products: &[data::Product], products_count: u64) ->
     let dir = tempfile::tempdir().expect("temporary directory");
     let mut store = engines::open("skewdb", Model::Native, dir.path(), LARGE_CACHE_BYTES);
     store.load(products);
+    store.finish_load();
     crate::check_pages(store.as_mut(), products, &what);
     let fits = crate::view_passes(store.as_mut(), products_count, data::VIEWS, data::VIEWS);
     store.reopen(CACHE_BYTES);

@@ -978,11 +978,6 @@ impl PageCache {
         }
     }
 
-    /// Adds an object (a page a checkpoint just wrote, say) without counting a request.
-    pub fn insert(&self, key: CacheKey, tier: Tier, value: CacheValue, weight: usize) {
-        self.insert_owned(key, tier, value, weight as u64, OWNER.with(Cell::get));
-    }
-
     /// The parent record tier, for lookups.
     pub fn records(&self) -> &RecordCache<crate::document::Document> {
         &self.records

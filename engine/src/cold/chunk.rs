@@ -231,24 +231,38 @@ pub fn encode_chunk(
         items.len() as u64,
         "a chunk's summary counts its items"
     );
-    let mut raw = Vec::with_capacity(item::items_len(items));
-    item::encode_items(items, &mut raw);
+    let raw_len = item::items_len(items);
     assert!(
-        raw.len() <= crate::MAX_RECORD_BYTES,
+        raw_len <= crate::MAX_RECORD_BYTES,
         "a chunk over the record limit"
     );
-    // Compressing into a growing buffer only fails on allocation failure, which aborts.
-    let compressed = compressor.compress(&raw).expect("zstd compression");
     let start = out.len();
-    out.put_u32_le(compressed.len() as u32);
-    out.put_u32_le(0);
+    out.put_u32_le(0); // the compressed length, once known
+    out.put_u32_le(0); // the checksum, once the payload is there
     out.put_u8(kind.byte(&summary));
-    out.put_u32_le(raw.len() as u32);
+    out.put_u32_le(raw_len as u32);
     summary.encode(out);
     let header_end = out.len();
     debug_assert_eq!(header_end - start, header_len(summary.stored_more()));
-    out.extend_from_slice(&compressed);
-    let crc = chunk_crc(&out[start..header_end], &compressed);
+    // The payload is compressed where it goes, from the raw items encoded just past the
+    // room it may take: no buffer of its own per chunk (a compaction seals thousands, and
+    // the allocator keeps what such transient buffers freed).
+    let bound = zstd::zstd_safe::compress_bound(raw_len);
+    out.resize(header_end + bound, 0);
+    item::encode_items(items, out);
+    assert_eq!(
+        out.len(),
+        header_end + bound + raw_len,
+        "a chunk's items encode to their length"
+    );
+    let (room, raw) = out[header_end..].split_at_mut(bound);
+    // The room is zstd's bound for the input: compression cannot run out of it.
+    let compressed_len = compressor
+        .compress_to_buffer(raw, room)
+        .expect("zstd compression within its bound");
+    out.truncate(header_end + compressed_len);
+    out[start..start + 4].copy_from_slice(&(compressed_len as u32).to_le_bytes());
+    let crc = chunk_crc(&out[start..header_end], &out[header_end..]);
     out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
     summary
 }

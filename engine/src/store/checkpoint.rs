@@ -12,7 +12,6 @@ use bytes::BufMut;
 use super::shared::{Shared, Version, Writer};
 use super::verify;
 use crate::Result;
-use crate::cache::{CacheKey, CacheValue, Tier};
 use crate::log::FrameKind;
 use crate::page::checkpoint::Checkpoint;
 use crate::page::node::{Node, PageId};
@@ -24,6 +23,42 @@ pub(super) const CHECKPOINT_GROUP_BYTES: usize = 4 * 1024 * 1024;
 
 /// A sealed log segment whose live pages fill less than this share of it is cleaned.
 pub(super) const CLEAN_BELOW: f64 = 0.5;
+
+/// `Db::compact` cleans every sealed log segment whose live pages fill less than this share
+/// of it: the user asked for the space back. (A bulk load leaves segments in which redo, dead
+/// once checkpointed, and page images alternate, most of them over [`CLEAN_BELOW`].)
+pub(super) const COMPACT_CLEAN_BELOW: f64 = 0.8;
+
+/// Which sealed log segments a checkpoint cleans: copies their live pages to the tail, so
+/// that they can be removed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Clean {
+    /// None.
+    Nothing,
+    /// Those whose live pages fill less than [`CLEAN_BELOW`] of them.
+    Sparse,
+    /// Those under [`COMPACT_CLEAN_BELOW`] (`Db::compact`).
+    Compact,
+}
+
+impl Clean {
+    /// What automatic checkpoints clean: sparse segments when the options reclaim space.
+    pub(super) fn automatic(reclaim: bool) -> Clean {
+        match reclaim {
+            true => Clean::Sparse,
+            false => Clean::Nothing,
+        }
+    }
+
+    /// The share of live bytes under which a segment is cleaned.
+    fn below(self) -> f64 {
+        match self {
+            Clean::Nothing => 0.0,
+            Clean::Sparse => CLEAN_BELOW,
+            Clean::Compact => COMPACT_CLEAN_BELOW,
+        }
+    }
+}
 
 /// Page bytes a checkpoint copies out of sparse segments, at most (one segment at least).
 pub(super) const CLEAN_BYTES: u64 = 8 * 1024 * 1024;
@@ -95,7 +130,7 @@ impl Shared {
         {
             let mut writer = self.writer.lock();
             if self.checkpoint_pressure(&writer) >= 1.0 {
-                self.checkpoint_locked(&mut writer, self.options.reclaim)?;
+                self.checkpoint_locked(&mut writer, Clean::automatic(self.options.reclaim))?;
             }
         }
         if self.options.reclaim {
@@ -106,7 +141,13 @@ impl Shared {
 
     /// Sealed log segments mostly dead (live page and large-record bytes under
     /// `CLEAN_BELOW` of the file), sparsest first.
-    pub(super) fn sparse_segments(&self, tree: &Tree, writer: &Writer) -> Result<Vec<Sparse>> {
+    pub(super) fn sparse_segments(
+        &self,
+        tree: &Tree,
+        writer: &Writer,
+        clean: Clean,
+    ) -> Result<Vec<Sparse>> {
+        let below = clean.below();
         let storage = self.pages.storage.as_ref();
         let tail_segment = writer.log.tail().segment_id;
         let mut live: BTreeMap<u32, Sparse> = BTreeMap::new();
@@ -136,7 +177,7 @@ impl Shared {
         for (segment_id, segment) in live {
             let file_bytes = storage.len(&crate::log::segment_name(segment_id))?;
             let ratio = segment.live_bytes() as f64 / file_bytes.max(1) as f64;
-            if ratio < CLEAN_BELOW {
+            if ratio < below {
                 sparse.push((ratio, segment));
             }
         }
@@ -150,9 +191,14 @@ impl Shared {
     /// bounds the time commits wait. A segment still holding a large record the tree refers
     /// to waits until the record has moved (see `relocate_large`). Returns the page bytes
     /// it marked.
-    pub(super) fn clean_sparse_segments(&self, tree: &mut Tree, writer: &Writer) -> Result<u64> {
+    pub(super) fn clean_sparse_segments(
+        &self,
+        tree: &mut Tree,
+        writer: &Writer,
+        clean: Clean,
+    ) -> Result<u64> {
         let mut moved = 0;
-        for segment in self.sparse_segments(tree, writer)? {
+        for segment in self.sparse_segments(tree, writer, clean)? {
             if segment.large_bytes > 0 {
                 continue;
             }
@@ -160,7 +206,9 @@ impl Shared {
                 break;
             }
             for id in segment.pages {
-                let node = tree.node(&self.pages, id)?;
+                // A page the cache holds is taken from it; one it does not is read and not
+                // kept there: cleaning should not evict what readers use.
+                let (node, _unkept) = self.pages.node_or_read(&tree.table, id)?;
                 tree.replace_slot(id, Slot::Dirty(node));
             }
             moved += segment.page_bytes;
@@ -231,12 +279,12 @@ impl Shared {
     /// Writes every changed page to the log and a new checkpoint file.
     pub fn checkpoint(&self) -> Result<()> {
         let mut writer = self.writer.lock();
-        self.checkpoint_locked(&mut writer, self.options.reclaim)
+        self.checkpoint_locked(&mut writer, Clean::automatic(self.options.reclaim))
     }
 
-    /// A checkpoint with the writer held; `clean` copies the live pages of sparse log
-    /// segments out first.
-    pub(super) fn checkpoint_locked(&self, writer: &mut Writer, clean: bool) -> Result<()> {
+    /// A checkpoint with the writer held; `clean` says which log segments' live pages it
+    /// copies out first.
+    pub(super) fn checkpoint_locked(&self, writer: &mut Writer, clean: Clean) -> Result<()> {
         let result = self.write_checkpoint(writer, clean);
         if let Err(error) = &result {
             // Which of the checkpoint's writes reached the disk is unknown: refuse writes.
@@ -245,15 +293,15 @@ impl Shared {
         result
     }
 
-    pub(super) fn write_checkpoint(&self, writer: &mut Writer, clean: bool) -> Result<()> {
+    pub(super) fn write_checkpoint(&self, writer: &mut Writer, clean: Clean) -> Result<()> {
         self.write_held(writer)?;
         let version = self.current();
         // Chunks before the redo and pages that refer to them.
         self.cold.sync()?;
         self.cold_synced_before_roll(writer)?;
         let mut tree = version.tree.clone();
-        if clean {
-            self.clean_sparse_segments(&mut tree, writer)?;
+        if clean != Clean::Nothing {
+            self.clean_sparse_segments(&mut tree, writer, clean)?;
         }
         if tree.table.dirty_count() == 0 && writer.log.tail() == writer.checkpoint_tail {
             writer.log.sync()?;
@@ -300,20 +348,18 @@ impl Shared {
             let start = group.begin();
             group.buf().put_u64_le(id);
             node.encode(group.buf());
-            written.push((id, group.finish(start, FrameKind::Page), node));
+            written.push((id, group.finish(start, FrameKind::Page)));
         }
         writer.log.append(group)?;
         writer.log.sync()?;
-        for (id, loc, node) in written {
+        // The pages written are not put in the cache: a page's next read loads its image as
+        // any read does. Cached here, the node a writer built (many allocations: a key and a
+        // value each) would leave holes the allocator cannot reuse for the page images reads
+        // load once it was evicted, and even its image, decoded into one buffer, would hold
+        // a bulk load's pages in the cache past the load (the process's peak grew by half of
+        // the budget either way: BENCHMARKS.md, "Memory").
+        for (id, loc) in written {
             tree.table.set(id, Slot::Disk(loc));
-            let key = CacheKey::Page {
-                segment_id: loc.segment_id,
-                offset: loc.offset,
-            };
-            let weight = loc.len as usize + node.decoded_overhead();
-            self.pages
-                .cache
-                .insert(key, Tier::HotPage, CacheValue::Node(node), weight);
         }
         let tail = writer.log.tail();
         let checkpoint = Checkpoint {

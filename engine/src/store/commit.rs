@@ -10,6 +10,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 
 use super::apply::{Txn, apply, is_large, patched_value};
+use super::checkpoint::Clean;
 use super::reads::ReadSet;
 use super::shared::{Shared, Version, Writer};
 use super::stage;
@@ -146,7 +147,7 @@ impl Shared {
                 self.maintenance.wake();
             } else {
                 // The batches are committed; a failed checkpoint makes the next write fail.
-                let _ = self.checkpoint_locked(&mut writer, self.options.reclaim);
+                let _ = self.checkpoint_locked(&mut writer, Clean::automatic(self.options.reclaim));
                 drop(writer);
                 if self.options.reclaim {
                     // The compaction step that follows a checkpoint: the thread's, if any.

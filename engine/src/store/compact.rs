@@ -13,6 +13,7 @@ use std::ops::Bound;
 use bytes::Bytes;
 
 use super::apply::Txn;
+use super::checkpoint::Clean;
 use super::shared::{Shared, Writer};
 use crate::cold::chunk::{self as cold_chunk, ChunkKind, ChunkRef};
 use crate::item::{self, Stored};
@@ -98,7 +99,7 @@ pub(super) struct Plan {
 }
 
 /// The chunk bytes a compaction plans at a time (see [`Shared::plan_cold`]).
-pub(super) const PLAN_WINDOW_BYTES: u64 = 4 * STEP_BYTES;
+pub(super) const PLAN_WINDOW_BYTES: u64 = STEP_BYTES;
 
 impl Plan {
     pub fn bytes(&self) -> u64 {
@@ -345,7 +346,7 @@ impl Shared {
             self.seal_cold_if_dead(&self.current().tree)?;
         }
         let hot_sparse = |writer: &Writer| -> Result<u64> {
-            let sparse = self.sparse_segments(&self.current().tree, writer)?;
+            let sparse = self.sparse_segments(&self.current().tree, writer, Clean::Compact)?;
             Ok(sparse
                 .iter()
                 .map(super::checkpoint::Sparse::live_bytes)
@@ -394,7 +395,7 @@ impl Shared {
             writer.log.seal()?;
             hot_sparse(&writer)?
         };
-        while self.relocate_large(STEP_BYTES)? > 0 {}
+        while self.relocate_large(STEP_BYTES, Clean::Compact)? > 0 {}
         let total = cold_total + hot_total;
         progress(cold_total, total);
         // One checkpoint per step. Each step cleans at least one segment; the bound only
@@ -402,7 +403,7 @@ impl Shared {
         for _ in 0..=super::verify::segment_ids(storage)?.len() {
             let left = {
                 let mut writer = self.writer.lock();
-                self.checkpoint_locked(&mut writer, true)?;
+                self.checkpoint_locked(&mut writer, Clean::Compact)?;
                 hot_sparse(&writer)?
             };
             progress(cold_total + hot_total.saturating_sub(left), total);
@@ -417,15 +418,15 @@ impl Shared {
     }
 
     /// Moves the large records held by mostly-dead log segments to the tail (each written
-    /// again, as a commit would), so that cleaning can empty those segments; at most about
+    /// again, as a commit would), so that cleaning (`clean`) can empty those segments; at most about
     /// `limit` bytes of records. A record a commit changed since the walk is left alone.
     /// Returns the record bytes moved.
-    pub(super) fn relocate_large(&self, limit: u64) -> Result<u64> {
+    pub(super) fn relocate_large(&self, limit: u64, clean: Clean) -> Result<u64> {
         let (version, segments) = {
             let writer = self.writer.lock();
             let version = self.current();
             let segments: BTreeSet<u32> = self
-                .sparse_segments(&version.tree, &writer)?
+                .sparse_segments(&version.tree, &writer, clean)?
                 .into_iter()
                 .filter(|segment| segment.large_bytes > 0)
                 .map(|segment| segment.segment_id)
@@ -487,7 +488,7 @@ impl Shared {
     /// sparse log segments (for the next checkpoint's cleaning), then a cold compaction
     /// step.
     pub(super) fn reclaim_step(&self) -> Result<()> {
-        self.relocate_large(self.auto_relocate_bytes())?;
+        self.relocate_large(self.auto_relocate_bytes(), Clean::Sparse)?;
         self.cold_step()
     }
 

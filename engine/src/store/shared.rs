@@ -6,6 +6,7 @@ use std::sync::{Arc, Weak};
 
 use parking_lot::{Mutex, RwLock};
 
+use super::checkpoint::Clean;
 use super::checkpoint::Doomed;
 use super::commit::Request;
 use super::{background, recovery};
@@ -123,7 +124,7 @@ impl Drop for Shared {
         if writer.log.failure().is_none() {
             // Closing: make everything durable; an error here has nowhere to go, and
             // recovery replays the redo in any case.
-            let _ = self.checkpoint_locked(&mut writer, self.options.reclaim);
+            let _ = self.checkpoint_locked(&mut writer, Clean::automatic(self.options.reclaim));
         }
     }
 }
