@@ -267,13 +267,36 @@ pub fn check_pages(store: &mut dyn Store, products: &[Product], what: &str) {
 
 /// One product's view and first page checked against its reviews.
 pub fn check_product(store: &mut dyn Store, product: &Product, what: &str) {
-    let newest = product.reviews.iter().rev();
-    let rendered = product.body.len() + newest.clone().take(5).map(|r| r.text.len()).sum::<usize>();
-    let id = product.id;
-    assert_eq!(store.view(id), rendered, "{what}: view of {id}");
-    let page: Vec<&Review> = newest.take(data::PAGE).collect();
-    let bytes = page.iter().map(|r| r.text.len()).sum();
-    assert_eq!(store.page(id), (page.len(), bytes), "{what}: page of {id}");
+    check_expected(store, &Expected::of(product), what);
+}
+
+/// What a product's view and first page render: its id, the view's bytes, the page's
+/// reviews and bytes.
+pub struct Expected {
+    id: u64,
+    view: usize,
+    page: (usize, usize),
+}
+
+impl Expected {
+    pub fn of(product: &Product) -> Expected {
+        let newest = product.reviews.iter().rev();
+        let view = product.body.len() + newest.clone().take(5).map(|r| r.text.len()).sum::<usize>();
+        let page: Vec<&Review> = newest.take(data::PAGE).collect();
+        let bytes = page.iter().map(|r| r.text.len()).sum();
+        Expected {
+            id: product.id,
+            view,
+            page: (page.len(), bytes),
+        }
+    }
+}
+
+/// A product's view and first page checked against what they should render.
+pub fn check_expected(store: &mut dyn Store, expected: &Expected, what: &str) {
+    let id = expected.id;
+    assert_eq!(store.view(id), expected.view, "{what}: view of {id}");
+    assert_eq!(store.page(id), expected.page, "{what}: page of {id}");
 }
 
 /// The median over `runs` of one figure.
