@@ -171,8 +171,8 @@ impl Options {
     }
 
     /// Whether segment files are read through memory maps (default off). Off, a page or
-    /// chunk the cache misses is read into a buffer of the engine's own and checked each
-    /// time, so the process's memory is the cache's budget plus a fixed allowance whatever
+    /// chunk the cache misses is read into a buffer of the engine's own (a system call per
+    /// miss), so the process's memory is the cache's budget plus a fixed allowance whatever
     /// the size of the data (`ARCHITECTURE.md`, "Memory"). On, sealed segments are mapped
     /// whole and a miss copies nothing, but every page of a segment once read counts in the
     /// process's resident memory (and in a memory limit such as a cgroup's) until the

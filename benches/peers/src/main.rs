@@ -514,24 +514,34 @@ fn main() {
         ram_child,
         ram_cgroup,
     } = clap::Parser::parse();
-    if let Some(engine) = ram_child {
-        ram::child(&engine, products_count, view_count, ram_cgroup.as_deref());
-        return;
-    }
-    if let Some(limit_mib) = ram_limit {
-        let report = ram::run(products_count, view_count, limit_mib);
-        print!("{report}");
-        if let Err(e) = report::write_ram(&report) {
-            eprintln!("skewdb-peers: {e}");
-            std::process::exit(1);
-        }
-        return;
-    }
     let runs = |name: &str| workload.as_ref().is_none_or(|w| w == name);
     *SETTINGS.lock().expect("settings") = Settings {
         record_cache_percent: record_percent,
         page_bytes,
     };
+    if let Some(engine) = ram_child {
+        ram::child(&engine, products_count, view_count, ram_cgroup.as_deref());
+        return;
+    }
+    if let Some(limit_mib) = ram_limit {
+        let report = ram::run(
+            products_count,
+            view_count,
+            limit_mib,
+            *SETTINGS.lock().expect("settings"),
+            only.as_deref(),
+        );
+        print!("{report}");
+        // A run with other settings is a trial: printed, not written.
+        if *SETTINGS.lock().expect("settings") == Settings::default()
+            && only.is_none()
+            && let Err(e) = report::write_ram(&report, products_count, limit_mib)
+        {
+            eprintln!("skewdb-peers: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     if variants {
         variants::run(products_count);
         return;

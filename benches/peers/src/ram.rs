@@ -203,7 +203,13 @@ impl Drop for Cgroup {
 
 /// Runs every measured engine in a process of its own inside `limit_mib`; prints the table
 /// and returns it.
-pub fn run(products: u64, views: usize, limit_mib: u64) -> String {
+pub fn run(
+    products: u64,
+    views: usize,
+    limit_mib: u64,
+    settings: crate::Settings,
+    only: Option<&str>,
+) -> String {
     let limit_bytes = limit_mib << 20;
     let exe = std::env::current_exe().expect("the bench's own executable");
     let mut rows = Vec::new();
@@ -211,6 +217,9 @@ pub fn run(products: u64, views: usize, limit_mib: u64) -> String {
         "each engine's process in a memory cgroup limited to {limit_mib} MiB (page cache included)"
     );
     for (engine, model) in measured() {
+        if only.is_some_and(|only| only != engine) {
+            continue;
+        }
         let name = format!("skewdb-peers-{}-{engine}", std::process::id());
         let group = match Cgroup::create(limit_bytes, &name) {
             Ok(group) => Some(group),
@@ -231,6 +240,12 @@ pub fn run(products: u64, views: usize, limit_mib: u64) -> String {
         if let Some(group) = &group {
             command.arg("--ram-cgroup").arg(&group.dir);
         }
+        if let Some(bytes) = settings.page_bytes {
+            command.args(["--page-bytes", &bytes.to_string()]);
+        }
+        if let Some(percent) = settings.record_cache_percent {
+            command.args(["--record-cache-percent", &percent.to_string()]);
+        }
         let started = Instant::now();
         let outcome = run_child(&mut command);
         let cgroup_peak = group.as_ref().and_then(Cgroup::peak_bytes);
@@ -250,7 +265,7 @@ pub fn run(products: u64, views: usize, limit_mib: u64) -> String {
     }
     let table = table(&rows);
     format!(
-        "RAM-limited product pages: {products} products (the product-pages workload, loaded a slice of at most {SLICE} products and {SLICE_REVIEWS} reviews at a time), {limit_note}; every engine's cache {} MiB; after the load the engine opens its files again, takes {} views to warm its cache (not timed), then {RUNS} passes of {views} views and {} pages, each timed (the median pass). Device reads: `read_bytes` of the process's `/proc/self/io` over the warm-up and the passes, per operation (view or page).\n\n{table}",
+        "RAM-limited product pages: {products} products (the product-pages workload, loaded a slice of at most {SLICE} products and {SLICE_REVIEWS} reviews at a time), {limit_note}; every engine's cache {} MiB (skewdb: {settings}); after the load the engine opens its files again, takes {} views to warm its cache (not timed), then {RUNS} passes of {views} views and {} pages, each timed (the median pass). Device reads: `read_bytes` of the process's `/proc/self/io` over the warm-up and the passes, per operation (view or page).\n\n{table}",
         CACHE_BYTES >> 20,
         data::WARM_VIEWS.min(views * crate::RUNS),
         data::PAGES.min(views),

@@ -284,11 +284,12 @@ fn chart(path: &Path, rows: &[Row]) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// Writes the RAM-limited run's report to `bench-results/ram-limited.md`.
-pub fn write_ram(text: &str) -> Result<(), String> {
+/// Writes a RAM-limited run's report to `bench-results/ram-PRODUCTS-products-LIMIT-mib.md`.
+pub fn write_ram(text: &str, products: u64, limit_mib: u64) -> Result<(), String> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench-results");
     std::fs::create_dir_all(&dir).map_err(|e| format!("results directory: {e}"))?;
-    std::fs::write(dir.join("ram-limited.md"), text).map_err(|e| format!("ram-limited.md: {e}"))
+    let name = format!("ram-{products}-products-{limit_mib}-mib.md");
+    std::fs::write(dir.join(&name), text).map_err(|e| format!("{name}: {e}"))
 }
 
 #[cfg(test)]
