@@ -193,6 +193,24 @@ impl Tree {
         }
     }
 
+    /// [`Tree::node`], keeping in the cache only what `keep` says of a page read from
+    /// storage.
+    fn node_kept(&self, store: &PageStore, id: PageId, keep: Keep) -> Result<Arc<Node>> {
+        if keep == Keep::Everything {
+            return self.node(store, id);
+        }
+        if let Some(node) = self.pinned_node(id) {
+            return Ok(node);
+        }
+        let (node, unkept) = store.node_or_read(&self.table, id)?;
+        if let Some(unkept) = unkept
+            && matches!(*node, Node::Internal { .. })
+        {
+            store.cache.admit(unkept);
+        }
+        Ok(node)
+    }
+
     /// Page `id`, if it is the pinned root.
     fn pinned_node(&self, id: PageId) -> Option<Arc<Node>> {
         let pinned = self.pinned.as_ref()?;
@@ -604,7 +622,18 @@ impl Tree {
 
     /// A cursor at the first key inside `start`.
     pub fn cursor(&self, store: &PageStore, start: Bound<&[u8]>) -> Result<Cursor> {
-        let (stack, leaf) = self.seek(store, start, Edge::Left)?;
+        self.cursor_keeping(store, start, Keep::Everything)
+    }
+
+    /// [`Tree::cursor`] for maintenance walks (a compaction's plan): a leaf it reads from
+    /// storage is not kept in the cache, so that walking the whole index neither evicts what
+    /// readers use nor fills the cache with what no reader asked for.
+    pub fn cursor_passing(&self, store: &PageStore, start: Bound<&[u8]>) -> Result<Cursor> {
+        self.cursor_keeping(store, start, Keep::InternalPages)
+    }
+
+    fn cursor_keeping(&self, store: &PageStore, start: Bound<&[u8]>, keep: Keep) -> Result<Cursor> {
+        let (stack, leaf) = self.seek(store, start, Edge::Left, keep)?;
         let position = match start {
             Bound::Unbounded => 0,
             Bound::Included(key) => leaf.search(key),
@@ -614,6 +643,7 @@ impl Tree {
             stack,
             leaf,
             position,
+            keep,
         })
     }
 
@@ -624,11 +654,12 @@ impl Tree {
         store: &PageStore,
         bound: Bound<&[u8]>,
         unbounded: Edge,
+        keep: Keep,
     ) -> Result<(PathStack, Arc<Node>)> {
         let mut stack = Vec::new();
         let mut id = self.root;
         loop {
-            let node = self.node(store, id)?;
+            let node = self.node_kept(store, id, keep)?;
             let Node::Internal { children, .. } = node.as_ref() else {
                 return Ok((stack, node));
             };
@@ -729,9 +760,10 @@ fn descend_edge(
     stack: &mut PathStack,
     mut id: PageId,
     edge: Edge,
+    keep: Keep,
 ) -> Result<Arc<Node>> {
     loop {
-        let node = tree.node(store, id)?;
+        let node = tree.node_kept(store, id, keep)?;
         let Node::Internal { children, .. } = node.as_ref() else {
             return Ok(node);
         };
@@ -752,6 +784,16 @@ pub struct Cursor {
     stack: PathStack,
     leaf: Arc<Node>,
     position: usize,
+    keep: Keep,
+}
+
+/// What a walk keeps in the cache of the pages it reads from storage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Keep {
+    /// Every page, as any read does.
+    Everything,
+    /// Internal pages only: the leaves of a maintenance walk pass through.
+    InternalPages,
 }
 
 impl Cursor {
@@ -834,7 +876,7 @@ impl Cursor {
             return Ok(false);
         };
         let id = children[*index];
-        self.leaf = descend_edge(tree, store, &mut self.stack, id, Edge::Left)?;
+        self.leaf = descend_edge(tree, store, &mut self.stack, id, Edge::Left, self.keep)?;
         self.position = 0;
         Ok(true)
     }
@@ -843,7 +885,7 @@ impl Cursor {
 impl Tree {
     /// A cursor that walks backwards from the last key inside `end`.
     pub fn cursor_back(&self, store: &PageStore, end: Bound<&[u8]>) -> Result<BackCursor> {
-        let (stack, leaf) = self.seek(store, end, Edge::Right)?;
+        let (stack, leaf) = self.seek(store, end, Edge::Right, Keep::Everything)?;
         // The number of entries inside the bound: the next one back is before it.
         let position = match (end, leaf.as_ref()) {
             (Bound::Unbounded, Node::Leaf { entries, .. }) => entries.len(),
@@ -909,7 +951,14 @@ impl BackCursor {
                 return Ok(None);
             };
             let id = children[*index];
-            self.leaf = descend_edge(tree, store, &mut self.stack, id, Edge::Right)?;
+            self.leaf = descend_edge(
+                tree,
+                store,
+                &mut self.stack,
+                id,
+                Edge::Right,
+                Keep::Everything,
+            )?;
             self.position = match self.leaf.as_ref() {
                 Node::Leaf { entries, .. } => entries.len(),
                 Node::Internal { .. } => 0,

@@ -162,7 +162,7 @@ impl Shared {
         // Array records live in the key spaces with the top bit set.
         let start = [0x80u8];
         let start = from.map_or(&start[..], |key| key.as_ref());
-        let mut cursor = tree.cursor(&self.pages, Bound::Included(start))?;
+        let mut cursor = tree.cursor_passing(&self.pages, Bound::Included(start))?;
         let mut array: Option<Bytes> = None;
         // The group being gathered, and its items' encoded bytes.
         let mut group: Vec<(Bytes, ChunkRef)> = Vec::new();
@@ -610,6 +610,8 @@ fn entry_corruption(key: &Bytes, reason: &str) -> Error {
 mod tests {
     use std::sync::Arc;
 
+    use std::ops::Bound;
+
     use bytes::Bytes;
 
     use crate::storage::SimStorage;
@@ -693,6 +695,57 @@ mod tests {
         assert_eq!(db.compact().unwrap().chunks_merged, 0);
         assert_eq!(chunk_raw_sizes(&db), after);
         db.verify().unwrap();
+    }
+
+    /// A compaction's plan walks the chunk index without keeping its leaves in the cache
+    /// (only internal pages): after a reopen, planning over a hundred leaves and more leaves the
+    /// cache about as empty as it was, where an ordinary walk of the same keys fills it.
+    #[test]
+    fn a_plan_walk_keeps_no_leaf_in_the_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = || {
+            Options::new()
+                .page_bytes(4096)
+                .segment_bytes(64 * 1024)
+                .record_cache_percent(0)
+        };
+        let db = Db::open(dir.path(), options()).unwrap();
+        db.create_collection(CollectionSpec::new("c").array("log", Layout::Reference))
+            .unwrap();
+        for round in 0..10 {
+            let mut batch = db.batch();
+            for parent in 0..3_000 {
+                let item = NewItem::new(format!("{round} {}", "z".repeat(40))).key(round);
+                batch.push("c", format!("p{parent:04}"), "log", item);
+            }
+            batch.commit().unwrap();
+        }
+        db.close().unwrap();
+        let db = Db::open(dir.path(), options()).unwrap();
+        let shared = &db.shared;
+        let tree = shared.current().tree.clone();
+        let resident = || db.cache_stats().hot.resident_bytes;
+        let before = resident();
+        // With `merge` the plan walks every chunk entry (these are too small to merge).
+        shared.plan_cold(&tree, true, None, u64::MAX).unwrap();
+        let after_plan = resident();
+        let start = [0x80u8];
+        let mut cursor = tree
+            .cursor(&shared.pages, Bound::Included(&start[..]))
+            .unwrap();
+        let mut entries = 0;
+        while cursor.next(&tree, &shared.pages).unwrap().is_some() {
+            entries += 1;
+        }
+        assert!(entries >= 3_000, "{entries} entries walked");
+        let after_walk = resident();
+        // The plan kept the internal pages above the leaves; the walk, every leaf too.
+        let (planned, walked) = (after_plan - before, after_walk - after_plan);
+        assert!(walked > 100 * 4096, "an ordinary walk kept {walked} bytes");
+        assert!(
+            planned * 10 < walked,
+            "the plan kept {planned} bytes, an ordinary walk {walked} more"
+        );
     }
 
     /// A plan made a window at a time holds at most about a window of chunks, stops only
