@@ -344,7 +344,9 @@ impl Shared {
             if field >= arrays {
                 return Err(Check::Bad("array record of an unknown field".to_string()));
             }
-            let id = (collection, parent, field);
+            // The checker holds keys until the end of the walk: copies, not views of the
+            // pages they were read from (which would keep every page walked in memory).
+            let id = (collection, Bytes::copy_from_slice(&parent), field);
             match kind {
                 keys::KIND_TAIL => {
                     let items = decode_items(bytes, key).map_err(Check::Error)?;
@@ -373,7 +375,9 @@ impl Shared {
                 return Err(Check::Bad("malformed outlier marker".to_string()));
             }
             let field = u16::from_be_bytes([key[4], key[5]]) as usize;
-            checker.markers.insert((collection, key.slice(6..), field));
+            checker
+                .markers
+                .insert((collection, Bytes::copy_from_slice(&key[6..]), field));
         } else {
             let parent = key.slice(4..);
             let record = decode_record(bytes.clone(), &info, &parent).map_err(Check::Error)?;
@@ -396,7 +400,7 @@ impl Shared {
                 }
                 // Only overflowed arrays wait for their tail and chunks, met later in key order.
                 checker.expected.insert(
-                    (collection, parent.clone(), field),
+                    (collection, Bytes::copy_from_slice(&parent), field),
                     (array.summary.clone(), inline),
                 );
             }
