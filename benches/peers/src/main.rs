@@ -261,13 +261,8 @@ pub fn checked_places(count: usize) -> [usize; 7] {
 /// against the generator's reviews.
 pub fn check_pages(store: &mut dyn Store, products: &[Product], what: &str) {
     for at in checked_places(products.len()) {
-        check_product(store, &products[at], what);
+        check_expected(store, &Expected::of(&products[at]), what);
     }
-}
-
-/// One product's view and first page checked against its reviews.
-pub fn check_product(store: &mut dyn Store, product: &Product, what: &str) {
-    check_expected(store, &Expected::of(product), what);
 }
 
 /// What a product's view and first page render: its id, the view's bytes, the page's

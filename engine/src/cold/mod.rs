@@ -325,12 +325,13 @@ impl ColdStore {
     }
 
     /// A map of segment `segment_id` reaching `end` (see [`SegmentMaps`]), or `None` (the
-    /// chunk is read from the file): always `None` unless the store maps its segments. A segment no longer written is mapped whole; the one
-    /// written, once its file has grown a sixteenth of a segment (at least 64 KiB) past the
-    /// map held: so a chunk read soon after it was written is read from the file, and the
-    /// segment is mapped at most about 17 times while written. Sound as the hot log's (see
-    /// `format-spec/cold.md`): a chunk is read only once written, and nothing below the
-    /// tail is written again. Every new map's segment header is checked.
+    /// chunk is read from the file): always `None` unless the store maps its segments. A
+    /// segment no longer written is mapped whole; the one written, once its file has grown
+    /// a sixteenth of a segment (at least 64 KiB) past the map held: so a chunk read soon
+    /// after it was written is read from the file, and the segment is mapped at most about
+    /// 17 times while written. Sound as the hot log's (see `format-spec/cold.md`): a chunk
+    /// is read only once written, and nothing below the tail is written again. Every new
+    /// map's segment header is checked.
     fn map_for(&self, segment_id: u32, end: u64) -> Result<Option<Bytes>> {
         if !self.map {
             return Ok(None);

@@ -27,7 +27,7 @@ pub(super) const CLEAN_BELOW: f64 = 0.5;
 /// `Db::compact` cleans every sealed log segment whose live pages fill less than this share
 /// of it: the user asked for the space back. (A bulk load leaves segments in which redo, dead
 /// once checkpointed, and page images alternate, most of them over [`CLEAN_BELOW`].)
-pub(super) const COMPACT_CLEAN_BELOW: f64 = 0.8;
+const COMPACT_CLEAN_BELOW: f64 = 0.8;
 
 /// Which sealed log segments a checkpoint cleans: copies their live pages to the tail, so
 /// that they can be removed.
@@ -87,19 +87,19 @@ pub(super) struct Doomed {
 /// Pages changed since the last checkpoint live in memory, outside the cache's budget, until
 /// a checkpoint writes them: one is due once they reach this fraction of the budget (and
 /// runs from the committing thread at twice it), so that they stay a small share of it.
-pub(super) const DIRTY_SHARE_OF_CACHE: u64 = 16;
+const DIRTY_SHARE_OF_CACHE: u64 = 16;
 
 /// ...but never sooner than this many changed bytes, so that a small cache does not make
 /// every few commits a checkpoint.
-pub(super) const MIN_DIRTY_BYTES: u64 = 1024 * 1024;
+const MIN_DIRTY_BYTES: u64 = 1024 * 1024;
 
 /// The changed page bytes at which a checkpoint is due: a share of the cache's budget, at
-/// least [`MIN_DIRTY_BYTES`], at most `checkpoint_bytes`.
-pub(super) fn dirty_limit(cache_bytes: u64, checkpoint_bytes: u64) -> u64 {
+/// least [`MIN_DIRTY_BYTES`], at most `checkpoint_bytes` (which `Options` holds to 64 KiB at
+/// least: never zero).
+fn dirty_limit(cache_bytes: u64, checkpoint_bytes: u64) -> u64 {
     (cache_bytes / DIRTY_SHARE_OF_CACHE)
         .max(MIN_DIRTY_BYTES)
         .min(checkpoint_bytes)
-        .max(1)
 }
 
 impl Shared {
@@ -114,7 +114,7 @@ impl Shared {
         let tree = &self.current().tree;
         let dirty_bytes =
             tree.table.dirty_count() as u64 * self.pages.page_bytes as u64 + tree.held_bytes;
-        let checkpoint_bytes = self.options.checkpoint_bytes.max(1) as f64;
+        let checkpoint_bytes = self.options.checkpoint_bytes as f64;
         let dirty_limit = dirty_limit(
             self.options.cache_bytes as u64,
             self.options.checkpoint_bytes,
@@ -139,8 +139,8 @@ impl Shared {
         Ok(())
     }
 
-    /// Sealed log segments mostly dead (live page and large-record bytes under
-    /// `CLEAN_BELOW` of the file), sparsest first.
+    /// Sealed log segments mostly dead (live page and large-record bytes under the share of
+    /// the file `clean` names), sparsest first.
     pub(super) fn sparse_segments(
         &self,
         tree: &Tree,

@@ -144,9 +144,9 @@ impl Shared {
     /// moves only.
     ///
     /// The walk starts at `from` (the first chunk entry when `None`) and stops at the first
-    /// array boundary once the plan holds `window_bytes` of chunks: the plan's memory is a
-    /// window's, whatever the size of the index. The plan's `resume` says where the next
-    /// window starts.
+    /// array boundary once the plan holds `window_bytes` of chunks: the plan holds a window
+    /// and at most one array's chunks more, whatever the size of the index. The plan's
+    /// `resume` says where the next window starts.
     pub(super) fn plan_cold(
         &self,
         tree: &Tree,
@@ -418,8 +418,8 @@ impl Shared {
     }
 
     /// Moves the large records held by mostly-dead log segments to the tail (each written
-    /// again, as a commit would), so that cleaning (`clean`) can empty those segments; at most about
-    /// `limit` bytes of records. A record a commit changed since the walk is left alone.
+    /// again, as a commit would), so that cleaning (`clean`) can empty those segments; at
+    /// most about `limit` bytes of records. A record a commit changed since the walk is left alone.
     /// Returns the record bytes moved.
     pub(super) fn relocate_large(&self, limit: u64, clean: Clean) -> Result<u64> {
         let (version, segments) = {
@@ -608,9 +608,8 @@ fn entry_corruption(key: &Bytes, reason: &str) -> Error {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use std::ops::Bound;
+    use std::sync::Arc;
 
     use bytes::Bytes;
 

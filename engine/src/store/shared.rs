@@ -6,8 +6,7 @@ use std::sync::{Arc, Weak};
 
 use parking_lot::{Mutex, RwLock};
 
-use super::checkpoint::Clean;
-use super::checkpoint::Doomed;
+use super::checkpoint::{Clean, Doomed};
 use super::commit::Request;
 use super::{background, recovery};
 use crate::catalog::Catalog;
