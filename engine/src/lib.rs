@@ -20,8 +20,8 @@
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 
-#[cfg(feature = "serde")]
 mod backup;
+#[cfg(feature = "serde")]
 pub mod bson_key;
 mod cache;
 mod catalog;
