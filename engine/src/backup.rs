@@ -14,7 +14,11 @@ use crate::db::Db;
 use crate::page::keys;
 use crate::snapshot::Snapshot;
 use crate::store::CopiedRecord;
-use crate::{Durability, Error, MAX_RECORD_BYTES, Options, Result};
+use crate::{
+    error::{Error, Result},
+    limits::MAX_RECORD_BYTES,
+    options::{Durability, Options},
+};
 
 /// The first bytes of a backup file.
 pub const BACKUP_MAGIC: [u8; 8] = *b"SKEWDBBK";

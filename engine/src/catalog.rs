@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use bytes::{Buf, BufMut, Bytes};
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// The longest collection name, in bytes.
 pub const MAX_COLLECTION_NAME_BYTES: usize = 255;
@@ -456,12 +456,12 @@ impl CollectionSpec {
             if let Err(reason) = array.layout.validate() {
                 return schema(format!("array field {:?}: {reason}", array.field));
             }
-            if array.measures.is_empty() || array.measures.len() > crate::MAX_MEASURES {
+            if array.measures.is_empty() || array.measures.len() > crate::item::MAX_MEASURES {
                 return schema(format!(
                     "array field {:?} declares {} measures, not 1 to {}",
                     array.field,
                     array.measures.len(),
-                    crate::MAX_MEASURES
+                    crate::item::MAX_MEASURES
                 ));
             }
             for (at, measure) in array.measures.iter().enumerate() {
@@ -595,7 +595,7 @@ fn decode_measures(bytes: &mut Bytes) -> Result<Vec<String>, String> {
         return Err(truncated());
     }
     let count = bytes.get_u8() as usize;
-    if count > crate::MAX_MEASURES {
+    if count > crate::item::MAX_MEASURES {
         return Err(format!("an array declares {count} measures"));
     }
     let mut measures = Vec::with_capacity(count);

@@ -11,6 +11,7 @@ use crate::cache;
 use crate::catalog::{ArraySpec, CollectionId, CollectionInfo, CollectionSpec, Layout};
 use crate::db::Db;
 use crate::document::{Document, ItemPage, ItemQuery, Outlier};
+use crate::error::{Error, Result};
 use crate::item::Summary;
 use crate::page::keys;
 use crate::page::node::Value;
@@ -18,7 +19,6 @@ use crate::page::tree::{BackCursor, Cursor as TreeCursor};
 use crate::pattern::{self, Operation};
 use crate::store::decode::decode_document;
 use crate::store::{Shared, Version, check_key};
-use crate::{Error, Result};
 
 /// Parents per batch when a collection-wide expiry walks the parents with buckets.
 const EXPIRY_BATCH_PARENTS: usize = 1_000;

@@ -15,8 +15,10 @@ use crate::store::background::Background;
 use crate::store::{BatchOp, ReadSet, Shared};
 use crate::transaction::Transaction;
 use crate::{
-    CacheStats, CompactReport, Durability, Error, Inspection, Options, Result, SpaceStats, Stats,
-    VerifyReport,
+    cache::CacheStats,
+    error::{Error, Result},
+    options::{Durability, Options},
+    store::{CompactReport, Inspection, SpaceStats, Stats, VerifyReport},
 };
 
 /// An open database. Cheap to clone; `Send + Sync`. Closed (and checkpointed) when the
@@ -129,7 +131,7 @@ impl Db {
     /// push order (`format-spec/backup.md`). [`Db::restore`] makes a database from it.
     ///
     /// [`BackupReport::commits`]: crate::BackupReport::commits
-    pub fn backup(&self, path: impl AsRef<Path>) -> Result<crate::BackupReport> {
+    pub fn backup(&self, path: impl AsRef<Path>) -> Result<crate::backup::BackupReport> {
         self.snapshot().backup(path)
     }
 

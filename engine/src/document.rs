@@ -246,10 +246,10 @@ impl std::fmt::Display for Cursor {
 }
 
 impl std::str::FromStr for Cursor {
-    type Err = crate::Error;
+    type Err = crate::error::Error;
 
-    fn from_str(token: &str) -> Result<Cursor, crate::Error> {
-        let bad = |reason: &str| crate::Error::InvalidCursor {
+    fn from_str(token: &str) -> Result<Cursor, crate::error::Error> {
+        let bad = |reason: &str| crate::error::Error::InvalidCursor {
             token: token.chars().take(2 * CURSOR_TOKEN_LEN).collect(),
             reason: reason.to_string(),
         };

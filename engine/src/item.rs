@@ -4,8 +4,8 @@
 
 use bytes::{Buf, BufMut, Bytes};
 
-use crate::MAX_RECORD_BYTES;
 use crate::document::Order;
+use crate::limits::MAX_RECORD_BYTES;
 
 /// The most named measures one array field declares.
 pub const MAX_MEASURES: usize = 8;

@@ -32,6 +32,7 @@ mod document;
 mod error;
 mod fuzz;
 mod item;
+mod limits;
 mod log;
 mod options;
 mod page;
@@ -58,6 +59,7 @@ pub use db::{Batch, Db, Writes};
 pub use document::{ArrayView, Cursor, Document, ItemPage, ItemQuery, Order, Outlier};
 pub use error::{Error, Result};
 pub use item::{Item, MAX_MEASURES, MeasureSummary, NewItem, Summary};
+pub use limits::{MAX_BATCH_BYTES, MAX_KEY_BYTES, MAX_RECORD_BYTES};
 pub use options::{Durability, Options};
 pub use record::RECORD_OVERHEAD_BYTES;
 pub use snapshot::Snapshot;
@@ -69,10 +71,3 @@ pub use transaction::{Transaction, TransactionCollection};
 #[doc = include_str!("../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
-
-/// The hard limit on every record the engine writes, as BSON's: 16 MiB.
-pub const MAX_RECORD_BYTES: usize = 16 * 1024 * 1024;
-/// The longest parent key: 1 KiB.
-pub const MAX_KEY_BYTES: usize = 1024;
-/// The largest batch, counted as the bytes of its logged operations: 256 MiB.
-pub const MAX_BATCH_BYTES: usize = 256 * 1024 * 1024;

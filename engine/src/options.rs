@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use crate::cache::CachePolicy;
+use crate::error::{Error, Result};
 use crate::page::{DEFAULT_PAGE_BYTES, MAX_PAGE_BYTES, MIN_PAGE_BYTES};
-use crate::{Error, Result};
 
 /// When a committed batch is durable.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -4,8 +4,8 @@
 
 use bytes::{Buf, BufMut, Bytes};
 
-use crate::MAX_RECORD_BYTES;
 use crate::item::{self, Item, SUMMARY_BYTES, Stored, Summary};
+use crate::limits::MAX_RECORD_BYTES;
 
 /// The version records are written in: each array's inline item list is preceded by its
 /// length in bytes, so that a read can step over an array it does not want, and its flags
@@ -129,7 +129,7 @@ impl ParentRecord {
             "a record encodes to its length"
         );
         assert!(
-            out.len() <= crate::MAX_RECORD_BYTES,
+            out.len() <= crate::limits::MAX_RECORD_BYTES,
             "a record over the record limit"
         );
         out

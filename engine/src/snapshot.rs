@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use crate::Result;
 use crate::collection::SnapshotCollection;
 use crate::db::Db;
+use crate::error::Result;
 use crate::store::Version;
 
 /// A read view of the whole database as of one commit: every `get`, `items`, `summary`,
@@ -73,7 +73,7 @@ impl Snapshot {
     /// Writes the whole database as this snapshot sees it to the single file `path`, as
     /// [`Db::backup`] does for a snapshot it takes itself: for a backup whose contents must
     /// match other reads made at the same snapshot.
-    pub fn backup(&self, path: impl AsRef<std::path::Path>) -> Result<crate::BackupReport> {
+    pub fn backup(&self, path: impl AsRef<std::path::Path>) -> Result<crate::backup::BackupReport> {
         crate::backup::write(self, path.as_ref())
     }
 

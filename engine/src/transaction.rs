@@ -16,7 +16,7 @@ use crate::document::{Document, ItemPage, ItemQuery, Outlier};
 use crate::item::{NewItem, Summary};
 use crate::page::keys;
 use crate::store::{ReadSet, Version, check_key};
-use crate::{Durability, Result};
+use crate::{error::Result, options::Durability};
 
 /// A read-modify-write unit of work. Reads (through [`Transaction::collection`]) see the
 /// database as it was when the transaction began, plus the transaction's own writes;
@@ -151,7 +151,7 @@ impl Transaction {
         collection: &str,
         key: impl AsRef<[u8]>,
         field: &str,
-        id: crate::Cursor,
+        id: crate::document::Cursor,
     ) -> &mut Self {
         self.batch.remove_item(collection, key, field, id);
         self
@@ -172,7 +172,7 @@ impl Transaction {
     /// [`Batch::push_to`], applied at commit.
     pub fn push_to(
         &mut self,
-        array: &crate::Array,
+        array: &crate::collection::Array,
         key: impl AsRef<[u8]>,
         item: NewItem,
     ) -> &mut Self {
@@ -183,7 +183,7 @@ impl Transaction {
     /// [`Batch::remove_from`], applied at commit.
     pub fn remove_from(
         &mut self,
-        array: &crate::Array,
+        array: &crate::collection::Array,
         key: impl AsRef<[u8]>,
         item_key: i64,
     ) -> &mut Self {
@@ -194,9 +194,9 @@ impl Transaction {
     /// [`Batch::remove_item_from`], applied at commit.
     pub fn remove_item_from(
         &mut self,
-        array: &crate::Array,
+        array: &crate::collection::Array,
         key: impl AsRef<[u8]>,
-        id: crate::Cursor,
+        id: crate::document::Cursor,
     ) -> &mut Self {
         self.batch.remove_item_from(array, key, id);
         self

@@ -49,8 +49,8 @@ use crate::collection::{Array, Collection, Scan};
 use crate::db::Writes;
 use crate::db::sealed::Token;
 use crate::document::{Cursor, Document, ItemPage, ItemQuery};
+use crate::error::{Error, Result};
 use crate::item::{NewItem, Summary};
-use crate::{Error, Result};
 
 /// How bodies and payloads become bytes and back. Implement it for a format of your own.
 pub trait Codec: Send + Sync + 'static {

@@ -26,8 +26,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::Bytes;
 use parking_lot::Mutex;
 
-use crate::Result;
 use crate::catalog::CollectionId;
+use crate::error::Result;
 use crate::item::Stored;
 use crate::page::node::Node;
 pub use policy::{CachePolicy, Simulator, belady_hits};

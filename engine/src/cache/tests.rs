@@ -101,7 +101,7 @@ fn objects_at_and_over_the_budget() {
 fn a_failed_load_counts_a_miss_and_keeps_nothing() {
     let cache = cache(1000, CachePolicy::S3Fifo, false);
     let failed = cache.get_or_load(key(1), Tier::ColdChunk, || {
-        Err(crate::Error::corruption("cold-1.seg", 0, "bad"))
+        Err(crate::error::Error::corruption("cold-1.seg", 0, "bad"))
     });
     assert!(failed.is_err());
     let stats = cache.stats(no_names).cold;
@@ -373,7 +373,7 @@ fn a_trace_that_cannot_be_created_is_an_error() {
         what_if: false,
         trace: Some(dir.path().join("missing").join("trace.csv")),
     });
-    assert!(matches!(result, Err(crate::Error::Io { .. })));
+    assert!(matches!(result, Err(crate::error::Error::Io { .. })));
 }
 
 #[test]

@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 pub const TRACE_HEADER: &str = "seq,object_id,object_bytes,tier";
 

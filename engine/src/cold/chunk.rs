@@ -4,7 +4,7 @@
 use bytes::{Buf, BufMut, Bytes};
 
 use crate::item::{self, MEASURE_SUMMARY_BYTES, SUMMARY_BYTES, Stored, Summary};
-use crate::{Error, MAX_RECORD_BYTES};
+use crate::{error::Error, limits::MAX_RECORD_BYTES};
 
 pub const SEGMENT_HEADER_BYTES: usize = 32;
 const SEGMENT_MAGIC: &[u8; 8] = b"SKEWCOLD";
@@ -233,7 +233,7 @@ pub fn encode_chunk(
     );
     let raw_len = item::items_len(items);
     assert!(
-        raw_len <= crate::MAX_RECORD_BYTES,
+        raw_len <= crate::limits::MAX_RECORD_BYTES,
         "a chunk over the record limit"
     );
     let start = out.len();

@@ -16,9 +16,9 @@ pub use chunk::{ChunkKind, ChunkLoc, ChunkRef};
 use chunk::{SEGMENT_HEADER_BYTES, check_segment_header, encode_segment_header, segment_name};
 
 use crate::cache::{CacheKey, CacheValue, Loaded, PageCache, Tier};
+use crate::error::{Error, Result};
 use crate::item::Stored;
 use crate::storage::{Segment, SegmentMaps, Storage};
-use crate::{Error, Result};
 
 /// Where the next chunk goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default)]

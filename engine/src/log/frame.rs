@@ -1,7 +1,7 @@
 //! Record framing of the hot log: the one place that encodes and decodes frame headers and
 //! segment headers. See `format-spec/hot-log.md`.
 
-use crate::{Error, MAX_RECORD_BYTES};
+use crate::{error::Error, limits::MAX_RECORD_BYTES};
 
 /// Bytes of a frame header: payload length, CRC32, kind, lsn, durable lsn.
 pub const FRAME_HEADER_BYTES: usize = 4 + 4 + 1 + 8 + 8;

@@ -16,8 +16,8 @@ use frame::{
 };
 pub use frame::{FrameHeader, FrameKind};
 
+use crate::error::{Error, Result};
 use crate::storage::Storage;
-use crate::{Error, Result};
 
 /// The file name of hot log segment `segment_id`.
 pub fn segment_name(segment_id: u32) -> String {

@@ -11,9 +11,9 @@ use super::node::PageId;
 use super::table::{PageTable, Slot};
 use crate::catalog::{Catalog, SpecForm};
 use crate::cold::ColdTail;
+use crate::error::{Error, Result};
 use crate::log::{FrameLoc, LogTail};
 use crate::storage::Storage;
-use crate::{Error, Result};
 
 pub const CHECKPOINT_FILE: &str = "checkpoint";
 pub const CHECKPOINT_TEMP_FILE: &str = "checkpoint.tmp";

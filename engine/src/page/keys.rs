@@ -10,8 +10,8 @@
 
 use bytes::{BufMut, Bytes};
 
-use crate::MAX_KEY_BYTES;
 use crate::catalog::CollectionId;
+use crate::limits::MAX_KEY_BYTES;
 
 /// High bits of the leading u32 that separate the key spaces; collection ids stay below.
 pub const ARRAY_SPACE: u32 = 0x8000_0000;

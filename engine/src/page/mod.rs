@@ -17,9 +17,9 @@ use parking_lot::Mutex;
 use rustc_hash::FxHashSet;
 
 use crate::cache::{CacheKey, CacheValue, Loaded, PageCache, Tier, Unkept};
+use crate::error::{Error, Result};
 use crate::log::{self, FrameKind, FrameLoc, ReadBuffers, frame::FRAME_HEADER_BYTES, segment_name};
 use crate::storage::{Segment, SegmentMaps, Storage};
-use crate::{Error, Result};
 use node::{Checks, LargeRef, Node, PageId, Value};
 use table::{PageTable, Slot};
 

@@ -3,9 +3,9 @@
 
 use bytes::{Buf, BufMut, Bytes};
 
-use crate::MAX_RECORD_BYTES;
 use crate::catalog::{CollectionId, CollectionSpec, SpecForm};
 use crate::cold::ChunkLoc;
+use crate::limits::MAX_RECORD_BYTES;
 use crate::page::keys::MAX_TREE_KEY_BYTES;
 
 const OP_CREATE_COLLECTION: u8 = 1;
@@ -471,7 +471,8 @@ mod tests {
         let ops = vec![
             Op::CreateCollection {
                 id: 3,
-                spec: CollectionSpec::new("users").array("f", crate::Layout::Subset { keep: 5 }),
+                spec: CollectionSpec::new("users")
+                    .array("f", crate::catalog::Layout::Subset { keep: 5 }),
             },
             Op::Put {
                 key: Bytes::from_static(b"k"),

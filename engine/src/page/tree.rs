@@ -16,9 +16,9 @@ use super::node::{
 };
 use super::table::{PageTable, Slot};
 use super::{PageStore, keys};
-use crate::Result;
 use crate::cache::{CacheKey, Unkept};
 use crate::cold::ChunkRef;
+use crate::error::Result;
 use crate::log::FrameLoc;
 
 /// One version of the tree.

@@ -1,7 +1,7 @@
 //! Which operations each layout supports.
 
 use crate::catalog::Layout;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// An operation on one array field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

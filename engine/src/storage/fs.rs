@@ -10,7 +10,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::{LockGuard, Mapped, Storage};
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 const LOCK_FILE: &str = "LOCK";
 

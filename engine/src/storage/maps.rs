@@ -9,7 +9,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 
 use super::Storage;
-use crate::Result;
+use crate::error::Result;
 
 /// One map held.
 struct SegmentMap {

@@ -12,7 +12,7 @@ pub use fs::FsStorage;
 pub use maps::{Segment, SegmentMaps};
 pub use sim::SimStorage;
 
-use crate::Result;
+use crate::error::Result;
 
 /// The file name of segment `id` of a kind: `PREFIX` + 8 decimal digits + `SUFFIX`.
 pub fn segment_file_name(prefix: &str, id: u32, suffix: &str) -> String {

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::{LockGuard, Storage};
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// The sector size at which a crash tears a write.
 pub const SECTOR_BYTES: u64 = 512;

@@ -8,11 +8,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::catalog::{Catalog, CollectionInfo};
+use crate::error::{Error, Result};
 use crate::page::node::{LargeRef, Value};
 use crate::page::redo::Op;
 use crate::page::tree::Tree;
 use crate::page::{PageStore, max_inline_record};
-use crate::{Error, Result};
 
 /// A version being changed by a group of batches (or by replay).
 pub(crate) struct Txn {

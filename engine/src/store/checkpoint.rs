@@ -11,7 +11,7 @@ use bytes::BufMut;
 
 use super::shared::{Shared, Version, Writer};
 use super::verify;
-use crate::Result;
+use crate::error::Result;
 use crate::log::FrameKind;
 use crate::page::checkpoint::Checkpoint;
 use crate::page::node::{Node, PageId};

@@ -21,7 +21,11 @@ use crate::item::NewItem;
 use crate::log::{FrameKind, Group};
 use crate::page::node::{LargeRef, Value};
 use crate::page::redo::Op;
-use crate::{Durability, Error, MAX_BATCH_BYTES, MAX_KEY_BYTES, MAX_RECORD_BYTES, Result};
+use crate::{
+    error::{Error, Result},
+    limits::{MAX_BATCH_BYTES, MAX_KEY_BYTES, MAX_RECORD_BYTES},
+    options::Durability,
+};
 
 /// Redo frames are closed once their payload reaches this size.
 pub(super) const FRAME_TARGET_BYTES: usize = 1024 * 1024;

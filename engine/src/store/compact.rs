@@ -16,12 +16,12 @@ use super::apply::Txn;
 use super::checkpoint::Clean;
 use super::shared::{Shared, Writer};
 use crate::cold::chunk::{self as cold_chunk, ChunkKind, ChunkRef};
+use crate::error::{Error, Result};
 use crate::item::{self, Stored};
 use crate::page::keys;
 use crate::page::node::Value;
 use crate::page::redo::Op;
 use crate::page::tree::Tree;
-use crate::{Error, Result};
 
 /// A sealed cold segment whose live chunks fill less than this share of it is compacted.
 pub(super) const COMPACT_BELOW: f64 = 0.5;
@@ -614,7 +614,13 @@ mod tests {
     use bytes::Bytes;
 
     use crate::storage::SimStorage;
-    use crate::{CollectionSpec, Db, ItemQuery, Layout, NewItem, Options};
+    use crate::{
+        catalog::{CollectionSpec, Layout},
+        db::Db,
+        document::ItemQuery,
+        item::NewItem,
+        options::Options,
+    };
 
     /// The raw sizes of one array's chunks, oldest first, from the chunk index.
     fn chunk_raw_sizes(db: &Db) -> Vec<u32> {

@@ -11,9 +11,9 @@ use bytes::Bytes;
 use super::apply::Txn;
 use super::shared::{Shared, Version};
 use crate::cold::chunk::ChunkRef;
+use crate::error::{Error, Result};
 use crate::page::keys;
 use crate::page::redo::Op;
-use crate::{Error, Result};
 
 /// One tree record to copy: its key, its value, and for a chunk index entry the chunk's
 /// stored bytes (compressed, as in its segment).

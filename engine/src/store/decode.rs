@@ -9,9 +9,9 @@ use bytes::Bytes;
 
 use crate::catalog::CollectionInfo;
 use crate::document::{Document, ItemQuery};
+use crate::error::{Error, Result};
 use crate::item::{self, Item, Stored};
 use crate::record::{self, ParentRecord};
-use crate::{Error, Result};
 
 pub(crate) fn decode_record(
     bytes: Bytes,

@@ -20,12 +20,12 @@ use crate::cache::records::KeptRecord;
 use crate::catalog::CollectionInfo;
 use crate::cold::{ChunkRef, DETACHED_SEGMENT_ID};
 use crate::document::{Cursor, Document, ItemPage, ItemQuery, Order, Outlier, sort_items};
+use crate::error::{Error, Result};
 use crate::item::{Item, Stored, Summary};
 use crate::page::keys;
 use crate::page::node::{Node, Value};
 use crate::page::tree::{LeafEntry, Tree};
 use crate::record::ParentRecord;
-use crate::{Error, Result};
 
 /// The most items per source a limited page makes room for in advance (a larger limit
 /// grows its vector as items come).
@@ -602,7 +602,11 @@ mod tests {
     use super::*;
     use std::sync::Arc;
 
-    use crate::{CollectionSpec, Db, Layout, Options};
+    use crate::{
+        catalog::{CollectionSpec, Layout},
+        db::Db,
+        options::Options,
+    };
 
     fn body(db: &Db, version: &Version, key: &str) -> Option<Bytes> {
         let info = version.catalog.by_name.get("docs").unwrap().clone();
@@ -621,7 +625,7 @@ mod tests {
     fn a_document_has_the_key_asked_for_however_it_was_read() {
         let dir = tempfile::tempdir().unwrap();
         let spec = CollectionSpec::new("docs").array("a", Layout::Subset { keep: 2 });
-        let keys: Vec<Vec<u8>> = [1, 59, 60, 61, crate::MAX_KEY_BYTES]
+        let keys: Vec<Vec<u8>> = [1, 59, 60, 61, crate::limits::MAX_KEY_BYTES]
             .iter()
             .map(|&len| (0..len).map(|i| b'a' + (i % 26) as u8).collect())
             .collect();
@@ -631,7 +635,7 @@ mod tests {
             let mut batch = db.batch();
             for key in &keys {
                 batch.put("docs", key, "body");
-                batch.push("docs", key, "a", crate::NewItem::new("x").key(1));
+                batch.push("docs", key, "a", crate::item::NewItem::new("x").key(1));
             }
             batch.commit().unwrap();
             db.checkpoint().unwrap();
@@ -717,7 +721,7 @@ mod tests {
         let docs = db.create_collection(spec).unwrap();
         let mut batch = db.batch();
         batch.put("docs", "k", "old");
-        batch.push("docs", "k", "a", crate::NewItem::new("x").key(1));
+        batch.push("docs", "k", "a", crate::item::NewItem::new("x").key(1));
         batch.commit().unwrap();
         let records = db.shared.pages.cache.records();
         let info = db

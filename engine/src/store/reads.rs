@@ -8,9 +8,9 @@ use std::ops::Bound;
 use bytes::Bytes;
 use parking_lot::Mutex;
 
+use crate::error::{Error, Result};
 use crate::page::PageStore;
 use crate::page::tree::Tree;
-use crate::{Error, Result};
 
 /// A key range as read: its bounds and every (key, record) it held.
 struct RangeRead {

@@ -25,7 +25,10 @@ use crate::page::table::Slot;
 use crate::page::tree::Tree;
 use crate::page::{MAX_PAGE_BYTES, MIN_PAGE_BYTES, PageStore, max_inline_record};
 use crate::storage::Storage;
-use crate::{Error, Options, Result};
+use crate::{
+    error::{Error, Result},
+    options::Options,
+};
 
 pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared> {
     options.validate()?;

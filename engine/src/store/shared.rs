@@ -15,7 +15,7 @@ use crate::log::{HotLog, LogTail};
 use crate::page::tree::Tree;
 use crate::page::{PageStore, max_inline_record};
 use crate::storage::{LockGuard, Storage};
-use crate::{Options, Result};
+use crate::{error::Result, options::Options};
 
 /// What readers see: one committed state.
 #[derive(Clone)]

@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 use super::shared::Shared;
 use crate::cold::ChunkRef;
 use crate::cold::chunk as cold_chunk;
+use crate::error::{Error, Result};
 use crate::log::{self, frame::SEGMENT_HEADER_BYTES};
 use crate::page::keys;
 use crate::page::node::{Node, Value};
 use crate::page::table::Slot;
-use crate::{Error, Result};
 
 /// One segment file: its size and the bytes of it the current state needs.
 #[derive(Clone, Debug, PartialEq, Eq)]

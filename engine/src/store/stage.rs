@@ -15,9 +15,9 @@ use super::shared::Shared;
 use super::work::{Base, ParentWork};
 use crate::catalog::{Catalog, CollectionId, CollectionInfo, Layout};
 use crate::collection::Expired;
+use crate::error::{Error, Result};
 use crate::page::redo::Op;
 use crate::pattern::{self, Operation};
-use crate::{Error, Result};
 
 pub(super) struct Stager<'a> {
     base: Base<'a>,

@@ -2,8 +2,8 @@
 
 use super::shared::Shared;
 use super::verify;
-use crate::Result;
 use crate::cache::CacheStats;
+use crate::error::Result;
 
 /// Counters shown by `Db::stats`.
 #[derive(Clone, Debug, PartialEq)]

@@ -9,6 +9,7 @@ use super::decode::{decode_items, decode_record};
 use super::shared::{Shared, Version};
 use crate::cold::ChunkRef;
 use crate::cold::chunk as cold_chunk;
+use crate::error::{Error, Result};
 use crate::item::{MeasureSummary, Summary};
 use crate::log::frame::SEGMENT_HEADER_BYTES;
 use crate::log::{
@@ -17,7 +18,6 @@ use crate::log::{
 use crate::page::keys;
 use crate::page::node::{Node, Value};
 use crate::storage::Storage;
-use crate::{Error, Result};
 
 /// One hot log segment as `inspect` shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]

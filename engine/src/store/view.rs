@@ -8,8 +8,8 @@ use super::apply::{Txn, apply, patched_value};
 use super::commit::BatchOp;
 use super::shared::{Shared, Version};
 use super::stage::Stager;
-use crate::Result;
 use crate::cold::ColdGroup;
+use crate::error::Result;
 use crate::page::redo::Op;
 
 impl Shared {

@@ -23,7 +23,10 @@ use crate::page::keys;
 use crate::page::redo::Op;
 use crate::pattern::{self, Refill};
 use crate::record::{self, ArrayState, ParentRecord};
-use crate::{Error, MAX_RECORD_BYTES, Result};
+use crate::{
+    error::{Error, Result},
+    limits::MAX_RECORD_BYTES,
+};
 
 /// Reads of the state a batch starts from: the group's transaction so far.
 #[derive(Clone, Copy)]
