@@ -1275,7 +1275,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }
         Command::Inspect { db } => {
             let handle = open_existing(&db.db)?;
-            let inspection = handle.inspect()?;
+            let inspection = handle.verify()?;
             if json {
                 print_value(&text::inspection_json(&inspection));
             } else {

@@ -494,7 +494,8 @@ impl Scan {
         self.shared
             .pages
             .value_bytes(&value)
-            .and_then(|bytes| decode_document(&self.info, key.slice(4..), bytes))
+            .and_then(|bytes| decode_document(&self.info, keys::parent_key_of(&key), bytes))
+            .map_err(|e| self.shared.placed(e, &self.version.tree, &key))
     }
 
     fn step_front(&mut self) -> Result<Option<(Bytes, Value)>> {

@@ -188,14 +188,16 @@ impl Db {
         self.shared.compact(&mut progress)
     }
 
-    /// Reads every frame, page, record and chunk, checking every checksum and invariant.
+    /// Reads every frame, page, record and chunk, checking every checksum and invariant, and
+    /// reports what it read: files, segments, pages, records and collections.
     pub fn verify(&self) -> Result<VerifyReport> {
         self.shared.verify()
     }
 
-    /// Files, segments, pages and records, for people (the same walk as `verify`).
+    /// [`Db::verify`] under its old name: it always was the same walk.
+    #[deprecated(note = "the same walk as `Db::verify`; call that")]
     pub fn inspect(&self) -> Result<Inspection> {
-        self.shared.verify()
+        self.verify()
     }
 
     /// Counters of the cache, the commits, the log and checkpoints; reads the log's file sizes.

@@ -80,7 +80,7 @@ fn scan_is_in_key_order_within_its_collection_and_range() {
     assert_eq!(inclusive, 10);
     let tail = users.scan("u02995"..).unwrap().count();
     assert_eq!(tail, 5);
-    let inspection = db.inspect().unwrap();
+    let inspection = db.verify().unwrap();
     assert!(inspection.leaf_pages > 10, "pages split: {inspection:?}");
     assert!(inspection.tree_depth >= 2);
     // Deleting almost everything merges and frees pages again.

@@ -49,6 +49,12 @@ pub fn space_of(key: &[u8]) -> Option<&[u8]> {
     key.get(..4)
 }
 
+/// A tree key's leading 4 bytes as the number they hold: a collection id with the bit of
+/// its key space ([`ARRAY_SPACE`], [`OUTLIER_SPACE`], neither for a parent record).
+pub fn lead_of(key: &[u8]) -> Option<u32> {
+    Some(u32::from_be_bytes(key.get(..4)?.try_into().ok()?))
+}
+
 /// The collection a tree key belongs to, whatever its key space.
 pub fn collection_of(key: &[u8]) -> Option<CollectionId> {
     let lead = u32::from_be_bytes(key.get(..4)?.try_into().ok()?);
@@ -254,6 +260,17 @@ pub fn outliers(collection: CollectionId, field: usize) -> Vec<u8> {
 /// Bytes of an outlier marker key before the parent key: collection and field.
 const OUTLIERS_PREFIX_BYTES: usize = 6;
 
+/// An outlier marker's key as its field index and the parent's own key, sharing its bytes;
+/// `None` for a key that is not a marker's or is too short to be one.
+pub fn split_outlier(key: &Bytes) -> Option<(usize, Bytes)> {
+    let lead = u32::from_be_bytes(key.get(..4)?.try_into().ok()?);
+    if lead & OUTLIER_SPACE == 0 || lead & ARRAY_SPACE != 0 || key.len() < OUTLIERS_PREFIX_BYTES {
+        return None;
+    }
+    let field = u16::from_be_bytes([key[4], key[5]]) as usize;
+    Some((field, key.slice(OUTLIERS_PREFIX_BYTES..)))
+}
+
 fn put_outliers_prefix(out: &mut Vec<u8>, collection: CollectionId, field: usize) {
     out.put_u32(collection | OUTLIER_SPACE);
     out.put_u16(field as u16);
@@ -273,6 +290,27 @@ mod tests {
         assert_eq!(split_parent(&parent(7, b"")), Some((7, &b""[..])));
         assert_eq!(split_parent(&tail(7, b"p", 0)), None);
         assert_eq!(split_parent(b"ab"), None);
+    }
+
+    #[test]
+    fn an_outlier_marker_splits_into_its_field_and_parent_key() {
+        let marker = outlier(7, 3, b"parent");
+        assert_eq!(lead_of(&marker), Some(7 | OUTLIER_SPACE));
+        assert_eq!(
+            split_outlier(&marker),
+            Some((3, Bytes::from_static(b"parent")))
+        );
+        assert_eq!(split_outlier(&outlier(7, 0, b"")), Some((0, Bytes::new())));
+        // Not a marker: a parent record's key, an array record's, too short to hold a field.
+        assert_eq!(split_outlier(&parent(7, b"parent")), None);
+        assert_eq!(split_outlier(&tail(7, b"parent", 3)), None);
+        assert_eq!(split_outlier(&marker.slice(..5)), None);
+        assert_eq!(lead_of(b"abc"), None);
+        // The parent's own key comes out of the parent record's tree key whole.
+        assert_eq!(
+            parent_key_of(&parent(7, b"parent")),
+            Bytes::from_static(b"parent")
+        );
     }
 
     #[test]

@@ -19,7 +19,7 @@ use super::{PageStore, keys};
 use crate::cache::{CacheKey, Unkept};
 use crate::cold::ChunkRef;
 use crate::error::Result;
-use crate::log::FrameLoc;
+use crate::log::{FrameLoc, segment_name};
 
 /// One version of the tree.
 #[derive(Clone)]
@@ -352,6 +352,38 @@ impl Tree {
             }
         }
         Err(store.tree_corruption(id, "tree deeper than any valid tree"))
+    }
+
+    /// Where page `id` is, as a corruption error names it: the hot segment file and the
+    /// offset of the frame holding its image, or, for a page changed since the last
+    /// checkpoint, that it lives in memory only.
+    pub fn place_of(&self, id: PageId) -> (String, u64) {
+        match self.table.get(id) {
+            Slot::Disk(loc) => (segment_name(loc.segment_id), loc.offset),
+            Slot::Dirty(_) => (format!("page {id} (changed since the last checkpoint)"), 0),
+            Slot::Free => (format!("page {id} (free)"), 0),
+        }
+    }
+
+    /// Where `key`'s value is: the frame of a large record, or that of the leaf holding the
+    /// value; `None` if the tree does not hold `key` or the walk to it fails. For errors: a
+    /// record that did not decode is reported at the place this gives.
+    pub fn locate(&self, store: &PageStore, key: &[u8]) -> Option<(String, u64)> {
+        let mut id = self.root;
+        for _ in 0..=MAX_DEPTH {
+            let node = self.node(store, id).ok()?;
+            match node.as_ref() {
+                Node::Internal { children, .. } => id = children[node.search(key)],
+                Node::Leaf { entries, .. } => {
+                    let index = node.find(key).ok()?;
+                    return Some(match entries.value(index) {
+                        Value::Large(large) => (segment_name(large.segment_id), large.frame_offset),
+                        _ => self.place_of(id),
+                    });
+                }
+            }
+        }
+        None
     }
 
     /// Inserts or replaces `key`'s value.

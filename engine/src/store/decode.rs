@@ -11,6 +11,8 @@ use crate::catalog::CollectionInfo;
 use crate::document::{Document, ItemQuery};
 use crate::error::{Error, Result};
 use crate::item::{self, Item, Stored};
+use crate::page::PageStore;
+use crate::page::tree::Tree;
 use crate::record::{self, ParentRecord};
 
 pub(crate) fn decode_record(
@@ -32,10 +34,32 @@ pub(crate) fn decode_record_fields(
         .map_err(|reason| record_corruption(info, key, reason))
 }
 
+/// The file a decoder names in its corruption errors: it has the record's bytes, not their
+/// place. The caller, who has the tree, puts the place in ([`placed`]).
+pub(crate) const UNPLACED: &str = "page store";
+
+/// `error` with the place of `tree_key`'s value in `tree` (its leaf's frame, or a large
+/// record's) when it is a decoder's corruption error, which does not know the place.
+pub(crate) fn placed(error: Error, tree: &Tree, pages: &PageStore, tree_key: &[u8]) -> Error {
+    match error {
+        Error::Corruption { file, reason, .. } if file == UNPLACED => {
+            match tree.locate(pages, tree_key) {
+                Some((file, offset)) => Error::Corruption {
+                    file,
+                    offset,
+                    reason,
+                },
+                None => Error::corruption(UNPLACED, 0, reason),
+            }
+        }
+        other => other,
+    }
+}
+
 /// A parent record of `key` in `info`'s collection that did not decode.
 pub(crate) fn record_corruption(info: &CollectionInfo, key: &[u8], reason: String) -> Error {
     Error::corruption(
-        "page store",
+        UNPLACED,
         0,
         format!(
             "record of {:?} in {}: {reason}",
@@ -109,7 +133,7 @@ fn tail_checked<T>(
         Err(reason) => reason,
     };
     Err(Error::corruption(
-        "page store",
+        UNPLACED,
         0,
         format!("tail record {tree_key:x?}: {reason}"),
     ))

@@ -15,7 +15,7 @@
 //! - `compact`, `space`, `background`: cold compaction, space accounting, and the
 //!   maintenance thread;
 //! - `copy`: records copied out of a version and into a new database (backups);
-//! - `verify`, `stats`: the checks of `Db::verify` and `Db::inspect`, and `Db::stats`.
+//! - `verify`, `stats`: the checks of `Db::verify`, and `Db::stats`.
 
 mod apply;
 pub(crate) mod background;

@@ -11,8 +11,8 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 
 use super::decode::{
-    decode_document, decode_read_record, decode_record_fields, decode_record_page,
-    decode_wanted_items,
+    UNPLACED, decode_document, decode_read_record, decode_record_fields, decode_record_page,
+    decode_wanted_items, placed,
 };
 use super::shared::{Shared, Version};
 use crate::cache::records::KeptRecord;
@@ -115,13 +115,15 @@ impl Shared {
         };
         let document = match found {
             Some(Found::Kept(kept)) => {
-                let document = decode_document(info, kept.key(), kept.value())?;
+                let document = decode_document(info, kept.key(), kept.value())
+                    .map_err(|e| self.placed(e, &version.tree, &keys::parent(info.id, key)))?;
                 let weight = document.memory_bytes();
                 let cache = &self.pages.cache;
                 cache.keep_document(info.id, key, &kept, document.clone(), weight);
                 document
             }
-            Some(Found::Read { key, record }) => decode_document(info, key, record)?,
+            Some(Found::Read { key: read, record }) => decode_document(info, read, record)
+                .map_err(|e| self.placed(e, &version.tree, &keys::parent(info.id, key)))?,
             None => return Ok(None),
         };
         Ok(Some(document))
@@ -142,7 +144,8 @@ impl Shared {
             Some(Found::Read { key, record }) => (key, record),
             None => return Ok(None),
         };
-        let record = decode_read_record(bytes, info, key, wanted)?;
+        let record = decode_read_record(bytes, info, key, wanted)
+            .map_err(|e| self.placed(e, &version.tree, &keys::parent(info.id, key)))?;
         Ok(Some((key_bytes, record)))
     }
 
@@ -173,7 +176,15 @@ impl Shared {
             Some(Found::Read { record, .. }) => record,
             None => return Ok(None),
         };
-        decode(bytes).map(Some)
+        decode(bytes)
+            .map(Some)
+            .map_err(|e| self.placed(e, &version.tree, &keys::parent(info.id, key)))
+    }
+
+    /// `error` with the place of `tree_key`'s value when it is a decoder's corruption error
+    /// (see [`placed`]).
+    pub(crate) fn placed(&self, error: Error, tree: &Tree, tree_key: &[u8]) -> Error {
+        placed(error, tree, &self.pages, tree_key)
     }
 
     /// A parent's record at `version`: from the record tier when it holds it as of a
@@ -250,7 +261,8 @@ impl Shared {
     ) -> Result<()> {
         let tail_key = keys::tail(info.id, key, field);
         match self.read_tree(version, &tail_key)? {
-            Some(bytes) => decode_wanted_items(bytes, &tail_key, query, out),
+            Some(bytes) => decode_wanted_items(bytes, &tail_key, query, out)
+                .map_err(|e| self.placed(e, &version.tree, &tail_key)),
             None => Ok(()),
         }
     }
@@ -288,7 +300,10 @@ impl Shared {
             if *tree_key >= end {
                 return Ok(false);
             }
-            visit(tree_key, &self.decode_chunk_entry(tree_key, value)?)
+            let entry = self
+                .decode_chunk_entry(tree_key, value)
+                .map_err(|e| self.placed(e, tree, tree_key))?;
+            visit(tree_key, &entry)
         })
     }
 
@@ -320,11 +335,7 @@ impl Shared {
     fn chunk_entry(&self, tree_key: &[u8], value: Value) -> Result<ChunkRef> {
         let bytes = self.pages.value_bytes(&value)?;
         ChunkRef::decode(bytes).map_err(|reason| {
-            Error::corruption(
-                "page store",
-                0,
-                format!("chunk entry {tree_key:x?}: {reason}"),
-            )
+            Error::corruption(UNPLACED, 0, format!("chunk entry {tree_key:x?}: {reason}"))
         })
     }
 
@@ -431,13 +442,16 @@ impl Shared {
             None => self.read_tree(version, keys.tail())?,
         };
         if let Some(bytes) = tail {
-            decode_wanted_items(bytes, keys.tail(), query, found)?;
+            decode_wanted_items(bytes, keys.tail(), query, found)
+                .map_err(|e| self.placed(e, &version.tree, keys.tail()))?;
         }
         while let Some((tree_key, value)) = cursor.prev(&version.tree, &self.pages)? {
             if !tree_key.starts_with(keys.chunks()) {
                 break;
             }
-            let entry = self.chunk_entry(&tree_key, value)?;
+            let entry = self
+                .chunk_entry(&tree_key, value)
+                .map_err(|e| self.placed(e, &version.tree, &tree_key))?;
             if found.len() >= limit {
                 sort_items(found, Order::Descending);
                 found.truncate(limit);
@@ -516,9 +530,10 @@ impl Shared {
                         return Ok(false);
                     }
                     let entry = match inline {
-                        Some(bytes) => decode_inline_chunk_entry(tree_key, bytes)?,
-                        None => self.chunk_entry(tree_key, entries.value(index))?,
-                    };
+                        Some(bytes) => decode_inline_chunk_entry(tree_key, bytes),
+                        None => self.chunk_entry(tree_key, entries.value(index)),
+                    }
+                    .map_err(|e| self.placed(e, &version.tree, tree_key))?;
                     if query.covers(&entry.summary) {
                         summary.merge(&entry.summary);
                     } else if query.overlaps(&entry.summary) {
@@ -561,10 +576,12 @@ impl Shared {
             let record = self
                 .parent_record(version, info, &key, |_| false)?
                 .ok_or_else(|| {
-                    Error::corruption(
-                        "page store",
-                        0,
-                        format!("outlier marker for missing parent {key:x?}"),
+                    let marker = keys::outlier(info.id, field, &key);
+                    let reason = format!("outlier marker for missing parent {key:x?}");
+                    self.placed(
+                        Error::corruption(UNPLACED, 0, reason),
+                        &version.tree,
+                        &marker,
                     )
                 })?;
             outliers.push(Outlier {
@@ -589,11 +606,7 @@ fn chunk_entry_summary(key: &Bytes, value: &Value) -> Option<Summary> {
 /// A chunk index entry from its inline value's bytes.
 fn decode_inline_chunk_entry(tree_key: &[u8], bytes: &[u8]) -> Result<ChunkRef> {
     ChunkRef::decode_slice(bytes).map_err(|reason| {
-        Error::corruption(
-            "page store",
-            0,
-            format!("chunk entry {tree_key:x?}: {reason}"),
-        )
+        Error::corruption(UNPLACED, 0, format!("chunk entry {tree_key:x?}: {reason}"))
     })
 }
 
@@ -614,6 +627,94 @@ mod tests {
             .parent_record(version, &info, key.as_bytes(), |_| true)
             .unwrap()
             .map(|record| record.body)
+    }
+
+    /// A record that does not decode is reported where it is: the frame of the leaf that
+    /// holds it, or of a large record, or the page in memory when it changed since the last
+    /// checkpoint; never the page store at offset 0.
+    #[test]
+    fn a_record_that_does_not_decode_is_reported_at_its_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), Options::new()).unwrap();
+        db.create_collection(CollectionSpec::new("docs").array("a", Layout::Embed))
+            .unwrap();
+        let mut batch = db.batch();
+        batch.put("docs", "small", "body");
+        batch.put("docs", "large", vec![b'x'; 200_000]);
+        batch.commit().unwrap();
+        db.checkpoint().unwrap();
+        let version = db.shared.current();
+        let info = version.catalog.by_name.get("docs").unwrap().clone();
+        let unplaced = || Error::corruption(UNPLACED, 0, "bad");
+        let place = |key: &str| match db.shared.placed(
+            unplaced(),
+            &version.tree,
+            &keys::parent(info.id, key.as_bytes()),
+        ) {
+            Error::Corruption {
+                file,
+                offset,
+                reason,
+            } => {
+                assert_eq!(reason, "bad");
+                (file, offset)
+            }
+            other => panic!("{other}"),
+        };
+        // The small record: the frame of its leaf.
+        let (file, offset) = place("small");
+        assert!(crate::log::parse_segment_name(&file).is_some(), "{file}");
+        let mut leaves = Vec::new();
+        for (_, slot) in version.tree.table.iter() {
+            if let crate::page::table::Slot::Disk(loc) = slot {
+                leaves.push((crate::log::segment_name(loc.segment_id), loc.offset));
+            }
+        }
+        assert!(leaves.contains(&(file, offset)));
+        // The large record: its own frame.
+        let Some(Value::Large(large)) = version
+            .tree
+            .get(&db.shared.pages, &keys::parent(info.id, b"large"))
+            .unwrap()
+        else {
+            panic!("a 200,000-byte record is large");
+        };
+        assert_eq!(
+            place("large"),
+            (
+                crate::log::segment_name(large.segment_id),
+                large.frame_offset
+            )
+        );
+        // A key the tree does not hold has no place; other errors pass as they are.
+        assert_eq!(place("absent"), (UNPLACED.to_string(), 0));
+        let other = Error::corruption("cold-1.seg", 7, "bad");
+        assert!(matches!(
+            db.shared.placed(other, &version.tree, b"small"),
+            Error::Corruption { offset: 7, .. }
+        ));
+
+        // Through a read: a record whose bytes are damaged, in a page changed since the last
+        // checkpoint (the damage is made in memory: on disk, the frame's checksum stops it).
+        let mut tree = version.tree.clone();
+        let damaged = Value::Inline(Bytes::from_static(&[0xff; 9]));
+        tree.insert(&db.shared.pages, keys::parent(info.id, b"small"), damaged)
+            .unwrap();
+        let damaged_version = Version {
+            tree,
+            ..(*version).clone()
+        };
+        let error = db
+            .shared
+            .document(&damaged_version, &info, b"small")
+            .unwrap_err();
+        match error {
+            Error::Corruption { file, offset, .. } => {
+                assert!(file.contains("changed since the last checkpoint"), "{file}");
+                assert_eq!(offset, 0);
+            }
+            other => panic!("{other}"),
+        }
     }
 
     /// A document's key is the key asked for however its record was found: read from its

@@ -1,5 +1,6 @@
-//! `verify` and `inspect`: read every frame of every segment and every page reachable from
-//! the root, checking checksums and the tree's invariants.
+//! `verify` (and `skewdb inspect`, which prints what it reports): read every frame of every
+//! segment and every page reachable from the root, checking checksums and the tree's
+//! invariants.
 
 use std::collections::BTreeMap;
 
@@ -19,7 +20,7 @@ use crate::page::keys;
 use crate::page::node::{Node, Value};
 use crate::storage::Storage;
 
-/// One hot log segment as `inspect` shows it.
+/// One hot log segment as `verify` reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SegmentInfo {
     /// The segment's id.
@@ -36,7 +37,7 @@ pub struct SegmentInfo {
     pub page_frames: u64,
 }
 
-/// What `inspect` found; `verify` returns the same after checking everything.
+/// What `verify` read, after checking everything.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Inspection {
@@ -276,8 +277,11 @@ impl Shared {
                         }
                         self.check_entry(&version, &mut checker, inspection, key, bytes)
                             .map_err(|reason| match reason {
-                                Check::Error(error) => error,
-                                Check::Bad(reason) => self.pages.tree_corruption(id, &reason),
+                                Check::Error(error) => self.placed(error, &version.tree, key),
+                                Check::Bad(reason) => {
+                                    let (file, offset) = version.tree.place_of(id);
+                                    Error::corruption(file, offset, format!("page {id}: {reason}"))
+                                }
                             })?;
                     }
                 }
@@ -330,7 +334,7 @@ impl Shared {
         key: &Bytes,
         bytes: Bytes,
     ) -> Result<(), Check> {
-        let space = u32::from_be_bytes(key[..4].try_into().expect("4 bytes"));
+        let space = keys::lead_of(key).ok_or_else(|| Check::Bad("short tree key".to_string()))?;
         let collection = space & !(keys::ARRAY_SPACE | keys::OUTLIER_SPACE);
         let info = version
             .catalog
@@ -371,15 +375,13 @@ impl Shared {
                 _ => return Err(Check::Bad("unknown array record kind".to_string())),
             }
         } else if space & keys::OUTLIER_SPACE != 0 {
-            if key.len() < 6 {
-                return Err(Check::Bad("malformed outlier marker".to_string()));
-            }
-            let field = u16::from_be_bytes([key[4], key[5]]) as usize;
+            let (field, parent) = keys::split_outlier(key)
+                .ok_or_else(|| Check::Bad("malformed outlier marker".to_string()))?;
             checker
                 .markers
-                .insert((collection, Bytes::copy_from_slice(&key[6..]), field));
+                .insert((collection, Bytes::copy_from_slice(&parent), field));
         } else {
-            let parent = key.slice(4..);
+            let parent = keys::parent_key_of(key);
             let record = decode_record(bytes.clone(), &info, &parent).map_err(Check::Error)?;
             *checker.parents.entry(collection).or_default() += 1;
             inspection.records += 1;

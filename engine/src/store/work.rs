@@ -36,6 +36,11 @@ pub(super) struct Base<'a> {
 }
 
 impl Base<'_> {
+    /// `error` with the place of `key`'s value when it is a decoder's corruption error.
+    fn placed(&self, error: crate::error::Error, key: &[u8]) -> crate::error::Error {
+        self.shared.placed(error, &self.txn.tree, key)
+    }
+
     fn read(&self, key: &[u8]) -> Result<Option<Bytes>> {
         let _owner = keys::collection_of(key).map(crate::cache::attribute);
         let pages = &self.shared.pages;
@@ -132,7 +137,10 @@ impl ParentWork {
             base.read(&keys::parent(info.id, key))?
         };
         let record = match &stored_bytes {
-            Some(bytes) => Some(decode_record(bytes.clone(), &info, key)?),
+            Some(bytes) => Some(
+                decode_record(bytes.clone(), &info, key)
+                    .map_err(|e| base.placed(e, &keys::parent(info.id, key)))?,
+            ),
             None => None,
         };
         // Only the markers are needed of the stored state: copying the record (up to
@@ -230,7 +238,8 @@ impl ParentWork {
                     _ => None,
                 };
                 let items = match &stored {
-                    Some(bytes) => decode_items(bytes.clone(), &tail_key)?,
+                    Some(bytes) => decode_items(bytes.clone(), &tail_key)
+                        .map_err(|e| base.placed(e, &tail_key))?,
                     None => Vec::new(),
                 };
                 if let Some(bytes) = stored {
