@@ -39,7 +39,8 @@ mod page;
 mod pattern;
 mod record;
 mod snapshot;
-// The one `unsafe` block (mapping a sealed segment) is allowed where it stands, in `fs.rs`.
+// The one `unsafe` block (mapping a segment file: sealed cold and hot segments, and the active
+// hot segment, when `Options::memory_map` is on) is allowed where it stands, in `fs.rs`.
 mod storage;
 mod store;
 #[doc(hidden)]

@@ -30,10 +30,11 @@ struct FsLock {
 impl LockGuard for FsLock {}
 
 impl FsStorage {
-    /// Storage over `dir`, creating the directory when it does not exist.
+    /// Storage over `dir`, creating the directory (and any missing parent) when it does not
+    /// exist, each new one made durable in its parent before this returns.
     pub fn new(dir: impl AsRef<Path>) -> Result<Self> {
         let dir = dir.as_ref().to_path_buf();
-        fs::create_dir_all(&dir)
+        create_dir_durably(&dir, &mut |parent| File::open(parent)?.sync_all())
             .map_err(|e| Error::io("create directory", dir.display().to_string(), e))?;
         Ok(FsStorage {
             dir,
@@ -63,6 +64,39 @@ impl FsStorage {
         handles.insert(name.to_string(), file.clone());
         Ok(file)
     }
+}
+
+/// Creates `dir` and every missing ancestor, outermost first, calling `sync_dir` on the
+/// parent of each directory it creates once that directory exists: a new directory's entry
+/// lives in its parent, and a file system that keeps only what was synced may otherwise lose
+/// a database whose creation returned. A directory that exists is left as it is.
+fn create_dir_durably(
+    dir: &Path,
+    sync_dir: &mut dyn FnMut(&Path) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut missing = Vec::new();
+    let mut at = dir;
+    while !at.is_dir() {
+        missing.push(at);
+        match at.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => at = parent,
+            _ => break,
+        }
+    }
+    for new in missing.into_iter().rev() {
+        match fs::create_dir(new) {
+            Ok(()) => {}
+            // Made by someone else meanwhile: theirs to sync.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && new.is_dir() => continue,
+            Err(e) => return Err(e),
+        }
+        let parent = match new.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => Path::new("."),
+        };
+        sync_dir(parent)?;
+    }
+    Ok(())
 }
 
 impl Storage for FsStorage {
@@ -207,5 +241,48 @@ impl Storage for FsStorage {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(Error::io("remove", self.name(name), e)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every directory made is synced into its parent, outermost first; nothing is synced
+    /// for a directory that was there; a file in the way is an error.
+    #[test]
+    fn a_new_directory_is_synced_into_its_parent() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("a").join("b").join("db");
+        let mut synced = Vec::new();
+        create_dir_durably(&dir, &mut |parent| {
+            synced.push(parent.to_path_buf());
+            Ok(())
+        })
+        .unwrap();
+        assert!(dir.is_dir());
+        let a = root.path().join("a");
+        assert_eq!(synced, vec![root.path().to_path_buf(), a.clone(), a.join("b")]);
+
+        synced.clear();
+        create_dir_durably(&dir, &mut |parent| {
+            synced.push(parent.to_path_buf());
+            Ok(())
+        })
+        .unwrap();
+        assert!(synced.is_empty(), "an existing directory is not created again");
+
+        // A sync that fails is the creation's error.
+        let failing = root.path().join("c");
+        let error = create_dir_durably(&failing, &mut |_| Err(io::Error::other("no sync")));
+        assert_eq!(error.unwrap_err().to_string(), "no sync");
+
+        let file = root.path().join("file");
+        std::fs::write(&file, b"x").unwrap();
+        assert!(create_dir_durably(&file.join("db"), &mut |_| Ok(())).is_err());
+        // Through the storage: the directory is there and usable.
+        let storage = FsStorage::new(root.path().join("d").join("db")).unwrap();
+        storage.create("f").unwrap();
+        assert_eq!(storage.len("f").unwrap(), 0);
     }
 }
