@@ -2,8 +2,9 @@
 //! snapshot while commits go on, and a new database made from such a file holding the same
 //! records (`store/copy.rs`). The bytes: `format-spec/backup.md`.
 
-use std::io::{BufReader, Read, Write};
+use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use bytes::{Buf, BufMut, Bytes};
 
@@ -13,6 +14,7 @@ use crate::catalog::{CollectionId, CollectionSpec, SpecForm};
 use crate::db::Db;
 use crate::page::keys;
 use crate::snapshot::Snapshot;
+use crate::storage::{FsStorage, Storage};
 use crate::store::CopiedRecord;
 use crate::{
     error::{Error, Result},
@@ -70,16 +72,29 @@ fn frame(out: &mut Vec<u8>, kind: u8, payload: &[u8]) {
 }
 
 /// Writes a backup of `snapshot` to `path` (replaced atomically: written beside it,
-/// synced, renamed, the directory synced).
+/// synced, renamed, the directory synced). The directory must exist.
 pub(crate) fn write(snapshot: &Snapshot, path: &Path) -> Result<BackupReport> {
-    let shown = path.display().to_string();
-    let partial = sibling(path, "partial")?;
-    let io = |op| {
-        let shown = shown.clone();
-        move |e| Error::io(op, shown, e)
-    };
+    let (storage, name) = beside(path)?;
+    write_to(snapshot, &storage, &name)
+}
+
+/// [`write`] through any storage: file `name` of `storage` replaced atomically (written as
+/// `name.partial`, synced, renamed, the directory synced).
+pub(crate) fn write_to(
+    snapshot: &Snapshot,
+    storage: &dyn Storage,
+    name: &str,
+) -> Result<BackupReport> {
+    let partial = format!("{name}.partial");
+    storage.create(&partial)?;
     // Frames gather in `buf`, written out a mebibyte at a time.
-    let mut file = std::fs::File::create(&partial).map_err(io("create"))?;
+    let mut written = 0u64;
+    let mut flush = |buf: &mut Vec<u8>| -> Result<()> {
+        storage.write_at(&partial, written, buf)?;
+        written += buf.len() as u64;
+        buf.clear();
+        Ok(())
+    };
     let mut report = BackupReport {
         commits: snapshot.commits(),
         ..BackupReport::default()
@@ -112,8 +127,7 @@ pub(crate) fn write(snapshot: &Snapshot, path: &Path) -> Result<BackupReport> {
         report.records += 1;
         report.parents += u64::from(keys::is_parent(&record.key));
         if buf.len() >= 1 << 20 {
-            file.write_all(&buf).map_err(io("write"))?;
-            buf.clear();
+            flush(&mut buf)?;
         }
         Ok(())
     })?;
@@ -122,13 +136,35 @@ pub(crate) fn write(snapshot: &Snapshot, path: &Path) -> Result<BackupReport> {
     payload.put_u64_le(report.records);
     payload.put_u64_le(report.chunks);
     frame(&mut buf, KIND_END, &payload);
-    file.write_all(&buf).map_err(io("write"))?;
-    file.sync_all().map_err(io("sync"))?;
-    report.bytes = file.metadata().map_err(io("stat"))?.len();
-    drop(file);
-    std::fs::rename(&partial, path).map_err(io("rename"))?;
-    sync_parent(path)?;
+    flush(&mut buf)?;
+    storage.sync(&partial)?;
+    report.bytes = written;
+    storage.rename(&partial, name)?;
+    storage.sync_dir()?;
     Ok(report)
+}
+
+/// The storage of the directory `path` is in (which must exist) and `path`'s file name.
+fn beside(path: &Path) -> Result<(FsStorage, String)> {
+    let name = path
+        .file_name()
+        .and_then(|name| name.to_str())
+        .ok_or_else(|| Error::InvalidOption {
+            option: "backup path",
+            reason: format!("{} names no file (or not in UTF-8)", path.display()),
+        })?;
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        return Err(Error::io(
+            "open",
+            parent.display().to_string(),
+            std::io::Error::new(std::io::ErrorKind::NotFound, "no such directory"),
+        ));
+    }
+    Ok((FsStorage::new(parent)?, name.to_string()))
 }
 
 /// `path` with `.suffix` added to its file name.
@@ -151,6 +187,25 @@ fn sync_parent(path: &Path) -> Result<()> {
         .map_err(|e| Error::io("open", parent.display().to_string(), e))?;
     dir.sync_all()
         .map_err(|e| Error::io("sync", parent.display().to_string(), e))
+}
+
+/// A file of a storage read from its start, as `Read`.
+struct StorageReader<'a> {
+    storage: &'a dyn Storage,
+    name: &'a str,
+    offset: u64,
+    len: u64,
+}
+
+impl Read for StorageReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = buf.len().min((self.len - self.offset) as usize);
+        self.storage
+            .read_at(self.name, self.offset, &mut buf[..n])
+            .map_err(std::io::Error::other)?;
+        self.offset += n as u64;
+        Ok(n)
+    }
 }
 
 /// Reads a backup's frames in order, each checked before it is handed out.
@@ -232,23 +287,45 @@ pub(crate) fn restore(backup: &Path, dir: &Path, options: Options) -> Result<Db>
         std::fs::remove_dir_all(&building)
             .map_err(|e| Error::io("remove", building.display().to_string(), e))?;
     }
-    let file = std::fs::File::open(backup)
-        .map_err(|e| Error::io("open", backup.display().to_string(), e))?;
-    let mut frames = Frames {
-        input: BufReader::with_capacity(1 << 20, file),
-        file: backup.display().to_string(),
-        offset: 0,
-    };
-    frames.header()?;
-    {
-        let db = Db::open(&building, options.clone().durability(Durability::Buffered))?;
-        load(&db, &mut frames)?;
-        db.persist()?;
-        db.close()?;
-    }
+    let (source, name) = beside(backup)?;
+    restore_into(
+        &source,
+        &name,
+        Arc::new(FsStorage::new(&building)?),
+        options.clone(),
+    )?
+    .close()?;
     std::fs::rename(&building, dir).map_err(|e| Error::io("rename", &shown, e))?;
     sync_parent(dir)?;
     Db::open(dir, options)
+}
+
+/// Loads the backup file `name` of `source` into a new database over `target`, made durable
+/// and open (with `options`' cache, buffered while it loads). A restore whose target is
+/// not renamed into place after this returns, as [`restore`]'s is, is not whole.
+pub(crate) fn restore_into(
+    source: &dyn Storage,
+    name: &str,
+    target: Arc<dyn Storage>,
+    options: Options,
+) -> Result<Db> {
+    let len = source.len(name)?;
+    let reader = StorageReader {
+        storage: source,
+        name,
+        offset: 0,
+        len,
+    };
+    let mut frames = Frames {
+        input: BufReader::with_capacity(1 << 20, reader),
+        file: format!("{}/{}", source.describe(), name),
+        offset: 0,
+    };
+    frames.header()?;
+    let db = Db::open_with_storage(target, options.durability(Durability::Buffered))?;
+    load(&db, &mut frames)?;
+    db.persist()?;
+    Ok(db)
 }
 
 /// Loads the frames into `db`: collections created (under ids of their own), records

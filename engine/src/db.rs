@@ -149,6 +149,19 @@ impl Db {
         crate::backup::restore(backup.as_ref(), dir.as_ref(), options)
     }
 
+    /// Loads the backup file `name` of `source` into a new database over `target`, and
+    /// opens it: [`Db::restore`] over any storage, without the directory's rename (see
+    /// `skewdb::testing`; not part of the supported API).
+    #[doc(hidden)]
+    pub fn restore_from_storage(
+        source: &dyn Storage,
+        name: &str,
+        target: Arc<dyn Storage>,
+        options: Options,
+    ) -> Result<Db> {
+        crate::backup::restore_into(source, name, target, options)
+    }
+
     /// Writes every changed page and a new checkpoint, so that reopening replays nothing.
     pub fn checkpoint(&self) -> Result<()> {
         self.shared.checkpoint()

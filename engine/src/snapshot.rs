@@ -77,6 +77,17 @@ impl Snapshot {
         crate::backup::write(self, path.as_ref())
     }
 
+    /// [`Snapshot::backup`] into file `name` of any storage, such as the simulation the
+    /// crash tests use (see `skewdb::testing`; not part of the supported API).
+    #[doc(hidden)]
+    pub fn backup_to_storage(
+        &self,
+        storage: &dyn crate::storage::Storage,
+        name: &str,
+    ) -> Result<crate::backup::BackupReport> {
+        crate::backup::write_to(self, storage, name)
+    }
+
     /// Batches committed since the database was opened, as of the snapshot: two snapshots
     /// with the same count see the same state.
     pub fn commits(&self) -> u64 {

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use skewdb::testing::FsStorage;
+use skewdb::testing::{FsStorage, SimStorage, Storage};
 use skewdb::{Db, Durability, Error, Options};
 use skewdb_tests::{
     Model, Step, commit, inline_views, open_db, prefix_states, read_all, small_options, workload,
@@ -222,4 +222,84 @@ fn a_backup_whose_frames_check_but_break_a_limit_is_refused() {
     let mut fuzz_input = vec![7u8];
     fuzz_input.extend_from_slice(&good);
     skewdb::testing::decoders(&fuzz_input);
+}
+
+/// A backup written through the simulated storage, failed at each of its operations in
+/// turn and then cut by a power loss: every crash image holds under the backup's name
+/// either the older backup it replaces or the new one, whole, never a part of one; once the
+/// backup returned, the new one in every image.
+#[test]
+fn a_backup_cut_at_any_operation_leaves_the_old_one_or_the_new_one_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir.path().join("db"));
+    let batches = workload(11, 120);
+    for steps in &batches[..60] {
+        let _ = commit(&db, steps);
+    }
+    let older = db.snapshot();
+    let older_state = read_all(&db).unwrap();
+    for steps in &batches[60..] {
+        let _ = commit(&db, steps);
+    }
+    let newer = db.snapshot();
+    let newer_state = read_all(&db).unwrap();
+    assert_ne!(older_state, newer_state);
+
+    let restored = |image: &SimStorage| {
+        let target: Arc<dyn Storage> = Arc::new(SimStorage::new());
+        let options = small_options(Durability::Buffered);
+        let db = Db::restore_from_storage(image, "db.backup", target, options).unwrap();
+        read_all(&db).unwrap()
+    };
+    // The operations a whole backup takes.
+    let clean = SimStorage::new();
+    older.backup_to_storage(&clean, "db.backup").unwrap();
+    let start = clean.operations();
+    newer.backup_to_storage(&clean, "db.backup").unwrap();
+    let operations = clean.operations() - start;
+    assert!(
+        operations >= 5,
+        "create, write, sync, rename, sync the directory"
+    );
+
+    for n in 1..=operations + 1 {
+        let sim = SimStorage::new();
+        older.backup_to_storage(&sim, "db.backup").unwrap();
+        sim.fail_at(n, true);
+        let result = newer.backup_to_storage(&sim, "db.backup");
+        assert_eq!(result.is_ok(), n > operations, "failed at operation {n}");
+        sim.clear_faults();
+        for seed in 0..4 {
+            let image = sim.crash_image(seed);
+            let state = restored(&image);
+            if result.is_ok() {
+                assert_eq!(state, newer_state, "returned, then cut (seed {seed})");
+            } else {
+                assert!(
+                    state == older_state || state == newer_state,
+                    "failed at operation {n}, cut with seed {seed}: neither backup"
+                );
+            }
+        }
+    }
+}
+
+/// A backup file read through the storage and failing part way is an error of the
+/// restore, never a database that holds half of it.
+#[test]
+fn a_restore_whose_reads_fail_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir.path().join("db"));
+    for steps in &workload(12, 40) {
+        let _ = commit(&db, steps);
+    }
+    let source = SimStorage::new();
+    db.snapshot().backup_to_storage(&source, "b").unwrap();
+    let options = small_options(Durability::Buffered);
+    let whole =
+        Db::restore_from_storage(&source, "b", Arc::new(SimStorage::new()), options.clone());
+    assert_eq!(read_all(&whole.unwrap()).unwrap(), read_all(&db).unwrap());
+    source.fail_at(2, true);
+    let failed = Db::restore_from_storage(&source, "b", Arc::new(SimStorage::new()), options);
+    assert!(failed.is_err());
 }

@@ -262,7 +262,10 @@ mod tests {
         .unwrap();
         assert!(dir.is_dir());
         let a = root.path().join("a");
-        assert_eq!(synced, vec![root.path().to_path_buf(), a.clone(), a.join("b")]);
+        assert_eq!(
+            synced,
+            vec![root.path().to_path_buf(), a.clone(), a.join("b")]
+        );
 
         synced.clear();
         create_dir_durably(&dir, &mut |parent| {
@@ -270,7 +273,10 @@ mod tests {
             Ok(())
         })
         .unwrap();
-        assert!(synced.is_empty(), "an existing directory is not created again");
+        assert!(
+            synced.is_empty(),
+            "an existing directory is not created again"
+        );
 
         // A sync that fails is the creation's error.
         let failing = root.path().join("c");
