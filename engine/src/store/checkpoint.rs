@@ -357,7 +357,7 @@ impl Shared {
         // value each) would leave holes the allocator cannot reuse for the page images reads
         // load once it was evicted, and even its image, decoded into one buffer, would hold
         // a bulk load's pages in the cache past the load (the process's peak grew by half of
-        // the budget either way: BENCHMARKS.md, "Memory").
+        // the budget either way: BENCHMARKS.md, "When RAM is the limit").
         for (id, loc) in written {
             tree.table.set(id, Slot::Disk(loc));
         }
