@@ -8,7 +8,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::catalog::{CollectionInfo, Layout};
-use crate::item::{Item, Stored, Summary};
+use crate::item::{Item, Order, Stored, Summary};
 use crate::record::{ArrayState, ParentRecord};
 
 /// One array field of a document as `get` returns it.
@@ -203,16 +203,6 @@ impl std::fmt::Debug for Document {
             .field("arrays", &self.arrays())
             .finish()
     }
-}
-
-/// Iteration order of `items`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Order {
-    #[default]
-    /// Smallest key first (ties in push order).
-    Ascending,
-    /// Greatest key first (ties in reverse push order).
-    Descending,
 }
 
 /// A position in an array's iteration: the last item returned. Items with equal keys are

@@ -4,8 +4,17 @@
 
 use bytes::{Buf, BufMut, Bytes};
 
-use crate::document::Order;
 use crate::limits::MAX_RECORD_BYTES;
+
+/// Iteration order of `items`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Order {
+    #[default]
+    /// Smallest key first (ties in push order).
+    Ascending,
+    /// Greatest key first (ties in reverse push order).
+    Descending,
+}
 
 /// The most named measures one array field declares.
 pub const MAX_MEASURES: usize = 8;

@@ -57,9 +57,9 @@ pub use catalog::{
 };
 pub use collection::{Array, Collection, Expired, KeyRange, Scan, SnapshotCollection};
 pub use db::{Batch, Db, Writes};
-pub use document::{ArrayView, Cursor, Document, ItemPage, ItemQuery, Order, Outlier};
+pub use document::{ArrayView, Cursor, Document, ItemPage, ItemQuery, Outlier};
 pub use error::{Error, Result};
-pub use item::{Item, MAX_MEASURES, MeasureSummary, NewItem, Summary};
+pub use item::{Item, MAX_MEASURES, MeasureSummary, NewItem, Order, Summary};
 pub use limits::{MAX_BATCH_BYTES, MAX_KEY_BYTES, MAX_RECORD_BYTES};
 pub use options::{Durability, Options};
 pub use record::RECORD_OVERHEAD_BYTES;

@@ -41,7 +41,7 @@ use hashbrown::HashTable;
 use parking_lot::Mutex;
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::TierStats;
+use super::stats::TierStats;
 
 const SHARDS: usize = 16;
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::{LockGuard, Mapped, Storage};
+use super::seam::{LockGuard, Mapped, Storage};
 use crate::error::{Error, Result};
 
 const LOCK_FILE: &str = "LOCK";

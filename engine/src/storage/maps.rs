@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use parking_lot::Mutex;
 
-use super::Storage;
+use super::seam::Storage;
 use crate::error::Result;
 
 /// One map held.

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::{LockGuard, Storage};
+use super::seam::{LockGuard, Storage};
 use crate::error::{Error, Result};
 
 /// The sector size at which a crash tears a write.

@@ -19,8 +19,9 @@ use crate::cache::records::KeptRecord;
 
 use crate::catalog::CollectionInfo;
 use crate::cold::{ChunkRef, DETACHED_SEGMENT_ID};
-use crate::document::{Cursor, Document, ItemPage, ItemQuery, Order, Outlier, sort_items};
+use crate::document::{Cursor, Document, ItemPage, ItemQuery, Outlier, sort_items};
 use crate::error::{Error, Result};
+use crate::item::Order;
 use crate::item::{Item, Stored, Summary};
 use crate::page::keys;
 use crate::page::node::{Node, Value};
