@@ -127,18 +127,16 @@ impl Paths<'_> {
                     let line = ident.span().start().line;
                     let mut segments = vec![ident.to_string()];
                     let mut j = i + 1;
-                    loop {
-                        let (Some(TokenTree::Punct(a)), Some(TokenTree::Punct(b))) =
-                            (trees.get(j), trees.get(j + 1))
-                        else {
-                            break;
-                        };
+                    // `::` is two `:` punctuation tokens, then the next segment's name.
+                    while let (
+                        Some(TokenTree::Punct(a)),
+                        Some(TokenTree::Punct(b)),
+                        Some(TokenTree::Ident(next)),
+                    ) = (trees.get(j), trees.get(j + 1), trees.get(j + 2))
+                    {
                         if a.as_char() != ':' || b.as_char() != ':' {
                             break;
                         }
-                        let Some(TokenTree::Ident(next)) = trees.get(j + 2) else {
-                            break;
-                        };
                         segments.push(next.to_string());
                         j += 3;
                     }
