@@ -11,11 +11,9 @@ use bytes::{Buf, BufMut, Bytes};
 use std::collections::HashMap;
 
 use crate::catalog::{CollectionId, CollectionSpec, SpecForm};
-use crate::db::Db;
 use crate::page::keys;
-use crate::snapshot::Snapshot;
 use crate::storage::{FsStorage, Storage};
-use crate::store::CopiedRecord;
+use crate::store::{BatchOp, CopiedRecord, Engine, Shared, Version};
 use crate::{
     error::{Error, Result},
     limits::MAX_RECORD_BYTES,
@@ -73,15 +71,16 @@ fn frame(out: &mut Vec<u8>, kind: u8, payload: &[u8]) {
 
 /// Writes a backup of `snapshot` to `path` (replaced atomically: written beside it,
 /// synced, renamed, the directory synced). The directory must exist.
-pub(crate) fn write(snapshot: &Snapshot, path: &Path) -> Result<BackupReport> {
+pub(crate) fn write(shared: &Shared, version: &Version, path: &Path) -> Result<BackupReport> {
     let (storage, name) = beside(path)?;
-    write_to(snapshot, &storage, &name)
+    write_to(shared, version, &storage, &name)
 }
 
 /// [`write`] through any storage: file `name` of `storage` replaced atomically (written as
 /// `name.partial`, synced, renamed, the directory synced).
 pub(crate) fn write_to(
-    snapshot: &Snapshot,
+    shared: &Shared,
+    version: &Version,
     storage: &dyn Storage,
     name: &str,
 ) -> Result<BackupReport> {
@@ -96,14 +95,13 @@ pub(crate) fn write_to(
         Ok(())
     };
     let mut report = BackupReport {
-        commits: snapshot.commits(),
+        commits: version.commits,
         ..BackupReport::default()
     };
     let mut buf = Vec::new();
     buf.put_slice(&BACKUP_MAGIC);
     buf.put_u32_le(BACKUP_VERSION);
     let mut payload = Vec::new();
-    let (db, version) = snapshot.parts();
     for info in version.catalog.by_name.values() {
         payload.clear();
         payload.put_u32_le(info.id);
@@ -111,7 +109,7 @@ pub(crate) fn write_to(
         frame(&mut buf, KIND_COLLECTION, &payload);
         report.collections += 1;
     }
-    db.shared.copy_records(version, &mut |record| {
+    shared.copy_records(version, &mut |record| {
         payload.clear();
         payload.put_u8(if record.chunk.is_some() { HAS_CHUNK } else { 0 });
         payload.put_u16_le(record.key.len() as u16);
@@ -272,7 +270,7 @@ impl<R: Read> Frames<R> {
 /// Makes a new database at `dir` from the backup at `backup`, and opens it with `options`.
 /// The database is built beside `dir` and renamed into place once whole, so `dir` never
 /// holds half of one; `dir` must not exist.
-pub(crate) fn restore(backup: &Path, dir: &Path, options: Options) -> Result<Db> {
+pub(crate) fn restore(backup: &Path, dir: &Path, options: Options) -> Result<Engine> {
     let shown = dir.display().to_string();
     if dir.exists() {
         return Err(Error::io(
@@ -294,10 +292,10 @@ pub(crate) fn restore(backup: &Path, dir: &Path, options: Options) -> Result<Db>
         Arc::new(FsStorage::new(&building)?),
         options.clone(),
     )?
-    .close()?;
+    .checkpoint()?;
     std::fs::rename(&building, dir).map_err(|e| Error::io("rename", &shown, e))?;
     sync_parent(dir)?;
-    Db::open(dir, options)
+    Engine::open(Arc::new(FsStorage::new(dir)?), options)
 }
 
 /// Loads the backup file `name` of `source` into a new database over `target`, made durable
@@ -308,7 +306,7 @@ pub(crate) fn restore_into(
     name: &str,
     target: Arc<dyn Storage>,
     options: Options,
-) -> Result<Db> {
+) -> Result<Engine> {
     let len = source.len(name)?;
     let reader = StorageReader {
         storage: source,
@@ -322,16 +320,16 @@ pub(crate) fn restore_into(
         offset: 0,
     };
     frames.header()?;
-    let db = Db::open_with_storage(target, options.durability(Durability::Buffered))?;
-    load(&db, &mut frames)?;
-    db.persist()?;
-    Ok(db)
+    let engine = Engine::open(target, options.durability(Durability::Buffered))?;
+    load(&engine, &mut frames)?;
+    engine.persist()?;
+    Ok(engine)
 }
 
 /// Loads the frames into `db`: collections created (under ids of their own), records
 /// written as they were with their keys moved to those ids, the end frame's counts checked
 /// against what was read.
-fn load<R: Read>(db: &Db, frames: &mut Frames<R>) -> Result<()> {
+fn load<R: Read>(engine: &Engine, frames: &mut Frames<R>) -> Result<()> {
     // The backed-up database's collection ids, to this one's.
     let mut ids: HashMap<CollectionId, CollectionId> = HashMap::new();
     let (mut records, mut chunks) = (0u64, 0u64);
@@ -350,8 +348,8 @@ fn load<R: Read>(db: &Db, frames: &mut Frames<R>) -> Result<()> {
                 let spec =
                     CollectionSpec::decode(&mut payload, SpecForm::Formatted).map_err(&bad)?;
                 let name = spec.name().to_string();
-                db.create_collection(spec)?;
-                let new = db.shared.current().catalog.get(&name)?.id;
+                engine.commit(vec![BatchOp::CreateCollection(spec)], Durability::Immediate)?;
+                let new = engine.current().catalog.get(&name)?.id;
                 if ids.insert(old, new).is_some() {
                     return Err(bad(format!("collection id {old} given twice")));
                 }
@@ -424,14 +422,14 @@ fn load<R: Read>(db: &Db, frames: &mut Frames<R>) -> Result<()> {
                     )));
                 }
                 if !step.is_empty() {
-                    db.shared.load_records(&step)?;
+                    engine.load_records(&step)?;
                 }
                 return Ok(());
             }
             other => return Err(bad(format!("unknown frame kind {other}"))),
         }
         if step_bytes >= RESTORE_STEP_BYTES {
-            db.shared.load_records(&std::mem::take(&mut step))?;
+            engine.load_records(&std::mem::take(&mut step))?;
             step_bytes = 0;
         }
     }
@@ -441,7 +439,7 @@ fn load<R: Read>(db: &Db, frames: &mut Frames<R>) -> Result<()> {
 /// target, which requires an error or a database, never a panic.
 pub(crate) fn fuzz_load(data: &[u8]) {
     let storage = std::sync::Arc::new(crate::storage::SimStorage::new());
-    let Ok(db) = Db::open_with_storage(storage, Options::new().background(false)) else {
+    let Ok(engine) = Engine::open(storage, Options::new().background(false)) else {
         return;
     };
     let mut frames = Frames {
@@ -450,6 +448,6 @@ pub(crate) fn fuzz_load(data: &[u8]) {
         offset: 0,
     };
     if frames.header().is_ok() {
-        let _ = load(&db, &mut frames);
+        let _ = load(&engine, &mut frames);
     }
 }

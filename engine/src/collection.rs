@@ -9,7 +9,7 @@ use bytes::Bytes;
 
 use crate::cache;
 use crate::catalog::{ArraySpec, CollectionId, CollectionInfo, CollectionSpec, Layout};
-use crate::db::Db;
+use crate::db::Batch;
 use crate::document::{Document, ItemPage, ItemQuery, Outlier};
 use crate::error::{Error, Result};
 use crate::item::Summary;
@@ -18,14 +18,14 @@ use crate::page::node::Value;
 use crate::page::tree::{BackCursor, Cursor as TreeCursor};
 use crate::pattern::{self, Operation};
 use crate::store::decode::decode_document;
-use crate::store::{Shared, Version, check_key};
+use crate::store::{Engine, Expired, Version, check_key};
 
 /// Parents per batch when a collection-wide expiry walks the parents with buckets.
 const EXPIRY_BATCH_PARENTS: usize = 1_000;
 
 /// The reads of one collection at one version.
 pub(crate) struct At<'a> {
-    pub shared: &'a Arc<Shared>,
+    pub shared: &'a Engine,
     pub info: &'a Arc<CollectionInfo>,
     pub version: Arc<Version>,
 }
@@ -223,15 +223,6 @@ impl Array {
     }
 }
 
-/// What a bucket expiry dropped.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Expired {
-    /// Sealed buckets dropped.
-    pub buckets: u64,
-    /// Items they held.
-    pub items: u64,
-}
-
 /// A handle on one collection; each read sees the latest committed state.
 ///
 /// ```
@@ -258,7 +249,7 @@ pub struct Expired {
 /// ```
 #[derive(Clone)]
 pub struct Collection {
-    pub(crate) db: Db,
+    pub(crate) engine: Engine,
     pub(crate) info: Arc<CollectionInfo>,
 }
 
@@ -295,10 +286,10 @@ impl Collection {
 
     /// Reads at the latest committed state.
     fn at(&self) -> Result<At<'_>> {
-        let version = self.db.shared.current();
+        let version = self.engine.current();
         check_known(&self.info, &version)?;
         Ok(At {
-            shared: &self.db.shared,
+            shared: &self.engine,
             info: &self.info,
             version,
         })
@@ -361,7 +352,7 @@ impl Collection {
         pattern::check_supports(layout, Operation::ExpireBuckets, self.name(), field)?;
         let mut expired = Expired::default();
         for parents in self.outliers(field)?.chunks(EXPIRY_BATCH_PARENTS) {
-            let mut batch = self.db.batch();
+            let mut batch = Batch::new(&self.engine);
             for parent in parents {
                 batch.expire_buckets(self.name(), &parent.key, field, before);
             }
@@ -383,19 +374,23 @@ impl Collection {
 /// whatever has been committed since. Reads only.
 #[derive(Clone)]
 pub struct SnapshotCollection {
-    db: Db,
+    engine: Engine,
     info: Arc<CollectionInfo>,
     version: Arc<Version>,
 }
 
 impl SnapshotCollection {
-    pub(crate) fn new(db: Db, info: Arc<CollectionInfo>, version: Arc<Version>) -> Self {
-        SnapshotCollection { db, info, version }
+    pub(crate) fn new(engine: Engine, info: Arc<CollectionInfo>, version: Arc<Version>) -> Self {
+        SnapshotCollection {
+            engine,
+            info,
+            version,
+        }
     }
 
     fn at(&self) -> At<'_> {
         At {
-            shared: &self.db.shared,
+            shared: &self.engine,
             info: &self.info,
             version: self.version.clone(),
         }
@@ -460,7 +455,7 @@ impl SnapshotCollection {
 /// Parents in key order, or in reverse from the back ([`DoubleEndedIterator`]); see
 /// [`Collection::scan`]. Sees one committed state throughout.
 pub struct Scan {
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) shared: Engine,
     info: Arc<CollectionInfo>,
     version: Arc<Version>,
     start: Bound<Bytes>,

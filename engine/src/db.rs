@@ -6,13 +6,13 @@ use std::sync::{Arc, Weak};
 use bytes::Bytes;
 
 use crate::catalog::CollectionSpec;
-use crate::collection::{Array, Collection, Expired};
+use crate::collection::{Array, Collection};
 use crate::document::Cursor;
 use crate::item::NewItem;
 use crate::snapshot::Snapshot;
 use crate::storage::{FsStorage, Storage};
-use crate::store::background::Background;
-use crate::store::{BatchOp, ReadSet, Shared};
+use crate::store::Expired;
+use crate::store::{BatchOp, Engine, ReadSet, Shared};
 use crate::transaction::Transaction;
 use crate::{
     cache::CacheStats,
@@ -40,9 +40,7 @@ use crate::{
 /// ```
 #[derive(Clone)]
 pub struct Db {
-    /// The maintenance thread, stopped before `shared` is dropped (fields drop in order).
-    _background: Option<Arc<Background>>,
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) engine: Engine,
 }
 
 impl Db {
@@ -55,17 +53,8 @@ impl Db {
     /// `skewdb::testing`; not part of the supported API).
     #[doc(hidden)]
     pub fn open_with_storage(storage: Arc<dyn Storage>, options: Options) -> Result<Db> {
-        let background = options.background;
-        let shared = Arc::new(Shared::open(storage, options)?);
-        let background = match background {
-            true => Some(Arc::new(Background::start(&shared).map_err(|source| {
-                Error::io("spawn", "maintenance thread", source)
-            })?)),
-            false => None,
-        };
         Ok(Db {
-            _background: background,
-            shared,
+            engine: Engine::open(storage, options)?,
         })
     }
 
@@ -73,24 +62,24 @@ impl Db {
     /// schema does nothing; with a different schema it is `Error::SchemaConflict`.
     pub fn create_collection(&self, spec: CollectionSpec) -> Result<Collection> {
         let name = spec.name().to_string();
-        self.shared
+        self.engine
             .commit(vec![BatchOp::CreateCollection(spec)], Durability::Immediate)?;
         self.collection(&name)
     }
 
     /// The collection named `name`.
     pub fn collection(&self, name: &str) -> Result<Collection> {
-        let version = self.shared.current();
+        let version = self.engine.current();
         let info = version.catalog.get(name)?;
         Ok(Collection {
-            db: self.clone(),
+            engine: self.engine.clone(),
             info: info.clone(),
         })
     }
 
     /// The names of all collections, sorted.
     pub fn collection_names(&self) -> Vec<String> {
-        self.shared
+        self.engine
             .current()
             .catalog
             .by_name
@@ -102,25 +91,19 @@ impl Db {
     /// A consistent read view over every collection, as of the last commit; see
     /// [`Snapshot`].
     pub fn snapshot(&self) -> Snapshot {
-        Snapshot::new(self.clone(), self.shared.current())
+        Snapshot::new(self.engine.clone(), self.engine.current())
     }
 
     /// A read-modify-write transaction over every collection, starting at the last commit;
     /// see [`Transaction`].
     pub fn transaction(&self) -> Transaction {
-        Transaction::new(self.clone())
+        Transaction::new(self.engine.clone())
     }
 
     /// A new, empty batch, durable as the database's `Options::durability` says unless
     /// [`Batch::durability`] says otherwise.
     pub fn batch(&self) -> Batch {
-        Batch {
-            shared: Arc::downgrade(&self.shared),
-            durability: self.shared.options.durability,
-            ops: Vec::new(),
-            names: Vec::new(),
-            last_key: None,
-        }
+        Batch::new(&self.engine)
     }
 
     /// Writes the whole database, as of one snapshot taken now, to the single file `path`:
@@ -146,7 +129,8 @@ impl Db {
         dir: impl AsRef<Path>,
         options: Options,
     ) -> Result<Db> {
-        crate::backup::restore(backup.as_ref(), dir.as_ref(), options)
+        let engine = crate::backup::restore(backup.as_ref(), dir.as_ref(), options)?;
+        Ok(Db { engine })
     }
 
     /// Loads the backup file `name` of `source` into a new database over `target`, and
@@ -159,18 +143,19 @@ impl Db {
         target: Arc<dyn Storage>,
         options: Options,
     ) -> Result<Db> {
-        crate::backup::restore_into(source, name, target, options)
+        let engine = crate::backup::restore_into(source, name, target, options)?;
+        Ok(Db { engine })
     }
 
     /// Writes every changed page and a new checkpoint, so that reopening replays nothing.
     pub fn checkpoint(&self) -> Result<()> {
-        self.shared.checkpoint()
+        self.engine.checkpoint()
     }
 
     /// Makes every batch committed so far durable, whatever its durability: after a bulk
     /// load under `Durability::Buffered`, one sync instead of one per batch.
     pub fn persist(&self) -> Result<()> {
-        self.shared.persist()
+        self.engine.persist()
     }
 
     /// Closes this handle after a final checkpoint, returning that checkpoint's error (the
@@ -178,7 +163,7 @@ impl Db {
     /// collection handles and snapshots, which hold one) keep the database open until they
     /// are dropped too.
     pub fn close(self) -> Result<()> {
-        self.shared.checkpoint()
+        self.engine.checkpoint()
     }
 
     /// Gives back the space both tiers hold beyond the live state, now. Cold: the live
@@ -189,7 +174,7 @@ impl Db {
     /// version may still read from is removed by a later checkpoint, once that reader is
     /// done. Commits go on between the steps.
     pub fn compact(&self) -> Result<CompactReport> {
-        self.shared.compact(&mut |_, _| {})
+        self.engine.compact(&mut |_, _| {})
     }
 
     /// [`Db::compact`], calling `progress(done, total)` with the chunk and page bytes handled
@@ -198,13 +183,13 @@ impl Db {
         &self,
         mut progress: impl FnMut(u64, u64),
     ) -> Result<CompactReport> {
-        self.shared.compact(&mut progress)
+        self.engine.compact(&mut progress)
     }
 
     /// Reads every frame, page, record and chunk, checking every checksum and invariant, and
     /// reports what it read: files, segments, pages, records and collections.
     pub fn verify(&self) -> Result<VerifyReport> {
-        self.shared.verify()
+        self.engine.verify()
     }
 
     /// [`Db::verify`] under its old name: it always was the same walk.
@@ -215,24 +200,24 @@ impl Db {
 
     /// Counters of the cache, the commits, the log and checkpoints; reads the log's file sizes.
     pub fn stats(&self) -> Result<Stats> {
-        self.shared.stats()
+        self.engine.stats()
     }
 
     /// The cache's counters alone: cheaper than [`Db::stats`], which also reads file sizes.
     pub fn cache_stats(&self) -> CacheStats {
-        self.shared.cache_stats()
+        self.engine.cache_stats()
     }
 
     /// Live and file bytes per tier, and what the files hold beyond the live state (space
     /// amplification). Walks the whole tree, reading pages past the cache: as costly as a
     /// scan of every page, so not part of [`Db::stats`].
     pub fn space(&self) -> Result<SpaceStats> {
-        self.shared.space()
+        self.engine.space()
     }
 
     /// Zeroes the cache counters and the what-if ratios (resident objects stay).
     pub fn reset_stats(&self) {
-        self.shared.pages.cache.reset_stats();
+        self.engine.pages.cache.reset_stats();
     }
 }
 
@@ -319,6 +304,18 @@ pub struct Batch {
 }
 
 impl Batch {
+    /// An empty batch of `engine`'s, with its default durability; it does not keep the
+    /// engine open.
+    pub(crate) fn new(engine: &Engine) -> Batch {
+        Batch {
+            shared: Arc::downgrade(engine.shared()),
+            durability: engine.options.durability,
+            ops: Vec::new(),
+            names: Vec::new(),
+            last_key: None,
+        }
+    }
+
     fn key(&mut self, key: &[u8]) -> Bytes {
         if let Some(last) = &self.last_key
             && last.as_ref() == key

@@ -55,7 +55,7 @@ pub use catalog::{
     ArraySpec, CollectionSpec, DEFAULT_MEASURE, DocumentFormat, Layout, MAX_ARRAYS,
     MAX_COLLECTION_NAME_BYTES, MAX_INLINE_ITEMS,
 };
-pub use collection::{Array, Collection, Expired, KeyRange, Scan, SnapshotCollection};
+pub use collection::{Array, Collection, KeyRange, Scan, SnapshotCollection};
 pub use db::{Batch, Db, Writes};
 pub use document::{ArrayView, Cursor, Document, ItemPage, ItemQuery, Outlier};
 pub use error::{Error, Result};
@@ -64,7 +64,7 @@ pub use limits::{MAX_BATCH_BYTES, MAX_KEY_BYTES, MAX_RECORD_BYTES};
 pub use options::{Durability, Options};
 pub use record::RECORD_OVERHEAD_BYTES;
 pub use snapshot::Snapshot;
-pub use store::{CompactReport, SegmentSpace, SpaceStats, TierSpace};
+pub use store::{CompactReport, Expired, SegmentSpace, SpaceStats, TierSpace};
 pub use store::{Inspection, SegmentInfo, Stats, VerifyReport};
 pub use transaction::{Transaction, TransactionCollection};
 

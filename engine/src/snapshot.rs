@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use crate::collection::SnapshotCollection;
-use crate::db::Db;
+
 use crate::error::Result;
-use crate::store::Version;
+use crate::store::{Engine, Version};
 
 /// A read view of the whole database as of one commit: every `get`, `items`, `summary`,
 /// `scan` and `outliers` of every collection read through it sees that state, whatever
@@ -40,18 +40,13 @@ use crate::store::Version;
 /// ```
 #[derive(Clone)]
 pub struct Snapshot {
-    db: Db,
+    engine: Engine,
     version: Arc<Version>,
 }
 
 impl Snapshot {
-    pub(crate) fn new(db: Db, version: Arc<Version>) -> Self {
-        Snapshot { db, version }
-    }
-
-    /// The database and the version this snapshot reads.
-    pub(crate) fn parts(&self) -> (&Db, &Arc<Version>) {
-        (&self.db, &self.version)
+    pub(crate) fn new(engine: Engine, version: Arc<Version>) -> Self {
+        Snapshot { engine, version }
     }
 
     /// The collection named `name` as of the snapshot; `Error::UnknownCollection` for one
@@ -59,7 +54,7 @@ impl Snapshot {
     pub fn collection(&self, name: &str) -> Result<SnapshotCollection> {
         let info = self.version.catalog.get(name)?.clone();
         Ok(SnapshotCollection::new(
-            self.db.clone(),
+            self.engine.clone(),
             info,
             self.version.clone(),
         ))
@@ -74,7 +69,7 @@ impl Snapshot {
     /// [`Db::backup`] does for a snapshot it takes itself: for a backup whose contents must
     /// match other reads made at the same snapshot.
     pub fn backup(&self, path: impl AsRef<std::path::Path>) -> Result<crate::backup::BackupReport> {
-        crate::backup::write(self, path.as_ref())
+        crate::backup::write(&self.engine, &self.version, path.as_ref())
     }
 
     /// [`Snapshot::backup`] into file `name` of any storage, such as the simulation the
@@ -85,7 +80,7 @@ impl Snapshot {
         storage: &dyn crate::storage::Storage,
         name: &str,
     ) -> Result<crate::backup::BackupReport> {
-        crate::backup::write_to(self, storage, name)
+        crate::backup::write_to(&self.engine, &self.version, storage, name)
     }
 
     /// Batches committed since the database was opened, as of the snapshot: two snapshots

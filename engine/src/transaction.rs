@@ -11,11 +11,11 @@ use parking_lot::Mutex;
 
 use crate::catalog::CollectionInfo;
 use crate::collection::{At, KeyRange, Scan, field_index, tree_bounds};
-use crate::db::{Batch, Db};
+use crate::db::Batch;
 use crate::document::{Document, ItemPage, ItemQuery, Outlier};
 use crate::item::{NewItem, Summary};
 use crate::page::keys;
-use crate::store::{ReadSet, Version, check_key};
+use crate::store::{Engine, ReadSet, Version, check_key};
 use crate::{error::Result, options::Durability};
 
 /// A read-modify-write unit of work. Reads (through [`Transaction::collection`]) see the
@@ -59,7 +59,7 @@ use crate::{error::Result, options::Durability};
 /// ```
 #[must_use = "a transaction writes nothing until it is committed"]
 pub struct Transaction {
-    db: Db,
+    engine: Engine,
     base: Arc<Version>,
     batch: Batch,
     reads: Arc<ReadSet>,
@@ -68,11 +68,11 @@ pub struct Transaction {
 }
 
 impl Transaction {
-    pub(crate) fn new(db: Db) -> Self {
-        let base = db.shared.current();
-        let batch = db.batch();
+    pub(crate) fn new(engine: Engine) -> Self {
+        let base = engine.current();
+        let batch = Batch::new(&engine);
         Transaction {
-            db,
+            engine,
             base,
             batch,
             reads: Arc::new(ReadSet::default()),
@@ -99,7 +99,7 @@ impl Transaction {
         {
             return Ok(version.clone());
         }
-        let version = self.db.shared.own_view(&self.base, ops.clone())?;
+        let version = self.engine.own_view(&self.base, ops.clone())?;
         *view = Some((ops.len(), version.clone()));
         Ok(version)
     }
@@ -235,7 +235,7 @@ pub struct TransactionCollection<'t> {
 impl TransactionCollection<'_> {
     fn at(&self) -> Result<At<'_>> {
         Ok(At {
-            shared: &self.txn.db.shared,
+            shared: &self.txn.engine,
             info: &self.info,
             version: self.txn.view()?,
         })
@@ -248,14 +248,14 @@ impl TransactionCollection<'_> {
         let tree_key = keys::parent(self.info.id, key);
         self.txn
             .reads
-            .note_point(&self.txn.db.shared.pages, &self.txn.base.tree, tree_key)
+            .note_point(&self.txn.engine.pages, &self.txn.base.tree, tree_key)
     }
 
     /// Remembers the read of every tree entry in a range.
     fn note_range(&self, start: Bound<Bytes>, end: Bound<Bytes>) -> Result<()> {
         self.txn
             .reads
-            .note_range(&self.txn.db.shared.pages, &self.txn.base.tree, start, end)
+            .note_range(&self.txn.engine.pages, &self.txn.base.tree, start, end)
     }
 
     /// The collection's name.

@@ -39,9 +39,10 @@ mod work;
 pub(crate) use commit::{BatchOp, check_key};
 pub(crate) use copy::CopiedRecord;
 pub(crate) use reads::ReadSet;
-pub(crate) use shared::{Shared, Version};
+pub(crate) use shared::{Engine, Shared, Version};
 
 pub use compact::CompactReport;
 pub use space::{SegmentSpace, SpaceStats, TierSpace};
+pub use stage::Expired;
 pub use stats::Stats;
 pub use verify::{Inspection, SegmentInfo, VerifyReport};

@@ -624,7 +624,7 @@ mod tests {
 
     fn body(db: &Db, version: &Version, key: &str) -> Option<Bytes> {
         let info = version.catalog.by_name.get("docs").unwrap().clone();
-        db.shared
+        db.engine
             .parent_record(version, &info, key.as_bytes(), |_| true)
             .unwrap()
             .map(|record| record.body)
@@ -644,10 +644,10 @@ mod tests {
         batch.put("docs", "large", vec![b'x'; 200_000]);
         batch.commit().unwrap();
         db.checkpoint().unwrap();
-        let version = db.shared.current();
+        let version = db.engine.current();
         let info = version.catalog.by_name.get("docs").unwrap().clone();
         let unplaced = || Error::corruption(UNPLACED, 0, "bad");
-        let place = |key: &str| match db.shared.placed(
+        let place = |key: &str| match db.engine.placed(
             unplaced(),
             &version.tree,
             &keys::parent(info.id, key.as_bytes()),
@@ -675,7 +675,7 @@ mod tests {
         // The large record: its own frame.
         let Some(Value::Large(large)) = version
             .tree
-            .get(&db.shared.pages, &keys::parent(info.id, b"large"))
+            .get(&db.engine.pages, &keys::parent(info.id, b"large"))
             .unwrap()
         else {
             panic!("a 200,000-byte record is large");
@@ -691,7 +691,7 @@ mod tests {
         assert_eq!(place("absent"), (UNPLACED.to_string(), 0));
         let other = Error::corruption("cold-1.seg", 7, "bad");
         assert!(matches!(
-            db.shared.placed(other, &version.tree, b"small"),
+            db.engine.placed(other, &version.tree, b"small"),
             Error::Corruption { offset: 7, .. }
         ));
 
@@ -699,14 +699,14 @@ mod tests {
         // checkpoint (the damage is made in memory: on disk, the frame's checksum stops it).
         let mut tree = version.tree.clone();
         let damaged = Value::Inline(Bytes::from_static(&[0xff; 9]));
-        tree.insert(&db.shared.pages, keys::parent(info.id, b"small"), damaged)
+        tree.insert(&db.engine.pages, keys::parent(info.id, b"small"), damaged)
             .unwrap();
         let damaged_version = Version {
             tree,
             ..(*version).clone()
         };
         let error = db
-            .shared
+            .engine
             .document(&damaged_version, &info, b"small")
             .unwrap_err();
         match error {
@@ -785,31 +785,31 @@ mod tests {
         let mut batch = db.batch();
         batch.put("docs", "k", "old");
         batch.commit().unwrap();
-        let old = db.shared.current();
+        let old = db.engine.current();
         let mut batch = db.batch();
         batch.put("docs", "k", "new");
         batch.commit().unwrap();
-        let new = db.shared.current();
+        let new = db.engine.current();
         assert!(new.generation > old.generation);
         assert_eq!(body(&db, &old, "k").as_deref(), Some(&b"old"[..]));
         assert_eq!(
-            db.shared.pages.cache.records().counts().tier.resident_bytes,
+            db.engine.pages.cache.records().counts().tier.resident_bytes,
             0
         );
         assert_eq!(body(&db, &new, "k").as_deref(), Some(&b"new"[..]));
         assert_eq!(body(&db, &new, "k").as_deref(), Some(&b"new"[..]));
-        assert_eq!(db.shared.pages.cache.records().counts().tier.hits, 1);
+        assert_eq!(db.engine.pages.cache.records().counts().tier.hits, 1);
         // And the old reader does not take the new version's record.
         assert_eq!(body(&db, &old, "k").as_deref(), Some(&b"old"[..]));
         // A checkpoint changes no record: its version keeps the generation, and the
         // record stays where readers of either find it.
         db.checkpoint().unwrap();
-        assert_eq!(db.shared.current().generation, new.generation);
+        assert_eq!(db.engine.current().generation, new.generation);
         assert_eq!(
-            body(&db, &db.shared.current(), "k").as_deref(),
+            body(&db, &db.engine.current(), "k").as_deref(),
             Some(&b"new"[..])
         );
-        assert_eq!(db.shared.pages.cache.records().counts().tier.hits, 2);
+        assert_eq!(db.engine.pages.cache.records().counts().tier.hits, 2);
     }
 
     /// The second `get` of a record takes the document the first hit built; a projected
@@ -825,9 +825,9 @@ mod tests {
         batch.put("docs", "k", "old");
         batch.push("docs", "k", "a", crate::item::NewItem::new("x").key(1));
         batch.commit().unwrap();
-        let records = db.shared.pages.cache.records();
+        let records = db.engine.pages.cache.records();
         let info = db
-            .shared
+            .engine
             .current()
             .catalog
             .by_name
@@ -840,7 +840,7 @@ mod tests {
         let first = docs.get("k").unwrap().unwrap();
         let projected = docs.get_projected("k", &[]).unwrap().unwrap();
         assert!(projected.array("a").unwrap().inline.is_empty());
-        let generation = db.shared.current().generation;
+        let generation = db.engine.current().generation;
         assert!(kept(generation).unwrap().1.is_none());
         let resident = records.counts().tier.resident_bytes;
 
@@ -855,18 +855,18 @@ mod tests {
         );
         let third = docs.get("k").unwrap().unwrap();
         assert!(Arc::ptr_eq(&third.0, &second.0));
-        let old = db.shared.current();
+        let old = db.engine.current();
 
         let mut batch = db.batch();
         batch.put("docs", "k", "new");
         batch.commit().unwrap();
-        assert!(kept(db.shared.current().generation).is_none());
+        assert!(kept(db.engine.current().generation).is_none());
         assert_eq!(records.counts().tier.resident_bytes, 0);
         assert_eq!(docs.get("k").unwrap().unwrap().body(), b"new");
         assert_eq!(docs.get("k").unwrap().unwrap().body(), b"new");
-        assert!(kept(db.shared.current().generation).unwrap().1.is_some());
+        assert!(kept(db.engine.current().generation).unwrap().1.is_some());
         // The reader of the version before the commit reads its own record, past the tier.
-        let before = db.shared.document(&old, &info, b"k").unwrap().unwrap();
+        let before = db.engine.document(&old, &info, b"k").unwrap().unwrap();
         assert_eq!(before.body(), b"old");
         assert_eq!(before.array("a").unwrap().inline.len(), 1);
     }

@@ -14,10 +14,18 @@ use super::commit::{BatchOp, check_key};
 use super::shared::Shared;
 use super::work::{Base, ParentWork};
 use crate::catalog::{Catalog, CollectionId, CollectionInfo, Layout};
-use crate::collection::Expired;
 use crate::error::{Error, Result};
 use crate::page::redo::Op;
 use crate::pattern::{self, Operation};
+
+/// What a bucket expiry dropped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Expired {
+    /// Sealed buckets dropped.
+    pub buckets: u64,
+    /// Items they held.
+    pub items: u64,
+}
 
 pub(super) struct Stager<'a> {
     base: Base<'a>,
