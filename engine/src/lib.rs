@@ -20,14 +20,13 @@
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 
+mod api;
 mod backup;
 #[cfg(feature = "serde")]
 pub mod bson_key;
 mod cache;
 mod catalog;
 mod cold;
-mod collection;
-mod db;
 mod document;
 mod error;
 mod fuzz;
@@ -38,35 +37,32 @@ mod options;
 mod page;
 mod pattern;
 mod record;
-mod snapshot;
 // The one `unsafe` block (mapping a segment file: sealed cold and hot segments, and the active
 // hot segment, when `Options::memory_map` is on) is allowed where it stands, in `fs.rs`.
 mod storage;
 mod store;
 #[doc(hidden)]
 pub mod testing;
-mod transaction;
-#[cfg(feature = "serde")]
-pub mod typed;
 
+pub use api::Snapshot;
+#[cfg(feature = "serde")]
+pub use api::typed;
+pub use api::{Array, Batch, Collection, Db, KeyRange, Scan, SnapshotCollection, Writes};
+pub use api::{Transaction, TransactionCollection};
 pub use backup::BackupReport;
 pub use cache::{CachePolicy, CacheStats, CollectionCacheStats, TierStats, WhatIf};
 pub use catalog::{
     ArraySpec, CollectionSpec, DEFAULT_MEASURE, DocumentFormat, Layout, MAX_ARRAYS,
     MAX_COLLECTION_NAME_BYTES, MAX_INLINE_ITEMS,
 };
-pub use collection::{Array, Collection, KeyRange, Scan, SnapshotCollection};
-pub use db::{Batch, Db, Writes};
 pub use document::{ArrayView, Cursor, Document, ItemPage, ItemQuery, Outlier};
 pub use error::{Error, Result};
 pub use item::{Item, MAX_MEASURES, MeasureSummary, NewItem, Order, Summary};
 pub use limits::{MAX_BATCH_BYTES, MAX_KEY_BYTES, MAX_RECORD_BYTES};
 pub use options::{Durability, Options};
 pub use record::RECORD_OVERHEAD_BYTES;
-pub use snapshot::Snapshot;
 pub use store::{CompactReport, Expired, SegmentSpace, SpaceStats, TierSpace};
 pub use store::{Inspection, SegmentInfo, Stats, VerifyReport};
-pub use transaction::{Transaction, TransactionCollection};
 
 /// The README's example, compiled as a doctest so that it stays true.
 #[doc = include_str!("../../README.md")]

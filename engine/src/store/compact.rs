@@ -615,8 +615,8 @@ mod tests {
 
     use crate::storage::SimStorage;
     use crate::{
+        api::Db,
         catalog::{CollectionSpec, Layout},
-        db::Db,
         document::ItemQuery,
         item::NewItem,
         options::Options,

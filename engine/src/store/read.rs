@@ -617,8 +617,8 @@ mod tests {
     use std::sync::Arc;
 
     use crate::{
+        api::Db,
         catalog::{CollectionSpec, Layout},
-        db::Db,
         options::Options,
     };
 

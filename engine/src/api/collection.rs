@@ -7,9 +7,10 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use super::array::Array;
+use super::batch::Batch;
 use crate::cache;
-use crate::catalog::{ArraySpec, CollectionId, CollectionInfo, CollectionSpec, Layout};
-use crate::db::Batch;
+use crate::catalog::{CollectionId, CollectionInfo, CollectionSpec};
 use crate::document::{Document, ItemPage, ItemQuery, Outlier};
 use crate::error::{Error, Result};
 use crate::item::Summary;
@@ -166,61 +167,6 @@ pub(crate) fn tree_bounds(id: CollectionId, range: &impl KeyRange) -> (Bound<Byt
         Bound::Unbounded => Bound::Excluded(keys::parents_end(id)),
     };
     (start, end)
-}
-
-/// One array field of a collection, checked against the schema when it is made
-/// ([`Collection::array`]): the batch methods that take it ([`crate::Batch::push_to`] and
-/// the others) cannot name a collection or field that does not exist.
-#[derive(Clone, Debug)]
-pub struct Array {
-    pub(crate) collection: Arc<str>,
-    pub(crate) field: Arc<str>,
-    info: Arc<CollectionInfo>,
-    index: usize,
-}
-
-impl Array {
-    /// The collection's name.
-    pub fn collection(&self) -> &str {
-        &self.collection
-    }
-
-    /// The array field's name.
-    pub fn field(&self) -> &str {
-        &self.field
-    }
-
-    /// The field's layout.
-    pub fn layout(&self) -> Layout {
-        self.spec().layout
-    }
-
-    /// The field's spec: layout and measures.
-    pub fn spec(&self) -> &ArraySpec {
-        &self.info.spec.arrays()[self.index]
-    }
-
-    /// The names of the field's measures, in order (see [`ArraySpec::measures`]).
-    pub fn measures(&self) -> &[String] {
-        &self.spec().measures
-    }
-
-    /// The index of measure `name`, for [`crate::Item::measure`] and [`Summary::measure`];
-    /// `Error::UnknownMeasure` for a name the field does not declare.
-    pub fn measure_index(&self, name: &str) -> Result<usize> {
-        self.spec()
-            .measure_index(name)
-            .ok_or_else(|| Error::UnknownMeasure {
-                collection: self.collection.to_string(),
-                field: self.field.to_string(),
-                measure: name.to_string(),
-            })
-    }
-
-    /// The collection's and the field's names, shared with the batch operations.
-    pub(crate) fn names(&self) -> (Arc<str>, Arc<str>) {
-        (self.collection.clone(), self.field.clone())
-    }
 }
 
 /// A handle on one collection; each read sees the latest committed state.
@@ -570,5 +516,25 @@ impl DoubleEndedIterator for Scan {
         let _owner = cache::attribute(self.info.id);
         let step = self.step_back();
         self.yielded(step)
+    }
+}
+
+/// The batch writes that take a collection handle, here beside the handle: the batch knows
+/// nothing of collections.
+impl Batch {
+    /// [`Batch::put`] into the collection of a handle (whose name was checked when the
+    /// handle was made).
+    pub fn put_in(
+        &mut self,
+        collection: &Collection,
+        key: impl AsRef<[u8]>,
+        body: impl AsRef<[u8]>,
+    ) -> &mut Self {
+        self.put(collection.name(), key, body)
+    }
+
+    /// [`Batch::delete`] from the collection of a handle.
+    pub fn delete_in(&mut self, collection: &Collection, key: impl AsRef<[u8]>) -> &mut Self {
+        self.delete(collection.name(), key)
     }
 }

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::collection::SnapshotCollection;
+use super::collection::SnapshotCollection;
 
 use crate::error::Result;
 use crate::store::{Engine, Version};

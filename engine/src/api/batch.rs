@@ -1,225 +1,18 @@
-//! The public face: `Db` and `Batch` (reads are in `collection.rs`, views in `snapshot.rs`).
+//! Writes: a [`Batch`] of operations committed atomically, and the sealed way in that
+//! typed handles write through ([`Writes`]).
 
-use std::path::Path;
 use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
 
-use crate::catalog::CollectionSpec;
-use crate::collection::{Array, Collection};
+use super::array::Array;
 use crate::document::Cursor;
 use crate::item::NewItem;
-use crate::snapshot::Snapshot;
-use crate::storage::{FsStorage, Storage};
-use crate::store::Expired;
-use crate::store::{BatchOp, Engine, ReadSet, Shared};
-use crate::transaction::Transaction;
+use crate::store::{BatchOp, Engine, Expired, ReadSet, Shared};
 use crate::{
-    cache::CacheStats,
     error::{Error, Result},
-    options::{Durability, Options},
-    store::{CompactReport, Inspection, SpaceStats, Stats, VerifyReport},
+    options::Durability,
 };
-
-/// An open database. Cheap to clone; `Send + Sync`. Closed (and checkpointed) when the
-/// last clone (including those inside `Collection` handles) is dropped.
-///
-/// ```
-/// use skewdb::{CollectionSpec, Db, Layout, Options};
-///
-/// let dir = tempfile::tempdir()?;
-/// let db = Db::open(dir.path(), Options::new())?;
-/// let followers = Layout::Outlier { inline_cap: 1000 };
-/// let spec = CollectionSpec::new("users").array("followers", followers);
-/// db.create_collection(spec)?;
-/// assert_eq!(db.collection_names(), ["users"]);
-/// let users = db.collection("users")?; // a handle, checked now
-/// assert!(users.get("nobody")?.is_none());
-/// db.close()?; // the final checkpoint's error, if any
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Clone)]
-pub struct Db {
-    pub(crate) engine: Engine,
-}
-
-impl Db {
-    /// Opens (creating if need be) the database in directory `path`.
-    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
-        Self::open_with_storage(Arc::new(FsStorage::new(path)?), options)
-    }
-
-    /// Opens a database over any storage, such as the simulation the tests use (see
-    /// `skewdb::testing`; not part of the supported API).
-    #[doc(hidden)]
-    pub fn open_with_storage(storage: Arc<dyn Storage>, options: Options) -> Result<Db> {
-        Ok(Db {
-            engine: Engine::open(storage, options)?,
-        })
-    }
-
-    /// Creates a collection with its schema, durably. Creating one that exists with the same
-    /// schema does nothing; with a different schema it is `Error::SchemaConflict`.
-    pub fn create_collection(&self, spec: CollectionSpec) -> Result<Collection> {
-        let name = spec.name().to_string();
-        self.engine
-            .commit(vec![BatchOp::CreateCollection(spec)], Durability::Immediate)?;
-        self.collection(&name)
-    }
-
-    /// The collection named `name`.
-    pub fn collection(&self, name: &str) -> Result<Collection> {
-        let version = self.engine.current();
-        let info = version.catalog.get(name)?;
-        Ok(Collection {
-            engine: self.engine.clone(),
-            info: info.clone(),
-        })
-    }
-
-    /// The names of all collections, sorted.
-    pub fn collection_names(&self) -> Vec<String> {
-        self.engine
-            .current()
-            .catalog
-            .by_name
-            .keys()
-            .cloned()
-            .collect()
-    }
-
-    /// A consistent read view over every collection, as of the last commit; see
-    /// [`Snapshot`].
-    pub fn snapshot(&self) -> Snapshot {
-        Snapshot::new(self.engine.clone(), self.engine.current())
-    }
-
-    /// A read-modify-write transaction over every collection, starting at the last commit;
-    /// see [`Transaction`].
-    pub fn transaction(&self) -> Transaction {
-        Transaction::new(self.engine.clone())
-    }
-
-    /// A new, empty batch, durable as the database's `Options::durability` says unless
-    /// [`Batch::durability`] says otherwise.
-    pub fn batch(&self) -> Batch {
-        Batch::new(&self.engine)
-    }
-
-    /// Writes the whole database, as of one snapshot taken now, to the single file `path`:
-    /// an online backup, taken while commits go on (they are not blocked; the backup holds
-    /// every batch committed before it began and none after, as [`BackupReport::commits`]
-    /// says). The file replaces any at `path` only once it is complete and synced. It is
-    /// self-contained: every collection's schema, every parent's body and every item, in
-    /// push order (`format-spec/backup.md`). [`Db::restore`] makes a database from it.
-    ///
-    /// [`BackupReport::commits`]: crate::BackupReport::commits
-    pub fn backup(&self, path: impl AsRef<Path>) -> Result<crate::backup::BackupReport> {
-        self.snapshot().backup(path)
-    }
-
-    /// Makes a new database in directory `dir` (which must not exist) from the backup file
-    /// `backup`, and opens it with `options`. The database is built beside `dir` and renamed
-    /// into place whole. It holds the same collections, bodies and items (keys, values,
-    /// payloads), each array's items pushed again in their push order, so every layout
-    /// places them as it did; push sequences are numbered anew from 0 per array. A damaged
-    /// or truncated file is `Error::Corruption`, and nothing is left at `dir`.
-    pub fn restore(
-        backup: impl AsRef<Path>,
-        dir: impl AsRef<Path>,
-        options: Options,
-    ) -> Result<Db> {
-        let engine = crate::backup::restore(backup.as_ref(), dir.as_ref(), options)?;
-        Ok(Db { engine })
-    }
-
-    /// Loads the backup file `name` of `source` into a new database over `target`, and
-    /// opens it: [`Db::restore`] over any storage, without the directory's rename (see
-    /// `skewdb::testing`; not part of the supported API).
-    #[doc(hidden)]
-    pub fn restore_from_storage(
-        source: &dyn Storage,
-        name: &str,
-        target: Arc<dyn Storage>,
-        options: Options,
-    ) -> Result<Db> {
-        let engine = crate::backup::restore_into(source, name, target, options)?;
-        Ok(Db { engine })
-    }
-
-    /// Writes every changed page and a new checkpoint, so that reopening replays nothing.
-    pub fn checkpoint(&self) -> Result<()> {
-        self.engine.checkpoint()
-    }
-
-    /// Makes every batch committed so far durable, whatever its durability: after a bulk
-    /// load under `Durability::Buffered`, one sync instead of one per batch.
-    pub fn persist(&self) -> Result<()> {
-        self.engine.persist()
-    }
-
-    /// Closes this handle after a final checkpoint, returning that checkpoint's error (the
-    /// close on drop has nowhere to report one). Other clones of the `Db` (and the
-    /// collection handles and snapshots, which hold one) keep the database open until they
-    /// are dropped too.
-    pub fn close(self) -> Result<()> {
-        self.engine.checkpoint()
-    }
-
-    /// Gives back the space both tiers hold beyond the live state, now. Cold: the live
-    /// chunks of every mostly-dead cold segment move to the tail, and runs of small chunks
-    /// of one array merge into larger ones (fewer chunks for long reads). Hot: checkpoints
-    /// until no sealed log segment is mostly dead (copying the live pages of each to the
-    /// tail). Every segment of either tier no longer needed is removed; one some reader's
-    /// version may still read from is removed by a later checkpoint, once that reader is
-    /// done. Commits go on between the steps.
-    pub fn compact(&self) -> Result<CompactReport> {
-        self.engine.compact(&mut |_, _| {})
-    }
-
-    /// [`Db::compact`], calling `progress(done, total)` with the chunk and page bytes handled
-    /// so far.
-    pub fn compact_with_progress(
-        &self,
-        mut progress: impl FnMut(u64, u64),
-    ) -> Result<CompactReport> {
-        self.engine.compact(&mut progress)
-    }
-
-    /// Reads every frame, page, record and chunk, checking every checksum and invariant, and
-    /// reports what it read: files, segments, pages, records and collections.
-    pub fn verify(&self) -> Result<VerifyReport> {
-        self.engine.verify()
-    }
-
-    /// [`Db::verify`] under its old name: it always was the same walk.
-    #[deprecated(note = "the same walk as `Db::verify`; call that")]
-    pub fn inspect(&self) -> Result<Inspection> {
-        self.verify()
-    }
-
-    /// Counters of the cache, the commits, the log and checkpoints; reads the log's file sizes.
-    pub fn stats(&self) -> Result<Stats> {
-        self.engine.stats()
-    }
-
-    /// The cache's counters alone: cheaper than [`Db::stats`], which also reads file sizes.
-    pub fn cache_stats(&self) -> CacheStats {
-        self.engine.cache_stats()
-    }
-
-    /// Live and file bytes per tier, and what the files hold beyond the live state (space
-    /// amplification). Walks the whole tree, reading pages past the cache: as costly as a
-    /// scan of every page, so not part of [`Db::stats`].
-    pub fn space(&self) -> Result<SpaceStats> {
-        self.engine.space()
-    }
-
-    /// Zeroes the cache counters and the what-if ratios (resident objects stay).
-    pub fn reset_stats(&self) {
-        self.engine.pages.cache.reset_stats();
-    }
-}
 
 /// What typed handles write into: a [`Batch`], or a [`crate::Transaction`]'s writes. Sealed:
 /// the way in is the crate's own, so a transaction's writes cannot be committed past its
@@ -418,22 +211,6 @@ impl Batch {
     ) -> &mut Self {
         let array = (self.name(collection), self.name(field));
         self.array_op(array, key.as_ref(), ArrayOp::Expire(before))
-    }
-
-    /// [`Batch::put`] into the collection of a handle (whose name was checked when the
-    /// handle was made).
-    pub fn put_in(
-        &mut self,
-        collection: &Collection,
-        key: impl AsRef<[u8]>,
-        body: impl AsRef<[u8]>,
-    ) -> &mut Self {
-        self.put(collection.name(), key, body)
-    }
-
-    /// [`Batch::delete`] from the collection of a handle.
-    pub fn delete_in(&mut self, collection: &Collection, key: impl AsRef<[u8]>) -> &mut Self {
-        self.delete(collection.name(), key)
     }
 
     /// [`Batch::push`] to the array of a handle (whose collection and field were checked

@@ -45,9 +45,10 @@ use std::ops::{Bound, RangeBounds};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::collection::{Array, Collection, Scan};
-use crate::db::Writes;
-use crate::db::sealed::Token;
+use super::array::Array;
+use super::batch::Writes;
+use super::batch::sealed::Token;
+use super::collection::{Collection, Scan};
 use crate::document::{Cursor, Document, ItemPage, ItemQuery};
 use crate::error::{Error, Result};
 use crate::item::{NewItem, Summary};

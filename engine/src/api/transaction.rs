@@ -9,9 +9,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use parking_lot::Mutex;
 
+use super::batch::Batch;
+use super::collection::{At, KeyRange, Scan, field_index, tree_bounds};
 use crate::catalog::CollectionInfo;
-use crate::collection::{At, KeyRange, Scan, field_index, tree_bounds};
-use crate::db::Batch;
 use crate::document::{Document, ItemPage, ItemQuery, Outlier};
 use crate::item::{NewItem, Summary};
 use crate::page::keys;
@@ -172,7 +172,7 @@ impl Transaction {
     /// [`Batch::push_to`], applied at commit.
     pub fn push_to(
         &mut self,
-        array: &crate::collection::Array,
+        array: &super::array::Array,
         key: impl AsRef<[u8]>,
         item: NewItem,
     ) -> &mut Self {
@@ -183,7 +183,7 @@ impl Transaction {
     /// [`Batch::remove_from`], applied at commit.
     pub fn remove_from(
         &mut self,
-        array: &crate::collection::Array,
+        array: &super::array::Array,
         key: impl AsRef<[u8]>,
         item_key: i64,
     ) -> &mut Self {
@@ -194,7 +194,7 @@ impl Transaction {
     /// [`Batch::remove_item_from`], applied at commit.
     pub fn remove_item_from(
         &mut self,
-        array: &crate::collection::Array,
+        array: &super::array::Array,
         key: impl AsRef<[u8]>,
         id: crate::document::Cursor,
     ) -> &mut Self {
@@ -217,10 +217,10 @@ impl Transaction {
     }
 }
 
-impl crate::db::Writes for Transaction {}
+impl super::batch::Writes for Transaction {}
 
-impl crate::db::sealed::Pending for Transaction {
-    fn pending(&mut self, _: crate::db::sealed::Token) -> &mut Batch {
+impl super::batch::sealed::Pending for Transaction {
+    fn pending(&mut self, _: super::batch::sealed::Token) -> &mut Batch {
         &mut self.batch
     }
 }
