@@ -370,28 +370,8 @@ fn describe(circles: &[Vec<ModPath>], edges: &Edges) -> String {
     out
 }
 
-/// The circles the engine still has while the engine-core work takes them apart, one move at
-/// a time: a circle found must lie inside one of these (a circle may shrink or split, never
-/// grow or appear), and each of these must still be found in part (a circle gone comes off
-/// this list, so it cannot come back unnoticed). The goal is an empty list.
-const KNOWN_CIRCLES: &[&[&str]] = &[
-    // `Shared`, implemented across the store's files, each importing it back.
-    &[
-        "store::background",
-        "store::checkpoint",
-        "store::commit",
-        "store::decode",
-        "store::read",
-        "store::recovery",
-        "store::shared",
-        "store::stage",
-        "store::verify",
-        "store::work",
-    ],
-];
-
 #[test]
-fn the_engines_modules_form_no_circle_but_the_known_ones() {
+fn the_engines_modules_form_no_circle() {
     let modules = modules();
     let nodes: Vec<ModPath> = modules.keys().cloned().collect();
     let edges = edges(&modules);
@@ -405,27 +385,7 @@ fn the_engines_modules_form_no_circle_but_the_known_ones() {
         circles.len(),
         in_circles
     );
-    let known: Vec<BTreeSet<String>> = KNOWN_CIRCLES
-        .iter()
-        .map(|circle| circle.iter().map(|m| m.to_string()).collect())
-        .collect();
-    let found: Vec<BTreeSet<String>> = circles
-        .iter()
-        .map(|circle| circle.iter().map(name).collect())
-        .collect();
-    for (circle, names) in circles.iter().zip(&found) {
-        assert!(
-            known.iter().any(|k| names.is_subset(k)),
-            "a new circle, or a known one grown:\n{}",
-            describe(std::slice::from_ref(circle), &edges)
-        );
-    }
-    for k in &known {
-        assert!(
-            found.iter().any(|names| names.is_subset(k)),
-            "the circle {k:?} is gone: take it off KNOWN_CIRCLES"
-        );
-    }
+    assert!(circles.is_empty(), "{}", describe(&circles, &edges));
 }
 
 /// The check finds what it is for: a circle through the root, a parent and its child, and

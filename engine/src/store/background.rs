@@ -6,47 +6,8 @@
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 
-use parking_lot::{Condvar, Mutex};
-
+use super::mailbox::Maintenance;
 use super::shared::Shared;
-
-/// The thread's mailbox, shared by `Shared` and the thread (which holds the database only
-/// while it works).
-#[derive(Default)]
-pub(crate) struct Maintenance {
-    signal: Mutex<Signal>,
-    wake: Condvar,
-}
-
-#[derive(Default)]
-struct Signal {
-    due: bool,
-    stop: bool,
-    running: bool,
-}
-
-impl Maintenance {
-    /// True while a maintenance thread serves this database.
-    pub fn running(&self) -> bool {
-        self.signal.lock().running
-    }
-
-    /// Asks the thread for a checkpoint.
-    pub fn wake(&self) {
-        self.signal.lock().due = true;
-        self.wake.notify_one();
-    }
-
-    /// Waits for work; false when the thread is to stop.
-    fn next(&self) -> bool {
-        let mut signal = self.signal.lock();
-        while !signal.due && !signal.stop {
-            self.wake.wait(&mut signal);
-        }
-        signal.due = false;
-        !signal.stop
-    }
-}
 
 /// Owns the maintenance thread; dropping it (with the last `Db` handle) stops and joins the
 /// thread, so the database is closed by the handle's owner, not later by the thread.
@@ -59,7 +20,7 @@ impl Background {
     pub fn start(shared: &Arc<Shared>) -> std::io::Result<Background> {
         let weak: Weak<Shared> = Arc::downgrade(shared);
         let mailbox = shared.maintenance.clone();
-        mailbox.signal.lock().running = true;
+        mailbox.set_running(true);
         let thread = std::thread::Builder::new()
             .name("skewdb-maintenance".to_string())
             .spawn(move || run(&mailbox, &weak));
@@ -69,7 +30,7 @@ impl Background {
                 thread: Some(thread),
             }),
             Err(error) => {
-                shared.maintenance.signal.lock().running = false;
+                shared.maintenance.set_running(false);
                 Err(error)
             }
         }
@@ -88,12 +49,7 @@ fn run(mailbox: &Maintenance, weak: &Weak<Shared>) {
 
 impl Drop for Background {
     fn drop(&mut self) {
-        {
-            let mut signal = self.shared.maintenance.signal.lock();
-            signal.stop = true;
-            signal.running = false;
-        }
-        self.shared.maintenance.wake.notify_all();
+        self.shared.maintenance.stop();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }

@@ -5,12 +5,12 @@
 //! The bytes and the order of the writes: `format-spec/checkpoint.md`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use bytes::BufMut;
 
-use super::shared::{Shared, Version, Writer};
-use super::verify;
+use super::segments;
+use super::shared::{Doomed, Shared, Version, Writer};
 use crate::error::Result;
 use crate::log::FrameKind;
 use crate::page::checkpoint::Checkpoint;
@@ -76,12 +76,6 @@ impl Sparse {
     pub(super) fn live_bytes(&self) -> u64 {
         self.page_bytes + self.large_bytes
     }
-}
-
-/// Segment files waiting for the versions that may refer to them.
-pub(super) struct Doomed {
-    pub(super) readers: Vec<Weak<Version>>,
-    pub(super) files: Vec<String>,
 }
 
 /// Pages changed since the last checkpoint live in memory, outside the cache's budget, until
@@ -223,7 +217,7 @@ impl Shared {
     pub(super) fn doom_unneeded(&self, checkpoint: &Checkpoint) -> Result<()> {
         let storage = self.pages.storage.as_ref();
         let needed = checkpoint.needed_segments();
-        let mut files: Vec<String> = verify::segment_ids(storage)?
+        let mut files: Vec<String> = segments::segment_ids(storage)?
             .into_iter()
             .filter(|id| *id < checkpoint.replay_from.segment_id && !needed.contains(id))
             .map(crate::log::segment_name)
@@ -398,5 +392,17 @@ impl Shared {
         writer.cold_since_checkpoint = 0;
         self.doom_unneeded(&checkpoint)?;
         self.remove_doomed()
+    }
+}
+
+/// Closing: the last handle gone, the changed pages are checkpointed.
+impl Drop for Shared {
+    fn drop(&mut self) {
+        let mut writer = self.writer.lock();
+        if writer.log.failure().is_none() {
+            // Closing: make everything durable; an error here has nowhere to go, and
+            // recovery replays the redo in any case.
+            let _ = self.checkpoint_locked(&mut writer, Clean::automatic(self.options.reclaim));
+        }
     }
 }

@@ -11,19 +11,17 @@ use parking_lot::Mutex;
 
 use super::apply::{Txn, apply, is_large, patched_value};
 use super::checkpoint::Clean;
+use super::ops::{BatchOp, Expired, Request};
 use super::reads::ReadSet;
 use super::shared::{Shared, Version, Writer};
 use super::stage;
-use super::stage::Expired;
-use crate::catalog::CollectionSpec;
 use crate::cold::ColdGroup;
-use crate::item::NewItem;
 use crate::log::{FrameKind, Group};
 use crate::page::node::{LargeRef, Value};
 use crate::page::redo::Op;
 use crate::{
     error::{Error, Result},
-    limits::{MAX_BATCH_BYTES, MAX_KEY_BYTES, MAX_RECORD_BYTES},
+    limits::{MAX_BATCH_BYTES, MAX_RECORD_BYTES},
     options::Durability,
 };
 
@@ -39,51 +37,6 @@ pub(super) const HELD_SHARE_OF_CACHE: usize = 4;
 /// few KiB); a batch that writes more syncs them before its redo.
 pub(super) const MAX_CARRIED_COLD_BYTES: usize = 256 * 1024;
 
-/// A batch's operations as the API received them, before they are resolved to redo.
-#[derive(Clone, Debug)]
-pub(crate) enum BatchOp {
-    CreateCollection(CollectionSpec),
-    Put {
-        collection: Arc<str>,
-        key: Bytes,
-        body: Bytes,
-    },
-    Delete {
-        collection: Arc<str>,
-        key: Bytes,
-    },
-    Push {
-        collection: Arc<str>,
-        key: Bytes,
-        field: Arc<str>,
-        item: NewItem,
-    },
-    Remove {
-        collection: Arc<str>,
-        key: Bytes,
-        field: Arc<str>,
-        item_key: i64,
-        /// Only the item pushed with this sequence number; every item with the key if none.
-        seq: Option<u64>,
-    },
-    ExpireBuckets {
-        collection: Arc<str>,
-        key: Bytes,
-        field: Arc<str>,
-        before: i64,
-    },
-}
-
-pub(super) struct Request {
-    /// Taken by the group that stages them.
-    pub(super) ops: Mutex<Vec<BatchOp>>,
-    /// The batch's own durability: a group is synced when any of its batches asks.
-    pub(super) durability: Durability,
-    /// A transaction's reads, checked against the group's state before its writes stage.
-    pub(super) reads: Option<Arc<ReadSet>>,
-    pub(super) result: Mutex<Option<Result<Expired>>>,
-}
-
 /// How a group's redo refers to the cold chunks it wrote.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum ChunkRedo {
@@ -92,16 +45,6 @@ pub(super) enum ChunkRedo {
     Carried,
     /// The redo names where they are: they are made durable before it.
     Located,
-}
-
-pub(crate) fn check_key(key: &[u8]) -> Result<()> {
-    if key.len() > MAX_KEY_BYTES {
-        return Err(Error::KeyTooLarge {
-            size: key.len() as u64,
-            limit: MAX_KEY_BYTES as u64,
-        });
-    }
-    Ok(())
 }
 
 impl Shared {

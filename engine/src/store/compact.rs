@@ -334,7 +334,9 @@ impl Shared {
         };
         let hot_bytes = || -> Result<u64> {
             let tail = self.writer.lock().log.tail();
-            Ok(super::verify::segment_files(storage, tail)?.values().sum())
+            Ok(super::segments::segment_files(storage, tail)?
+                .values()
+                .sum())
         };
         let mut report = CompactReport {
             hot_bytes_before: hot_bytes()?,
@@ -400,7 +402,7 @@ impl Shared {
         progress(cold_total, total);
         // One checkpoint per step. Each step cleans at least one segment; the bound only
         // guards the loop.
-        for _ in 0..=super::verify::segment_ids(storage)?.len() {
+        for _ in 0..=super::segments::segment_ids(storage)?.len() {
             let left = {
                 let mut writer = self.writer.lock();
                 self.checkpoint_locked(&mut writer, Clean::Compact)?;

@@ -15,6 +15,16 @@ use crate::page::PageStore;
 use crate::page::tree::Tree;
 use crate::record::{self, ParentRecord};
 
+/// The most items per source a limited page makes room for in advance (a larger limit
+/// grows its vector as items come).
+const PAGE_ROOM: usize = 1024;
+
+/// The items a page of `query` gathers before it is cut: with a limit, at most `limit` from
+/// each of inline, tail and a chunk, then cut to `limit` again.
+pub(super) fn page_room(query: &ItemQuery) -> usize {
+    query.limit.map_or(0, |limit| 3 * limit.min(PAGE_ROOM))
+}
+
 pub(crate) fn decode_record(
     bytes: Bytes,
     info: &CollectionInfo,
@@ -113,7 +123,7 @@ pub(crate) fn decode_record_page(
     let arrays = info.spec.arrays().len();
     let page = |list: &mut Bytes| {
         // The page's other items join these (`Shared::items`): room for them too.
-        let mut items = Vec::with_capacity(super::read::page_room(query));
+        let mut items = Vec::with_capacity(page_room(query));
         wanted_items(list, query, &mut items).map(|()| items)
     };
     ParentRecord::decode_field_with(bytes, arrays, field, page)

@@ -12,7 +12,7 @@ use bytes::Bytes;
 
 use super::decode::{
     UNPLACED, decode_document, decode_read_record, decode_record_fields, decode_record_page,
-    decode_wanted_items, placed,
+    decode_wanted_items, page_room, placed,
 };
 use super::shared::{Shared, Version};
 use crate::cache::records::KeptRecord;
@@ -27,16 +27,6 @@ use crate::page::keys;
 use crate::page::node::{Node, Value};
 use crate::page::tree::{LeafEntry, Tree};
 use crate::record::ParentRecord;
-
-/// The most items per source a limited page makes room for in advance (a larger limit
-/// grows its vector as items come).
-const PAGE_ROOM: usize = 1024;
-
-/// The items a page of `query` gathers before it is cut: with a limit, at most `limit` from
-/// each of inline, tail and a chunk, then cut to `limit` again.
-pub(super) fn page_room(query: &ItemQuery) -> usize {
-    query.limit.map_or(0, |limit| 3 * limit.min(PAGE_ROOM))
-}
 
 /// A parent record as a read found it: kept in the record tier, or read from the tree. (A
 /// `get` that finds its document built in the tier takes it without the record:

@@ -6,16 +6,15 @@ use std::sync::{Arc, Weak};
 
 use parking_lot::{Mutex, RwLock};
 
-use super::checkpoint::{Clean, Doomed};
-use super::commit::Request;
-use super::{background, recovery};
+use super::mailbox::Maintenance;
+use super::ops::Request;
 use crate::catalog::Catalog;
 use crate::cold::{ColdStore, DetachedChunks};
 use crate::log::{HotLog, LogTail};
+use crate::options::Options;
 use crate::page::tree::Tree;
 use crate::page::{PageStore, max_inline_record};
-use crate::storage::{LockGuard, Storage};
-use crate::{error::Result, options::Options};
+use crate::storage::LockGuard;
 
 /// What readers see: one committed state.
 #[derive(Clone)]
@@ -32,6 +31,12 @@ pub(crate) struct Version {
     /// published): the chunks its writes made, which no segment holds. Such a view reads
     /// past the record tier, whose records are the published versions'.
     pub own_chunks: Option<Arc<DetachedChunks>>,
+}
+
+/// Segment files waiting for the versions that may refer to them.
+pub(super) struct Doomed {
+    pub(super) readers: Vec<Weak<Version>>,
+    pub(super) files: Vec<String>,
 }
 
 /// What only the committing thread touches, behind one lock: the hot log and what the next
@@ -73,15 +78,11 @@ pub(crate) struct Shared {
     /// Log segments no checkpoint needs any more, each removed once the readers that could
     /// still read from it are gone.
     pub(super) doomed: Mutex<Vec<Doomed>>,
-    pub(crate) maintenance: Arc<background::Maintenance>,
+    pub(crate) maintenance: Arc<Maintenance>,
     pub(super) _lock: Box<dyn LockGuard>,
 }
 
 impl Shared {
-    pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared> {
-        recovery::open(storage, options)
-    }
-
     pub fn current(&self) -> Arc<Version> {
         self.current.read().clone()
     }
@@ -114,58 +115,5 @@ impl Shared {
         drop(retired);
         // No reader of the new version asks for these any more.
         self.pages.cache.drop_superseded(&superseded);
-    }
-}
-
-/// The engine as the API holds it: its state and, when it runs one, the maintenance thread,
-/// which is stopped before the state is dropped (fields drop in order). Cheap to clone;
-/// every handle the API gives out (a `Db`, a collection, a snapshot, a transaction) holds
-/// one, so the engine stays open, and maintained, while any of them is alive.
-#[derive(Clone)]
-pub(crate) struct Engine {
-    _background: Option<Arc<background::Background>>,
-    shared: Arc<Shared>,
-}
-
-impl Engine {
-    /// Opens (creating if need be) the database over `storage`, and starts the maintenance
-    /// thread if `options` ask for one.
-    pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Engine> {
-        let run_background = options.background;
-        let shared = Arc::new(Shared::open(storage, options)?);
-        let background = match run_background {
-            true => Some(Arc::new(background::Background::start(&shared).map_err(
-                |source| crate::error::Error::io("spawn", "maintenance thread", source),
-            )?)),
-            false => None,
-        };
-        Ok(Engine {
-            _background: background,
-            shared,
-        })
-    }
-
-    /// The engine's state, for a handle that must not keep the engine open (a batch).
-    pub fn shared(&self) -> &Arc<Shared> {
-        &self.shared
-    }
-}
-
-impl std::ops::Deref for Engine {
-    type Target = Shared;
-
-    fn deref(&self) -> &Shared {
-        &self.shared
-    }
-}
-
-impl Drop for Shared {
-    fn drop(&mut self) {
-        let mut writer = self.writer.lock();
-        if writer.log.failure().is_none() {
-            // Closing: make everything durable; an error here has nowhere to go, and
-            // recovery replays the redo in any case.
-            let _ = self.checkpoint_locked(&mut writer, Clean::automatic(self.options.reclaim));
-        }
     }
 }

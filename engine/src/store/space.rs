@@ -81,7 +81,7 @@ impl Shared {
         // taken, not during the walk.
         let (version, replay_from, hot_files) = {
             let writer = self.writer.lock();
-            let files = super::verify::segment_files(storage, writer.log.tail())?;
+            let files = super::segments::segment_files(storage, writer.log.tail())?;
             (self.current(), writer.checkpoint_tail, files)
         };
         let mut cold_files = BTreeMap::new();

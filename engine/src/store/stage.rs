@@ -10,22 +10,13 @@ use bytes::Bytes;
 use rustc_hash::FxHashMap;
 
 use super::apply::Txn;
-use super::commit::{BatchOp, check_key};
+use super::ops::{BatchOp, Expired, check_key};
 use super::shared::Shared;
 use super::work::{Base, ParentWork};
 use crate::catalog::{Catalog, CollectionId, CollectionInfo, Layout};
 use crate::error::{Error, Result};
 use crate::page::redo::Op;
 use crate::pattern::{self, Operation};
-
-/// What a bucket expiry dropped.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Expired {
-    /// Sealed buckets dropped.
-    pub buckets: u64,
-    /// Items they held.
-    pub items: u64,
-}
 
 pub(super) struct Stager<'a> {
     base: Base<'a>,

@@ -1,7 +1,7 @@
 //! Counters for `Db::stats`.
 
+use super::segments;
 use super::shared::Shared;
-use super::verify;
 use crate::cache::CacheStats;
 use crate::error::Result;
 
@@ -61,7 +61,7 @@ impl Shared {
         };
         let next_lsn = tail.next_lsn;
         let version = self.current();
-        let segments = verify::segment_files(self.pages.storage.as_ref(), tail)?;
+        let segments = segments::segment_files(self.pages.storage.as_ref(), tail)?;
         let log_bytes = segments.values().sum();
         Ok(Stats {
             cache: self.cache_stats(),

@@ -7,18 +7,16 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 
 use super::decode::{decode_items, decode_record};
+use super::segments::segment_ids;
 use super::shared::{Shared, Version};
 use crate::cold::ChunkRef;
 use crate::cold::chunk as cold_chunk;
 use crate::error::{Error, Result};
 use crate::item::{MeasureSummary, Summary};
 use crate::log::frame::SEGMENT_HEADER_BYTES;
-use crate::log::{
-    FrameKind, LogTail, parse_segment_name, read_segment_header, scan_segment, segment_name,
-};
+use crate::log::{FrameKind, LogTail, read_segment_header, scan_segment, segment_name};
 use crate::page::keys;
 use crate::page::node::{Node, Value};
-use crate::storage::Storage;
 
 /// One hot log segment as `verify` reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -75,31 +73,6 @@ pub struct Inspection {
 
 /// The report of a successful `verify`.
 pub type VerifyReport = Inspection;
-
-pub(crate) fn segment_ids(storage: &dyn Storage) -> Result<Vec<u32>> {
-    let mut ids: Vec<u32> = storage
-        .list()?
-        .iter()
-        .filter_map(|n| parse_segment_name(n))
-        .collect();
-    ids.sort_unstable();
-    Ok(ids)
-}
-
-/// The hot log segments present, each with its file's length, except the active one (that of
-/// `tail`), which counts up to its last frame: it runs on in zeros, extended ahead of the
-/// writes.
-pub(crate) fn segment_files(storage: &dyn Storage, tail: LogTail) -> Result<BTreeMap<u32, u64>> {
-    let mut files = BTreeMap::new();
-    for id in segment_ids(storage)? {
-        let len = match id == tail.segment_id {
-            true => tail.offset,
-            false => storage.len(&segment_name(id))?,
-        };
-        files.insert(id, len);
-    }
-    Ok(files)
-}
 
 impl Shared {
     /// Checks every checksum in the log and every invariant of the tree.

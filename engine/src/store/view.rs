@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::apply::{Txn, apply, patched_value};
-use super::commit::BatchOp;
+use super::ops::BatchOp;
 use super::shared::{Shared, Version};
 use super::stage::Stager;
 use crate::cold::ColdGroup;

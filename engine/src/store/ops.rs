@@ -1,0 +1,80 @@
+//! What a batch is on its way in: the operations as the API queued them, the request a
+//! committing thread groups with others, and what a commit answers.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+
+use super::reads::ReadSet;
+use crate::catalog::CollectionSpec;
+use crate::error::{Error, Result};
+use crate::item::NewItem;
+use crate::limits::MAX_KEY_BYTES;
+use crate::options::Durability;
+
+/// A batch's operations as the API received them, before they are resolved to redo.
+#[derive(Clone, Debug)]
+pub(crate) enum BatchOp {
+    CreateCollection(CollectionSpec),
+    Put {
+        collection: Arc<str>,
+        key: Bytes,
+        body: Bytes,
+    },
+    Delete {
+        collection: Arc<str>,
+        key: Bytes,
+    },
+    Push {
+        collection: Arc<str>,
+        key: Bytes,
+        field: Arc<str>,
+        item: NewItem,
+    },
+    Remove {
+        collection: Arc<str>,
+        key: Bytes,
+        field: Arc<str>,
+        item_key: i64,
+        /// Only the item pushed with this sequence number; every item with the key if none.
+        seq: Option<u64>,
+    },
+    ExpireBuckets {
+        collection: Arc<str>,
+        key: Bytes,
+        field: Arc<str>,
+        before: i64,
+    },
+}
+
+/// One batch waiting in the commit queue.
+pub(super) struct Request {
+    /// Taken by the group that stages them.
+    pub(super) ops: Mutex<Vec<BatchOp>>,
+    /// The batch's own durability: a group is synced when any of its batches asks.
+    pub(super) durability: Durability,
+    /// A transaction's reads, checked against the group's state before its writes stage.
+    pub(super) reads: Option<Arc<ReadSet>>,
+    pub(super) result: Mutex<Option<Result<Expired>>>,
+}
+
+/// What a bucket expiry dropped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Expired {
+    /// Sealed buckets dropped.
+    pub buckets: u64,
+    /// Items they held.
+    pub items: u64,
+}
+
+/// `Error::KeyTooLarge` for a parent key over [`MAX_KEY_BYTES`].
+pub(crate) fn check_key(key: &[u8]) -> Result<()> {
+    if key.len() > MAX_KEY_BYTES {
+        return Err(Error::KeyTooLarge {
+            size: key.len() as u64,
+            limit: MAX_KEY_BYTES as u64,
+        });
+    }
+    Ok(())
+}
