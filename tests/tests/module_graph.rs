@@ -426,3 +426,24 @@ fn the_check_finds_a_circle_and_passes_a_line() {
         vec![path("Result"), path("a::X"), path("a::b::child::Y"),]
     );
 }
+
+/// No engine source file over 40 KiB: a file that large holds more than one job.
+#[test]
+fn no_engine_source_file_is_over_40_kib() {
+    let mut over = Vec::new();
+    let mut pending = vec![engine_src()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let bytes = std::fs::metadata(&path).unwrap().len();
+                if bytes > 40 * 1024 {
+                    over.push(format!("{} ({bytes} bytes)", path.display()));
+                }
+            }
+        }
+    }
+    assert!(over.is_empty(), "over 40 KiB: {over:?}");
+}

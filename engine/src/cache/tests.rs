@@ -2,6 +2,7 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand_distr::{Distribution, Zipf};
 
+use super::what_if::threshold_of;
 use super::*;
 
 fn key(offset: u64) -> CacheKey {
