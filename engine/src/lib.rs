@@ -47,7 +47,10 @@ pub mod testing;
 pub use api::Snapshot;
 #[cfg(feature = "serde")]
 pub use api::typed;
-pub use api::{Array, Batch, Collection, Db, KeyRange, Scan, SnapshotCollection, Writes};
+pub use api::{
+    Array, AtSnapshot, Batch, Collection, CollectionHandle, Db, InTransaction, KeyRange, Latest,
+    Scan, SnapshotCollection, View, Writes,
+};
 pub use api::{Transaction, TransactionCollection};
 pub use backup::BackupReport;
 pub use cache::{CachePolicy, CacheStats, CollectionCacheStats, TierStats, WhatIf};

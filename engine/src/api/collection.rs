@@ -9,6 +9,7 @@ use bytes::Bytes;
 
 use super::array::Array;
 use super::batch::Batch;
+use super::view::{AtSnapshot, Latest, View};
 use crate::cache;
 use crate::catalog::{CollectionId, CollectionInfo, CollectionSpec};
 use crate::document::{Document, ItemPage, ItemQuery, Outlier};
@@ -38,17 +39,6 @@ pub(crate) fn field_index(info: &CollectionInfo, field: &str) -> Result<usize> {
             collection: info.spec.name().to_string(),
             field: field.to_string(),
         })
-}
-
-/// `info`'s collection as `version` knows it: the same collection (not one created later
-/// under the same name), or `Error::UnknownCollection`.
-fn check_known(info: &CollectionInfo, version: &Version) -> Result<()> {
-    match version.catalog.by_name.get(info.spec.name()) {
-        Some(known) if known.id == info.id => Ok(()),
-        _ => Err(Error::UnknownCollection {
-            name: info.spec.name().to_string(),
-        }),
-    }
 }
 
 impl At<'_> {
@@ -169,6 +159,15 @@ pub(crate) fn tree_bounds(id: CollectionId, range: &impl KeyRange) -> (Bound<Byt
     (start, end)
 }
 
+/// A handle on one collection, reading through its view `V`: [`Collection`] (the latest
+/// committed state at each read), [`SnapshotCollection`] (a snapshot's version) or
+/// [`crate::TransactionCollection`] (a transaction's view, each read remembered for its
+/// commit to check). Every read is written once, here, for all three.
+pub struct CollectionHandle<V> {
+    pub(crate) view: V,
+    pub(crate) info: Arc<CollectionInfo>,
+}
+
 /// A handle on one collection; each read sees the latest committed state.
 ///
 /// ```
@@ -193,13 +192,22 @@ pub(crate) fn tree_bounds(id: CollectionId, range: &impl KeyRange) -> (Bound<Byt
 /// assert_eq!(products.scan(..)?.count(), 1);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone)]
-pub struct Collection {
-    pub(crate) engine: Engine,
-    pub(crate) info: Arc<CollectionInfo>,
+pub type Collection = CollectionHandle<Latest>;
+
+/// One collection as a [`crate::Snapshot`] sees it: every read at the snapshot's version,
+/// whatever has been committed since. Reads only.
+pub type SnapshotCollection = CollectionHandle<AtSnapshot>;
+
+impl<V: Clone> Clone for CollectionHandle<V> {
+    fn clone(&self) -> Self {
+        CollectionHandle {
+            view: self.view.clone(),
+            info: self.info.clone(),
+        }
+    }
 }
 
-impl std::fmt::Debug for Collection {
+impl<V> std::fmt::Debug for CollectionHandle<V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Collection")
             .field("spec", &self.info.spec)
@@ -207,7 +215,7 @@ impl std::fmt::Debug for Collection {
     }
 }
 
-impl Collection {
+impl<V: View> CollectionHandle<V> {
     /// The collection's name.
     pub fn name(&self) -> &str {
         self.info.spec.name()
@@ -230,32 +238,32 @@ impl Collection {
         })
     }
 
-    /// Reads at the latest committed state.
+    /// Reads at the view's version.
     fn at(&self) -> Result<At<'_>> {
-        let version = self.engine.current();
-        check_known(&self.info, &version)?;
         Ok(At {
-            shared: &self.engine,
+            shared: self.view.engine(),
             info: &self.info,
-            version,
+            version: self.view.version(&self.info)?,
         })
     }
 
     /// The parent `key` with its inline arrays, or `None`. Never reads cold storage.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Document>> {
+        self.view.note_parent(&self.info, key.as_ref())?;
         self.at()?.get(key.as_ref())
     }
 
-    /// [`Collection::get`] with the inline items of the array fields named in `fields`
-    /// only, as a projection would: every other array comes with its total, overflow flag
-    /// and summary, and no inline items (`inline` empty), which spares decoding them (a
-    /// profile with its follower count, not its first thousand followers).
-    /// `Error::UnknownField` for a name the schema lacks.
+    /// [`CollectionHandle::get`] with the inline items of the array fields named in
+    /// `fields` only, as a projection would: every other array comes with its total,
+    /// overflow flag and summary, and no inline items (`inline` empty), which spares
+    /// decoding them (a profile with its follower count, not its first thousand
+    /// followers). `Error::UnknownField` for a name the schema lacks.
     pub fn get_projected(
         &self,
         key: impl AsRef<[u8]>,
         fields: &[&str],
     ) -> Result<Option<Document>> {
+        self.view.note_parent(&self.info, key.as_ref())?;
         self.at()?.get_projected(key.as_ref(), fields)
     }
 
@@ -267,6 +275,7 @@ impl Collection {
         field: &str,
         query: &ItemQuery,
     ) -> Result<Option<ItemPage>> {
+        self.view.note_parent(&self.info, key.as_ref())?;
         self.at()?.items(key.as_ref(), field, query)
     }
 
@@ -278,15 +287,34 @@ impl Collection {
         field: &str,
         range: impl RangeBounds<i64>,
     ) -> Result<Option<Summary>> {
+        self.view.note_parent(&self.info, key.as_ref())?;
         let range = (range.start_bound().cloned(), range.end_bound().cloned());
         self.at()?.summary(key.as_ref(), field, range)
     }
 
     /// The parents whose array `field` has items outside the parent record, in key order.
+    /// In a transaction, a parent that overflows or stops overflowing in the meantime is a
+    /// conflict.
     pub fn outliers(&self, field: &str) -> Result<Vec<Outlier>> {
+        let index = field_index(&self.info, field)?;
+        let start = Bytes::from(keys::outliers(self.info.id, index));
+        let end = keys::outliers_end(self.info.id, index);
+        self.view
+            .note_range(Bound::Included(start), Bound::Excluded(end))?;
         self.at()?.outliers(field)
     }
 
+    /// The parents whose keys fall in `range`, in key order (`.rev()` for descending), as
+    /// of this call: later commits are not seen. In a transaction, a parent put, changed
+    /// or deleted in the range in the meantime is a conflict.
+    pub fn scan(&self, range: impl KeyRange) -> Result<Scan> {
+        let (start, end) = tree_bounds(self.info.id, &range);
+        self.view.note_range(start, end)?;
+        self.at()?.scan(range)
+    }
+}
+
+impl Collection {
     /// Drops, from every parent of this collection, the sealed buckets of `Bucket` array
     /// `field` whose newest item key is below `before` (see [`crate::Batch::expire_buckets`]).
     /// Only parents with buckets outside their record are visited (found through the
@@ -298,7 +326,7 @@ impl Collection {
         pattern::check_supports(layout, Operation::ExpireBuckets, self.name(), field)?;
         let mut expired = Expired::default();
         for parents in self.outliers(field)?.chunks(EXPIRY_BATCH_PARENTS) {
-            let mut batch = Batch::new(&self.engine);
+            let mut batch = Batch::new(&self.view.engine);
             for parent in parents {
                 batch.expire_buckets(self.name(), &parent.key, field, before);
             }
@@ -307,94 +335,6 @@ impl Collection {
             expired.items += dropped.items;
         }
         Ok(expired)
-    }
-
-    /// The parents whose keys fall in `range`, in key order (`.rev()` for descending), as
-    /// of this call: later commits are not seen.
-    pub fn scan(&self, range: impl KeyRange) -> Result<Scan> {
-        self.at()?.scan(range)
-    }
-}
-
-/// One collection as a [`crate::Snapshot`] sees it: every read at the snapshot's version,
-/// whatever has been committed since. Reads only.
-#[derive(Clone)]
-pub struct SnapshotCollection {
-    engine: Engine,
-    info: Arc<CollectionInfo>,
-    version: Arc<Version>,
-}
-
-impl SnapshotCollection {
-    pub(crate) fn new(engine: Engine, info: Arc<CollectionInfo>, version: Arc<Version>) -> Self {
-        SnapshotCollection {
-            engine,
-            info,
-            version,
-        }
-    }
-
-    fn at(&self) -> At<'_> {
-        At {
-            shared: &self.engine,
-            info: &self.info,
-            version: self.version.clone(),
-        }
-    }
-
-    /// The collection's name.
-    pub fn name(&self) -> &str {
-        self.info.spec.name()
-    }
-
-    /// The collection's schema.
-    pub fn spec(&self) -> &CollectionSpec {
-        &self.info.spec
-    }
-
-    /// [`Collection::get`] at the snapshot.
-    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Document>> {
-        self.at().get(key.as_ref())
-    }
-
-    /// [`Collection::get_projected`] at the snapshot.
-    pub fn get_projected(
-        &self,
-        key: impl AsRef<[u8]>,
-        fields: &[&str],
-    ) -> Result<Option<Document>> {
-        self.at().get_projected(key.as_ref(), fields)
-    }
-
-    /// [`Collection::items`] at the snapshot.
-    pub fn items(
-        &self,
-        key: impl AsRef<[u8]>,
-        field: &str,
-        query: &ItemQuery,
-    ) -> Result<Option<ItemPage>> {
-        self.at().items(key.as_ref(), field, query)
-    }
-
-    /// [`Collection::summary`] at the snapshot.
-    pub fn summary(
-        &self,
-        key: impl AsRef<[u8]>,
-        field: &str,
-        range: impl RangeBounds<i64>,
-    ) -> Result<Option<Summary>> {
-        let range = (range.start_bound().cloned(), range.end_bound().cloned());
-        self.at().summary(key.as_ref(), field, range)
-    }
-
-    /// [`Collection::outliers`] at the snapshot.
-    pub fn outliers(&self, field: &str) -> Result<Vec<Outlier>> {
-        self.at().outliers(field)
-    }
-
-    /// [`Collection::scan`] at the snapshot.
-    pub fn scan(&self, range: impl KeyRange) -> Result<Scan> {
-        self.at().scan(range)
     }
 }
 
@@ -524,9 +464,9 @@ impl DoubleEndedIterator for Scan {
 impl Batch {
     /// [`Batch::put`] into the collection of a handle (whose name was checked when the
     /// handle was made).
-    pub fn put_in(
+    pub fn put_in<V: View>(
         &mut self,
-        collection: &Collection,
+        collection: &CollectionHandle<V>,
         key: impl AsRef<[u8]>,
         body: impl AsRef<[u8]>,
     ) -> &mut Self {
@@ -534,7 +474,11 @@ impl Batch {
     }
 
     /// [`Batch::delete`] from the collection of a handle.
-    pub fn delete_in(&mut self, collection: &Collection, key: impl AsRef<[u8]>) -> &mut Self {
+    pub fn delete_in<V: View>(
+        &mut self,
+        collection: &CollectionHandle<V>,
+        key: impl AsRef<[u8]>,
+    ) -> &mut Self {
         self.delete(collection.name(), key)
     }
 }

@@ -4,9 +4,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::batch::Batch;
-use super::collection::Collection;
+use super::collection::{Collection, CollectionHandle};
 use super::snapshot::Snapshot;
 use super::transaction::Transaction;
+use super::view::Latest;
 use crate::catalog::CollectionSpec;
 use crate::storage::{FsStorage, Storage};
 use crate::store::{BatchOp, Engine};
@@ -67,8 +68,10 @@ impl Db {
     pub fn collection(&self, name: &str) -> Result<Collection> {
         let version = self.engine.current();
         let info = version.catalog.get(name)?;
-        Ok(Collection {
-            engine: self.engine.clone(),
+        Ok(CollectionHandle {
+            view: Latest {
+                engine: self.engine.clone(),
+            },
             info: info.clone(),
         })
     }

@@ -17,10 +17,12 @@ mod snapshot;
 mod transaction;
 #[cfg(feature = "serde")]
 pub mod typed;
+mod view;
 
 pub use array::Array;
 pub use batch::{Batch, Writes};
-pub use collection::{Collection, KeyRange, Scan, SnapshotCollection};
+pub use collection::{Collection, CollectionHandle, KeyRange, Scan, SnapshotCollection};
 pub use db::Db;
 pub use snapshot::Snapshot;
-pub use transaction::{Transaction, TransactionCollection};
+pub use transaction::{InTransaction, Transaction, TransactionCollection};
+pub use view::{AtSnapshot, Latest, View};

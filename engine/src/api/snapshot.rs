@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use super::collection::SnapshotCollection;
+use super::collection::{CollectionHandle, SnapshotCollection};
+use super::view::AtSnapshot;
 
 use crate::error::Result;
 use crate::store::{Engine, Version};
@@ -53,11 +54,13 @@ impl Snapshot {
     /// created after it.
     pub fn collection(&self, name: &str) -> Result<SnapshotCollection> {
         let info = self.version.catalog.get(name)?.clone();
-        Ok(SnapshotCollection::new(
-            self.engine.clone(),
+        Ok(CollectionHandle {
+            view: AtSnapshot {
+                engine: self.engine.clone(),
+                version: self.version.clone(),
+            },
             info,
-            self.version.clone(),
-        ))
+        })
     }
 
     /// The names of the collections as of the snapshot, sorted.

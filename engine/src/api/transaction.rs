@@ -3,17 +3,17 @@
 //! while it runs; its commit checks, under the writer lock, that nothing it read has
 //! changed since it began, and is refused with `Error::Conflict` if anything has.
 
-use std::ops::{Bound, RangeBounds};
+use std::ops::Bound;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use parking_lot::Mutex;
 
 use super::batch::Batch;
-use super::collection::{At, KeyRange, Scan, field_index, tree_bounds};
+use super::collection::CollectionHandle;
+use super::view::{View, sealed};
 use crate::catalog::CollectionInfo;
-use crate::document::{Document, ItemPage, ItemQuery, Outlier};
-use crate::item::{NewItem, Summary};
+use crate::item::NewItem;
 use crate::page::keys;
 use crate::store::{Engine, ReadSet, Version, check_key};
 use crate::{error::Result, options::Durability};
@@ -84,7 +84,10 @@ impl Transaction {
     /// for one created after the transaction began.
     pub fn collection(&self, name: &str) -> Result<TransactionCollection<'_>> {
         let info = self.base.catalog.get(name)?.clone();
-        Ok(TransactionCollection { txn: self, info })
+        Ok(CollectionHandle {
+            view: InTransaction { txn: self },
+            info,
+        })
     }
 
     /// The version reads see: the one the transaction began at, with its writes so far.
@@ -227,96 +230,39 @@ impl super::batch::sealed::Pending for Transaction {
 
 /// One collection as a [`Transaction`] reads it: at the version the transaction began,
 /// with its own writes; each read is remembered, for the commit to check.
-pub struct TransactionCollection<'t> {
+pub type TransactionCollection<'t> = CollectionHandle<InTransaction<'t>>;
+
+/// A [`TransactionCollection`]'s view: the transaction's, each read remembered.
+#[derive(Clone, Copy)]
+pub struct InTransaction<'t> {
     txn: &'t Transaction,
-    info: Arc<CollectionInfo>,
 }
 
-impl TransactionCollection<'_> {
-    fn at(&self) -> Result<At<'_>> {
-        Ok(At {
-            shared: &self.txn.engine,
-            info: &self.info,
-            version: self.txn.view()?,
-        })
+impl View for InTransaction<'_> {}
+
+#[allow(private_interfaces)]
+impl sealed::Sealed for InTransaction<'_> {
+    fn engine(&self) -> &Engine {
+        &self.txn.engine
+    }
+
+    fn version(&self, _: &CollectionInfo) -> Result<Arc<Version>> {
+        self.txn.view()
     }
 
     /// Remembers the read of parent `key`'s record (which every change to its arrays
     /// changes too).
-    fn note_parent(&self, key: &[u8]) -> Result<()> {
+    fn note_parent(&self, info: &CollectionInfo, key: &[u8]) -> Result<()> {
         check_key(key)?;
-        let tree_key = keys::parent(self.info.id, key);
+        let tree_key = keys::parent(info.id, key);
         self.txn
             .reads
             .note_point(&self.txn.engine.pages, &self.txn.base.tree, tree_key)
     }
 
-    /// Remembers the read of every tree entry in a range.
     fn note_range(&self, start: Bound<Bytes>, end: Bound<Bytes>) -> Result<()> {
         self.txn
             .reads
             .note_range(&self.txn.engine.pages, &self.txn.base.tree, start, end)
-    }
-
-    /// The collection's name.
-    pub fn name(&self) -> &str {
-        self.info.spec.name()
-    }
-
-    /// [`crate::Collection::get`] as the transaction sees it.
-    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Document>> {
-        self.note_parent(key.as_ref())?;
-        self.at()?.get(key.as_ref())
-    }
-
-    /// [`crate::Collection::get_projected`] as the transaction sees it.
-    pub fn get_projected(
-        &self,
-        key: impl AsRef<[u8]>,
-        fields: &[&str],
-    ) -> Result<Option<Document>> {
-        self.note_parent(key.as_ref())?;
-        self.at()?.get_projected(key.as_ref(), fields)
-    }
-
-    /// [`crate::Collection::items`] as the transaction sees it.
-    pub fn items(
-        &self,
-        key: impl AsRef<[u8]>,
-        field: &str,
-        query: &ItemQuery,
-    ) -> Result<Option<ItemPage>> {
-        self.note_parent(key.as_ref())?;
-        self.at()?.items(key.as_ref(), field, query)
-    }
-
-    /// [`crate::Collection::summary`] as the transaction sees it.
-    pub fn summary(
-        &self,
-        key: impl AsRef<[u8]>,
-        field: &str,
-        range: impl RangeBounds<i64>,
-    ) -> Result<Option<Summary>> {
-        self.note_parent(key.as_ref())?;
-        let range = (range.start_bound().cloned(), range.end_bound().cloned());
-        self.at()?.summary(key.as_ref(), field, range)
-    }
-
-    /// [`crate::Collection::outliers`] as the transaction sees it; a parent that overflows
-    /// or stops overflowing in the meantime is a conflict.
-    pub fn outliers(&self, field: &str) -> Result<Vec<Outlier>> {
-        let index = field_index(&self.info, field)?;
-        let start = Bytes::from(keys::outliers(self.info.id, index));
-        let end = keys::outliers_end(self.info.id, index);
-        self.note_range(Bound::Included(start), Bound::Excluded(end))?;
-        self.at()?.outliers(field)
-    }
-
-    /// [`crate::Collection::scan`] as the transaction sees it; a parent put, changed or
-    /// deleted in the range in the meantime is a conflict.
-    pub fn scan(&self, range: impl KeyRange) -> Result<Scan> {
-        let (start, end) = tree_bounds(self.info.id, &range);
-        self.note_range(start, end)?;
-        self.at()?.scan(range)
     }
 }

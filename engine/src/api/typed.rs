@@ -38,6 +38,38 @@
 //! assert_eq!(newest.items[0].text, "works");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! Every read handle types the same way: a transaction reads typed (its reads checked at
+//! commit) and takes typed writes, and a snapshot reads typed at its version.
+//!
+//! ```
+//! use serde::{Deserialize, Serialize};
+//! use skewdb::typed::Json;
+//! use skewdb::{CollectionSpec, Db, Options};
+//!
+//! #[derive(Serialize, Deserialize, PartialEq, Debug)]
+//! struct Account { balance: i64 }
+//!
+//! let dir = tempfile::tempdir()?;
+//! let db = Db::open(dir.path(), Options::new())?;
+//! db.create_collection(CollectionSpec::new("accounts"))?;
+//! let before = db.snapshot();
+//!
+//! let accounts = db.collection("accounts")?.typed::<String, Account, Json>();
+//! let mut txn = db.transaction();
+//! // Read through the transaction (remembered for its commit to check) ...
+//! let seen = txn.collection("accounts")?.typed::<String, Account, Json>().get("alice")?;
+//! let balance = seen.map_or(0, |a| a.body.balance);
+//! // ... and write into it through any typed handle of the collection.
+//! accounts.put(&mut txn, "alice", &Account { balance: balance + 10 })?;
+//! txn.commit()?; // refused with Error::Conflict had "alice" changed since the read
+//!
+//! let now = db.snapshot().collection("accounts")?.typed::<String, Account, Json>();
+//! assert_eq!(now.get("alice")?.map(|a| a.body), Some(Account { balance: 10 }));
+//! let then = before.collection("accounts")?.typed::<String, Account, Json>();
+//! assert!(then.get("alice")?.is_none()); // the snapshot from before the transaction
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
@@ -48,7 +80,8 @@ use serde::de::DeserializeOwned;
 use super::array::Array;
 use super::batch::Writes;
 use super::batch::sealed::Token;
-use super::collection::{Collection, Scan};
+use super::collection::{CollectionHandle, Scan};
+use super::view::{Latest, View};
 use crate::document::{Cursor, Document, ItemPage, ItemQuery};
 use crate::error::{Error, Result};
 use crate::item::{NewItem, Summary};
@@ -218,13 +251,15 @@ pub struct TypedDocument<K, B> {
     pub document: Document,
 }
 
-/// A collection whose keys are `K`, bodies `B`, encoded by `C`: see the module's example.
-pub struct TypedCollection<K, B, C = Json> {
-    collection: Collection,
+/// A collection whose keys are `K`, bodies `B`, encoded by `C`, read through the view `V`
+/// of the handle it was made from ([`crate::Collection`], [`crate::SnapshotCollection`] or
+/// [`crate::TransactionCollection`]): see the module's example.
+pub struct TypedCollection<K, B, C = Json, V = Latest> {
+    collection: CollectionHandle<V>,
     _types: Types<(K, B, C)>,
 }
 
-impl<K, B, C> Clone for TypedCollection<K, B, C> {
+impl<K, B, C, V: Clone> Clone for TypedCollection<K, B, C, V> {
     fn clone(&self) -> Self {
         TypedCollection {
             collection: self.collection.clone(),
@@ -233,11 +268,12 @@ impl<K, B, C> Clone for TypedCollection<K, B, C> {
     }
 }
 
-impl Collection {
-    /// This collection, read and written as keys `K` and bodies `B` encoded by `C`.
+impl<V: View + Clone> CollectionHandle<V> {
+    /// This collection, read and written as keys `K` and bodies `B` encoded by `C`, through
+    /// this handle's view (the latest state, a snapshot, or a transaction).
     pub fn typed<K: Key, B: Serialize + DeserializeOwned, C: Codec>(
         &self,
-    ) -> TypedCollection<K, B, C> {
+    ) -> TypedCollection<K, B, C, V> {
         TypedCollection {
             collection: self.clone(),
             _types: PhantomData,
@@ -245,26 +281,31 @@ impl Collection {
     }
 }
 
-impl<K: Key, B: Serialize + DeserializeOwned, C: Codec> TypedCollection<K, B, C> {
-    /// The untyped handle underneath.
-    pub fn untyped(&self) -> &Collection {
-        &self.collection
-    }
+/// A document decoded as keys `K` and bodies `B` encoded by `C`.
+fn typed_document<K: Key, B: DeserializeOwned, C: Codec>(
+    document: Document,
+) -> Result<TypedDocument<K, B>> {
+    let key = K::decode(document.key()).map_err(|e| codec_error::<C>("key", e))?;
+    let body = C::decode(document.body()).map_err(|e| codec_error::<C>("body", e))?;
+    Ok(TypedDocument {
+        key,
+        body,
+        document,
+    })
+}
 
-    fn document(&self, document: Document) -> Result<TypedDocument<K, B>> {
-        let key = K::decode(document.key()).map_err(|e| codec_error::<C>("key", e))?;
-        let body = C::decode(document.body()).map_err(|e| codec_error::<C>("body", e))?;
-        Ok(TypedDocument {
-            key,
-            body,
-            document,
-        })
+impl<K: Key, B: Serialize + DeserializeOwned, C: Codec, V: View + Clone>
+    TypedCollection<K, B, C, V>
+{
+    /// The untyped handle underneath.
+    pub fn untyped(&self) -> &CollectionHandle<V> {
+        &self.collection
     }
 
     /// The parent `key`, decoded; `None` when it does not exist.
     pub fn get(&self, key: &K::Arg) -> Result<Option<TypedDocument<K, B>>> {
         match self.collection.get(K::encode(key))? {
-            Some(document) => self.document(document).map(Some),
+            Some(document) => typed_document::<K, B, C>(document).map(Some),
             None => Ok(None),
         }
     }
@@ -296,7 +337,7 @@ impl<K: Key, B: Serialize + DeserializeOwned, C: Codec> TypedCollection<K, B, C>
         let range = (bound(range.start_bound()), bound(range.end_bound()));
         Ok(TypedScan {
             scan: self.collection.scan(range)?,
-            collection: self.clone(),
+            _types: PhantomData,
         })
     }
 
@@ -305,7 +346,7 @@ impl<K: Key, B: Serialize + DeserializeOwned, C: Codec> TypedCollection<K, B, C>
     pub fn array<I: Serialize + DeserializeOwned + ItemFields>(
         &self,
         field: &str,
-    ) -> Result<TypedArray<K, I, C>> {
+    ) -> Result<TypedArray<K, I, C, V>> {
         Ok(TypedArray {
             collection: self.collection.clone(),
             array: self.collection.array(field)?,
@@ -317,7 +358,7 @@ impl<K: Key, B: Serialize + DeserializeOwned, C: Codec> TypedCollection<K, B, C>
 /// Parents decoded, from a [`TypedCollection::scan`].
 pub struct TypedScan<K, B, C> {
     scan: Scan,
-    collection: TypedCollection<K, B, C>,
+    _types: Types<(K, B, C)>,
 }
 
 impl<K: Key, B: Serialize + DeserializeOwned, C: Codec> Iterator for TypedScan<K, B, C> {
@@ -325,14 +366,14 @@ impl<K: Key, B: Serialize + DeserializeOwned, C: Codec> Iterator for TypedScan<K
 
     fn next(&mut self) -> Option<Self::Item> {
         let document = self.scan.next()?;
-        Some(document.and_then(|d| self.collection.document(d)))
+        Some(document.and_then(typed_document::<K, B, C>))
     }
 }
 
 impl<K: Key, B: Serialize + DeserializeOwned, C: Codec> DoubleEndedIterator for TypedScan<K, B, C> {
     fn next_back(&mut self) -> Option<Self::Item> {
         let document = self.scan.next_back()?;
-        Some(document.and_then(|d| self.collection.document(d)))
+        Some(document.and_then(typed_document::<K, B, C>))
     }
 }
 
@@ -347,14 +388,17 @@ pub struct TypedPage<I> {
     pub next: Option<Cursor>,
 }
 
-/// An array field whose items are `I`, encoded by `C`, of a collection keyed by `K`.
-pub struct TypedArray<K, I, C = Json> {
-    collection: Collection,
+/// An array field whose items are `I`, encoded by `C`, of a collection keyed by `K`, read
+/// through the view `V` of the handle it was made from.
+pub struct TypedArray<K, I, C = Json, V = Latest> {
+    collection: CollectionHandle<V>,
     array: Array,
     _types: Types<(K, I, C)>,
 }
 
-impl<K: Key, I: Serialize + DeserializeOwned + ItemFields, C: Codec> TypedArray<K, I, C> {
+impl<K: Key, I: Serialize + DeserializeOwned + ItemFields, C: Codec, V: View>
+    TypedArray<K, I, C, V>
+{
     /// The untyped array handle underneath.
     pub fn untyped(&self) -> &Array {
         &self.array
@@ -394,7 +438,7 @@ impl<K: Key, I: Serialize + DeserializeOwned + ItemFields, C: Codec> TypedArray<
             .remove_item_from(&self.array, K::encode(key), id);
     }
 
-    /// Items of parent `key`'s array, decoded (see [`Collection::items`]).
+    /// Items of parent `key`'s array, decoded (see [`CollectionHandle::items`]).
     pub fn items(&self, key: &K::Arg, query: &ItemQuery) -> Result<Option<TypedPage<I>>> {
         let page = self
             .collection
