@@ -6,7 +6,7 @@ use crate::catalog::{ArraySpec, CollectionInfo, Layout};
 use crate::error::{Error, Result};
 
 /// One array field of a collection, checked against the schema when it is made
-/// ([`Collection::array`]): the batch methods that take it ([`crate::Batch::push_to`] and
+/// ([`crate::Collection::array`]): the batch methods that take it ([`crate::Batch::push_to`] and
 /// the others) cannot name a collection or field that does not exist.
 #[derive(Clone, Debug)]
 pub struct Array {
@@ -42,7 +42,7 @@ impl Array {
         &self.spec().measures
     }
 
-    /// The index of measure `name`, for [`crate::Item::measure`] and [`Summary::measure`];
+    /// The index of measure `name`, for [`crate::Item::measure`] and [`crate::Summary::measure`];
     /// `Error::UnknownMeasure` for a name the field does not declare.
     pub fn measure_index(&self, name: &str) -> Result<usize> {
         self.spec()

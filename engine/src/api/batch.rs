@@ -5,8 +5,6 @@ use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
 
-use super::array::Array;
-use crate::document::Cursor;
 use crate::item::NewItem;
 use crate::store::{BatchOp, Engine, Expired, ReadSet, Shared};
 use crate::{
@@ -131,135 +129,62 @@ impl Batch {
         name
     }
 
-    /// Sets the body of parent `key` in `collection`, creating the parent if need be; its
-    /// arrays are left as they are.
-    pub fn put(
-        &mut self,
-        collection: &str,
-        key: impl AsRef<[u8]>,
-        body: impl AsRef<[u8]>,
-    ) -> &mut Self {
-        let (collection, key) = (self.name(collection), self.key(key.as_ref()));
+    super::writes::write_methods!();
+
+    /// The batch these writes queue into: this one.
+    fn queue(&mut self) -> &mut Batch {
+        self
+    }
+
+    fn queued(&self) -> &Batch {
+        self
+    }
+
+    pub(crate) fn queue_put(&mut self, collection: &str, key: &[u8], body: &[u8]) {
+        let (collection, key) = (self.name(collection), self.key(key));
         self.ops.push(BatchOp::Put {
             collection,
             key,
-            body: Bytes::copy_from_slice(body.as_ref()),
+            body: Bytes::copy_from_slice(body),
         });
-        self
     }
 
-    /// Deletes parent `key` of `collection` and every item of its arrays (nothing if absent).
-    pub fn delete(&mut self, collection: &str, key: impl AsRef<[u8]>) -> &mut Self {
-        let (collection, key) = (self.name(collection), self.key(key.as_ref()));
+    pub(crate) fn queue_delete(&mut self, collection: &str, key: &[u8]) {
+        let (collection, key) = (self.name(collection), self.key(key));
         self.ops.push(BatchOp::Delete { collection, key });
-        self
     }
 
-    /// Pushes an item to array `field` of parent `key` (created with an empty body if
-    /// absent). The array's layout decides where the item lives.
-    pub fn push(
-        &mut self,
-        collection: &str,
-        key: impl AsRef<[u8]>,
-        field: &str,
-        item: NewItem,
-    ) -> &mut Self {
-        let array = (self.name(collection), self.name(field));
-        self.array_op(array, key.as_ref(), ArrayOp::Push(item))
+    /// The collection's and the field's names, shared with the batch's other operations.
+    pub(crate) fn names_of(&mut self, collection: &str, field: &str) -> (Arc<str>, Arc<str>) {
+        (self.name(collection), self.name(field))
     }
 
-    /// Removes every item with key `item_key` from array `field` of parent `key`, wherever
-    /// it lives (inline, tail or cold chunks). Totals and summaries stay exact; a `Subset`
-    /// window refills from history; see `format-spec/arrays.md` for the rule of each layout.
-    /// Removing from a parent that does not exist, or a key the array does not hold, does
-    /// nothing.
-    pub fn remove(
+    pub(crate) fn queue_push(&mut self, array: (Arc<str>, Arc<str>), key: &[u8], item: NewItem) {
+        self.queue_array_op(array, key, ArrayOp::Push(item));
+    }
+
+    /// Every item keyed `item_key`, or the one pushed with sequence `seq`.
+    pub(crate) fn queue_remove(
         &mut self,
-        collection: &str,
-        key: impl AsRef<[u8]>,
-        field: &str,
+        array: (Arc<str>, Arc<str>),
+        key: &[u8],
         item_key: i64,
-    ) -> &mut Self {
-        let array = (self.name(collection), self.name(field));
-        self.array_op(array, key.as_ref(), ArrayOp::Remove(item_key, None))
+        seq: Option<u64>,
+    ) {
+        self.queue_array_op(array, key, ArrayOp::Remove(item_key, seq));
     }
 
-    /// Removes the one item `id` names (its key and push sequence, as [`crate::ItemPage::ids`]
-    /// gives them) from array `field` of parent `key`, wherever it lives; items with the
-    /// same key pushed at other times stay. Nothing if no item has that identity.
-    pub fn remove_item(
-        &mut self,
-        collection: &str,
-        key: impl AsRef<[u8]>,
-        field: &str,
-        id: Cursor,
-    ) -> &mut Self {
-        let array = (self.name(collection), self.name(field));
-        self.array_op(array, key.as_ref(), ArrayOp::Remove(id.key, Some(id.seq)))
-    }
-
-    /// Drops every sealed bucket of `Bucket` array `field` of parent `key` whose newest item
-    /// key is below `before`, from the chunk index alone (no bucket is read); the open bucket
-    /// and late items stay. Total and summary follow. `Error::WrongLayout` for an array of
-    /// another layout.
-    pub fn expire_buckets(
-        &mut self,
-        collection: &str,
-        key: impl AsRef<[u8]>,
-        field: &str,
-        before: i64,
-    ) -> &mut Self {
-        let array = (self.name(collection), self.name(field));
-        self.array_op(array, key.as_ref(), ArrayOp::Expire(before))
-    }
-
-    /// [`Batch::push`] to the array of a handle (whose collection and field were checked
-    /// when the handle was made).
-    pub fn push_to(&mut self, array: &Array, key: impl AsRef<[u8]>, item: NewItem) -> &mut Self {
-        self.array_op(array.names(), key.as_ref(), ArrayOp::Push(item))
-    }
-
-    /// [`Batch::remove`] from the array of a handle.
-    pub fn remove_from(
-        &mut self,
-        array: &Array,
-        key: impl AsRef<[u8]>,
-        item_key: i64,
-    ) -> &mut Self {
-        self.array_op(array.names(), key.as_ref(), ArrayOp::Remove(item_key, None))
-    }
-
-    /// [`Batch::remove_item`] from the array of a handle.
-    pub fn remove_item_from(
-        &mut self,
-        array: &Array,
-        key: impl AsRef<[u8]>,
-        id: Cursor,
-    ) -> &mut Self {
-        self.array_op(
-            array.names(),
-            key.as_ref(),
-            ArrayOp::Remove(id.key, Some(id.seq)),
-        )
-    }
-
-    /// [`Batch::expire_buckets`] of the array of a handle.
-    pub fn expire_buckets_of(
-        &mut self,
-        array: &Array,
-        key: impl AsRef<[u8]>,
-        before: i64,
-    ) -> &mut Self {
-        self.array_op(array.names(), key.as_ref(), ArrayOp::Expire(before))
+    pub(crate) fn queue_expire(&mut self, array: (Arc<str>, Arc<str>), key: &[u8], before: i64) {
+        self.queue_array_op(array, key, ArrayOp::Expire(before));
     }
 
     /// Queues an operation on array `field` of `collection`'s parent `key`.
-    fn array_op(
+    fn queue_array_op(
         &mut self,
         (collection, field): (Arc<str>, Arc<str>),
         key: &[u8],
         op: ArrayOp,
-    ) -> &mut Self {
+    ) {
         let key = self.key(key);
         self.ops.push(match op {
             ArrayOp::Push(item) => BatchOp::Push {
@@ -282,25 +207,6 @@ impl Batch {
                 before,
             },
         });
-        self
-    }
-
-    /// Operations queued, not yet committed.
-    pub fn len(&self) -> usize {
-        self.ops.len()
-    }
-
-    /// True when no operation is queued.
-    pub fn is_empty(&self) -> bool {
-        self.ops.is_empty()
-    }
-
-    /// How durable the commit is: `Immediate` (on disk when `commit` returns) or
-    /// `Buffered` (written, synced by a later commit, checkpoint or [`Db::persist`]). The
-    /// database's `Options::durability` by default.
-    pub fn durability(&mut self, durability: Durability) -> &mut Self {
-        self.durability = durability;
-        self
     }
 
     /// Applies the batch, leaving it empty for the next operations. On error nothing of it

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::array::Array;
-use super::batch::Batch;
 use super::view::{AtSnapshot, Latest, View};
 use crate::cache;
 use crate::catalog::{CollectionId, CollectionInfo, CollectionSpec};
@@ -20,7 +19,7 @@ use crate::page::node::Value;
 use crate::page::tree::{BackCursor, Cursor as TreeCursor};
 use crate::pattern::{self, Operation};
 use crate::store::decode::decode_document;
-use crate::store::{Engine, Expired, Version, check_key};
+use crate::store::{BatchOp, Engine, Expired, Version, check_key};
 
 /// Parents per batch when a collection-wide expiry walks the parents with buckets.
 const EXPIRY_BATCH_PARENTS: usize = 1_000;
@@ -325,12 +324,19 @@ impl Collection {
         let layout = self.info.spec.arrays()[index].layout;
         pattern::check_supports(layout, Operation::ExpireBuckets, self.name(), field)?;
         let mut expired = Expired::default();
-        for parents in self.outliers(field)?.chunks(EXPIRY_BATCH_PARENTS) {
-            let mut batch = Batch::new(&self.view.engine);
-            for parent in parents {
-                batch.expire_buckets(self.name(), &parent.key, field, before);
-            }
-            let dropped = batch.commit_checked(None)?;
+        let engine = &self.view.engine;
+        let (collection, field): (Arc<str>, Arc<str>) = (Arc::from(self.name()), Arc::from(field));
+        for parents in self.outliers(&field)?.chunks(EXPIRY_BATCH_PARENTS) {
+            let ops = parents
+                .iter()
+                .map(|parent| BatchOp::ExpireBuckets {
+                    collection: collection.clone(),
+                    key: parent.key.clone(),
+                    field: field.clone(),
+                    before,
+                })
+                .collect();
+            let dropped = engine.commit_checked(ops, engine.options.durability, None)?;
             expired.buckets += dropped.buckets;
             expired.items += dropped.items;
         }
@@ -456,29 +462,5 @@ impl DoubleEndedIterator for Scan {
         let _owner = cache::attribute(self.info.id);
         let step = self.step_back();
         self.yielded(step)
-    }
-}
-
-/// The batch writes that take a collection handle, here beside the handle: the batch knows
-/// nothing of collections.
-impl Batch {
-    /// [`Batch::put`] into the collection of a handle (whose name was checked when the
-    /// handle was made).
-    pub fn put_in<V: View>(
-        &mut self,
-        collection: &CollectionHandle<V>,
-        key: impl AsRef<[u8]>,
-        body: impl AsRef<[u8]>,
-    ) -> &mut Self {
-        self.put(collection.name(), key, body)
-    }
-
-    /// [`Batch::delete`] from the collection of a handle.
-    pub fn delete_in<V: View>(
-        &mut self,
-        collection: &CollectionHandle<V>,
-        key: impl AsRef<[u8]>,
-    ) -> &mut Self {
-        self.delete(collection.name(), key)
     }
 }

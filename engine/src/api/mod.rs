@@ -18,6 +18,7 @@ mod transaction;
 #[cfg(feature = "serde")]
 pub mod typed;
 mod view;
+mod writes;
 
 pub use array::Array;
 pub use batch::{Batch, Writes};

@@ -69,7 +69,7 @@ impl Snapshot {
     }
 
     /// Writes the whole database as this snapshot sees it to the single file `path`, as
-    /// [`Db::backup`] does for a snapshot it takes itself: for a backup whose contents must
+    /// [`crate::Db::backup`] does for a snapshot it takes itself: for a backup whose contents must
     /// match other reads made at the same snapshot.
     pub fn backup(&self, path: impl AsRef<std::path::Path>) -> Result<crate::backup::BackupReport> {
         crate::backup::write(&self.engine, &self.version, path.as_ref())

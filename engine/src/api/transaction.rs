@@ -13,10 +13,9 @@ use super::batch::Batch;
 use super::collection::CollectionHandle;
 use super::view::{View, sealed};
 use crate::catalog::CollectionInfo;
-use crate::item::NewItem;
+use crate::error::Result;
 use crate::page::keys;
 use crate::store::{Engine, ReadSet, Version, check_key};
-use crate::{error::Result, options::Durability};
 
 /// A read-modify-write unit of work. Reads (through [`Transaction::collection`]) see the
 /// database as it was when the transaction began, plus the transaction's own writes;
@@ -107,108 +106,15 @@ impl Transaction {
         Ok(version)
     }
 
-    /// [`Batch::put`], applied at commit.
-    pub fn put(
-        &mut self,
-        collection: &str,
-        key: impl AsRef<[u8]>,
-        body: impl AsRef<[u8]>,
-    ) -> &mut Self {
-        self.batch.put(collection, key, body);
-        self
+    super::writes::write_methods!();
+
+    /// The batch the transaction's writes queue into, applied at its commit.
+    fn queue(&mut self) -> &mut Batch {
+        &mut self.batch
     }
 
-    /// [`Batch::delete`], applied at commit.
-    pub fn delete(&mut self, collection: &str, key: impl AsRef<[u8]>) -> &mut Self {
-        self.batch.delete(collection, key);
-        self
-    }
-
-    /// [`Batch::push`], applied at commit.
-    pub fn push(
-        &mut self,
-        collection: &str,
-        key: impl AsRef<[u8]>,
-        field: &str,
-        item: NewItem,
-    ) -> &mut Self {
-        self.batch.push(collection, key, field, item);
-        self
-    }
-
-    /// [`Batch::remove`], applied at commit.
-    pub fn remove(
-        &mut self,
-        collection: &str,
-        key: impl AsRef<[u8]>,
-        field: &str,
-        item_key: i64,
-    ) -> &mut Self {
-        self.batch.remove(collection, key, field, item_key);
-        self
-    }
-
-    /// [`Batch::remove_item`], applied at commit.
-    pub fn remove_item(
-        &mut self,
-        collection: &str,
-        key: impl AsRef<[u8]>,
-        field: &str,
-        id: crate::document::Cursor,
-    ) -> &mut Self {
-        self.batch.remove_item(collection, key, field, id);
-        self
-    }
-
-    /// [`Batch::expire_buckets`], applied at commit.
-    pub fn expire_buckets(
-        &mut self,
-        collection: &str,
-        key: impl AsRef<[u8]>,
-        field: &str,
-        before: i64,
-    ) -> &mut Self {
-        self.batch.expire_buckets(collection, key, field, before);
-        self
-    }
-
-    /// [`Batch::push_to`], applied at commit.
-    pub fn push_to(
-        &mut self,
-        array: &super::array::Array,
-        key: impl AsRef<[u8]>,
-        item: NewItem,
-    ) -> &mut Self {
-        self.batch.push_to(array, key, item);
-        self
-    }
-
-    /// [`Batch::remove_from`], applied at commit.
-    pub fn remove_from(
-        &mut self,
-        array: &super::array::Array,
-        key: impl AsRef<[u8]>,
-        item_key: i64,
-    ) -> &mut Self {
-        self.batch.remove_from(array, key, item_key);
-        self
-    }
-
-    /// [`Batch::remove_item_from`], applied at commit.
-    pub fn remove_item_from(
-        &mut self,
-        array: &super::array::Array,
-        key: impl AsRef<[u8]>,
-        id: crate::document::Cursor,
-    ) -> &mut Self {
-        self.batch.remove_item_from(array, key, id);
-        self
-    }
-
-    /// [`Batch::durability`] of the commit.
-    pub fn durability(&mut self, durability: Durability) -> &mut Self {
-        self.batch.durability(durability);
-        self
+    fn queued(&self) -> &Batch {
+        &self.batch
     }
 
     /// Applies the writes if nothing the transaction read has changed since it began:
