@@ -25,6 +25,7 @@ mod backup;
 #[cfg(feature = "serde")]
 pub mod bson_key;
 mod cache;
+mod cached;
 mod catalog;
 mod cold;
 mod document;

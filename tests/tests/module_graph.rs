@@ -427,6 +427,27 @@ fn the_check_finds_a_circle_and_passes_a_line() {
     );
 }
 
+/// The cache knows nothing above it: no module under `cache` uses the page store, the cold
+/// store, documents, items, records, the store or the API (it is generic over what it
+/// holds, and `cached` says what the engine keeps in it).
+#[test]
+fn the_cache_uses_nothing_above_it() {
+    let modules = modules();
+    let edges = edges(&modules);
+    let above = [
+        "page", "cold", "document", "item", "record", "cached", "store", "api", "pattern",
+    ];
+    let wrong: Vec<String> = edges
+        .iter()
+        .filter(|((from, to), _)| {
+            from.first().is_some_and(|m| m == "cache")
+                && to.first().is_some_and(|m| above.contains(&m.as_str()))
+        })
+        .map(|((from, to), places)| format!("{} -> {} ({})", name(from), name(to), places[0]))
+        .collect();
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
 /// No engine source file over 40 KiB: a file that large holds more than one job.
 #[test]
 fn no_engine_source_file_is_over_40_kib() {

@@ -22,16 +22,12 @@ mod what_if;
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use bytes::Bytes;
 use parking_lot::Mutex;
 
 use crate::catalog::CollectionId;
 use crate::error::Result;
-use crate::item::Stored;
-use crate::page::node::Node;
 pub use policy::{CachePolicy, Simulator, belady_hits};
 use policy::{Marks, Policy};
 use records::{KeptRecord, RecordCache};
@@ -99,37 +95,29 @@ impl std::hash::Hash for CacheKey {
     }
 }
 
-/// A cached object.
-#[derive(Clone, Debug)]
-pub enum CacheValue {
-    Node(Arc<Node>),
-    Bytes(Bytes),
-    Items(Arc<Vec<Stored>>),
-}
-
-impl CacheValue {
-    /// Whether the value is a B+tree inner page, which the policy keeps ahead of leaves.
-    fn is_inner_page(&self) -> bool {
-        matches!(self, CacheValue::Node(node) if node.is_internal())
-    }
+/// What the cache holds: any value that can say whether it is a B+tree inner page (the
+/// policy keeps those apart, ahead of everything else). The cache knows nothing more of it.
+pub trait CacheValue: Clone + Send + Sync + 'static {
+    /// Whether the value is a B+tree inner page.
+    fn is_inner_page(&self) -> bool;
 }
 
 /// An object read through [`PageCache::get_or_read`] that the cache has not kept:
 /// [`PageCache::admit`] keeps it. Boxed: a hit, which has none, hands back a null word
 /// through every level of a descent, not the object's description.
-pub struct Unkept(Box<UnkeptObject>);
+pub struct Unkept<V>(Box<UnkeptObject<V>>);
 
-struct UnkeptObject {
+struct UnkeptObject<V> {
     key: CacheKey,
     tier: Tier,
-    value: CacheValue,
+    value: V,
     weight: u64,
     owner: Owner,
 }
 
 /// What a loader hands the cache on a miss.
-pub struct Loaded {
-    pub value: CacheValue,
+pub struct Loaded<V> {
+    pub value: V,
     /// The memory the object takes while cached, which the budget counts.
     pub weight_bytes: usize,
     /// The bytes the load read from storage.
@@ -232,8 +220,8 @@ fn slot<T: Default>(vec: &mut Vec<[T; 2]>, owner: Owner, tier: Tier) -> &mut T {
     &mut vec[owner][tier.index()]
 }
 
-struct Entry {
-    value: CacheValue,
+struct Entry<V> {
+    value: V,
     weight: u64,
     tier: Tier,
     owner: Owner,
@@ -243,23 +231,28 @@ struct Entry {
 
 /// A shard's objects, found by the same mixed hash that picked the shard, so a request
 /// hashes its key once.
-#[derive(Default)]
-struct Entries(hashbrown::HashTable<(CacheKey, Entry)>);
+struct Entries<V>(hashbrown::HashTable<(CacheKey, Entry<V>)>);
 
-impl Entries {
+impl<V> Default for Entries<V> {
+    fn default() -> Self {
+        Entries(hashbrown::HashTable::new())
+    }
+}
+
+impl<V> Entries<V> {
     #[inline(always)]
-    fn get_mut(&mut self, hash: u64, key: &CacheKey) -> Option<&mut Entry> {
+    fn get_mut(&mut self, hash: u64, key: &CacheKey) -> Option<&mut Entry<V>> {
         self.0
             .find_mut(hash, |(k, _)| k == key)
             .map(|(_, entry)| entry)
     }
 
-    fn insert(&mut self, hash: u64, key: CacheKey, entry: Entry) {
+    fn insert(&mut self, hash: u64, key: CacheKey, entry: Entry<V>) {
         self.0
             .insert_unique(hash, (key, entry), |(k, _)| key_hash(k));
     }
 
-    fn remove(&mut self, hash: u64, key: &CacheKey) -> Option<Entry> {
+    fn remove(&mut self, hash: u64, key: &CacheKey) -> Option<Entry<V>> {
         match self.0.find_entry(hash, |(k, _)| k == key) {
             Ok(occupied) => Some(occupied.remove().0.1),
             Err(_) => None,
@@ -282,11 +275,20 @@ impl Pending {
     }
 }
 
-#[derive(Default)]
-struct Shard {
-    entries: Entries,
+struct Shard<V> {
+    entries: Entries<V>,
     counts: OwnerCounts<RequestCounts>,
     pending: Pending,
+}
+
+impl<V> Default for Shard<V> {
+    fn default() -> Self {
+        Shard {
+            entries: Entries::default(),
+            counts: OwnerCounts::default(),
+            pending: Pending::default(),
+        }
+    }
 }
 
 /// The policy's side: which keys are resident, how many bytes, and who owns them.
@@ -298,15 +300,15 @@ struct Core {
 
 /// A sharded cache with a byte budget. Resident bytes (pages, chunks and the record tier's
 /// records) never exceed the budget once a call returns.
-pub struct PageCache {
+pub struct PageCache<V, D> {
     config: CacheConfig,
     /// What pages and chunks may always hold: the budget less the records' share. They may
     /// hold more while the record tier holds less than its share (`page_limit`).
     page_budget: u64,
     /// Parent records, in their share of the budget; read them through `records`, keep
     /// them through `keep_record` and `keep_document`, which make room among the pages.
-    records: RecordCache<crate::document::Document>,
-    shards: Box<[Mutex<Shard>]>,
+    records: RecordCache<D>,
+    shards: Box<[Mutex<Shard<V>>]>,
     core: Mutex<Core>,
     estimator: Option<Estimator>,
     trace: Option<Mutex<TraceWriter>>,
@@ -339,7 +341,7 @@ fn key_hash(key: &CacheKey) -> u64 {
     mix(key.object_id())
 }
 
-impl PageCache {
+impl<V: CacheValue, D: Clone> PageCache<V, D> {
     /// A cache with the default policy, no estimate and no trace.
     #[cfg(test)]
     pub fn new(budget_bytes: usize) -> Self {
@@ -388,9 +390,6 @@ impl PageCache {
     /// shard's table uses the low bits for the slot and the top 7 as a tag, and the high bits
     /// decide the sample, so all of them stay spread within a shard and the sample spreads
     /// over every shard.
-    fn shard_of(&self, hash: u64) -> &Mutex<Shard> {
-        &self.shards[(hash >> 32) as usize % SHARDS]
-    }
 
     /// For a request in the what-if sample, its place in the order of sampled requests.
     fn sample_seq(&self, hash: u64) -> Option<u64> {
@@ -417,8 +416,8 @@ impl PageCache {
         &self,
         key: CacheKey,
         tier: Tier,
-        load: impl FnOnce() -> Result<Loaded>,
-    ) -> Result<CacheValue> {
+        load: impl FnOnce() -> Result<Loaded<V>>,
+    ) -> Result<V> {
         Ok(match self.get_or_miss(key, tier, load)? {
             Ok(value) => value,
             Err(object) => {
@@ -438,7 +437,7 @@ impl PageCache {
         owner: Owner,
         tier: Tier,
         sample: Option<u64>,
-    ) -> Option<CacheValue> {
+    ) -> Option<V> {
         let mut guard = self.shard_of(hash).lock();
         let shard = &mut *guard;
         let counts = shard.counts.slot(owner, tier);
@@ -482,8 +481,8 @@ impl PageCache {
         &self,
         key: CacheKey,
         tier: Tier,
-        load: impl FnOnce() -> Result<Loaded>,
-    ) -> Result<(CacheValue, Option<Unkept>)> {
+        load: impl FnOnce() -> Result<Loaded<V>>,
+    ) -> Result<(V, Option<Unkept<V>>)> {
         Ok(match self.get_or_miss(key, tier, load)? {
             Ok(value) => (value, None),
             Err(object) => (object.value.clone(), Some(Unkept(Box::new(object)))),
@@ -497,8 +496,8 @@ impl PageCache {
         &self,
         key: CacheKey,
         tier: Tier,
-        load: impl FnOnce() -> Result<Loaded>,
-    ) -> Result<std::result::Result<CacheValue, UnkeptObject>> {
+        load: impl FnOnce() -> Result<Loaded<V>>,
+    ) -> Result<std::result::Result<V, UnkeptObject<V>>> {
         let owner = OWNER.with(Cell::get);
         let hash = key_hash(&key);
         let sample = self.sample_seq(hash);
@@ -520,8 +519,8 @@ impl PageCache {
         owner: Owner,
         tier: Tier,
         sample: Option<u64>,
-        load: impl FnOnce() -> Result<Loaded>,
-    ) -> Result<UnkeptObject> {
+        load: impl FnOnce() -> Result<Loaded<V>>,
+    ) -> Result<UnkeptObject<V>> {
         let Loaded {
             value,
             weight_bytes,
@@ -554,7 +553,7 @@ impl PageCache {
     /// Keeps an object [`PageCache::get_or_read`] read if it was read and not kept among the
     /// latest [`LATELY`] such objects (reads that come back to it at once, as point reads of
     /// keys in order come back to their leaf); else remembers it and drops it.
-    pub fn admit_if_read_lately(&self, unkept: Unkept) {
+    pub fn admit_if_read_lately(&self, unkept: Unkept<V>) {
         let id = unkept.0.key.object_id();
         let seen = {
             let mut lately = self.lately.lock();
@@ -573,11 +572,11 @@ impl PageCache {
 
     /// Keeps an object [`PageCache::get_or_read`] read, as [`PageCache::get_or_load`]
     /// would have kept it.
-    pub fn admit(&self, unkept: Unkept) {
+    pub fn admit(&self, unkept: Unkept<V>) {
         self.keep(*unkept.0);
     }
 
-    fn keep(&self, object: UnkeptObject) {
+    fn keep(&self, object: UnkeptObject<V>) {
         let UnkeptObject {
             key,
             tier,
@@ -591,7 +590,7 @@ impl PageCache {
     /// Writes a request to the access trace, if there is one (the check stays on the hit
     /// path; the writing does not).
     #[inline(always)]
-    fn record(&self, key: &CacheKey, weight: u64, tier: Tier, value: &CacheValue) {
+    fn record(&self, key: &CacheKey, weight: u64, tier: Tier, value: &V) {
         if let Some(trace) = &self.trace {
             Self::record_to(trace, key, weight, tier, value);
         }
@@ -599,13 +598,7 @@ impl PageCache {
 
     #[cold]
     #[inline(never)]
-    fn record_to(
-        trace: &Mutex<TraceWriter>,
-        key: &CacheKey,
-        weight: u64,
-        tier: Tier,
-        value: &CacheValue,
-    ) {
+    fn record_to(trace: &Mutex<TraceWriter>, key: &CacheKey, weight: u64, tier: Tier, value: &V) {
         let class = if value.is_inner_page() {
             "inner"
         } else {
@@ -653,7 +646,7 @@ impl PageCache {
     }
 
     /// The parent record tier, for lookups.
-    pub fn records(&self) -> &RecordCache<crate::document::Document> {
+    pub fn records(&self) -> &RecordCache<D> {
         &self.records
     }
 
@@ -689,7 +682,7 @@ impl PageCache {
         collection: u32,
         key: &[u8],
         kept: &KeptRecord,
-        document: crate::document::Document,
+        document: D,
         weight: u64,
     ) {
         self.records.attach(collection, key, kept, document, weight);
@@ -719,14 +712,7 @@ impl PageCache {
         }
     }
 
-    fn insert_owned(
-        &self,
-        key: CacheKey,
-        tier: Tier,
-        value: CacheValue,
-        weight: u64,
-        owner: Owner,
-    ) {
+    fn insert_owned(&self, key: CacheKey, tier: Tier, value: V, weight: u64, owner: Owner) {
         let budget = self.page_limit();
         if weight > budget {
             return;
@@ -949,6 +935,13 @@ impl PageCache {
             }
         }
     }
+}
+
+/// What needs nothing of the values: the shards and the trace.
+impl<V, D> PageCache<V, D> {
+    fn shard_of(&self, hash: u64) -> &Mutex<Shard<V>> {
+        &self.shards[(hash >> 32) as usize % SHARDS]
+    }
 
     /// Writes out the buffered lines of the access trace.
     pub fn flush_trace(&self) {
@@ -959,9 +952,9 @@ impl PageCache {
 }
 
 /// Hits recorded beside the values, collected by the policy at eviction.
-struct ShardMarks<'a>(&'a PageCache);
+struct ShardMarks<'a, V, D>(&'a PageCache<V, D>);
 
-impl Marks<CacheKey> for ShardMarks<'_> {
+impl<V, D> Marks<CacheKey> for ShardMarks<'_, V, D> {
     fn take_hits(&mut self, key: &CacheKey) -> u32 {
         let hash = key_hash(key);
         let mut shard = self.0.shard_of(hash).lock();
@@ -972,7 +965,7 @@ impl Marks<CacheKey> for ShardMarks<'_> {
     }
 }
 
-impl Drop for PageCache {
+impl<V, D> Drop for PageCache<V, D> {
     fn drop(&mut self) {
         self.flush_trace();
     }

@@ -15,7 +15,8 @@ use parking_lot::Mutex;
 pub use chunk::{ChunkKind, ChunkLoc, ChunkRef};
 use chunk::{SEGMENT_HEADER_BYTES, check_segment_header, encode_segment_header, segment_name};
 
-use crate::cache::{CacheKey, CacheValue, Loaded, PageCache, Tier};
+use crate::cache::{CacheKey, Tier};
+use crate::cached::{Cache, Cached, Loaded};
 use crate::error::{Error, Result};
 use crate::item::Stored;
 use crate::storage::{Segment, SegmentMaps, Storage};
@@ -143,7 +144,7 @@ struct ColdGroupBytes {
 pub struct ColdStore {
     storage: Arc<dyn Storage>,
     /// Decompressed chunks are cached beside the hot pages, under one budget.
-    cache: Arc<PageCache>,
+    cache: Arc<Cache>,
     segment_bytes: u64,
     tail: Mutex<ColdTail>,
     /// Set when a write or sync failed: the writer's position is unknown from then on.
@@ -171,7 +172,7 @@ impl ColdStore {
     /// A cold store appending at `tail`; segment 0 means none was ever created.
     pub fn new(
         storage: Arc<dyn Storage>,
-        cache: Arc<PageCache>,
+        cache: Arc<Cache>,
         segment_bytes: u64,
         tail: ColdTail,
     ) -> Self {
@@ -361,12 +362,12 @@ impl ColdStore {
             Ok(Loaded {
                 weight_bytes: items.capacity() * size_of::<Stored>()
                     + items.iter().map(|s| s.item.payload.len()).sum::<usize>(),
-                value: CacheValue::Items(Arc::new(items)),
+                value: Cached::Items(Arc::new(items)),
                 read_bytes: entry.loc.len as u64,
             })
         })?;
         match value {
-            CacheValue::Items(items) => Ok(items),
+            Cached::Items(items) => Ok(items),
             _ => Err(Error::corruption(
                 segment_name(entry.loc.segment_id),
                 entry.loc.offset,
@@ -534,7 +535,7 @@ mod tests {
         let storage = Arc::new(FsStorage::new(dir.path()).unwrap());
         let mut cold = ColdStore::new(
             storage.clone(),
-            Arc::new(PageCache::new(1 << 20)),
+            Arc::new(Cache::new(1 << 20)),
             1 << 20,
             ColdTail::default(),
         );
@@ -579,7 +580,7 @@ mod tests {
         let sim = Arc::new(SimStorage::new());
         let mut cold = ColdStore::new(
             sim.clone(),
-            Arc::new(PageCache::new(1 << 20)),
+            Arc::new(Cache::new(1 << 20)),
             1 << 20,
             ColdTail::default(),
         );
@@ -602,7 +603,7 @@ mod tests {
         let storage = Arc::new(FsStorage::new(dir.path()).unwrap());
         let cold = ColdStore::new(
             storage.clone(),
-            Arc::new(PageCache::new(1 << 20)),
+            Arc::new(Cache::new(1 << 20)),
             1 << 20,
             ColdTail::default(),
         );

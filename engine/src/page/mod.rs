@@ -16,7 +16,8 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use rustc_hash::FxHashSet;
 
-use crate::cache::{CacheKey, CacheValue, Loaded, PageCache, Tier, Unkept};
+use crate::cache::{CacheKey, Tier};
+use crate::cached::{Cache, Cached, Loaded, Unkept};
 use crate::error::{Error, Result};
 use crate::log::{self, FrameKind, FrameLoc, ReadBuffers, frame::FRAME_HEADER_BYTES, segment_name};
 use crate::storage::{Segment, SegmentMaps, Storage};
@@ -39,7 +40,7 @@ pub fn max_inline_record(page_bytes: usize) -> usize {
 /// Reads pages and large records through the cache.
 pub struct PageStore {
     pub storage: Arc<dyn Storage>,
-    pub cache: Arc<PageCache>,
+    pub cache: Arc<Cache>,
     pub page_bytes: usize,
     /// Buffers for page reads that miss the cache.
     buffers: Arc<ReadBuffers>,
@@ -90,7 +91,7 @@ fn page_key(loc: FrameLoc) -> CacheKey {
 }
 
 impl PageStore {
-    pub fn new(storage: Arc<dyn Storage>, cache: Arc<PageCache>, page_bytes: usize) -> PageStore {
+    pub fn new(storage: Arc<dyn Storage>, cache: Arc<Cache>, page_bytes: usize) -> PageStore {
         let frame_bytes = FRAME_HEADER_BYTES + PAGE_FRAME_PREFIX_BYTES + page_bytes;
         PageStore {
             storage,
@@ -162,7 +163,7 @@ impl PageStore {
     }
 
     /// [`PageStore::node`], except that a page read from storage is not kept in the cache
-    /// yet: it comes back beside the node (see [`PageCache::get_or_read`]).
+    /// yet: it comes back beside the node (see [`Cache::get_or_read`]).
     pub fn node_or_read(
         &self,
         table: &PageTable,
@@ -192,15 +193,15 @@ impl PageStore {
         let (node, held) = self.read_page_held(id, loc, Reuse::CheckedFrames)?;
         Ok(Loaded {
             weight_bytes: held + node.decoded_overhead(),
-            value: CacheValue::Node(node),
+            value: Cached::Node(node),
             read_bytes: loc.len as u64,
         })
     }
 
     #[inline(always)]
-    fn page_node(&self, id: PageId, value: CacheValue) -> Result<Arc<Node>> {
+    fn page_node(&self, id: PageId, value: Cached) -> Result<Arc<Node>> {
         match value {
-            CacheValue::Node(node) => Ok(node),
+            Cached::Node(node) => Ok(node),
             _ => Err(self.tree_corruption(id, "cache holds another kind of object for a page")),
         }
     }
@@ -289,11 +290,11 @@ impl PageStore {
             Ok(Loaded {
                 weight_bytes: bytes.len(),
                 read_bytes: bytes.len() as u64,
-                value: CacheValue::Bytes(bytes),
+                value: Cached::Bytes(bytes),
             })
         })?;
         match value {
-            CacheValue::Bytes(bytes) => Ok(bytes),
+            Cached::Bytes(bytes) => Ok(bytes),
             _ => Err(Error::corruption(
                 segment_name(large.segment_id),
                 large.frame_offset,
@@ -390,7 +391,7 @@ mod tests {
     }
 
     fn store(sim: &Arc<SimStorage>, log: &HotLog) -> PageStore {
-        let mut pages = PageStore::new(sim.clone(), Arc::new(PageCache::new(1 << 20)), 4096);
+        let mut pages = PageStore::new(sim.clone(), Arc::new(Cache::new(1 << 20)), 4096);
         pages.map_segments(log.sealed_below());
         pages
     }
@@ -487,7 +488,7 @@ mod tests {
         let storage = Arc::new(crate::storage::FsStorage::new(dir.path()).unwrap());
         // A 1 MiB segment: the file grows 64 KiB at a time.
         let mut log = HotLog::create(storage.clone(), 1, 1, 1 << 20).unwrap();
-        let mut pages = PageStore::new(storage.clone(), Arc::new(PageCache::new(1 << 20)), 4096);
+        let mut pages = PageStore::new(storage.clone(), Arc::new(Cache::new(1 << 20)), 4096);
         let segment = 1;
         let first = append_page(&mut log, 1, 20, 40);
         // Before a log is attached the active segment is read into a buffer.
@@ -554,7 +555,7 @@ mod tests {
         let id = 7;
         let (sim, _log, loc) = sealed_page(id);
         // No map attached: every segment is read into a buffer.
-        let pages = PageStore::new(sim.clone(), Arc::new(PageCache::new(1 << 20)), 4096);
+        let pages = PageStore::new(sim.clone(), Arc::new(Cache::new(1 << 20)), 4096);
         let node = pages.load_page(id, loc).unwrap();
         assert!(checked(&pages, loc), "a sound frame read through the cache");
 

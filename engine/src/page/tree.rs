@@ -16,7 +16,8 @@ use super::node::{
 };
 use super::table::{PageTable, Slot};
 use super::{PageStore, keys};
-use crate::cache::{CacheKey, Unkept};
+use crate::cache::CacheKey;
+use crate::cached::Unkept;
 use crate::cold::ChunkRef;
 use crate::error::Result;
 use crate::log::{FrameLoc, segment_name};
@@ -298,7 +299,7 @@ impl Tree {
     }
 
     /// [`Tree::get_entry`], except that a leaf read from storage is not kept in the cache
-    /// yet: it comes back for the caller to keep ([`crate::cache::PageCache::admit`]) or
+    /// yet: it comes back for the caller to keep ([`crate::cache::Cache::admit`]) or
     /// drop. Internal pages read on the way are kept as usual.
     pub fn get_entry_or_read(
         &self,

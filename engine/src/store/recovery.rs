@@ -10,7 +10,8 @@ use parking_lot::{Mutex, RwLock};
 
 use super::apply::{Txn, apply, is_large};
 use super::shared::{Shared, Version, Writer, WriterCounters};
-use crate::cache::{CacheConfig, PageCache};
+use crate::cache::CacheConfig;
+use crate::cached::Cache;
 use crate::catalog::Catalog;
 use crate::cold::chunk::{self as cold_chunk, ChunkLoc};
 use crate::cold::{ColdStore, ColdTail};
@@ -47,7 +48,7 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
     }
     storage.sync_dir()?;
     let segments: Vec<u32> = names.iter().filter_map(|n| parse_segment_name(n)).collect();
-    let cache = Arc::new(PageCache::with_config(CacheConfig {
+    let cache = Arc::new(Cache::with_config(CacheConfig {
         budget_bytes: options.cache_bytes as u64,
         record_bytes: options.record_cache_bytes(),
         policy: options.cache_policy,
@@ -182,7 +183,7 @@ fn create(
     storage: Arc<dyn Storage>,
     options: Options,
     lock: Box<dyn crate::storage::LockGuard>,
-    cache: Arc<PageCache>,
+    cache: Arc<Cache>,
     segments: &[u32],
 ) -> Result<Shared> {
     for id in segments {
