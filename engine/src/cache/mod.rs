@@ -386,11 +386,6 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
         })
     }
 
-    /// The shard of an object by the mixed hash of its id. Bits 32-35 pick the shard: the
-    /// shard's table uses the low bits for the slot and the top 7 as a tag, and the high bits
-    /// decide the sample, so all of them stay spread within a shard and the sample spreads
-    /// over every shard.
-
     /// For a request in the what-if sample, its place in the order of sampled requests.
     fn sample_seq(&self, hash: u64) -> Option<u64> {
         let estimator = self.estimator.as_ref()?;
@@ -939,6 +934,10 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
 
 /// What needs nothing of the values: the shards and the trace.
 impl<V, D> PageCache<V, D> {
+    /// The shard of an object by the mixed hash of its id. Bits 32-35 pick the shard: the
+    /// shard's table uses the low bits for the slot and the top 7 as a tag, and the high bits
+    /// decide the sample, so all of them stay spread within a shard and the sample spreads
+    /// over every shard.
     fn shard_of(&self, hash: u64) -> &Mutex<Shard<V>> {
         &self.shards[(hash >> 32) as usize % SHARDS]
     }
