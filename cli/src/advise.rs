@@ -9,8 +9,8 @@ use std::path::Path;
 use bson::{Bson, Document};
 use rand::SeedableRng;
 use rand_distr::{Distribution, Zipf};
-use skewdb::testing::Simulator;
 use skewdb::{CachePolicy, Db, Layout, MAX_RECORD_BYTES, Options, bson_key};
+use skewdb_cachesim::Simulator;
 
 use crate::failure::Failure;
 use crate::import::{self, ArrayField, Import, Source};

@@ -34,7 +34,7 @@ pub const MAX_SEGMENT_BYTES: u64 = 1024 * 1024 * 1024;
 ///     .cache_bytes(256 * 1024 * 1024) // one budget for pages, chunks and records
 ///     .page_bytes(8 * 1024)
 ///     .durability(Durability::Buffered) // `Db::persist` or a checkpoint makes it durable
-///     .cache_policy(CachePolicy::Sieve);
+///     .cache_policy(CachePolicy::Lru);
 /// let dir = tempfile::tempdir()?;
 /// let db = Db::open(dir.path(), options)?;
 /// assert_eq!(db.stats()?.cache.budget_bytes, 256 * 1024 * 1024);

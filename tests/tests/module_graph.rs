@@ -468,3 +468,21 @@ fn no_engine_source_file_is_over_40_kib() {
     }
     assert!(over.is_empty(), "over 40 KiB: {over:?}");
 }
+
+/// Research tools live beside the engine, not in it: the trace simulator, the optimum and
+/// the policies kept only for comparison are `skewdb-cachesim`'s.
+#[test]
+fn the_simulator_and_the_optimum_are_not_in_the_engine() {
+    let modules = modules();
+    for (path, module) in &modules {
+        let text = std::fs::read_to_string(&module.file).unwrap();
+        for name in [
+            "belady",
+            "struct Simulator",
+            "struct TinyLfu",
+            "fn evict_sieve",
+        ] {
+            assert!(!text.contains(name), "{} holds {name}", self::name(path));
+        }
+    }
+}

@@ -5,8 +5,9 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use skewdb::testing::{DROP_CLASS, Simulator, belady_hits};
+use skewdb::testing::DROP_CLASS;
 use skewdb::{CachePolicy, Db, Layout, Options, Result};
+use skewdb_cachesim::{SimPolicy, Simulator, belady_hits};
 
 use crate::{Op, Sizes, Workload, build, build_options, operations, run_op};
 
@@ -64,7 +65,7 @@ pub struct Run {
     pub seconds: f64,
     /// Offline on the same trace after the same warm-up: the optimum, and every policy.
     pub optimum_hits: u64,
-    pub simulated: Vec<(CachePolicy, u64)>,
+    pub simulated: Vec<(SimPolicy, u64)>,
     pub peak_resident_bytes: u64,
     /// The live cache's share of objects in its what-if sample.
     pub sample_rate: f64,
@@ -117,7 +118,8 @@ impl Run {
     }
 
     /// Measured-phase misses of `policy` simulated on this run's trace.
-    pub fn simulated_misses(&self, policy: CachePolicy) -> u64 {
+    pub fn simulated_misses(&self, policy: impl Into<SimPolicy>) -> u64 {
+        let policy = policy.into();
         let hits = self
             .simulated
             .iter()
@@ -320,7 +322,7 @@ struct Setup<'a> {
 
 /// A budget's offline results, from its first run's trace: the optimum's hits, every
 /// policy's simulated hits, and the trace.
-type Offline = (u64, Vec<(CachePolicy, u64)>, std::rc::Rc<Recorded>);
+type Offline = (u64, Vec<(SimPolicy, u64)>, std::rc::Rc<Recorded>);
 
 /// Where in the scratch directory each run writes its trace (the last run's stays there).
 const TRACE_FILE: &str = "trace.csv";
@@ -442,7 +444,7 @@ fn run_one(
     Ok((run, recorded))
 }
 
-fn simulate(recorded: &Recorded, budget: u64, policy: CachePolicy) -> u64 {
+fn simulate(recorded: &Recorded, budget: u64, policy: impl Into<SimPolicy>) -> u64 {
     recorded
         .trace
         .replay(&mut Simulator::new(policy, budget), recorded.warmup)
@@ -550,7 +552,7 @@ pub fn run(mut config: Config) -> Result<Report> {
                         ));
                     }
                     if let Some(recorded) = recorded {
-                        let simulated = CachePolicy::ALL
+                        let simulated = SimPolicy::ALL
                             .iter()
                             .map(|&p| (p, simulate(&recorded, budget, p)))
                             .collect();
@@ -669,7 +671,7 @@ pub fn markdown(report: &Report) -> String {
             );
         }
         let live = CachePolicy::default();
-        let names: String = CachePolicy::ALL
+        let names: String = SimPolicy::ALL
             .iter()
             .map(|p| format!(" {} (sim) |", p.name()))
             .collect();
@@ -683,7 +685,7 @@ pub fn markdown(report: &Report) -> String {
              | layout | budget | {live} live | fewer than LRU |{names} LRU live |\n\
              |---|---|---|---|{}---|",
             LIVE_LRU_BUDGET * 100.0,
-            "---|".repeat(CachePolicy::ALL.len()),
+            "---|".repeat(SimPolicy::ALL.len()),
             live = live.name(),
         );
         let runs = report.runs.iter().filter(|r| r.workload == workload);
@@ -693,7 +695,7 @@ pub fn markdown(report: &Report) -> String {
                     && r.layout == run.layout
                     && r.budget_fraction == run.budget_fraction
             });
-            let simulated: String = CachePolicy::ALL
+            let simulated: String = SimPolicy::ALL
                 .iter()
                 .map(|&p| {
                     let over = run.over_optimum(run.simulated_misses(p));

@@ -61,7 +61,7 @@ fn tiny_run_writes_table_and_plots() {
         let simulated = run
             .simulated
             .iter()
-            .find(|(p, _)| *p == CachePolicy::default())
+            .find(|(p, _)| *p == CachePolicy::default().into())
             .unwrap();
         assert!(simulated.1 <= run.requests);
         // Small budgets are simulated whole, so each what-if estimate is its full
@@ -106,7 +106,7 @@ fn tiny_run_writes_table_and_plots() {
         let (warmup, measured): (usize, usize) = (row[4].parse().unwrap(), row[5].parse().unwrap());
         assert_eq!((budget, measured as u64), (run.budget_bytes, run.requests));
         assert!(trace.requests.len() >= warmup + measured, "{}", row[0]);
-        let mut sim = skewdb::testing::Simulator::new(CachePolicy::default(), budget);
+        let mut sim = skewdb_cachesim::Simulator::new(CachePolicy::default(), budget);
         let mut hits = 0;
         let mut drops = trace.drops.iter();
         let mut next_drop = drops.next();
@@ -200,10 +200,10 @@ fn a_bad_trace_line_is_an_error() {
     let mut again = trace;
     again.requests.push((12, 300));
     again.inner.push(false);
-    let mut sim = skewdb::testing::Simulator::new(CachePolicy::default(), 1 << 20);
+    let mut sim = skewdb_cachesim::Simulator::new(CachePolicy::default(), 1 << 20);
     assert_eq!(again.replay(&mut sim, 0), 0);
     again.drops.clear();
-    let mut sim = skewdb::testing::Simulator::new(CachePolicy::default(), 1 << 20);
+    let mut sim = skewdb_cachesim::Simulator::new(CachePolicy::default(), 1 << 20);
     assert_eq!(again.replay(&mut sim, 0), 1);
     // A drop line with a bad object is refused like any other.
     std::fs::write(&path, "seq,object_id,object_bytes,tier\n0,x,0,drop\n").unwrap();

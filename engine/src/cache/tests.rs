@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use super::policy::Miniature;
 use super::what_if::threshold_of;
 use super::*;
 
@@ -145,7 +146,7 @@ fn live_cache_matches_the_simulator() {
         replay(&live, &trace);
         // The simulator sees each object by its id in a trace, as the working-set bench
         // replays it (W-TinyLFU's sketch hashes it).
-        let mut sim = Simulator::new(policy, 50_000);
+        let mut sim = Miniature::new(policy, 50_000);
         for &(id, weight) in &trace {
             sim.access(key(id).object_id(), weight);
         }
@@ -195,7 +196,7 @@ fn what_if_is_within_three_hundredths_of_full_simulation() {
     assert_sample_keeps_its_objects(&stats, &trace);
     assert_eq!(stats.what_if.len(), WHAT_IF_FACTORS.len());
     for what_if in &stats.what_if {
-        let mut full = Simulator::new(CachePolicy::S3Fifo, what_if.budget_bytes);
+        let mut full = Miniature::new(CachePolicy::S3Fifo, what_if.budget_bytes);
         for &(id, weight) in &trace {
             full.access(id, weight);
         }
@@ -264,7 +265,7 @@ fn assert_simulated_whole(budget: u64, trace: &[(u64, u64)]) {
     let stats = live.stats(no_names);
     assert_eq!(stats.sample_rate, 1.0);
     for what_if in &stats.what_if {
-        let mut full = Simulator::new(CachePolicy::S3Fifo, what_if.budget_bytes);
+        let mut full = Miniature::new(CachePolicy::S3Fifo, what_if.budget_bytes);
         for &(id, weight) in trace {
             full.access(id, weight);
         }
@@ -484,7 +485,7 @@ fn what_if_corrects_for_a_hot_set_the_sample_over_or_under_draws() {
     assert_sample_keeps_its_objects(&stats, &trace);
     let mut worst_raw = 0.0f64;
     for what_if in &stats.what_if {
-        let mut full = Simulator::new(CachePolicy::S3Fifo, what_if.budget_bytes);
+        let mut full = Miniature::new(CachePolicy::S3Fifo, what_if.budget_bytes);
         for &(id, weight) in &trace {
             full.access(id, weight);
         }
@@ -541,9 +542,9 @@ fn what_if_samples_objects_of_a_large_share_of_the_budget_whatever_their_hash() 
         let threshold = threshold_of(stats.sample_rate);
         let mut worst_hash_only = 0.0f64;
         for what_if in &stats.what_if {
-            let mut full = Simulator::new(policy, what_if.budget_bytes);
+            let mut full = Miniature::new(policy, what_if.budget_bytes);
             let scaled = (what_if.budget_bytes as f64 * stats.sample_rate) as u64;
-            let mut hash_only = Simulator::new(policy, scaled);
+            let mut hash_only = Miniature::new(policy, scaled);
             for &(id, weight) in &trace {
                 full.access(id, weight);
                 if mix(id) <= threshold {
@@ -805,7 +806,7 @@ fn dropped_objects_leave_the_cache_its_trace_and_its_estimate_alike() {
             trace: Some(path.clone()),
         })
         .unwrap();
-        let mut sim = Simulator::new(policy, 40_000);
+        let mut sim = Miniature::new(policy, 40_000);
         let mut drops = 0;
         for (i, &(id, weight)) in trace.iter().enumerate() {
             live.get_or_load(key(id), Tier::HotPage, || load(weight as usize))
@@ -847,9 +848,9 @@ fn dropped_objects_do_not_count_towards_the_sample() {
     // so the rate stays 1 and every estimate is a whole simulation, drops included.
     let budget = 256 << 20;
     let live = cache(budget, CachePolicy::S3Fifo, true);
-    let mut full: Vec<Simulator<u64>> = WHAT_IF_FACTORS
+    let mut full: Vec<Miniature<u64>> = WHAT_IF_FACTORS
         .iter()
-        .map(|f| Simulator::new(CachePolicy::S3Fifo, (budget as f64 * f) as u64))
+        .map(|f| Miniature::new(CachePolicy::S3Fifo, (budget as f64 * f) as u64))
         .collect();
     let weight = 16 << 10;
     for i in 0..20_000u64 {

@@ -5,7 +5,7 @@ use std::sync::atomic::AtomicU64;
 
 use parking_lot::Mutex;
 
-use super::policy::{CachePolicy, Simulator};
+use super::policy::{CachePolicy, Miniature};
 
 /// The SHARDS_adj estimate from a miniature cache that saw `sampled` requests and `hits`
 /// of them hit, where the sample rate's share of all requests is `expected`.
@@ -60,7 +60,7 @@ pub(super) struct Sample {
     pub(super) floor: u64,
     /// Budgets at rate 1, one per factor.
     pub(super) full_budgets: Vec<u64>,
-    pub(super) caches: Vec<Simulator<u64>>,
+    pub(super) caches: Vec<Miniature<u64>>,
     /// Per cache, its hits and requests since the last reset, in units of the current
     /// rate: a lower rate scales what came before down with it, so that each sampled
     /// request stands for as many requests as one sampled now (fixed-size SHARDS).
@@ -98,7 +98,7 @@ impl Sample {
                 .iter()
                 .map(|&budget| {
                     let mut cache =
-                        Simulator::new(policy, (budget as f64 * floor_rate).round() as u64);
+                        Miniature::new(policy, (budget as f64 * floor_rate).round() as u64);
                     cache.set_budget(budget);
                     cache
                 })

@@ -37,32 +37,29 @@ pub enum CachePolicy {
     /// chosen on the working-set benchmark's traces, where it had the fewest configurations
     /// with more misses than LRU and the smallest excess where it had any.
     S3Fifo,
-    /// SIEVE (Zhang et al., NSDI 2024): one FIFO with a visited bit and a hand that keeps
-    /// its place; kept for comparison.
+    /// SIEVE (Zhang et al., NSDI 2024), kept for comparison: now simulated only, in the
+    /// `skewdb-cachesim` crate; a live cache given it runs the default policy.
+    #[deprecated(note = "simulated only (skewdb-cachesim); a live cache runs the default policy")]
     Sieve,
     /// Least recently used; kept for comparison.
     Lru,
-    /// W-TinyLFU (Einziger, Friedman and Manes, 2017), the admission filter Caffeine and
-    /// moka use: new objects enter a window of 1% of the budget; one leaving it must have
-    /// been asked for more often than the main cache's next victim (counted in a count-min
-    /// sketch of 4-bit counters, halved as it fills) to take its place. The main cache is
-    /// segmented, 80% protected (objects hit while on probation), the rest probation. Unlike
-    /// Caffeine's, the segments are FIFOs that read hits when an object reaches the front
-    /// (protected a CLOCK), so a hit never reaches the policy, as with S3-FIFO.
+    /// W-TinyLFU (Einziger, Friedman and Manes, 2017), kept for comparison: now simulated
+    /// only, in the `skewdb-cachesim` crate; a live cache given it runs the default policy.
+    #[deprecated(note = "simulated only (skewdb-cachesim); a live cache runs the default policy")]
     TinyLfu,
 }
 
 impl CachePolicy {
-    /// Every policy, the default first.
-    pub const ALL: [CachePolicy; 5] = [
+    /// Every policy a live cache runs, the default first.
+    pub const ALL: [CachePolicy; 3] = [
         CachePolicy::S3FifoSized,
         CachePolicy::S3Fifo,
-        CachePolicy::Sieve,
         CachePolicy::Lru,
-        CachePolicy::TinyLfu,
     ];
 
-    /// The policy's name: `s3-fifo-sized`, `s3-fifo`, `sieve`, `lru`, `w-tinylfu`.
+    /// The policy's name: `s3-fifo-sized`, `s3-fifo`, `lru` (and the deprecated `sieve`,
+    /// `w-tinylfu`).
+    #[allow(deprecated)]
     pub fn name(self) -> &'static str {
         match self {
             CachePolicy::S3FifoSized => "s3-fifo-sized",
@@ -80,7 +77,12 @@ impl CachePolicy {
     }
 
     /// The policy named `name`, as [`CachePolicy::name`] writes it.
+    #[allow(deprecated)]
     pub fn parse(name: &str) -> Option<CachePolicy> {
-        Self::ALL.into_iter().find(|p| p.name() == name)
+        let deprecated = [CachePolicy::Sieve, CachePolicy::TinyLfu];
+        Self::ALL
+            .into_iter()
+            .chain(deprecated)
+            .find(|p| p.name() == name)
     }
 }

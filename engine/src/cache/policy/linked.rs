@@ -1,17 +1,14 @@
-//! A doubly linked list in a slab: LRU and SIEVE.
+//! A doubly linked list in a slab, newest at the head: LRU.
 
 use std::hash::Hash;
 
 use rustc_hash::FxHashMap;
-
-use super::marks::Marks;
 
 pub(super) const NIL: usize = usize::MAX;
 
 pub(super) struct LinkNode<K> {
     pub(super) key: K,
     pub(super) weight: u64,
-    pub(super) visited: bool,
     pub(super) prev: usize,
     pub(super) next: usize,
 }
@@ -45,14 +42,6 @@ impl<K: Copy + Eq + Hash> Linked<K> {
         self.index.contains_key(key)
     }
 
-    /// SIEVE's hit: marks a resident key visited; false if not resident.
-    pub(super) fn visit(&mut self, key: &K) -> bool {
-        self.index
-            .get(key)
-            .map(|&slot| self.nodes[slot].visited = true)
-            .is_some()
-    }
-
     /// Unlinks `key` (the hand stays where it points); its weight, or `None` if not resident.
     pub(super) fn remove_key(&mut self, key: &K) -> Option<u64> {
         let slot = *self.index.get(key)?;
@@ -63,7 +52,6 @@ impl<K: Copy + Eq + Hash> Linked<K> {
         let node = LinkNode {
             key,
             weight,
-            visited: false,
             prev: NIL,
             next: NIL,
         };
@@ -156,27 +144,5 @@ impl<K: Copy + Eq + Hash> Linked<K> {
             self.hand = (prev != NIL).then_some(prev);
         }
         self.remove(slot).1
-    }
-
-    /// SIEVE: from the hand (or the tail), clear visited bits towards the head until an
-    /// unvisited node; evict it and leave the hand on its newer neighbour.
-    pub(super) fn evict_sieve(&mut self, marks: &mut dyn Marks<K>) -> Option<(K, u64)> {
-        let mut slot = self.hand.or(self.tail)?;
-        loop {
-            if marks.take_hits(&self.nodes[slot].key) > 0 {
-                self.nodes[slot].visited = true;
-            }
-            if !self.nodes[slot].visited {
-                break;
-            }
-            self.nodes[slot].visited = false;
-            slot = match self.nodes[slot].prev {
-                NIL => self.tail?,
-                prev => prev,
-            };
-        }
-        let prev = self.nodes[slot].prev;
-        self.hand = (prev != NIL).then_some(prev);
-        Some(self.remove(slot))
     }
 }

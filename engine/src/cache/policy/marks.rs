@@ -4,12 +4,13 @@
 /// lock its shard already takes, so a hit never touches the policy. The policy collects them
 /// only when it looks at a key to evict. The simulator records hits in the policy itself
 /// and passes [`NoMarks`].
-pub(crate) trait Marks<K> {
+pub trait Marks<K> {
     /// Takes the hits recorded for `key` since the last call.
     fn take_hits(&mut self, key: &K) -> u32;
 }
 
-pub(crate) struct NoMarks;
+/// No marks: a policy that records its hits itself (a simulation).
+pub struct NoMarks;
 
 impl<K> Marks<K> for NoMarks {
     fn take_hits(&mut self, _: &K) -> u32 {

@@ -3,24 +3,26 @@
 //! and [`Simulator`] replays a recorded trace through one. One code path for all three, so
 //! an estimate and a simulation use exactly the policy the cache runs.
 //!
-//! One file per part: `kind` (the names), `marks` (the hits the live cache keeps), `rules`
-//! (inner pages apart, the chosen rule for the rest), one file per rule (`s3fifo`, `linked`
-//! for LRU and SIEVE, `tinylfu`), `simulator`, and `belady` (the optimum).
+//! One file per part: `kind` (the names), `marks` (the hits the live cache keeps), `rule`
+//! (what every rule answers), `rules` (inner pages apart, the chosen rule for the rest), one
+//! file per rule (`s3fifo`, `linked` for LRU), and `miniature` (the what-if estimate's
+//! caches). The trace simulator, the optimum and the policies kept only for comparison
+//! (SIEVE, W-TinyLFU) are in the `skewdb-cachesim` crate, over the same `Policy`.
 
-mod belady;
 mod kind;
 mod linked;
 mod marks;
+mod miniature;
+mod rule;
 mod rules;
 mod s3fifo;
-mod simulator;
-mod tinylfu;
 
 #[cfg(test)]
 mod tests;
 
-pub use belady::belady_hits;
 pub use kind::CachePolicy;
-pub(crate) use marks::{Marks, ratio};
-pub(crate) use rules::Policy;
-pub use simulator::Simulator;
+pub(crate) use marks::ratio;
+pub use marks::{Marks, NoMarks};
+pub(crate) use miniature::Miniature;
+pub use rule::EvictionRule;
+pub use rules::{InnerPages, Policy, Rule};

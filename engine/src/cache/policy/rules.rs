@@ -9,22 +9,30 @@ use rustc_hash::FxHashMap;
 use super::kind::CachePolicy;
 use super::linked::Linked;
 use super::marks::Marks;
+use super::rule::EvictionRule;
 use super::s3fifo::S3Fifo;
-use super::tinylfu::TinyLfu;
 
 /// The state of one policy over keys `K`. B+tree inner pages are kept apart from every
 /// other object, as WiredTiger keeps them: a few of them carry most lookups (each walk
 /// passes through them), so they leave only when nothing else is left to evict or when they
 /// pass half of the budget, and then by CLOCK among themselves.
-pub(crate) struct Policy<K> {
-    pub(super) rest: Rule<K>,
+pub struct Policy<K, R = Rule<K>> {
+    pub(super) rest: R,
     pub(super) inner: InnerPages<K>,
 }
 
 impl<K: Copy + Eq + Hash> Policy<K> {
+    /// An empty policy of the engine's, `policy`, over `budget_bytes`.
     pub fn new(policy: CachePolicy, budget_bytes: u64) -> Self {
+        Policy::with_rule(Rule::new(policy, budget_bytes), budget_bytes)
+    }
+}
+
+impl<K: Copy + Eq + Hash, R: EvictionRule<K>> Policy<K, R> {
+    /// An empty policy under `rule` (which it takes as given) over `budget_bytes`.
+    pub fn with_rule(rule: R, budget_bytes: u64) -> Self {
         Policy {
-            rest: Rule::new(policy, budget_bytes),
+            rest: rule,
             inner: InnerPages {
                 queue: VecDeque::new(),
                 meta: FxHashMap::default(),
@@ -34,6 +42,7 @@ impl<K: Copy + Eq + Hash> Policy<K> {
         }
     }
 
+    /// Whether `key` is resident.
     pub fn contains(&self, key: &K) -> bool {
         self.inner.meta.contains_key(key) || self.rest.contains(key)
     }
@@ -122,16 +131,12 @@ impl<K: Copy + Eq + Hash> Policy<K> {
     /// so a sample orders its objects as the full cache would.
     pub fn set_sampled_budget(&mut self, budget_bytes: u64, full_bytes: u64) {
         self.inner.cap = budget_bytes / 2;
-        match &mut self.rest {
-            Rule::S3Fifo(p) => p.set_budget(budget_bytes, full_bytes),
-            Rule::Sieve(_) | Rule::Lru(_) => {}
-            Rule::TinyLfu(p) => p.set_budget(budget_bytes),
-        }
+        self.rest.set_budget(budget_bytes, full_bytes);
     }
 }
 
 /// Inner pages under CLOCK: one visited bit each, set by a hit.
-pub(super) struct InnerPages<K> {
+pub struct InnerPages<K> {
     pub(super) queue: VecDeque<K>,
     /// Weight and visited bit.
     pub(super) meta: FxHashMap<K, (u64, bool)>,
@@ -160,72 +165,104 @@ impl<K: Copy + Eq + Hash> InnerPages<K> {
     }
 }
 
-/// The rule for every object but inner pages.
-pub(crate) enum Rule<K> {
+/// The engine's rules for every object but inner pages: the ones a user can choose.
+pub struct Rule<K>(Kind<K>);
+
+enum Kind<K> {
+    /// S3-FIFO, its main queue sized or not.
     S3Fifo(S3Fifo<K>),
-    Sieve(Linked<K>),
+    /// Least recently used.
     Lru(Linked<K>),
-    TinyLfu(TinyLfu<K>),
 }
 
-impl<K: Copy + Eq + Hash> Rule<K> {
-    fn new(policy: CachePolicy, budget_bytes: u64) -> Self {
-        match policy {
-            CachePolicy::S3FifoSized => Rule::S3Fifo(S3Fifo::new(budget_bytes, true)),
-            CachePolicy::S3Fifo => Rule::S3Fifo(S3Fifo::new(budget_bytes, false)),
-            CachePolicy::Sieve => Rule::Sieve(Linked::default()),
-            CachePolicy::Lru => Rule::Lru(Linked::default()),
-            CachePolicy::TinyLfu => Rule::TinyLfu(TinyLfu::new(budget_bytes)),
+impl<K> Rule<K> {
+    /// The S3-FIFO underneath, for the tests that set its counting.
+    #[cfg(test)]
+    pub(super) fn s3fifo_mut(&mut self) -> Option<&mut S3Fifo<K>> {
+        match &mut self.0 {
+            Kind::S3Fifo(s3) => Some(s3),
+            Kind::Lru(_) => None,
         }
     }
 
+    /// The S3-FIFO underneath, taken, for the tests.
+    #[cfg(test)]
+    pub(super) fn into_s3fifo(self) -> Option<S3Fifo<K>> {
+        match self.0 {
+            Kind::S3Fifo(s3) => Some(s3),
+            Kind::Lru(_) => None,
+        }
+    }
+
+    /// A rule of the given S3-FIFO, for the tests.
+    #[cfg(test)]
+    pub(super) fn of_s3fifo(s3: S3Fifo<K>) -> Self {
+        Rule(Kind::S3Fifo(s3))
+    }
+}
+
+impl<K: Copy + Eq + Hash> Rule<K> {
+    /// The rule of `policy` over `budget_bytes`. The policies kept only for comparison
+    /// (deprecated here) run the default's rule.
+    #[allow(deprecated)]
+    pub fn new(policy: CachePolicy, budget_bytes: u64) -> Self {
+        match policy {
+            CachePolicy::S3FifoSized | CachePolicy::Sieve | CachePolicy::TinyLfu => {
+                Rule(Kind::S3Fifo(S3Fifo::new(budget_bytes, true)))
+            }
+            CachePolicy::S3Fifo => Rule(Kind::S3Fifo(S3Fifo::new(budget_bytes, false))),
+            CachePolicy::Lru => Rule(Kind::Lru(Linked::default())),
+        }
+    }
+}
+
+impl<K: Copy + Eq + Hash> EvictionRule<K> for Rule<K> {
     fn contains(&self, key: &K) -> bool {
-        match self {
-            Rule::S3Fifo(p) => p.contains(key),
-            Rule::Sieve(p) | Rule::Lru(p) => p.contains(key),
-            Rule::TinyLfu(p) => p.contains(key),
+        match &self.0 {
+            Kind::S3Fifo(p) => p.contains(key),
+            Kind::Lru(p) => p.contains(key),
         }
     }
 
     fn touch(&mut self, key: &K) -> bool {
-        match self {
-            Rule::S3Fifo(p) => p.touch(key),
-            Rule::Sieve(p) => p.visit(key),
-            Rule::Lru(p) => p.move_to_head(key),
-            Rule::TinyLfu(p) => p.touch(key),
+        match &mut self.0 {
+            Kind::S3Fifo(p) => p.touch(key),
+            Kind::Lru(p) => p.move_to_head(key),
         }
     }
 
     fn insert(&mut self, key: K, weight: u64, size: u64) {
-        match self {
-            Rule::S3Fifo(p) => p.insert(key, weight, size),
-            Rule::Sieve(p) | Rule::Lru(p) => p.push(key, weight),
-            Rule::TinyLfu(p) => p.insert(key, weight),
+        match &mut self.0 {
+            Kind::S3Fifo(p) => p.insert(key, weight, size),
+            Kind::Lru(p) => p.push(key, weight),
         }
     }
 
     fn evict(&mut self, marks: &mut dyn Marks<K>) -> Option<(K, u64)> {
-        match self {
-            Rule::S3Fifo(p) => p.evict(marks),
-            Rule::Sieve(p) => p.evict_sieve(marks),
-            Rule::Lru(p) => p.pop_tail(),
-            Rule::TinyLfu(p) => p.evict(marks),
+        match &mut self.0 {
+            Kind::S3Fifo(p) => p.evict(marks),
+            Kind::Lru(p) => p.pop_tail(),
         }
     }
 
     fn remove(&mut self, key: &K) -> Option<u64> {
-        match self {
-            Rule::S3Fifo(p) => p.remove(key),
-            Rule::Sieve(p) | Rule::Lru(p) => p.remove_key(key),
-            Rule::TinyLfu(p) => p.remove(key),
+        match &mut self.0 {
+            Kind::S3Fifo(p) => p.remove(key),
+            Kind::Lru(p) => p.remove_key(key),
         }
     }
 
-    fn retain(&mut self, keep: &impl Fn(&K) -> bool) -> u64 {
-        match self {
-            Rule::S3Fifo(p) => p.retain(keep),
-            Rule::Sieve(p) | Rule::Lru(p) => p.retain(keep),
-            Rule::TinyLfu(p) => p.retain(keep),
+    fn retain(&mut self, keep: &dyn Fn(&K) -> bool) -> u64 {
+        match &mut self.0 {
+            Kind::S3Fifo(p) => p.retain(&keep),
+            Kind::Lru(p) => p.retain(&keep),
+        }
+    }
+
+    fn set_budget(&mut self, budget_bytes: u64, full_bytes: u64) {
+        match &mut self.0 {
+            Kind::S3Fifo(p) => p.set_budget(budget_bytes, full_bytes),
+            Kind::Lru(_) => {}
         }
     }
 }

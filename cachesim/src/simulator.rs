@@ -3,16 +3,16 @@
 
 use std::hash::Hash;
 
-use super::kind::CachePolicy;
-use super::marks::{NoMarks, ratio};
-use super::rules::Policy;
+use skewdb::testing::{NoMarks, Policy};
+
+use crate::policy::{SimPolicy, SimRule};
 
 /// A policy and a byte budget, fed one request at a time: replays a trace, or a sample of
 /// one for the what-if estimate.
 pub struct Simulator<K> {
-    pub(super) policy: Policy<K>,
-    pub(super) budget_bytes: u64,
-    pub(super) resident_bytes: u64,
+    pub(crate) policy: Policy<K, SimRule<K>>,
+    budget_bytes: u64,
+    resident_bytes: u64,
     /// Requests replayed so far.
     pub requests: u64,
     /// Requests that hit.
@@ -21,9 +21,10 @@ pub struct Simulator<K> {
 
 impl<K: Copy + Eq + Hash> Simulator<K> {
     /// An empty cache of `budget_bytes` under `policy`.
-    pub fn new(policy: CachePolicy, budget_bytes: u64) -> Self {
+    pub fn new(policy: impl Into<SimPolicy>, budget_bytes: u64) -> Self {
+        let rule = SimRule::new(policy.into(), budget_bytes);
         Simulator {
-            policy: Policy::new(policy, budget_bytes),
+            policy: Policy::with_rule(rule, budget_bytes),
             budget_bytes,
             resident_bytes: 0,
             requests: 0,
@@ -43,8 +44,8 @@ impl<K: Copy + Eq + Hash> Simulator<K> {
     }
 
     /// [`Simulator::access_as`] for a sampled object that weighs `weight` bytes here and
-    /// stands for one of `size` bytes (see [`Policy::insert_sized`]).
-    pub(crate) fn access_sized(&mut self, key: K, weight: u64, size: u64, inner: bool) -> bool {
+    /// stands for one of `size` bytes (see `Policy::insert_sized`).
+    pub fn access_sized(&mut self, key: K, weight: u64, size: u64, inner: bool) -> bool {
         self.requests += 1;
         if self.policy.touch_as(&key, inner) {
             self.hits += 1;
@@ -64,7 +65,7 @@ impl<K: Copy + Eq + Hash> Simulator<K> {
     }
 
     /// Forgets `key`, as if it had never been asked for (the live cache's
-    /// [`drop`](crate::cache::PageCache) of an object no reader of the current version can
+    /// `drop` of an object no reader of the current version can
     /// ask for); true if it was resident.
     pub fn remove(&mut self, key: &K) -> bool {
         match self.policy.remove(key) {
@@ -87,8 +88,8 @@ impl<K: Copy + Eq + Hash> Simulator<K> {
     }
 
     /// [`Simulator::set_budget`] for a sample of a cache of `full_bytes` (see
-    /// [`Policy::set_sampled_budget`]).
-    pub(crate) fn set_sampled_budget(&mut self, budget_bytes: u64, full_bytes: u64) {
+    /// `Policy::set_sampled_budget`).
+    pub fn set_sampled_budget(&mut self, budget_bytes: u64, full_bytes: u64) {
         self.budget_bytes = budget_bytes;
         self.policy.set_sampled_budget(budget_bytes, full_bytes);
         while self.resident_bytes > budget_bytes {
@@ -101,7 +102,11 @@ impl<K: Copy + Eq + Hash> Simulator<K> {
 
     /// hits / requests, or 0 with no requests.
     pub fn hit_ratio(&self) -> f64 {
-        ratio(self.hits, self.requests)
+        if self.requests == 0 {
+            0.0
+        } else {
+            self.hits as f64 / self.requests as f64
+        }
     }
 
     /// Bytes of the objects held now.

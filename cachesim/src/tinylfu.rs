@@ -5,25 +5,25 @@ use std::hash::Hash;
 
 use rustc_hash::FxHashMap;
 
-use super::marks::Marks;
+use skewdb::testing::Marks;
 
 /// The window's share of the budget, in hundredths (Caffeine's starting share).
-pub(super) const WINDOW_PERCENT: u64 = 1;
+pub(crate) const WINDOW_PERCENT: u64 = 1;
 /// The protected segment's share of the main cache, in hundredths.
-pub(super) const PROTECTED_PERCENT: u64 = 80;
+pub(crate) const PROTECTED_PERCENT: u64 = 80;
 
 #[derive(Clone, Copy)]
-pub(super) enum Segment {
+pub(crate) enum Segment {
     Window,
     Probation,
     Protected,
 }
 
 #[derive(Clone, Copy)]
-pub(super) struct TinyMeta {
-    pub(super) weight: u64,
+pub(crate) struct TinyMeta {
+    pub(crate) weight: u64,
     /// Hits not yet counted in the sketch.
-    pub(super) hits: u32,
+    pub(crate) hits: u32,
 }
 
 /// W-TinyLFU with byte weights, each segment's share in bytes. Its queues are FIFOs that
@@ -32,21 +32,21 @@ pub(super) struct TinyMeta {
 /// since it entered to protected, and protected is a CLOCK that gives an object hit since
 /// its last pass another round. A hit reaches the sketch when its object is looked at.
 pub(crate) struct TinyLfu<K> {
-    pub(super) meta: FxHashMap<K, TinyMeta>,
-    pub(super) window: VecDeque<K>,
-    pub(super) probation: VecDeque<K>,
-    pub(super) protected: VecDeque<K>,
-    pub(super) window_bytes: u64,
-    pub(super) probation_bytes: u64,
-    pub(super) protected_bytes: u64,
-    pub(super) window_target: u64,
-    pub(super) main_target: u64,
-    pub(super) protected_target: u64,
-    pub(super) sketch: Sketch,
+    pub(crate) meta: FxHashMap<K, TinyMeta>,
+    pub(crate) window: VecDeque<K>,
+    pub(crate) probation: VecDeque<K>,
+    pub(crate) protected: VecDeque<K>,
+    pub(crate) window_bytes: u64,
+    pub(crate) probation_bytes: u64,
+    pub(crate) protected_bytes: u64,
+    pub(crate) window_target: u64,
+    pub(crate) main_target: u64,
+    pub(crate) protected_target: u64,
+    pub(crate) sketch: Sketch,
 }
 
 impl<K: Copy + Eq + Hash> TinyLfu<K> {
-    pub(super) fn new(budget_bytes: u64) -> Self {
+    pub(crate) fn new(budget_bytes: u64) -> Self {
         let window_target = budget_bytes * WINDOW_PERCENT / 100;
         let main_target = budget_bytes - window_target;
         TinyLfu {
@@ -65,17 +65,17 @@ impl<K: Copy + Eq + Hash> TinyLfu<K> {
         }
     }
 
-    pub(super) fn contains(&self, key: &K) -> bool {
+    pub(crate) fn contains(&self, key: &K) -> bool {
         self.meta.contains_key(key)
     }
 
-    pub(super) fn set_budget(&mut self, budget_bytes: u64) {
+    pub(crate) fn set_budget(&mut self, budget_bytes: u64) {
         self.window_target = budget_bytes * WINDOW_PERCENT / 100;
         self.main_target = budget_bytes - self.window_target;
         self.protected_target = self.main_target * PROTECTED_PERCENT / 100;
     }
 
-    pub(super) fn retain(&mut self, keep: &impl Fn(&K) -> bool) -> u64 {
+    pub(crate) fn retain(&mut self, keep: &impl Fn(&K) -> bool) -> u64 {
         let before: u64 = self.meta.values().map(|m| m.weight).sum();
         self.meta.retain(|k, _| keep(k));
         let meta = &self.meta;
@@ -91,7 +91,7 @@ impl<K: Copy + Eq + Hash> TinyLfu<K> {
         before - sums.iter().sum::<u64>()
     }
 
-    pub(super) fn touch(&mut self, key: &K) -> bool {
+    pub(crate) fn touch(&mut self, key: &K) -> bool {
         self.meta
             .get_mut(key)
             .map(|meta| meta.hits = meta.hits.saturating_add(1))
@@ -100,7 +100,7 @@ impl<K: Copy + Eq + Hash> TinyLfu<K> {
 
     /// Drops a key from whichever segment holds it (a search of the segments: W-TinyLFU is
     /// kept for comparison, and its fronts are read in place).
-    pub(super) fn remove(&mut self, key: &K) -> Option<u64> {
+    pub(crate) fn remove(&mut self, key: &K) -> Option<u64> {
         let weight = self.meta.get(key)?.weight;
         for segment in [Segment::Window, Segment::Probation, Segment::Protected] {
             let queue = self.queue(segment);
@@ -114,7 +114,7 @@ impl<K: Copy + Eq + Hash> TinyLfu<K> {
         Some(weight)
     }
 
-    pub(super) fn insert(&mut self, key: K, weight: u64) {
+    pub(crate) fn insert(&mut self, key: K, weight: u64) {
         self.sketch.increment(&key);
         self.meta.insert(key, TinyMeta { weight, hits: 0 });
         self.window.push_back(key);
@@ -208,7 +208,7 @@ impl<K: Copy + Eq + Hash> TinyLfu<K> {
         }
     }
 
-    pub(super) fn evict(&mut self, marks: &mut dyn Marks<K>) -> Option<(K, u64)> {
+    pub(crate) fn evict(&mut self, marks: &mut dyn Marks<K>) -> Option<(K, u64)> {
         self.drain_window();
         // Room is made before the newcomer enters the window: a full window's oldest
         // leaves it now and must win its place.
@@ -240,18 +240,18 @@ impl<K: Copy + Eq + Hash> TinyLfu<K> {
 
 /// A count-min sketch of 4-bit counters (kept in bytes) over four rows, halved once it has
 /// counted ten times its width, so old popularity fades.
-pub(super) struct Sketch {
-    pub(super) counters: Vec<u8>,
-    pub(super) mask: usize,
-    pub(super) additions: u64,
-    pub(super) period: u64,
+pub(crate) struct Sketch {
+    pub(crate) counters: Vec<u8>,
+    pub(crate) mask: usize,
+    pub(crate) additions: u64,
+    pub(crate) period: u64,
 }
 
-pub(super) const SKETCH_ROWS: usize = 4;
-pub(super) const SKETCH_MAX: u8 = 15;
+pub(crate) const SKETCH_ROWS: usize = 4;
+pub(crate) const SKETCH_MAX: u8 = 15;
 
 impl Sketch {
-    pub(super) fn new(width: usize) -> Self {
+    pub(crate) fn new(width: usize) -> Self {
         let width = width.clamp(256, 1 << 24).next_power_of_two();
         Sketch {
             counters: vec![0; width * SKETCH_ROWS],
@@ -276,7 +276,7 @@ impl Sketch {
         })
     }
 
-    pub(super) fn increment<K: Hash>(&mut self, key: &K) {
+    pub(crate) fn increment<K: Hash>(&mut self, key: &K) {
         let mut grew = false;
         for slot in self.slots(key) {
             if self.counters[slot] < SKETCH_MAX {
@@ -295,7 +295,7 @@ impl Sketch {
         }
     }
 
-    pub(super) fn estimate<K: Hash>(&self, key: &K) -> u8 {
+    pub(crate) fn estimate<K: Hash>(&self, key: &K) -> u8 {
         self.slots(key)
             .into_iter()
             .map(|slot| self.counters[slot])

@@ -1,0 +1,115 @@
+//! A miniature cache: a policy and a byte budget fed one sampled request at a time, for the
+//! what-if estimate. (Replaying whole traces, the optimum and the policies kept only for
+//! comparison are the `skewdb-cachesim` crate's, beside the engine.)
+
+use std::hash::Hash;
+
+use super::kind::CachePolicy;
+use super::marks::NoMarks;
+use super::rules::Policy;
+
+/// A policy and a byte budget, fed one request at a time: replays a trace, or a sample of
+/// one for the what-if estimate.
+pub(crate) struct Miniature<K> {
+    pub(super) policy: Policy<K>,
+    pub(super) budget_bytes: u64,
+    pub(super) resident_bytes: u64,
+    /// Requests replayed so far.
+    pub requests: u64,
+    /// Requests that hit.
+    pub hits: u64,
+}
+
+impl<K: Copy + Eq + Hash> Miniature<K> {
+    /// An empty cache of `budget_bytes` under `policy`.
+    pub fn new(policy: CachePolicy, budget_bytes: u64) -> Self {
+        Miniature {
+            policy: Policy::new(policy, budget_bytes),
+            budget_bytes,
+            resident_bytes: 0,
+            requests: 0,
+            hits: 0,
+        }
+    }
+
+    /// One request for `key` of `weight` bytes; true on a hit. Objects larger than the
+    /// budget are never kept.
+    #[cfg(test)]
+    pub fn access(&mut self, key: K, weight: u64) -> bool {
+        self.access_as(key, weight, false)
+    }
+
+    /// [`Miniature::access`] for an object that is a B+tree inner page when `inner`.
+    pub fn access_as(&mut self, key: K, weight: u64, inner: bool) -> bool {
+        self.access_sized(key, weight, weight, inner)
+    }
+
+    /// [`Miniature::access_as`] for a sampled object that weighs `weight` bytes here and
+    /// stands for one of `size` bytes (see [`Policy::insert_sized`]).
+    pub(crate) fn access_sized(&mut self, key: K, weight: u64, size: u64, inner: bool) -> bool {
+        self.requests += 1;
+        if self.policy.touch_as(&key, inner) {
+            self.hits += 1;
+            return true;
+        }
+        if weight <= self.budget_bytes {
+            while self.resident_bytes + weight > self.budget_bytes {
+                let Some((_, evicted)) = self.policy.evict(&mut NoMarks) else {
+                    break;
+                };
+                self.resident_bytes -= evicted;
+            }
+            self.policy.insert_sized(key, weight, size, inner);
+            self.resident_bytes += weight;
+        }
+        false
+    }
+
+    /// Forgets `key`, as if it had never been asked for (the live cache's
+    /// [`drop`](crate::cache::PageCache) of an object no reader of the current version can
+    /// ask for); true if it was resident.
+    pub fn remove(&mut self, key: &K) -> bool {
+        match self.policy.remove(key) {
+            Some(weight) => {
+                self.resident_bytes -= weight;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Forgets every object `keep` refuses, as if it had never been asked for.
+    pub fn retain(&mut self, keep: impl Fn(&K) -> bool) {
+        self.resident_bytes -= self.policy.retain(keep);
+    }
+
+    /// Changes the budget; a smaller one evicts, by the policy, until the objects fit.
+    pub fn set_budget(&mut self, budget_bytes: u64) {
+        self.set_sampled_budget(budget_bytes, budget_bytes);
+    }
+
+    /// [`Miniature::set_budget`] for a sample of a cache of `full_bytes` (see
+    /// [`Policy::set_sampled_budget`]).
+    pub(crate) fn set_sampled_budget(&mut self, budget_bytes: u64, full_bytes: u64) {
+        self.budget_bytes = budget_bytes;
+        self.policy.set_sampled_budget(budget_bytes, full_bytes);
+        while self.resident_bytes > budget_bytes {
+            let Some((_, evicted)) = self.policy.evict(&mut NoMarks) else {
+                break;
+            };
+            self.resident_bytes -= evicted;
+        }
+    }
+
+    /// hits / requests, or 0 with no requests.
+    #[cfg(test)]
+    pub fn hit_ratio(&self) -> f64 {
+        super::marks::ratio(self.hits, self.requests)
+    }
+
+    /// Bytes of the objects held now.
+    #[cfg(test)]
+    pub fn resident_bytes(&self) -> u64 {
+        self.resident_bytes
+    }
+}
