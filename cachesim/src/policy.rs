@@ -80,7 +80,10 @@ impl From<CachePolicy> for SimPolicy {
 }
 
 /// The rule for every object but inner pages, in a simulation.
-pub(crate) enum SimRule<K> {
+/// The rule for every object but inner pages, in a simulation (opaque).
+pub struct SimRule<K>(Kind<K>);
+
+enum Kind<K> {
     Engine(Rule<K>),
     Sieve(Sieve<K>),
     TinyLfu(TinyLfu<K>),
@@ -89,67 +92,67 @@ pub(crate) enum SimRule<K> {
 impl<K: Copy + Eq + Hash> SimRule<K> {
     pub(crate) fn new(policy: SimPolicy, budget_bytes: u64) -> Self {
         match (policy, policy.live()) {
-            (_, Some(live)) => SimRule::Engine(Rule::new(live, budget_bytes)),
-            (SimPolicy::Sieve, None) => SimRule::Sieve(Sieve::default()),
-            (_, None) => SimRule::TinyLfu(TinyLfu::new(budget_bytes)),
+            (_, Some(live)) => SimRule(Kind::Engine(Rule::new(live, budget_bytes))),
+            (SimPolicy::Sieve, None) => SimRule(Kind::Sieve(Sieve::default())),
+            (_, None) => SimRule(Kind::TinyLfu(TinyLfu::new(budget_bytes))),
         }
     }
 }
 
 impl<K: Copy + Eq + Hash> EvictionRule<K> for SimRule<K> {
     fn contains(&self, key: &K) -> bool {
-        match self {
-            SimRule::Engine(rule) => rule.contains(key),
-            SimRule::Sieve(p) => p.contains(key),
-            SimRule::TinyLfu(p) => p.contains(key),
+        match &self.0 {
+            Kind::Engine(rule) => rule.contains(key),
+            Kind::Sieve(p) => p.contains(key),
+            Kind::TinyLfu(p) => p.contains(key),
         }
     }
 
     fn touch(&mut self, key: &K) -> bool {
-        match self {
-            SimRule::Engine(rule) => rule.touch(key),
-            SimRule::Sieve(p) => p.visit(key),
-            SimRule::TinyLfu(p) => p.touch(key),
+        match &mut self.0 {
+            Kind::Engine(rule) => rule.touch(key),
+            Kind::Sieve(p) => p.visit(key),
+            Kind::TinyLfu(p) => p.touch(key),
         }
     }
 
     fn insert(&mut self, key: K, weight: u64, size: u64) {
-        match self {
-            SimRule::Engine(rule) => rule.insert(key, weight, size),
-            SimRule::Sieve(p) => p.push(key, weight),
-            SimRule::TinyLfu(p) => p.insert(key, weight),
+        match &mut self.0 {
+            Kind::Engine(rule) => rule.insert(key, weight, size),
+            Kind::Sieve(p) => p.push(key, weight),
+            Kind::TinyLfu(p) => p.insert(key, weight),
         }
     }
 
     fn evict(&mut self, marks: &mut dyn Marks<K>) -> Option<(K, u64)> {
-        match self {
-            SimRule::Engine(rule) => rule.evict(marks),
-            SimRule::Sieve(p) => p.evict_sieve(marks),
-            SimRule::TinyLfu(p) => p.evict(marks),
+        match &mut self.0 {
+            Kind::Engine(rule) => rule.evict(marks),
+            Kind::Sieve(p) => p.evict_sieve(marks),
+            Kind::TinyLfu(p) => p.evict(marks),
         }
     }
 
     fn remove(&mut self, key: &K) -> Option<u64> {
-        match self {
-            SimRule::Engine(rule) => rule.remove(key),
-            SimRule::Sieve(p) => p.remove_key(key),
-            SimRule::TinyLfu(p) => p.remove(key),
+        match &mut self.0 {
+            Kind::Engine(rule) => rule.remove(key),
+            Kind::Sieve(p) => p.remove_key(key),
+            Kind::TinyLfu(p) => p.remove(key),
         }
     }
 
     fn retain(&mut self, keep: &dyn Fn(&K) -> bool) -> u64 {
-        match self {
-            SimRule::Engine(rule) => rule.retain(keep),
-            SimRule::Sieve(p) => p.retain(&keep),
-            SimRule::TinyLfu(p) => p.retain(&keep),
+        match &mut self.0 {
+            Kind::Engine(rule) => rule.retain(keep),
+            Kind::Sieve(p) => p.retain(&keep),
+            Kind::TinyLfu(p) => p.retain(&keep),
         }
     }
 
     fn set_budget(&mut self, budget_bytes: u64, full_bytes: u64) {
-        match self {
-            SimRule::Engine(rule) => rule.set_budget(budget_bytes, full_bytes),
-            SimRule::Sieve(_) => {}
-            SimRule::TinyLfu(p) => p.set_budget(budget_bytes),
+        match &mut self.0 {
+            Kind::Engine(rule) => rule.set_budget(budget_bytes, full_bytes),
+            Kind::Sieve(_) => {}
+            Kind::TinyLfu(p) => p.set_budget(budget_bytes),
         }
     }
 }

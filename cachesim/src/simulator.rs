@@ -1,116 +1,36 @@
-//! A policy and a byte budget fed one request at a time: a recorded trace replayed, or the
-//! what-if estimate's sample.
+//! A cache of a policy and a byte budget, fed one request at a time: a recorded trace
+//! replayed. The engine's own miniature cache (the one its what-if estimate runs), over
+//! the rules a simulation may choose.
 
 use std::hash::Hash;
+use std::ops::{Deref, DerefMut};
 
-use skewdb::testing::{NoMarks, Policy};
+use skewdb::testing::Miniature;
 
 use crate::policy::{SimPolicy, SimRule};
 
-/// A policy and a byte budget, fed one request at a time: replays a trace, or a sample of
-/// one for the what-if estimate.
-pub struct Simulator<K> {
-    pub(crate) policy: Policy<K, SimRule<K>>,
-    budget_bytes: u64,
-    resident_bytes: u64,
-    /// Requests replayed so far.
-    pub requests: u64,
-    /// Requests that hit.
-    pub hits: u64,
-}
+/// A policy and a byte budget, fed one request at a time (`access`, `access_as`, `remove`,
+/// `retain`, `set_budget`; `hits` and `requests` count).
+pub struct Simulator<K>(Miniature<K, SimRule<K>>);
 
 impl<K: Copy + Eq + Hash> Simulator<K> {
     /// An empty cache of `budget_bytes` under `policy`.
     pub fn new(policy: impl Into<SimPolicy>, budget_bytes: u64) -> Self {
         let rule = SimRule::new(policy.into(), budget_bytes);
-        Simulator {
-            policy: Policy::with_rule(rule, budget_bytes),
-            budget_bytes,
-            resident_bytes: 0,
-            requests: 0,
-            hits: 0,
-        }
+        Simulator(Miniature::with_rule(rule, budget_bytes))
     }
+}
 
-    /// One request for `key` of `weight` bytes; true on a hit. Objects larger than the
-    /// budget are never kept.
-    pub fn access(&mut self, key: K, weight: u64) -> bool {
-        self.access_as(key, weight, false)
+impl<K> Deref for Simulator<K> {
+    type Target = Miniature<K, SimRule<K>>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
     }
+}
 
-    /// [`Simulator::access`] for an object that is a B+tree inner page when `inner`.
-    pub fn access_as(&mut self, key: K, weight: u64, inner: bool) -> bool {
-        self.access_sized(key, weight, weight, inner)
-    }
-
-    /// [`Simulator::access_as`] for a sampled object that weighs `weight` bytes here and
-    /// stands for one of `size` bytes (see `Policy::insert_sized`).
-    pub fn access_sized(&mut self, key: K, weight: u64, size: u64, inner: bool) -> bool {
-        self.requests += 1;
-        if self.policy.touch_as(&key, inner) {
-            self.hits += 1;
-            return true;
-        }
-        if weight <= self.budget_bytes {
-            while self.resident_bytes + weight > self.budget_bytes {
-                let Some((_, evicted)) = self.policy.evict(&mut NoMarks) else {
-                    break;
-                };
-                self.resident_bytes -= evicted;
-            }
-            self.policy.insert_sized(key, weight, size, inner);
-            self.resident_bytes += weight;
-        }
-        false
-    }
-
-    /// Forgets `key`, as if it had never been asked for (the live cache's
-    /// `drop` of an object no reader of the current version can
-    /// ask for); true if it was resident.
-    pub fn remove(&mut self, key: &K) -> bool {
-        match self.policy.remove(key) {
-            Some(weight) => {
-                self.resident_bytes -= weight;
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Forgets every object `keep` refuses, as if it had never been asked for.
-    pub fn retain(&mut self, keep: impl Fn(&K) -> bool) {
-        self.resident_bytes -= self.policy.retain(keep);
-    }
-
-    /// Changes the budget; a smaller one evicts, by the policy, until the objects fit.
-    pub fn set_budget(&mut self, budget_bytes: u64) {
-        self.set_sampled_budget(budget_bytes, budget_bytes);
-    }
-
-    /// [`Simulator::set_budget`] for a sample of a cache of `full_bytes` (see
-    /// `Policy::set_sampled_budget`).
-    pub fn set_sampled_budget(&mut self, budget_bytes: u64, full_bytes: u64) {
-        self.budget_bytes = budget_bytes;
-        self.policy.set_sampled_budget(budget_bytes, full_bytes);
-        while self.resident_bytes > budget_bytes {
-            let Some((_, evicted)) = self.policy.evict(&mut NoMarks) else {
-                break;
-            };
-            self.resident_bytes -= evicted;
-        }
-    }
-
-    /// hits / requests, or 0 with no requests.
-    pub fn hit_ratio(&self) -> f64 {
-        if self.requests == 0 {
-            0.0
-        } else {
-            self.hits as f64 / self.requests as f64
-        }
-    }
-
-    /// Bytes of the objects held now.
-    pub fn resident_bytes(&self) -> u64 {
-        self.resident_bytes
+impl<K> DerefMut for Simulator<K> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
     }
 }

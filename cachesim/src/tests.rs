@@ -67,7 +67,9 @@ fn tinylfu_lets_a_newly_popular_object_in() {
     // Missed while its count was at most the residents' (2), kept from then on.
     assert_eq!(hits, [false, false, false, true, true]);
     // Of the one-time objects only the last, still in the window, is held.
-    let held = (1000..1025).filter(|key| sim.policy.contains(key)).count();
+    let held = (1000..1025)
+        .filter(|key| sim.policy().contains(key))
+        .count();
     assert_eq!(held, 1);
 }
 

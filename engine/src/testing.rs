@@ -5,7 +5,9 @@
 //! supported API; any name here may change in any release. `Db::open_with_storage`, hidden
 //! too, opens a database over any `Storage`.
 
-pub use crate::cache::{DROP_CLASS, EvictionRule, InnerPages, Marks, NoMarks, Policy, Rule};
+pub use crate::cache::{
+    DROP_CLASS, EvictionRule, InnerPages, Marks, Miniature, NoMarks, Policy, Rule,
+};
 pub use crate::fuzz::decoders;
 pub use crate::log::{FrameLoc, parse_segment_name, scan_segment, segment_name};
 pub use crate::storage::{FsStorage, LockGuard, Mapped, SimStorage, Storage};

@@ -28,7 +28,7 @@ use parking_lot::Mutex;
 
 use crate::catalog::CollectionId;
 use crate::error::Result;
-pub use policy::{CachePolicy, EvictionRule, InnerPages, Marks, NoMarks, Policy, Rule};
+pub use policy::{CachePolicy, EvictionRule, InnerPages, Marks, Miniature, NoMarks, Policy, Rule};
 use records::{KeptRecord, RecordCache};
 pub use stats::{CacheStats, CollectionCacheStats, TierStats, WhatIf};
 pub use trace::DROP_CLASS;

@@ -1,19 +1,21 @@
-//! A miniature cache: a policy and a byte budget fed one sampled request at a time, for the
-//! what-if estimate. (Replaying whole traces, the optimum and the policies kept only for
-//! comparison are the `skewdb-cachesim` crate's, beside the engine.)
+//! A miniature cache: a policy and a byte budget fed one request at a time. The what-if
+//! estimate runs one per budget on its sample; `skewdb-cachesim`, beside the engine,
+//! replays whole traces through the same code (with the rules kept only for comparison,
+//! and the optimum, which are its own).
 
 use std::hash::Hash;
 
 use super::kind::CachePolicy;
 use super::marks::NoMarks;
-use super::rules::Policy;
+use super::rule::EvictionRule;
+use super::rules::{Policy, Rule};
 
 /// A policy and a byte budget, fed one request at a time: replays a trace, or a sample of
 /// one for the what-if estimate.
-pub(crate) struct Miniature<K> {
-    pub(super) policy: Policy<K>,
-    pub(super) budget_bytes: u64,
-    pub(super) resident_bytes: u64,
+pub struct Miniature<K, R = Rule<K>> {
+    pub(super) policy: Policy<K, R>,
+    budget_bytes: u64,
+    resident_bytes: u64,
     /// Requests replayed so far.
     pub requests: u64,
     /// Requests that hit.
@@ -21,10 +23,17 @@ pub(crate) struct Miniature<K> {
 }
 
 impl<K: Copy + Eq + Hash> Miniature<K> {
-    /// An empty cache of `budget_bytes` under `policy`.
+    /// An empty cache of `budget_bytes` under the engine's `policy`.
     pub fn new(policy: CachePolicy, budget_bytes: u64) -> Self {
+        Miniature::with_rule(Rule::new(policy, budget_bytes), budget_bytes)
+    }
+}
+
+impl<K: Copy + Eq + Hash, R: EvictionRule<K>> Miniature<K, R> {
+    /// An empty cache of `budget_bytes` under `rule` (inner pages kept apart, as always).
+    pub fn with_rule(rule: R, budget_bytes: u64) -> Self {
         Miniature {
-            policy: Policy::new(policy, budget_bytes),
+            policy: Policy::with_rule(rule, budget_bytes),
             budget_bytes,
             resident_bytes: 0,
             requests: 0,
@@ -32,9 +41,13 @@ impl<K: Copy + Eq + Hash> Miniature<K> {
         }
     }
 
+    /// The policy's state.
+    pub fn policy(&self) -> &Policy<K, R> {
+        &self.policy
+    }
+
     /// One request for `key` of `weight` bytes; true on a hit. Objects larger than the
     /// budget are never kept.
-    #[cfg(test)]
     pub fn access(&mut self, key: K, weight: u64) -> bool {
         self.access_as(key, weight, false)
     }
@@ -46,7 +59,7 @@ impl<K: Copy + Eq + Hash> Miniature<K> {
 
     /// [`Miniature::access_as`] for a sampled object that weighs `weight` bytes here and
     /// stands for one of `size` bytes (see [`Policy::insert_sized`]).
-    pub(crate) fn access_sized(&mut self, key: K, weight: u64, size: u64, inner: bool) -> bool {
+    pub fn access_sized(&mut self, key: K, weight: u64, size: u64, inner: bool) -> bool {
         self.requests += 1;
         if self.policy.touch_as(&key, inner) {
             self.hits += 1;
@@ -90,7 +103,7 @@ impl<K: Copy + Eq + Hash> Miniature<K> {
 
     /// [`Miniature::set_budget`] for a sample of a cache of `full_bytes` (see
     /// [`Policy::set_sampled_budget`]).
-    pub(crate) fn set_sampled_budget(&mut self, budget_bytes: u64, full_bytes: u64) {
+    pub fn set_sampled_budget(&mut self, budget_bytes: u64, full_bytes: u64) {
         self.budget_bytes = budget_bytes;
         self.policy.set_sampled_budget(budget_bytes, full_bytes);
         while self.resident_bytes > budget_bytes {
@@ -102,13 +115,11 @@ impl<K: Copy + Eq + Hash> Miniature<K> {
     }
 
     /// hits / requests, or 0 with no requests.
-    #[cfg(test)]
     pub fn hit_ratio(&self) -> f64 {
         super::marks::ratio(self.hits, self.requests)
     }
 
     /// Bytes of the objects held now.
-    #[cfg(test)]
     pub fn resident_bytes(&self) -> u64 {
         self.resident_bytes
     }

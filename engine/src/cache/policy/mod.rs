@@ -23,6 +23,6 @@ mod tests;
 pub use kind::CachePolicy;
 pub(crate) use marks::ratio;
 pub use marks::{Marks, NoMarks};
-pub(crate) use miniature::Miniature;
+pub use miniature::Miniature;
 pub use rule::EvictionRule;
 pub use rules::{InnerPages, Policy, Rule};
