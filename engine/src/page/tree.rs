@@ -370,21 +370,17 @@ impl Tree {
     /// value; `None` if the tree does not hold `key` or the walk to it fails. For errors: a
     /// record that did not decode is reported at the place this gives.
     pub fn locate(&self, store: &PageStore, key: &[u8]) -> Option<(String, u64)> {
-        let mut id = self.root;
-        for _ in 0..=MAX_DEPTH {
-            let node = self.node(store, id).ok()?;
-            match node.as_ref() {
-                Node::Internal { children, .. } => id = children[node.search(key)],
-                Node::Leaf { entries, .. } => {
-                    let index = node.find(key).ok()?;
-                    return Some(match entries.value(index) {
-                        Value::Large(large) => (segment_name(large.segment_id), large.frame_offset),
-                        _ => self.place_of(id),
-                    });
-                }
-            }
-        }
-        None
+        // The walk of every lookup, remembering the last page it read: the leaf.
+        let mut leaf = self.root;
+        let node = |id| {
+            leaf = id;
+            self.node(store, id)
+        };
+        let value = self.find_in(store, key, node, Entries::value).ok()??;
+        Some(match value {
+            Value::Large(large) => (segment_name(large.segment_id), large.frame_offset),
+            _ => self.place_of(leaf),
+        })
     }
 
     /// Inserts or replaces `key`'s value.
