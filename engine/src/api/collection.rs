@@ -296,10 +296,11 @@ impl<V: View> CollectionHandle<V> {
     /// conflict.
     pub fn outliers(&self, field: &str) -> Result<Vec<Outlier>> {
         let index = field_index(&self.info, field)?;
-        let start = Bytes::from(keys::outliers(self.info.id, index));
-        let end = keys::outliers_end(self.info.id, index);
-        self.view
-            .note_range(Bound::Included(start), Bound::Excluded(end))?;
+        self.view.note_range(|| {
+            let start = Bytes::from(keys::outliers(self.info.id, index));
+            let end = keys::outliers_end(self.info.id, index);
+            (Bound::Included(start), Bound::Excluded(end))
+        })?;
         self.at()?.outliers(field)
     }
 
@@ -307,8 +308,7 @@ impl<V: View> CollectionHandle<V> {
     /// of this call: later commits are not seen. In a transaction, a parent put, changed
     /// or deleted in the range in the meantime is a conflict.
     pub fn scan(&self, range: impl KeyRange) -> Result<Scan> {
-        let (start, end) = tree_bounds(self.info.id, &range);
-        self.view.note_range(start, end)?;
+        self.view.note_range(|| tree_bounds(self.info.id, &range))?;
         self.at()?.scan(range)
     }
 }

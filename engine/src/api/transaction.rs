@@ -166,7 +166,8 @@ impl sealed::Sealed for InTransaction<'_> {
             .note_point(&self.txn.engine.pages, &self.txn.base.tree, tree_key)
     }
 
-    fn note_range(&self, start: Bound<Bytes>, end: Bound<Bytes>) -> Result<()> {
+    fn note_range(&self, range: impl FnOnce() -> (Bound<Bytes>, Bound<Bytes>)) -> Result<()> {
+        let (start, end) = range();
         self.txn
             .reads
             .note_range(&self.txn.engine.pages, &self.txn.base.tree, start, end)

@@ -35,8 +35,9 @@ pub(crate) mod sealed {
             Ok(())
         }
 
-        /// Remembers a read of every tree entry in a range.
-        fn note_range(&self, _start: Bound<Bytes>, _end: Bound<Bytes>) -> Result<()> {
+        /// Remembers a read of every tree entry in the range `range` gives; a view that
+        /// remembers nothing never asks for it.
+        fn note_range(&self, _range: impl FnOnce() -> (Bound<Bytes>, Bound<Bytes>)) -> Result<()> {
             Ok(())
         }
     }
