@@ -1382,3 +1382,22 @@ fn the_newest_page_of_a_history_reads_no_chunk_even_right_after_a_seal() {
     assert_eq!(keys, (0..400).collect::<Vec<i64>>());
     assert!(db.cache_stats().cold.requests > 0);
 }
+
+/// A policy kept only for comparison (deprecated, simulated by skewdb-cachesim) runs, and
+/// is reported, as the default a live cache runs instead.
+#[test]
+#[allow(deprecated)]
+fn a_deprecated_cache_policy_runs_and_reports_the_default() {
+    for policy in [skewdb::CachePolicy::Sieve, skewdb::CachePolicy::TinyLfu] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = skewdb::Db::open(dir.path(), skewdb::Options::new().cache_policy(policy)).unwrap();
+        assert_eq!(
+            db.stats().unwrap().cache.policy,
+            skewdb::CachePolicy::default()
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let lru = skewdb::Options::new().cache_policy(skewdb::CachePolicy::Lru);
+    let db = skewdb::Db::open(dir.path(), lru).unwrap();
+    assert_eq!(db.stats().unwrap().cache.policy, skewdb::CachePolicy::Lru);
+}

@@ -51,7 +51,7 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
     let cache = Arc::new(Cache::with_config(CacheConfig {
         budget_bytes: options.cache_bytes as u64,
         record_bytes: options.record_cache_bytes(),
-        policy: options.cache_policy,
+        policy: options.cache_policy.live(),
         what_if: options.cache_what_if,
         trace: options.cache_trace.clone(),
     })?);

@@ -76,6 +76,16 @@ impl CachePolicy {
         matches!(self, CachePolicy::Lru)
     }
 
+    /// The policy a live cache runs for this one: itself, or the default for those kept only
+    /// for comparison (deprecated here, simulated by `skewdb-cachesim`).
+    #[allow(deprecated)]
+    pub(crate) fn live(self) -> CachePolicy {
+        match self {
+            CachePolicy::Sieve | CachePolicy::TinyLfu => CachePolicy::default(),
+            policy => policy,
+        }
+    }
+
     /// The policy named `name`, as [`CachePolicy::name`] writes it.
     #[allow(deprecated)]
     pub fn parse(name: &str) -> Option<CachePolicy> {

@@ -202,16 +202,13 @@ impl<K> Rule<K> {
 }
 
 impl<K: Copy + Eq + Hash> Rule<K> {
-    /// The rule of `policy` over `budget_bytes`. The policies kept only for comparison
-    /// (deprecated here) run the default's rule.
-    #[allow(deprecated)]
+    /// The rule of `policy` (as a live cache runs it: see [`CachePolicy::live`]) over
+    /// `budget_bytes`.
     pub fn new(policy: CachePolicy, budget_bytes: u64) -> Self {
-        match policy {
-            CachePolicy::S3FifoSized | CachePolicy::Sieve | CachePolicy::TinyLfu => {
-                Rule(Kind::S3Fifo(S3Fifo::new(budget_bytes, true)))
-            }
+        match policy.live() {
             CachePolicy::S3Fifo => Rule(Kind::S3Fifo(S3Fifo::new(budget_bytes, false))),
             CachePolicy::Lru => Rule(Kind::Lru(Linked::default())),
+            _ => Rule(Kind::S3Fifo(S3Fifo::new(budget_bytes, true))),
         }
     }
 }
