@@ -50,20 +50,14 @@ pub(crate) const UNPLACED: &str = "page store";
 
 /// `error` with the place of `tree_key`'s value in `tree` (its leaf's frame, or a large
 /// record's) when it is a decoder's corruption error, which does not know the place.
-pub(crate) fn placed(error: Error, tree: &Tree, pages: &PageStore, tree_key: &[u8]) -> Error {
-    match error {
-        Error::Corruption { file, reason, .. } if file == UNPLACED => {
-            match tree.locate(pages, tree_key) {
-                Some((file, offset)) => Error::Corruption {
-                    file,
-                    offset,
-                    reason,
-                },
-                None => Error::corruption(UNPLACED, 0, reason),
-            }
-        }
-        other => other,
+pub(crate) fn placed(mut error: Error, tree: &Tree, pages: &PageStore, tree_key: &[u8]) -> Error {
+    if let Error::Corruption { file, offset, .. } = &mut error
+        && file == UNPLACED
+        && let Some(place) = tree.locate(pages, tree_key)
+    {
+        (*file, *offset) = place;
     }
+    error
 }
 
 /// A parent record of `key` in `info`'s collection that did not decode.
