@@ -4,13 +4,15 @@
 //!
 //! The bytes and the order of the writes: `format-spec/checkpoint.md`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bytes::BufMut;
 
 use super::segments;
-use super::shared::{Doomed, Shared, Version, Writer};
+use super::shared::Shared;
+use super::versions::Version;
+use super::writer::Writer;
 use crate::error::Result;
 use crate::log::FrameKind;
 use crate::page::checkpoint::Checkpoint;
@@ -122,7 +124,7 @@ impl Shared {
     /// a cold compaction step.
     pub(crate) fn maintain(&self) -> Result<()> {
         {
-            let mut writer = self.writer.lock();
+            let mut writer = self.commits.lock();
             if self.checkpoint_pressure(&writer) >= 1.0 {
                 self.checkpoint_locked(&mut writer, Clean::automatic(self.options.reclaim))?;
             }
@@ -226,44 +228,22 @@ impl Shared {
             &checkpoint.needed_cold_segments(),
             checkpoint.cold_tail.segment_id,
         )?);
-        let mut doomed = self.doomed.lock();
-        let already: BTreeSet<&String> = doomed.iter().flat_map(|d| &d.files).collect();
-        files.retain(|name| !already.contains(name));
-        if !files.is_empty() {
-            let readers = self.retired.lock().clone();
-            doomed.push(Doomed { readers, files });
-        }
+        self.versions.doom(files);
         Ok(())
     }
 
     /// Removes the doomed segments no reader can reach any more.
     pub(super) fn remove_doomed(&self) -> Result<()> {
         let storage = self.pages.storage.as_ref();
-        let mut doomed = self.doomed.lock();
-        let mut removed = false;
-        let mut failed = None;
-        doomed.retain(|d| {
-            if d.readers.iter().any(|r| r.strong_count() > 0) || failed.is_some() {
-                return true;
+        let removed = self.versions.remove_unread(|file| {
+            if let Some(id) = crate::cold::chunk::parse_segment_name(file) {
+                self.cold.forget_map(id);
             }
-            for file in &d.files {
-                if let Some(id) = crate::cold::chunk::parse_segment_name(file) {
-                    self.cold.forget_map(id);
-                }
-                if let Some(id) = crate::log::parse_segment_name(file) {
-                    self.pages.forget_map(id);
-                }
-                if let Err(error) = storage.remove(file) {
-                    failed = Some(error);
-                    return true;
-                }
+            if let Some(id) = crate::log::parse_segment_name(file) {
+                self.pages.forget_map(id);
             }
-            removed = true;
-            false
-        });
-        if let Some(error) = failed {
-            return Err(error);
-        }
+            storage.remove(file)
+        })?;
         if removed {
             storage.sync_dir()?;
         }
@@ -272,7 +252,7 @@ impl Shared {
 
     /// Writes every changed page to the log and a new checkpoint file.
     pub fn checkpoint(&self) -> Result<()> {
-        let mut writer = self.writer.lock();
+        let mut writer = self.commits.lock();
         self.checkpoint_locked(&mut writer, Clean::automatic(self.options.reclaim))
     }
 
@@ -398,7 +378,7 @@ impl Shared {
 /// Closing: the last handle gone, the changed pages are checkpointed.
 impl Drop for Shared {
     fn drop(&mut self) {
-        let mut writer = self.writer.lock();
+        let mut writer = self.commits.lock();
         if writer.log.failure().is_none() {
             // Closing: make everything durable; an error here has nowhere to go, and
             // recovery replays the redo in any case.

@@ -4,7 +4,6 @@
 //! How batches become frames: `format-spec/hot-log.md`.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 use parking_lot::Mutex;
@@ -13,8 +12,10 @@ use super::apply::{Txn, apply, is_large, patched_value};
 use super::checkpoint::Clean;
 use super::ops::{BatchOp, Expired, Request};
 use super::reads::ReadSet;
-use super::shared::{Shared, Version, Writer};
+use super::shared::Shared;
 use super::stage;
+use super::versions::Version;
+use super::writer::{Turn, Writer};
 use crate::cold::ColdGroup;
 use crate::log::{FrameKind, Group};
 use crate::page::node::{LargeRef, Value};
@@ -76,12 +77,10 @@ impl Shared {
             reads,
             result: Mutex::new(None),
         });
-        self.queue.lock().push(request.clone());
-        let mut writer = self.writer.lock();
-        if let Some(result) = request.result.lock().take() {
-            return result;
-        }
-        let requests = std::mem::take(&mut *self.queue.lock());
+        let (mut writer, requests) = match self.commits.enter(&request) {
+            Turn::Served(result) => return result,
+            Turn::Lead(writer, requests) => (writer, requests),
+        };
         self.commit_group(&mut writer, &requests);
         if self.current().tree.held_bytes > (self.options.cache_bytes / HELD_SHARE_OF_CACHE) as u64
         {
@@ -117,7 +116,7 @@ impl Shared {
     /// Makes everything committed so far durable: the cold chunks, then the log that
     /// refers to them.
     pub fn persist(&self) -> Result<()> {
-        let mut writer = self.writer.lock();
+        let mut writer = self.commits.lock();
         self.cold.sync()?;
         writer.log.sync()
     }
@@ -414,12 +413,7 @@ impl Shared {
     /// is the current version's, as of the generation it carries.
     pub(super) fn publish_changes(&self, mut version: Version, written: &[Bytes]) {
         let records = self.pages.cache.records();
-        let epoch = self.record_epoch.fetch_add(1, Ordering::SeqCst) + 1;
-        // Only the writer changes the epoch: it was even (no commit publishing) before.
-        assert!(
-            epoch % 2 == 1,
-            "record epoch {epoch} even while a commit publishes"
-        );
+        let epoch = self.versions.begin_record_change();
         for key in written {
             if let Some((collection, key)) = crate::page::keys::split_parent(key) {
                 records.remove(collection, key);
@@ -427,7 +421,7 @@ impl Shared {
         }
         version.generation = epoch + 1;
         self.publish(version);
-        self.record_epoch.store(epoch + 1, Ordering::SeqCst);
+        self.versions.end_record_change(epoch);
     }
 }
 

@@ -14,7 +14,8 @@ use bytes::Bytes;
 
 use super::apply::Txn;
 use super::checkpoint::Clean;
-use super::shared::{Shared, Writer};
+use super::shared::Shared;
+use super::writer::Writer;
 use crate::cold::chunk::{self as cold_chunk, ChunkKind, ChunkRef};
 use crate::error::{Error, Result};
 use crate::item::{self, Stored};
@@ -333,7 +334,7 @@ impl Shared {
             Ok(total)
         };
         let hot_bytes = || -> Result<u64> {
-            let tail = self.writer.lock().log.tail();
+            let tail = self.commits.lock().log.tail();
             Ok(super::segments::segment_files(storage, tail)?
                 .values()
                 .sum())
@@ -344,7 +345,7 @@ impl Shared {
             ..CompactReport::default()
         };
         {
-            let _writer = self.writer.lock();
+            let _writer = self.commits.lock();
             self.seal_cold_if_dead(&self.current().tree)?;
         }
         let hot_sparse = |writer: &Writer| -> Result<u64> {
@@ -354,7 +355,7 @@ impl Shared {
                 .map(super::checkpoint::Sparse::live_bytes)
                 .sum())
         };
-        let hot_before = hot_sparse(&self.writer.lock())?;
+        let hot_before = hot_sparse(&self.commits.lock())?;
         // Cold: a window of the chunk index planned at a time (the total grows as each is
         // planned), one commit group per step.
         let mut cold_total = 0;
@@ -373,7 +374,7 @@ impl Shared {
                 step_bytes += piece.bytes();
                 step.push(piece);
                 if step_bytes >= STEP_BYTES || pieces.peek().is_none() {
-                    let done = self.run_cold_work(&mut self.writer.lock(), &step)?;
+                    let done = self.run_cold_work(&mut self.commits.lock(), &step)?;
                     report.chunks_moved += done.moved;
                     report.chunks_merged += done.merged;
                     report.merged_into += done.merged_into;
@@ -392,7 +393,7 @@ impl Shared {
         // chunks its redo refers to made durable before, as at any roll); large records
         // move out of the sparse segments, a step at a time, so that cleaning can empty them.
         let hot_total = {
-            let mut writer = self.writer.lock();
+            let mut writer = self.commits.lock();
             self.cold.sync()?;
             writer.log.seal()?;
             hot_sparse(&writer)?
@@ -404,7 +405,7 @@ impl Shared {
         // guards the loop.
         for _ in 0..=super::segments::segment_ids(storage)?.len() {
             let left = {
-                let mut writer = self.writer.lock();
+                let mut writer = self.commits.lock();
                 self.checkpoint_locked(&mut writer, Clean::Compact)?;
                 hot_sparse(&writer)?
             };
@@ -425,7 +426,7 @@ impl Shared {
     /// Returns the record bytes moved.
     pub(super) fn relocate_large(&self, limit: u64, clean: Clean) -> Result<u64> {
         let (version, segments) = {
-            let writer = self.writer.lock();
+            let writer = self.commits.lock();
             let version = self.current();
             let segments: BTreeSet<u32> = self
                 .sparse_segments(&version.tree, &writer, clean)?
@@ -453,7 +454,7 @@ impl Shared {
             }
         }
         drop(version);
-        let mut writer = self.writer.lock();
+        let mut writer = self.commits.lock();
         let base = self.current();
         let txn = Txn::new(base.tree.clone(), base.catalog.clone());
         let mut redo = Vec::new();
@@ -499,7 +500,7 @@ impl Shared {
     /// later checkpoint.
     pub(super) fn cold_step(&self) -> Result<()> {
         {
-            let _writer = self.writer.lock();
+            let _writer = self.commits.lock();
             self.seal_cold_if_sparse()?;
         }
         let version = self.current();
@@ -519,7 +520,7 @@ impl Shared {
             })
             .collect();
         if !step.is_empty() {
-            self.run_cold_work(&mut self.writer.lock(), &step)?;
+            self.run_cold_work(&mut self.commits.lock(), &step)?;
         }
         Ok(())
     }
@@ -895,7 +896,7 @@ mod tests {
         batch.delete("c", "b");
         batch.commit().unwrap();
         let done = shared
-            .run_cold_work(&mut shared.writer.lock(), &plan.work)
+            .run_cold_work(&mut shared.commits.lock(), &plan.work)
             .unwrap();
         assert!(done.merged > 0, "the unchanged runs still merge: {done:?}");
         let items = db

@@ -9,7 +9,8 @@ use std::ops::Bound;
 use bytes::Bytes;
 
 use super::apply::Txn;
-use super::shared::{Shared, Version};
+use super::shared::Shared;
+use super::versions::Version;
 use crate::cold::chunk::ChunkRef;
 use crate::error::{Error, Result};
 use crate::page::keys;
@@ -53,7 +54,7 @@ impl Shared {
     /// cold tail and its index entry pointed at its new place, every other record put as
     /// it is. For a database being built from a backup, which nothing else writes to.
     pub(crate) fn load_records(&self, records: &[CopiedRecord]) -> Result<()> {
-        let mut writer = self.writer.lock();
+        let mut writer = self.commits.lock();
         let base = self.current();
         let txn = Txn::new(base.tree.clone(), base.catalog.clone());
         self.cold_synced_before_roll(&writer)?;

@@ -37,14 +37,17 @@ mod space;
 mod stage;
 mod stats;
 mod verify;
+mod versions;
 mod view;
 mod work;
+mod writer;
 
 pub(crate) use copy::CopiedRecord;
 pub(crate) use engine::Engine;
 pub(crate) use ops::{BatchOp, check_key};
 pub(crate) use reads::ReadSet;
-pub(crate) use shared::{Shared, Version};
+pub(crate) use shared::Shared;
+pub(crate) use versions::Version;
 
 pub use compact::CompactReport;
 pub use ops::Expired;

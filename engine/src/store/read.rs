@@ -6,7 +6,6 @@
 
 use std::ops::Bound;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
@@ -14,7 +13,8 @@ use super::decode::{
     UNPLACED, decode_document, decode_read_record, decode_record_fields, decode_record_page,
     decode_wanted_items, page_room, placed,
 };
-use super::shared::{Shared, Version};
+use super::shared::Shared;
+use super::versions::Version;
 use crate::cache::records::KeptRecord;
 
 use crate::catalog::CollectionInfo;
@@ -218,7 +218,7 @@ impl Shared {
         if cache.records().budget_bytes() == 0 {
             return self.read_parent(version, info, key);
         }
-        let epoch = self.record_epoch.load(Ordering::SeqCst);
+        let epoch = self.versions.record_epoch();
         let (entry, unkept_leaf) = keys::with_parent(info.id, key, |tree_key| {
             version.tree.get_entry_or_read(&self.pages, tree_key)
         })?;
@@ -233,7 +233,7 @@ impl Shared {
             && epoch == version.generation
         {
             cache.keep_record(info.id, key, record, epoch, || {
-                self.record_epoch.load(Ordering::SeqCst) == epoch
+                self.versions.record_epoch() == epoch
             });
         }
         Ok(found)

@@ -3,13 +3,13 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 
 use bytes::Bytes;
-use parking_lot::{Mutex, RwLock};
 
 use super::apply::{Txn, apply, is_large};
-use super::shared::{Shared, Version, Writer, WriterCounters};
+use super::shared::Shared;
+use super::versions::Version;
+use super::writer::{Writer, WriterCounters};
 use crate::cache::CacheConfig;
 use crate::cached::Cache;
 use crate::catalog::Catalog;
@@ -151,30 +151,9 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
             ..WriterCounters::default()
         },
     };
-    let mut tree = replayed.txn.tree.pin_root(&pages);
-    // What the replay changed no reader asks for: as `Shared::publish` does.
-    pages
-        .cache
-        .drop_superseded(&std::mem::take(&mut tree.superseded));
-    Ok(Shared {
-        pages,
-        cold,
-        options,
-        current: RwLock::new(Arc::new(Version {
-            tree,
-            catalog: replayed.txn.catalog,
-            commits: 0,
-            generation: 0,
-            own_chunks: None,
-        })),
-        record_epoch: AtomicU64::new(0),
-        writer: Mutex::new(writer),
-        queue: Mutex::new(Vec::new()),
-        retired: Mutex::new(Vec::new()),
-        doomed: Mutex::new(Vec::new()),
-        maintenance: Arc::default(),
-        _lock: lock,
-    })
+    let tree = replayed.txn.tree.pin_root(&pages);
+    let first = Version::opened(tree, replayed.txn.catalog);
+    Ok(Shared::assemble(pages, cold, options, first, writer, lock))
 }
 
 /// A new database, or one whose creation stopped before its first checkpoint (its log
@@ -230,32 +209,16 @@ fn create(
         pages.map_segments(log.sealed_below());
         cold.map_segments();
     }
-    Ok(Shared {
-        pages,
-        cold,
-        current: RwLock::new(Arc::new(Version {
-            tree: Tree::new(),
-            catalog: Arc::new(Catalog::default()),
-            commits: 0,
-            generation: 0,
-            own_chunks: None,
-        })),
-        record_epoch: AtomicU64::new(0),
-        writer: Mutex::new(Writer {
-            log,
-            checkpoint_tail: tail,
-            bytes_since_checkpoint: 0,
-            cold_since_checkpoint: 0,
-            checkpoint_sequence: 0,
-            counters: WriterCounters::default(),
-        }),
-        queue: Mutex::new(Vec::new()),
-        retired: Mutex::new(Vec::new()),
-        doomed: Mutex::new(Vec::new()),
-        maintenance: Arc::default(),
-        options,
-        _lock: lock,
-    })
+    let first = Version::opened(Tree::new(), Arc::new(Catalog::default()));
+    let writer = Writer {
+        log,
+        checkpoint_tail: tail,
+        bytes_since_checkpoint: 0,
+        cold_since_checkpoint: 0,
+        checkpoint_sequence: 0,
+        counters: WriterCounters::default(),
+    };
+    Ok(Shared::assemble(pages, cold, options, first, writer, lock))
 }
 
 struct Replayed {

@@ -80,7 +80,7 @@ impl Shared {
         // The version and the log's extent at one moment: the writer is held while both are
         // taken, not during the walk.
         let (version, replay_from, hot_files) = {
-            let writer = self.writer.lock();
+            let writer = self.commits.lock();
             let files = super::segments::segment_files(storage, writer.log.tail())?;
             (self.current(), writer.checkpoint_tail, files)
         };

@@ -51,7 +51,7 @@ impl Shared {
 
     pub fn stats(&self) -> Result<Stats> {
         let (tail, durable_lsn, log_syncs, counters) = {
-            let writer = self.writer.lock();
+            let writer = self.commits.lock();
             (
                 writer.log.tail(),
                 writer.log.durable_lsn(),

@@ -8,7 +8,8 @@ use bytes::Bytes;
 
 use super::decode::{decode_items, decode_record};
 use super::segments::segment_ids;
-use super::shared::{Shared, Version};
+use super::shared::Shared;
+use super::versions::Version;
 use crate::cold::ChunkRef;
 use crate::cold::chunk as cold_chunk;
 use crate::error::{Error, Result};
@@ -78,7 +79,7 @@ impl Shared {
     /// Checks every checksum in the log and every invariant of the tree.
     pub fn verify(&self) -> Result<Inspection> {
         // Holding the writer keeps the log's end still while it is read.
-        let writer = self.writer.lock();
+        let writer = self.commits.lock();
         let storage = self.pages.storage.as_ref();
         let mut inspection = Inspection {
             page_bytes: self.pages.page_bytes as u64,

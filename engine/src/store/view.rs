@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use super::apply::{Txn, apply, patched_value};
 use super::ops::BatchOp;
-use super::shared::{Shared, Version};
+use super::shared::Shared;
 use super::stage::Stager;
+use super::versions::Version;
 use crate::cold::ColdGroup;
 use crate::error::Result;
 use crate::page::redo::Op;
