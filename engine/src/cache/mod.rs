@@ -106,6 +106,20 @@ pub trait CacheValue: Clone + Send + Sync + 'static {
 /// through every level of a descent, not the object's description.
 pub struct Unkept<V>(Box<UnkeptObject<V>>);
 
+/// What a read says of an object it read and the cache did not keep yet (see
+/// [`PageCache::admit`], which decides). An inner page is kept whatever the read says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admission {
+    /// Keep it, as any read that will come back to it does.
+    Always,
+    /// Keep inner pages only: a walk that passes through the leaves (maintenance).
+    InnerPagesOnly,
+    /// What the object holds is kept above the cache (a parent record in the record
+    /// tier): keep it only if it was read and not kept among the latest such reads, as
+    /// point reads of keys in order come back to their leaf.
+    IfReadLately,
+}
+
 struct UnkeptObject<V> {
     key: CacheKey,
     tier: Tier,
@@ -313,7 +327,7 @@ pub struct PageCache<V, D> {
     trace: Option<Mutex<TraceWriter>>,
     /// Orders LRU's hits across shards.
     next_hit: AtomicU64,
-    /// The latest objects read and not kept (see [`PageCache::admit_if_read_lately`]).
+    /// The latest objects read and not kept (see [`Admission::IfReadLately`]).
     lately: Mutex<Lately>,
 }
 
@@ -470,7 +484,7 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
 
     /// [`PageCache::get_or_load`], except that an object `load` reads is not kept yet: it
     /// comes back beside the value, its miss counted, for the reader to hand to
-    /// [`PageCache::admit`] or to drop.
+    /// [`PageCache::admit`] with what it knows of it.
     pub fn get_or_read(
         &self,
         key: CacheKey,
@@ -544,30 +558,35 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
         })
     }
 
-    /// Keeps an object [`PageCache::get_or_read`] read if it was read and not kept among the
-    /// latest [`LATELY`] such objects (reads that come back to it at once, as point reads of
-    /// keys in order come back to their leaf); else remembers it and drops it.
-    pub fn admit_if_read_lately(&self, unkept: Unkept<V>) {
-        let id = unkept.0.key.object_id();
-        let seen = {
-            let mut lately = self.lately.lock();
-            let seen = lately.ids.contains(&id);
-            if !seen {
-                let at = lately.next;
-                lately.ids[at] = id;
-                lately.next = (at + 1) % LATELY;
-            }
-            seen
+    /// Decides whether to keep an object [`PageCache::get_or_read`] read, from what the
+    /// read says of it (`admission`) and from what it is (an inner page is always kept):
+    /// keeps it, or gives it back (the caller drops it or decides again once it knows
+    /// more). Every admission the cache makes is decided here.
+    pub fn admit(&self, unkept: Unkept<V>, admission: Admission) -> Option<Unkept<V>> {
+        let keep = match admission {
+            Admission::Always => true,
+            _ if unkept.0.value.is_inner_page() => true,
+            Admission::InnerPagesOnly => false,
+            Admission::IfReadLately => self.read_lately(unkept.0.key.object_id()),
         };
-        if seen {
-            self.admit(unkept);
+        if !keep {
+            return Some(unkept);
         }
+        self.keep(*unkept.0);
+        None
     }
 
-    /// Keeps an object [`PageCache::get_or_read`] read, as [`PageCache::get_or_load`]
-    /// would have kept it.
-    pub fn admit(&self, unkept: Unkept<V>) {
-        self.keep(*unkept.0);
+    /// Whether the object `id` was read and not kept among the latest [`LATELY`] such
+    /// objects; if not, it is remembered as one.
+    fn read_lately(&self, id: u64) -> bool {
+        let mut lately = self.lately.lock();
+        let seen = lately.ids.contains(&id);
+        if !seen {
+            let at = lately.next;
+            lately.ids[at] = id;
+            lately.next = (at + 1) % LATELY;
+        }
+        seen
     }
 
     fn keep(&self, object: UnkeptObject<V>) {

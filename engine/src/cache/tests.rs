@@ -652,7 +652,11 @@ fn an_object_read_but_not_admitted_stays_out_of_the_cache() {
     let (_, unkept) = cache
         .get_or_read(key(1), Tier::HotPage, || load(100))
         .unwrap();
-    cache.admit(unkept.expect("a miss"));
+    assert!(
+        cache
+            .admit(unkept.expect("a miss"), Admission::Always)
+            .is_none()
+    );
     assert_eq!(cache.stats(no_names).hot.resident_bytes, 100);
     let (_, unkept) = cache
         .get_or_read(key(1), Tier::HotPage, || panic!("loaded though cached"))
@@ -665,6 +669,52 @@ fn an_object_read_but_not_admitted_stays_out_of_the_cache() {
     assert_eq!((stats.hot.requests, stats.hot.hits), (4, 2));
 }
 
+/// The cache decides admission from what the read says and what the object is: an inner
+/// page goes in whatever the read says; a leaf read by a walk that keeps inner pages only,
+/// or read once by a point read whose record is kept above, is given back; any object a
+/// read will come back to goes in.
+#[test]
+fn admission_is_decided_from_the_read_and_the_object() {
+    let cache = cache(100_000, CachePolicy::default(), false);
+    let inner = || {
+        Ok(Loaded {
+            value: TestValue::InnerPage,
+            weight_bytes: 100,
+            read_bytes: 100,
+        })
+    };
+    let resident = |cache: &PageCache| cache.stats(no_names).hot.resident_bytes;
+    for (offset, admission) in [
+        (1, Admission::InnerPagesOnly),
+        (2, Admission::IfReadLately),
+        (3, Admission::Always),
+    ] {
+        let (_, unkept) = cache
+            .get_or_read(key(offset), Tier::HotPage, inner)
+            .unwrap();
+        assert!(cache.admit(unkept.expect("a miss"), admission).is_none());
+    }
+    assert_eq!(resident(&cache), 300, "an inner page given back");
+    let read = |offset: u64, admission: Admission| {
+        let (_, unkept) = cache
+            .get_or_read(key(offset), Tier::HotPage, || load(100))
+            .unwrap();
+        cache.admit(unkept.expect("a miss"), admission).is_none()
+    };
+    assert!(
+        !read(10, Admission::InnerPagesOnly),
+        "a leaf kept by a walk"
+    );
+    assert!(
+        !read(10, Admission::InnerPagesOnly),
+        "a leaf kept by a walk"
+    );
+    assert!(!read(11, Admission::IfReadLately), "kept on its first read");
+    assert!(read(11, Admission::IfReadLately), "not kept on its second");
+    assert!(read(12, Admission::Always));
+    assert_eq!(resident(&cache), 500);
+}
+
 /// An object read and not kept goes in when it is read again among the latest such reads,
 /// not when other objects were read between enough to push it out of the cache's memory.
 #[test]
@@ -674,7 +724,7 @@ fn an_object_read_again_at_once_is_admitted_and_one_read_long_ago_is_not() {
         let (_, unkept) = cache
             .get_or_read(key(offset), Tier::HotPage, || load(100))
             .unwrap();
-        cache.admit_if_read_lately(unkept.expect("not cached"));
+        let _ = cache.admit(unkept.expect("not cached"), Admission::IfReadLately);
     };
     let resident = |cache: &PageCache| cache.stats(no_names).hot.resident_bytes;
     read(1);
@@ -713,7 +763,7 @@ fn threads_reading_an_object_again_at_once_keep_it_once() {
                             .get_or_read(key(id), Tier::HotPage, || load(100))
                             .unwrap();
                         if let Some(unkept) = unkept {
-                            cache.admit_if_read_lately(unkept);
+                            let _ = cache.admit(unkept, Admission::IfReadLately);
                         }
                     }
                 }

@@ -16,6 +16,7 @@ use super::node::{
 };
 use super::table::{PageTable, Slot};
 use super::{PageStore, keys};
+use crate::cache::Admission;
 use crate::cache::CacheKey;
 use crate::cached::Unkept;
 use crate::cold::ChunkRef;
@@ -204,10 +205,9 @@ impl Tree {
             return Ok(node);
         }
         let (node, unkept) = store.node_or_read(&self.table, id)?;
-        if let Some(unkept) = unkept
-            && matches!(*node, Node::Internal { .. })
-        {
-            store.cache.admit(unkept);
+        if let Some(unkept) = unkept {
+            // A leaf the cache does not keep is dropped once the walk leaves it.
+            let _ = store.cache.admit(unkept, Admission::InnerPagesOnly);
         }
         Ok(node)
     }
@@ -299,8 +299,8 @@ impl Tree {
     }
 
     /// [`Tree::get_entry`], except that a leaf read from storage is not kept in the cache
-    /// yet: it comes back for the caller to keep ([`crate::cache::Cache::admit`]) or
-    /// drop. Internal pages read on the way are kept as usual.
+    /// yet: it comes back for the caller to hand to the cache ([`crate::cache::PageCache::admit`])
+    /// with what it knows of it. Internal pages read on the way are kept as usual.
     pub fn get_entry_or_read(
         &self,
         store: &PageStore,
@@ -313,10 +313,8 @@ impl Tree {
                 None => store.node_or_read(&self.table, id)?,
             };
             if let Some(unkept) = unkept {
-                match node.as_ref() {
-                    Node::Internal { .. } => store.cache.admit(unkept),
-                    Node::Leaf { .. } => unkept_leaf = Some(unkept),
-                }
+                // The last page the walk reads is the leaf: what the cache gives back.
+                unkept_leaf = store.cache.admit(unkept, Admission::InnerPagesOnly);
             }
             Ok(node)
         };

@@ -15,6 +15,7 @@ use super::decode::{
 };
 use super::shared::Shared;
 use super::versions::Version;
+use crate::cache::Admission;
 use crate::cache::records::KeptRecord;
 
 use crate::catalog::CollectionInfo;
@@ -205,7 +206,7 @@ impl Shared {
     /// tier keeps the record now, or on its next miss once it is full (see
     /// `RecordCache::insert`), and the record's next read asks the tier, not the leaf, unless
     /// point reads keep coming back to that leaf (it goes in on its second load among the
-    /// latest: `PageCache::admit_if_read_lately`). (A large record is read through the page
+    /// latest: `Admission::IfReadLately`). (A large record is read through the page
     /// cache after its leaf, which then goes in as in any other read.) Without a tier the
     /// walk keeps its leaf as any other.
     fn read_and_keep(
@@ -223,10 +224,12 @@ impl Shared {
             version.tree.get_entry_or_read(&self.pages, tree_key)
         })?;
         if let Some(leaf) = unkept_leaf {
-            match &entry {
-                Some((_, Value::Large(_))) => cache.admit(leaf),
-                _ => cache.admit_if_read_lately(leaf),
-            }
+            let admission = match &entry {
+                // The large record is read through the page cache next, as in any read.
+                Some((_, Value::Large(_))) => Admission::Always,
+                _ => Admission::IfReadLately,
+            };
+            let _ = cache.admit(leaf, admission);
         }
         let found = self.found_in_leaf(entry)?;
         if let Some(Found::Read { record, .. }) = &found
