@@ -1,6 +1,7 @@
-//! Entry points for the fuzz targets that need the models: `db_image` (open, verify and
-//! read mutated database images) and `model` (operation sequences with power losses and
-//! I/O errors against a model of acknowledged and durable state). The targets in `fuzz/`
+//! Entry points for the fuzz targets that need the models or a database: `db_image` (open,
+//! verify and read mutated database images), `model` (operation sequences with power
+//! losses and I/O errors against a model of acknowledged and durable state) and
+//! `exec_line` (the CLI's `exec` input parser). The targets in `fuzz/`
 //! call them; `tests/fuzz_corpus.rs` replays the checked-in corpora through them on stable.
 
 use std::sync::{Arc, OnceLock};
@@ -275,5 +276,24 @@ fn model_value(value: i8) -> f64 {
         -127 => -f64::MAX,
         126 => f64::MAX,
         value => f64::from(value),
+    }
+}
+
+/// Feeds one input line to the CLI's `exec` parser: any bytes, no panic; an accepted line
+/// adds exactly one op to the batch (none for a commit), a refused one adds nothing.
+pub fn exec_line(data: &[u8]) {
+    static DB: OnceLock<Db> = OnceLock::new();
+    let Ok(line) = std::str::from_utf8(data) else {
+        return;
+    };
+    let db = DB.get_or_init(|| {
+        Db::open_with_storage(Arc::new(SimStorage::new()), skewdb::Options::new())
+            .expect("a database in memory opens")
+    });
+    let mut batch = db.batch();
+    match skewdb_cli::exec::parse_input_line(line, &mut batch) {
+        Ok(true) => assert_eq!(batch.len(), 0, "a commit line added an op"),
+        Ok(false) => assert_eq!(batch.len(), 1, "an accepted line added no op"),
+        Err(_) => assert_eq!(batch.len(), 0, "a refused line added an op"),
     }
 }

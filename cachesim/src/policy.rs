@@ -1,10 +1,10 @@
 //! The policies a simulation runs: the engine's own (the same code the live cache runs,
-//! through `skewdb::testing::Rule`) and those kept only for comparison.
+//! through `skewdb::policy::Rule`) and those kept only for comparison.
 
 use std::hash::Hash;
 
 use skewdb::CachePolicy;
-use skewdb::testing::{EvictionRule, Marks, Rule};
+use skewdb::policy::{EvictionRule, Marks, Rule};
 
 use crate::sieve::Sieve;
 use crate::tinylfu::TinyLfu;

@@ -5,7 +5,7 @@ use std::hash::Hash;
 
 use rustc_hash::FxHashMap;
 
-use skewdb::testing::Marks;
+use skewdb::policy::Marks;
 
 pub(crate) const NIL: usize = usize::MAX;
 

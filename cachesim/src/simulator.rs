@@ -5,7 +5,7 @@
 use std::hash::Hash;
 use std::ops::{Deref, DerefMut};
 
-use skewdb::testing::Miniature;
+use skewdb::policy::Miniature;
 
 use crate::policy::{SimPolicy, SimRule};
 

@@ -134,7 +134,7 @@ fn the_engines_policies_run_the_engines_code() {
             ((state >> 33) % 300, 1 + (state >> 20) % 50)
         })
         .collect();
-    let mut policy = skewdb::testing::Policy::new(skewdb::CachePolicy::default(), 1500);
+    let mut policy = skewdb::policy::Policy::new(skewdb::CachePolicy::default(), 1500);
     let mut resident = 0;
     let mut hits = 0;
     for &(key, weight) in &trace {
@@ -143,7 +143,7 @@ fn the_engines_policies_run_the_engines_code() {
             continue;
         }
         while resident + weight > 1500 {
-            let Some((_, gone)) = policy.evict(&mut skewdb::testing::NoMarks) else {
+            let Some((_, gone)) = policy.evict(&mut skewdb::policy::NoMarks) else {
                 break;
             };
             resident -= gone;

@@ -5,7 +5,7 @@ use std::hash::Hash;
 
 use rustc_hash::FxHashMap;
 
-use skewdb::testing::Marks;
+use skewdb::policy::Marks;
 
 /// The window's share of the budget, in hundredths (Caffeine's starting share).
 pub(crate) const WINDOW_PERCENT: u64 = 1;

@@ -436,28 +436,6 @@ fn arrays_through_the_command_line() {
     assert!(skewdb(&["verify", &db]).status.success());
 }
 
-/// Replays the `exec_line` fuzz corpus through the function the fuzz target calls, with
-/// every truncation and every single-byte change of each file, so CI runs it on stable.
-#[test]
-fn exec_line_corpus_replays_cleanly() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/exec_line");
-    let mut files = 0;
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let data = std::fs::read(entry.unwrap().path()).unwrap();
-        skewdb_cli::exec::fuzz_line(&data);
-        for len in 0..data.len() {
-            skewdb_cli::exec::fuzz_line(&data[..len]);
-        }
-        for index in 0..data.len() {
-            let mut changed = data.clone();
-            changed[index] ^= 0x20;
-            skewdb_cli::exec::fuzz_line(&changed);
-        }
-        files += 1;
-    }
-    assert!(files >= 10, "{files} corpus files in {}", dir.display());
-}
-
 #[test]
 fn compact_gives_back_the_log() {
     let dir = tempfile::tempdir().unwrap();

@@ -435,6 +435,7 @@ fn load<R: Read>(engine: &Engine, frames: &mut Frames<R>) -> Result<()> {
     }
 }
 
+#[cfg(feature = "testing")]
 /// Loads arbitrary bytes as a backup into an in-memory database: for the decoders' fuzz
 /// target, which requires an error or a database, never a panic.
 pub(crate) fn fuzz_load(data: &[u8]) {

@@ -30,6 +30,7 @@ mod catalog;
 mod cold;
 mod document;
 mod error;
+#[cfg(feature = "testing")]
 mod fuzz;
 mod item;
 mod limits;
@@ -40,9 +41,12 @@ mod pattern;
 mod record;
 // The one `unsafe` block (mapping a segment file: sealed cold and hot segments, and the active
 // hot segment, when `Options::memory_map` is on) is allowed where it stands, in `fs.rs`.
+#[doc(hidden)]
+pub mod policy;
 mod storage;
 mod store;
 #[doc(hidden)]
+#[cfg(feature = "testing")]
 pub mod testing;
 
 pub use api::Snapshot;

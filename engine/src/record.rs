@@ -135,6 +135,7 @@ impl ParentRecord {
         out
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// Decodes a record of a collection with `arrays` array fields.
     pub fn decode(bytes: Bytes, arrays: usize) -> Result<Self, String> {
         Self::decode_fields(bytes, arrays, |_| true)

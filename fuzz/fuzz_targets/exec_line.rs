@@ -3,5 +3,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    skewdb_cli::exec::fuzz_line(data);
+    skewdb_tests::fuzz::exec_line(data);
 });

@@ -48,3 +48,20 @@ fn model_corpus_replays_cleanly() {
     let files = replay("model", skewdb_tests::fuzz::model);
     assert!(files >= 8, "{files} corpus files");
 }
+
+/// The `exec_line` corpus with every truncation and every single-byte change of each file.
+#[test]
+fn exec_line_corpus_replays_cleanly() {
+    let files = replay("exec_line", |data| {
+        skewdb_tests::fuzz::exec_line(data);
+        for len in 0..data.len() {
+            skewdb_tests::fuzz::exec_line(&data[..len]);
+        }
+        for index in 0..data.len() {
+            let mut changed = data.to_vec();
+            changed[index] ^= 0x20;
+            skewdb_tests::fuzz::exec_line(&changed);
+        }
+    });
+    assert!(files >= 10, "{files} corpus files");
+}

@@ -486,3 +486,41 @@ fn the_simulator_and_the_optimum_are_not_in_the_engine() {
         }
     }
 }
+
+/// Test-only code is compiled only for tests: the fuzz entries, the `testing` face and
+/// the storage simulation sit behind the `testing` feature (or `cfg(test)`), so no
+/// application carries them.
+#[test]
+fn test_only_modules_are_behind_the_testing_feature() {
+    let gated = |file: &str, module: &str| {
+        let text = std::fs::read_to_string(engine_src().join(file)).unwrap();
+        let parsed = syn::parse_file(&text).unwrap();
+        let item = parsed
+            .items
+            .iter()
+            .find_map(|item| match item {
+                syn::Item::Mod(m) if m.ident == module => Some(m),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no mod {module} in {file}"));
+        item.attrs.iter().any(|attr| match &attr.meta {
+            syn::Meta::List(list) => {
+                list.path.is_ident("cfg")
+                    && list.tokens.to_string().contains("feature = \"testing\"")
+            }
+            _ => false,
+        })
+    };
+    for (file, module) in [
+        ("lib.rs", "fuzz"),
+        ("lib.rs", "testing"),
+        ("storage/mod.rs", "sim"),
+    ] {
+        assert!(
+            gated(file, module),
+            "{file}: mod {module} is in every build"
+        );
+    }
+    // And the check sees a module that is not gated.
+    assert!(!gated("lib.rs", "store"));
+}

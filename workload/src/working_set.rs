@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use skewdb::testing::DROP_CLASS;
+use skewdb::policy::DROP_CLASS;
 use skewdb::{CachePolicy, Db, Layout, Options, Result};
 use skewdb_cachesim::{SimPolicy, Simulator, belady_hits};
 

@@ -335,6 +335,7 @@ pub fn decode_chunk(bytes: &[u8], expected: &ChunkRef) -> Result<Vec<Stored>, St
     Ok(items)
 }
 
+#[cfg(feature = "testing")]
 /// Decodes a chunk against the kind and summary its own header claims (for the fuzz target;
 /// reads check against the index entry instead).
 pub fn decode_standalone(bytes: &[u8]) -> Result<Vec<Stored>, String> {

@@ -41,6 +41,7 @@ pub struct FrameLoc {
 }
 
 impl FrameLoc {
+    #[cfg(feature = "testing")]
     /// The offset of the frame's payload in its segment.
     pub fn payload_offset(&self) -> u64 {
         self.offset + FRAME_HEADER_BYTES as u64

@@ -517,6 +517,7 @@ impl Node {
         Self::leaf(Vec::new())
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// Whether this is a leaf read from a page of the kind written before slotted leaves
     /// (its next encoding is slotted).
     pub fn is_walked_leaf(&self) -> bool {
@@ -728,6 +729,7 @@ impl Node {
             }
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// Decodes a page; every length is checked against the bytes present and the limits
     /// before anything is allocated, and keys must be strictly ascending.
     pub fn decode(bytes: Bytes, max_key_bytes: usize) -> Result<Node, String> {

@@ -7,9 +7,15 @@
 mod fs;
 mod maps;
 mod seam;
+// The engine's own tests use the simulation too, without every tool the test crates use.
+#[cfg(any(test, feature = "testing"))]
+#[cfg_attr(not(feature = "testing"), allow(dead_code))]
 pub mod sim;
 
 pub use fs::FsStorage;
 pub use maps::{Segment, SegmentMaps};
-pub use seam::{LockGuard, Mapped, Storage, parse_segment_file_name, segment_file_name};
+#[cfg(feature = "testing")]
+pub use seam::Mapped;
+pub use seam::{LockGuard, Storage, parse_segment_file_name, segment_file_name};
+#[cfg(any(test, feature = "testing"))]
 pub use sim::SimStorage;
