@@ -42,10 +42,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         price_cents: 3_999,
     };
     products.put(&mut batch, "kettle", &kettle)?;
-    for posted in 0..120 {
+    for posted in 0..120u8 {
         let review = Review {
-            posted,
-            stars: (posted % 5 + 1) as u8,
+            posted: i64::from(posted),
+            stars: posted % 5 + 1,
             text: format!("review number {posted}"),
         };
         reviews.push(&mut batch, "kettle", &review)?;

@@ -11,6 +11,7 @@ use bytes::{Buf, BufMut, Bytes};
 use std::collections::HashMap;
 
 use crate::catalog::{CollectionId, CollectionSpec, SpecForm};
+use crate::limits::widths::{index, u16_len, u32_len};
 use crate::page::keys;
 use crate::storage::{FsStorage, Storage};
 use crate::store::{BatchOp, CopiedRecord, Engine, Shared, Version};
@@ -63,7 +64,7 @@ pub struct BackupReport {
 fn frame(out: &mut Vec<u8>, kind: u8, payload: &[u8]) {
     let start = out.len();
     out.put_u8(kind);
-    out.put_u32_le(payload.len() as u32);
+    out.put_u32_le(u32_len(payload.len()));
     out.put_slice(payload);
     let crc = crc32fast::hash(&out[start..]);
     out.put_u32_le(crc);
@@ -112,12 +113,12 @@ pub(crate) fn write_to(
     shared.copy_records(version, &mut |record| {
         payload.clear();
         payload.put_u8(if record.chunk.is_some() { HAS_CHUNK } else { 0 });
-        payload.put_u16_le(record.key.len() as u16);
+        payload.put_u16_le(u16_len(record.key.len()));
         payload.put_slice(&record.key);
-        payload.put_u32_le(record.value.len() as u32);
+        payload.put_u32_le(u32_len(record.value.len()));
         payload.put_slice(&record.value);
         if let Some(chunk) = &record.chunk {
-            payload.put_u32_le(chunk.len() as u32);
+            payload.put_u32_le(u32_len(chunk.len()));
             payload.put_slice(chunk);
             report.chunks += 1;
         }
@@ -197,7 +198,7 @@ struct StorageReader<'a> {
 
 impl Read for StorageReader<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = buf.len().min((self.len - self.offset) as usize);
+        let n = buf.len().min(index(self.len - self.offset));
         self.storage
             .read_at(self.name, self.offset, &mut buf[..n])
             .map_err(std::io::Error::other)?;

@@ -56,6 +56,10 @@ fn unflip(bytes: [u8; 8]) -> i64 {
 
 /// A number: its nearest double, then for an integral value the exact difference between
 /// the integer and that double, which orders integers that round to the same double.
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "an integer under 2^64 in magnitude is within 2^11 of its nearest double"
+)]
 fn encode_number(out: &mut Vec<u8>, rounded: f64, exact: Option<i128>) {
     // -0.0 is 0.
     let rounded = if rounded == 0.0 { 0.0 } else { rounded };
@@ -68,6 +72,10 @@ fn encode_number(out: &mut Vec<u8>, rounded: f64, exact: Option<i128>) {
 
 /// The key bytes of `value`; an error names a type or value that is no key (a NaN, a
 /// document, an array, ...).
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "a double is made an integer only when integral and under 2^64 in magnitude"
+)]
 pub fn encode(value: &Bson) -> Result<Vec<u8>, String> {
     let mut out = Vec::with_capacity(17);
     match value {
@@ -113,6 +121,10 @@ pub fn encode(value: &Bson) -> Result<Vec<u8>, String> {
 
 /// The value of key bytes `encode` made: an integer as `Int32` when it fits, else `Int64`;
 /// any other number as `Double`.
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "a double from any bytes saturates into i128; the sum is checked"
+)]
 pub fn decode(bytes: &[u8]) -> Result<Bson, String> {
     let (&tag, rest) = bytes.split_first().ok_or("an empty key is no BSON key")?;
     let eight = |at: usize| -> Result<[u8; 8], String> {
@@ -166,6 +178,10 @@ pub fn decode(bytes: &[u8]) -> Result<Bson, String> {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "tests narrow small known values"
+)]
 mod tests {
     use std::cmp::Ordering;
 

@@ -36,6 +36,10 @@ pub type Unkept = cache::Unkept<Cached>;
 pub type Loaded = cache::Loaded<Cached>;
 
 #[cfg(test)]
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "tests narrow small known values"
+)]
 mod tests {
     use super::*;
     use crate::cache::records::{ENTRY_OVERHEAD, slot_bytes};

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use bytes::{Buf, BufMut, Bytes};
 
 use crate::error::{Error, Result};
+use crate::limits::widths::{u8_len, u16_len, u32_len};
 
 /// The longest collection name, in bytes.
 pub const MAX_COLLECTION_NAME_BYTES: usize = 255;
@@ -509,16 +510,16 @@ impl CollectionSpec {
 
     /// Writes the spec in its newest form, [`SpecForm::Formatted`].
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
-        out.put_u8(self.name.len() as u8);
+        out.put_u8(u8_len(self.name.len()));
         out.put_slice(self.name.as_bytes());
-        out.put_u16_le(self.arrays.len() as u16);
+        out.put_u16_le(u16_len(self.arrays.len()));
         for array in &self.arrays {
-            out.put_u8(array.field.len() as u8);
+            out.put_u8(u8_len(array.field.len()));
             out.put_slice(array.field.as_bytes());
             array.layout.encode(out);
-            out.put_u8(array.measures.len() as u8);
+            out.put_u8(u8_len(array.measures.len()));
             for measure in &array.measures {
-                out.put_u8(measure.len() as u8);
+                out.put_u8(u8_len(measure.len()));
                 out.put_slice(measure.as_bytes());
             }
         }
@@ -648,7 +649,7 @@ impl Catalog {
 
     pub fn encode(&self, out: &mut Vec<u8>) {
         out.put_u32_le(self.next_id);
-        out.put_u32_le(self.by_name.len() as u32);
+        out.put_u32_le(u32_len(self.by_name.len()));
         for info in self.by_name.values() {
             out.put_u32_le(info.id);
             info.spec.encode(out);

@@ -5,6 +5,7 @@
 use bytes::{Buf, BufMut, Bytes};
 
 use crate::limits::MAX_RECORD_BYTES;
+use crate::limits::widths::u32_len;
 
 /// Iteration order of `items`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -436,7 +437,7 @@ pub(crate) fn more_values(values: &[Option<f64>]) -> More {
 
 pub(crate) fn encode_items(items: &[Stored], out: &mut Vec<u8>) {
     let start = out.len();
-    out.put_u32_le(items.len() as u32);
+    out.put_u32_le(u32_len(items.len()));
     for stored in items {
         let item = &stored.item;
         out.put_i64_le(item.key);
@@ -459,7 +460,7 @@ pub(crate) fn encode_items(items: &[Stored], out: &mut Vec<u8>) {
                 out.put_f64_le(*value);
             }
         }
-        out.put_u32_le(item.payload.len() as u32);
+        out.put_u32_le(u32_len(item.payload.len()));
         out.put_slice(&item.payload);
     }
     // Records and tails are sized (and checked against their limits) by `items_len`.

@@ -6,6 +6,7 @@ use bytes::{Buf, BufMut, Bytes};
 
 use crate::item::{self, Item, SUMMARY_BYTES, Stored, Summary};
 use crate::limits::MAX_RECORD_BYTES;
+use crate::limits::widths::{index, u8_len, u16_len, u32_len};
 
 /// The version records are written in: each array's inline item list is preceded by its
 /// length in bytes, so that a read can step over an array it does not want, and its flags
@@ -99,11 +100,11 @@ impl ParentRecord {
     }
 
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.encoded_len() as usize);
+        let mut out = Vec::with_capacity(index(self.encoded_len()));
         out.put_u8(RECORD_VERSION);
-        out.put_u32_le(self.body.len() as u32);
+        out.put_u32_le(u32_len(self.body.len()));
         out.put_slice(&self.body);
-        out.put_u16_le(self.arrays.len() as u16);
+        out.put_u16_le(u16_len(self.arrays.len()));
         for array in &self.arrays {
             out.put_u64_le(array.total);
             let mut flags = 0;
@@ -113,13 +114,13 @@ impl ParentRecord {
             if array.bucket_start.is_some() {
                 flags |= BUCKET_OPEN;
             }
-            flags |= (array.summary.stored_more() as u8) << MORE_SHIFT;
+            flags |= u8_len(array.summary.stored_more()) << MORE_SHIFT;
             out.put_u8(flags);
             out.put_u64_le(array.next_seq);
             out.put_u32_le(array.next_chunk);
             out.put_i64_le(array.bucket_start.unwrap_or(0));
             array.summary.encode(&mut out);
-            out.put_u32_le(item::items_len(&array.inline) as u32);
+            out.put_u32_le(u32_len(item::items_len(&array.inline)));
             item::encode_items(&array.inline, &mut out);
         }
         // The record limit was checked against `encoded_len`: the bytes must be what it said.
@@ -391,6 +392,10 @@ pub(crate) fn part_ends(record: &Bytes) -> Result<Vec<usize>, String> {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "tests narrow small known values"
+)]
 mod tests {
     use super::*;
     use crate::item::Item;

@@ -878,9 +878,12 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
             TierStats::add(&mut records, &r);
             if [h, c, &r].iter().any(|t| **t != TierStats::default()) {
                 collections.push(CollectionCacheStats {
-                    collection: owner
-                        .checked_sub(1)
-                        .map(|id| name_of(id as CollectionId).unwrap_or_else(|| format!("#{id}"))),
+                    collection: owner.checked_sub(1).map(|id| {
+                        CollectionId::try_from(id)
+                            .ok()
+                            .and_then(&name_of)
+                            .unwrap_or_else(|| format!("#{id}"))
+                    }),
                     hot: *h,
                     cold: *c,
                     records: r,
@@ -898,7 +901,7 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
                     .zip(sample.caches.iter().zip(&sample.scaled))
                     .map(|(&factor, (cache, scaled))| WhatIf {
                         factor,
-                        budget_bytes: (self.page_budget as f64 * factor) as u64,
+                        budget_bytes: what_if::saturating_u64(self.page_budget as f64 * factor),
                         sampled_requests: cache.requests,
                         hit_ratio: shards_adjusted(scaled.hits, scaled.requests, expected),
                         sampled_hit_ratio: if scaled.requests > 0.0 {
@@ -989,4 +992,8 @@ impl<V, D> Drop for PageCache<V, D> {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "tests narrow small known values"
+)]
 mod tests;

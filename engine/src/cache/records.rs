@@ -42,6 +42,7 @@ use parking_lot::Mutex;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::stats::TierStats;
+use crate::limits::widths::u8_len;
 
 const SHARDS: usize = 16;
 
@@ -123,7 +124,7 @@ impl ShortKey {
             true => {
                 bytes[..key.len()].copy_from_slice(key);
                 ShortKey {
-                    len: key.len() as u8,
+                    len: u8_len(key.len()),
                     bytes,
                 }
             }
@@ -619,6 +620,10 @@ impl<D: Clone> RecordCache<D> {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "tests narrow small known values"
+)]
 mod tests {
     use super::*;
 

@@ -84,7 +84,7 @@ impl Sample {
             (WHAT_IF_SAMPLED_BYTES as f64 / page_budget.max(1) as f64).clamp(MIN_SAMPLE_RATE, 1.0);
         let full_budgets: Vec<u64> = WHAT_IF_FACTORS
             .iter()
-            .map(|factor| (page_budget as f64 * factor).round() as u64)
+            .map(|factor| saturating_u64((page_budget as f64 * factor).round()))
             .collect();
         Sample {
             rate: 1.0,
@@ -97,8 +97,10 @@ impl Sample {
             caches: full_budgets
                 .iter()
                 .map(|&budget| {
-                    let mut cache =
-                        Miniature::new(policy, (budget as f64 * floor_rate).round() as u64);
+                    let mut cache = Miniature::new(
+                        policy,
+                        saturating_u64((budget as f64 * floor_rate).round()),
+                    );
                     cache.set_budget(budget);
                     cache
                 })
@@ -141,7 +143,7 @@ impl Sample {
     /// share of it the full budget does not give it.
     pub(super) fn access_large(&mut self, id: u64, weight: u64, inner: bool) {
         let rate = self.rate;
-        let scaled_weight = ((weight as f64 * rate).round() as u64).max(1);
+        let scaled_weight = saturating_u64((weight as f64 * rate).round()).max(1);
         for (cache, scaled) in self.caches.iter_mut().zip(&mut self.scaled) {
             scaled.requests += rate;
             if cache.access_sized(id, scaled_weight, weight, inner) {
@@ -190,7 +192,7 @@ impl Sample {
         }
         for (cache, &full) in self.caches.iter_mut().zip(&self.full_budgets) {
             cache.retain(keep);
-            cache.set_sampled_budget((full as f64 * self.rate).round() as u64, full);
+            cache.set_sampled_budget(saturating_u64((full as f64 * self.rate).round()), full);
         }
     }
 }
@@ -205,7 +207,7 @@ pub(super) fn threshold_of(rate: f64) -> u64 {
     if rate >= 1.0 {
         u64::MAX
     } else {
-        (rate * u64::MAX as f64) as u64
+        saturating_u64(rate * u64::MAX as f64)
     }
 }
 
@@ -224,4 +226,15 @@ pub(super) fn mix(mut x: u64) -> u64 {
     x ^= x >> 27;
     x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
     x ^ (x >> 31)
+}
+
+/// `x` as a byte count or a threshold: float-to-integer casts saturate (a negative or NaN
+/// value is 0, one past `u64::MAX` is `u64::MAX`), which is what a scaled budget, weight or
+/// sampling threshold wants.
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "the cast saturates, as the doc says; the fraction is meant to go"
+)]
+pub(crate) fn saturating_u64(x: f64) -> u64 {
+    x as u64
 }

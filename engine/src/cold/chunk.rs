@@ -1,6 +1,7 @@
 //! Cold segment and chunk bytes: the one place that encodes and decodes them. See
 //! `format-spec/cold.md`.
 
+use crate::limits::widths::{u8_len, u32_len};
 use bytes::{Buf, BufMut, Bytes};
 
 use crate::item::{self, MEASURE_SUMMARY_BYTES, SUMMARY_BYTES, Stored, Summary};
@@ -80,7 +81,7 @@ pub enum ChunkKind {
 impl ChunkKind {
     /// The kind byte of a chunk with `summary`.
     fn byte(self, summary: &Summary) -> u8 {
-        self as u8 | (summary.stored_more() as u8) << MORE_SHIFT
+        self as u8 | u8_len(summary.stored_more()) << MORE_SHIFT
     }
 
     /// The kind and the number of further measure summaries a kind byte says.
@@ -240,7 +241,7 @@ pub fn encode_chunk(
     out.put_u32_le(0); // the compressed length, once known
     out.put_u32_le(0); // the checksum, once the payload is there
     out.put_u8(kind.byte(&summary));
-    out.put_u32_le(raw_len as u32);
+    out.put_u32_le(u32_len(raw_len));
     summary.encode(out);
     let header_end = out.len();
     debug_assert_eq!(header_end - start, header_len(summary.stored_more()));
@@ -261,7 +262,7 @@ pub fn encode_chunk(
         .compress_to_buffer(raw, room)
         .expect("zstd compression within its bound");
     out.truncate(header_end + compressed_len);
-    out[start..start + 4].copy_from_slice(&(compressed_len as u32).to_le_bytes());
+    out[start..start + 4].copy_from_slice(&u32_len(compressed_len).to_le_bytes());
     let crc = chunk_crc(&out[start..header_end], &out[header_end..]);
     out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
     summary
@@ -351,7 +352,7 @@ pub fn decode_standalone(bytes: &[u8]) -> Result<Vec<Stored>, String> {
         loc: ChunkLoc {
             segment_id: 0,
             offset: 0,
-            len: bytes.len() as u32,
+            len: u32_len(bytes.len()),
         },
         kind,
         summary,
@@ -374,6 +375,10 @@ pub fn check_framing(bytes: &[u8]) -> bool {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "tests narrow small known values"
+)]
 mod tests {
     use super::*;
     use crate::item::Item;

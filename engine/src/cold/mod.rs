@@ -19,6 +19,7 @@ use crate::cache::{CacheKey, Tier};
 use crate::cached::{Cache, Cached, Loaded};
 use crate::error::{Error, Result};
 use crate::item::Stored;
+use crate::limits::widths::{index, u32_len};
 use crate::storage::{Segment, SegmentMaps, Storage};
 
 /// Where the next chunk goes.
@@ -44,7 +45,7 @@ impl ColdGroup {
             loc: ChunkLoc {
                 segment_id: self.tail.segment_id,
                 offset: self.tail.offset + start as u64,
-                len: (self.buf.len() - start) as u32,
+                len: u32_len(self.buf.len() - start),
             },
             kind,
             summary,
@@ -60,7 +61,7 @@ impl ColdGroup {
             loc: ChunkLoc {
                 segment_id: self.tail.segment_id,
                 offset,
-                len: bytes.len() as u32,
+                len: u32_len(bytes.len()),
             },
             ..entry.clone()
         }
@@ -74,7 +75,7 @@ impl ColdGroup {
             let loc = ChunkLoc {
                 segment_id: self.tail.segment_id,
                 offset: self.tail.offset + mark as u64,
-                len: bytes.len() as u32,
+                len: u32_len(bytes.len()),
             };
             (loc, Bytes::copy_from_slice(bytes))
         })
@@ -121,7 +122,7 @@ pub struct DetachedChunks(Vec<u8>);
 impl DetachedChunks {
     /// The items of a chunk of this group.
     pub fn items(&self, entry: &ChunkRef) -> Result<Arc<Vec<Stored>>> {
-        let (start, len) = (entry.loc.offset as usize, entry.loc.len as usize);
+        let (start, len) = (index(entry.loc.offset), entry.loc.len as usize);
         let bytes = start
             .checked_add(len)
             .and_then(|end| self.0.get(start..end))
@@ -315,7 +316,7 @@ impl ColdStore {
             if end > bytes.len() as u64 {
                 return Err(bad("chunk extends past the end of its segment"));
             }
-            return Ok((bytes[loc.offset as usize..end as usize].to_vec(), 0));
+            return Ok((bytes[index(loc.offset)..index(end)].to_vec(), 0));
         }
         let file_len = self.storage.len(&name).map_err(|e| missing(e, &name))?;
         if end > file_len {
@@ -399,7 +400,7 @@ impl ColdStore {
     /// chunk; for planning only (a read of the chunk checks it).
     pub fn raw_len(&self, loc: ChunkLoc) -> Result<u32> {
         let head = ChunkLoc {
-            len: chunk::CHUNK_HEADER_BYTES.min(loc.len as usize) as u32,
+            len: u32_len(chunk::CHUNK_HEADER_BYTES.min(loc.len as usize)),
             ..loc
         };
         let (bytes, _) = self.chunk_bytes(head)?;
@@ -493,6 +494,10 @@ fn missing(error: Error, name: &str) -> Error {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "tests narrow small known values"
+)]
 mod tests {
     use super::*;
     use crate::item::Item;

@@ -1,6 +1,7 @@
 //! Record framing of the hot log: the one place that encodes and decodes frame headers and
 //! segment headers. See `format-spec/hot-log.md`.
 
+use crate::limits::widths::u32_len;
 use crate::{error::Error, limits::MAX_RECORD_BYTES};
 
 /// Bytes of a frame header: payload length, CRC32, kind, lsn, durable lsn.
@@ -78,7 +79,7 @@ pub fn finish_frame(buf: &mut [u8], start: usize, kind: FrameKind, lsn: u64, dur
         "frame payload over the limit"
     );
     let (header, payload) = buf[start..].split_at_mut(FRAME_HEADER_BYTES);
-    header[0..4].copy_from_slice(&(payload_len as u32).to_le_bytes());
+    header[0..4].copy_from_slice(&u32_len(payload_len).to_le_bytes());
     header[8] = kind as u8;
     header[9..17].copy_from_slice(&lsn.to_le_bytes());
     header[17..25].copy_from_slice(&durable_lsn.to_le_bytes());
@@ -200,6 +201,10 @@ pub fn decode_segment_header(bytes: &[u8], file: &str) -> Result<SegmentHeader, 
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "tests narrow small known values"
+)]
 mod tests {
     use super::*;
 

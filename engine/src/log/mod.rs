@@ -17,6 +17,7 @@ use frame::{
 pub use frame::{FrameHeader, FrameKind};
 
 use crate::error::{Error, Result};
+use crate::limits::widths::{index, u32_len};
 use crate::storage::Storage;
 
 /// The file name of hot log segment `segment_id`.
@@ -100,7 +101,7 @@ impl Group {
         FrameLoc {
             segment_id: self.segment_id,
             offset: self.offset_of(start),
-            len: (self.buf.len() - start) as u32,
+            len: u32_len(self.buf.len() - start),
         }
     }
 
@@ -157,7 +158,7 @@ fn write_zeros(storage: &dyn Storage, name: &str, from: u64, to: u64) -> Result<
     let mut at = from;
     while at < to {
         let len = (to - at).min(ZEROS.len() as u64);
-        storage.write_at(name, at, &ZEROS[..len as usize])?;
+        storage.write_at(name, at, &ZEROS[..index(len)])?;
         at += len;
     }
     Ok(())
@@ -474,7 +475,7 @@ pub fn read_frame_mapped(
                 "frame extends past the end of its segment",
             )
         })?;
-    let (start, end) = (loc.offset as usize, end as usize);
+    let (start, end) = (index(loc.offset), index(end));
     let header = check_frame(loc, &segment[start..end], payload)?;
     Ok((
         header,
@@ -624,7 +625,7 @@ pub fn scan_segment(
             format!("scan starts past the end of the file ({file_len} bytes)"),
         ));
     }
-    let bytes = storage.read_vec(&name, offset, (file_len - offset) as usize)?;
+    let bytes = storage.read_vec(&name, offset, index(file_len - offset))?;
     let mut at = 0usize;
     let mut last_lsn = None;
     while at < bytes.len() {
@@ -648,7 +649,7 @@ pub fn scan_segment(
         let loc = FrameLoc {
             segment_id,
             offset: offset + at as u64,
-            len: frame_len as u32,
+            len: u32_len(frame_len),
         };
         visit(&header, loc, payload)?;
         at += frame_len;
@@ -712,6 +713,10 @@ fn durable_claimed_after(bytes: &[u8], from: usize, last_lsn: Option<u64>) -> Op
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "tests narrow small known values"
+)]
 mod tests {
     use super::*;
     use crate::storage::SimStorage;

@@ -12,6 +12,7 @@ use super::table::{PageTable, Slot};
 use crate::catalog::{Catalog, SpecForm};
 use crate::cold::ColdTail;
 use crate::error::{Error, Result};
+use crate::limits::widths::{index, u32_len};
 use crate::log::{FrameLoc, LogTail};
 use crate::storage::Storage;
 
@@ -111,7 +112,7 @@ impl Checkpoint {
             payload.put_u32_le(loc.len);
         }
         for list in [&self.large_live, &self.cold_live] {
-            payload.put_u32_le(list.len() as u32);
+            payload.put_u32_le(u32_len(list.len()));
             for (segment_id, bytes) in list {
                 payload.put_u32_le(*segment_id);
                 payload.put_u64_le(*bytes);
@@ -212,7 +213,7 @@ impl Checkpoint {
                 format!("page count {count} does not match the payload"),
             ));
         }
-        let mut pages = Vec::with_capacity(count as usize);
+        let mut pages = Vec::with_capacity(index(count));
         for _ in 0..count {
             let id = p.get_u64_le();
             let loc = FrameLoc {
@@ -267,7 +268,7 @@ impl Checkpoint {
                 format!("checkpoint of {len} bytes over the limit"),
             ));
         }
-        let bytes = storage.read_vec(CHECKPOINT_FILE, 0, len as usize)?;
+        let bytes = storage.read_vec(CHECKPOINT_FILE, 0, index(len))?;
         Self::decode(&bytes)
     }
 }

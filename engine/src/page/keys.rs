@@ -12,6 +12,7 @@ use bytes::{BufMut, Bytes};
 
 use crate::catalog::CollectionId;
 use crate::limits::MAX_KEY_BYTES;
+use crate::limits::widths::u16_len;
 
 /// High bits of the leading u32 that separate the key spaces; collection ids stay below.
 pub const ARRAY_SPACE: u32 = 0x8000_0000;
@@ -123,14 +124,14 @@ pub fn parent_arrays(collection: CollectionId, key: &[u8]) -> Vec<u8> {
 
 fn put_parent_arrays(out: &mut Vec<u8>, collection: CollectionId, key: &[u8]) {
     out.put_u32(collection | ARRAY_SPACE);
-    out.put_u16(key.len() as u16);
+    out.put_u16(u16_len(key.len()));
     out.put_slice(key);
 }
 
 /// Appends an array record's key up to its kind: `ARRAY_KEY_FIXED` bytes and the parent key.
 fn put_array(out: &mut Vec<u8>, collection: CollectionId, key: &[u8], field: usize, kind: u8) {
     put_parent_arrays(out, collection, key);
-    out.put_u16(field as u16);
+    out.put_u16(u16_len(field));
     out.put_u8(kind);
 }
 
@@ -273,7 +274,7 @@ pub fn split_outlier(key: &Bytes) -> Option<(usize, Bytes)> {
 
 fn put_outliers_prefix(out: &mut Vec<u8>, collection: CollectionId, field: usize) {
     out.put_u32(collection | OUTLIER_SPACE);
-    out.put_u16(field as u16);
+    out.put_u16(u16_len(field));
 }
 
 pub fn outliers_end(collection: CollectionId, field: usize) -> Bytes {
@@ -281,6 +282,10 @@ pub fn outliers_end(collection: CollectionId, field: usize) -> Bytes {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "tests narrow small known values"
+)]
 mod tests {
     use super::*;
 

@@ -19,6 +19,7 @@ use rustc_hash::FxHashSet;
 use crate::cache::{CacheKey, Tier};
 use crate::cached::{Cache, Cached, Loaded, Unkept};
 use crate::error::{Error, Result};
+use crate::limits::widths::u32_len;
 use crate::log::{self, FrameKind, FrameLoc, ReadBuffers, frame::FRAME_HEADER_BYTES, segment_name};
 use crate::storage::{Segment, SegmentMaps, Storage};
 use node::{Checks, LargeRef, Node, PageId, Value};
@@ -317,7 +318,7 @@ impl PageStore {
         let available = file_len - large.frame_offset;
         let header =
             log::frame::decode_header(&header_bytes, available).map_err(|e| bad(e.describe()))?;
-        let loc = large.frame(FRAME_HEADER_BYTES as u32 + header.payload_len);
+        let loc = large.frame(u32_len(FRAME_HEADER_BYTES) + header.payload_len);
         let (header, payload) = log::read_frame(self.storage.as_ref(), loc)?;
         if !matches!(header.kind, FrameKind::BatchPart | FrameKind::BatchEnd) {
             return Err(bad(format!("large record in a {:?} frame", header.kind)));
@@ -350,6 +351,10 @@ impl PageStore {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "tests narrow small known values"
+)]
 mod tests {
     use super::*;
     use crate::log::HotLog;

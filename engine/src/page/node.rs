@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use bytes::{Buf, BufMut, Bytes};
 
 use crate::item::Summary;
+use crate::limits::widths::{u16_len, u32_len};
 use crate::log::FrameLoc;
 
 /// A page's identity; the page table maps it to the page image's location in the log.
@@ -480,7 +481,7 @@ fn check_slots(image: &[u8], count: usize, max_key_bytes: usize) -> Result<Layou
         return Err(format!("{} bytes after the entries", image.len() - at));
     }
     Ok(Layout::Slotted {
-        count: count as u32,
+        count: u32_len(count),
     })
 }
 
@@ -652,7 +653,7 @@ impl Node {
         match self {
             Node::Leaf { entries, .. } => {
                 out.put_u8(KIND_LEAF);
-                out.put_u32_le(entries.len() as u32);
+                out.put_u32_le(u32_len(entries.len()));
                 if let Entries::Image {
                     image,
                     layout: Layout::Slotted { .. },
@@ -670,7 +671,7 @@ impl Node {
                             Value::Large(_) | Value::Held(_) => SLOT_LARGE,
                         };
                         out.put_u16_le(u16::try_from(at).expect("a leaf is at most 64 KiB"));
-                        out.put_u16_le(key.len() as u16 | large);
+                        out.put_u16_le(u16_len(key.len()) | large);
                         at += key.len() + value.encoded_len();
                     }
                     for (key, value) in entries {
@@ -692,10 +693,10 @@ impl Node {
             }
             Node::Internal { keys, children, .. } => {
                 out.put_u8(KIND_INTERNAL);
-                out.put_u32_le(keys.len() as u32);
+                out.put_u32_le(u32_len(keys.len()));
                 out.put_u64_le(children[0]);
                 for (key, child) in keys.iter().zip(&children[1..]) {
-                    out.put_u16_le(key.len() as u16);
+                    out.put_u16_le(u16_len(key.len()));
                     out.put_slice(key);
                     out.put_u64_le(*child);
                 }
@@ -795,7 +796,7 @@ impl Node {
                 let mut starts = Vec::with_capacity(count);
                 let mut last: Option<&[u8]> = None;
                 for _ in 0..count {
-                    starts.push((image.len() - rest.len()) as u32);
+                    starts.push(u32_len(image.len() - rest.len()));
                     let len = key_len(&mut rest, max_key_bytes)?;
                     let (key, after) = rest.split_at(len);
                     rest = after;
@@ -855,4 +856,8 @@ impl Node {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "tests narrow small known values"
+)]
 mod tests;

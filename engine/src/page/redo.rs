@@ -6,6 +6,7 @@ use bytes::{Buf, BufMut, Bytes};
 use crate::catalog::{CollectionId, CollectionSpec, SpecForm};
 use crate::cold::ChunkLoc;
 use crate::limits::MAX_RECORD_BYTES;
+use crate::limits::widths::{u16_len, u32_len};
 use crate::page::keys::MAX_TREE_KEY_BYTES;
 
 const OP_CREATE_COLLECTION: u8 = 1;
@@ -82,7 +83,7 @@ pub struct DecodedOp {
 }
 
 fn put_key(out: &mut Vec<u8>, key: &[u8]) {
-    out.put_u16_le(key.len() as u16);
+    out.put_u16_le(u16_len(key.len()));
     out.put_slice(key);
 }
 
@@ -99,7 +100,7 @@ impl Op {
             Op::Put { key, value } => {
                 out.put_u8(OP_PUT);
                 put_key(out, key);
-                out.put_u32_le(value.len() as u32);
+                out.put_u32_le(u32_len(value.len()));
                 let offset = out.len();
                 out.put_slice(value);
                 offset
@@ -139,11 +140,11 @@ impl Op {
                 out.put_u8(OP_PATCH);
                 put_key(out, key);
                 out.put_u32_le(*old_len);
-                out.put_u16_le(edits.len() as u16);
+                out.put_u16_le(u16_len(edits.len()));
                 for edit in edits {
                     out.put_u32_le(edit.at);
                     out.put_u32_le(edit.remove);
-                    out.put_u32_le(edit.insert.len() as u32);
+                    out.put_u32_le(u32_len(edit.insert.len()));
                     out.put_slice(&edit.insert);
                 }
                 0
@@ -434,14 +435,14 @@ impl Edits<'_> {
         let insert = &self.new[self.new_starts[new_parts.start]..self.new_starts[new_parts.end]];
         match self.edits.last_mut() {
             Some(last) if (last.at + last.remove) as usize == at => {
-                last.remove += remove as u32;
+                last.remove += u32_len(remove);
                 let mut joined = last.insert.to_vec();
                 joined.extend_from_slice(insert);
                 last.insert = Bytes::from(joined);
             }
             _ => self.edits.push(Edit {
-                at: at as u32,
-                remove: remove as u32,
+                at: u32_len(at),
+                remove: u32_len(remove),
                 insert: Bytes::copy_from_slice(insert),
             }),
         }
@@ -463,6 +464,10 @@ impl similar::algorithms::DiffHook for Edits<'_> {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "tests narrow small known values"
+)]
 mod tests {
     use super::*;
 

@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use super::node::{Node, PageId};
+use crate::limits::widths::index;
 use crate::log::FrameLoc;
 
 /// Slots per leaf: the slots a change copies.
@@ -40,7 +41,7 @@ pub struct PageTable {
 
 /// The group, leaf and slot of page `id`.
 fn place(id: PageId) -> (usize, usize, usize) {
-    let index = id as usize;
+    let index = index(id);
     (
         index / GROUP_SLOTS,
         index % GROUP_SLOTS / LEAF_SLOTS,

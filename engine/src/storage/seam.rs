@@ -2,6 +2,7 @@
 //! files they hand out, and the names of segment files.
 
 use crate::error::Result;
+use crate::limits::widths::index;
 
 /// The file name of segment `id` of a kind: `PREFIX` + 8 decimal digits + `SUFFIX`.
 pub fn segment_file_name(prefix: &str, id: u32, suffix: &str) -> String {
@@ -71,7 +72,7 @@ pub trait Storage: Send + Sync + 'static {
     /// The whole file, for files that are no longer written (sealed cold and hot segments).
     fn map(&self, name: &str) -> Result<Mapped> {
         let len = self.len(name)?;
-        Ok(Mapped::Copy(self.read_vec(name, 0, len as usize)?))
+        Ok(Mapped::Copy(self.read_vec(name, 0, index(len))?))
     }
 
     /// A map of a file still appended to (the active hot segment), as long as the file is

@@ -7,6 +7,11 @@
 //! journaled in order: an image keeps the entries made durable by the last `sync_dir` plus
 //! some prefix of the operations issued since.
 
+#![allow(
+    clippy::cast_possible_truncation,
+    reason = "a simulated file lives in memory: its offsets index it"
+)]
+
 use std::collections::BTreeMap;
 use std::io;
 use std::sync::Arc;

@@ -14,6 +14,7 @@ use super::shared::Shared;
 use super::versions::Version;
 use super::writer::Writer;
 use crate::error::Result;
+use crate::limits::widths::u32_len;
 use crate::log::FrameKind;
 use crate::page::checkpoint::Checkpoint;
 use crate::page::node::{Node, PageId};
@@ -338,7 +339,7 @@ impl Shared {
         let tail = writer.log.tail();
         let checkpoint = Checkpoint {
             sequence: writer.checkpoint_sequence + 1,
-            page_bytes: self.pages.page_bytes as u32,
+            page_bytes: u32_len(self.pages.page_bytes),
             replay_from: tail,
             cold_tail: self.cold.tail(),
             root: tree.root,

@@ -17,6 +17,7 @@ use super::stage;
 use super::versions::Version;
 use super::writer::{Turn, Writer};
 use crate::cold::ColdGroup;
+use crate::limits::widths::u32_len;
 use crate::log::{FrameKind, Group};
 use crate::page::node::{LargeRef, Value};
 use crate::page::redo::Op;
@@ -318,9 +319,9 @@ impl Shared {
             let large_ref = large.then(|| LargeRef {
                 segment_id: group.segment_id(),
                 frame_offset: group.offset_of(start),
-                value_offset: (value_at - start - crate::log::frame::FRAME_HEADER_BYTES) as u32,
+                value_offset: u32_len(value_at - start - crate::log::frame::FRAME_HEADER_BYTES),
                 value_len: match op {
-                    Op::Put { value, .. } => value.len() as u32,
+                    Op::Put { value, .. } => u32_len(value.len()),
                     _ => 0,
                 },
             });

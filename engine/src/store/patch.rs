@@ -4,6 +4,7 @@
 
 use bytes::Bytes;
 
+use crate::limits::widths::u32_len;
 use crate::page::redo::{self, Op};
 
 /// Pages' worth of bytes a patched record may have. One past the inline bound is held in
@@ -38,18 +39,19 @@ pub(super) fn patch_or_put(
         return put;
     };
     let edits = match redo::diff(&old, &old_ends, value, &new_ends) {
-        Some(edits) if !edits.is_empty() => edits,
+        // A patch logs its edit count in 16 bits.
+        Some(edits) if !edits.is_empty() && edits.len() <= usize::from(u16::MAX) => edits,
         _ => return put,
     };
     // What replay will build, checked before it is logged.
-    let rebuilt = redo::apply_patch(&old, old.len() as u32, &edits);
+    let rebuilt = redo::apply_patch(&old, u32_len(old.len()), &edits);
     if !rebuilt.is_ok_and(|rebuilt| rebuilt == value.as_ref()) {
         debug_assert!(false, "a patch that does not rebuild its value");
         return put;
     }
     let patch = Op::Patch {
         key: key.clone(),
-        old_len: old.len() as u32,
+        old_len: u32_len(old.len()),
         edits,
     };
     if patch.encoded_len() >= put.encoded_len() {

@@ -605,6 +605,10 @@ fn decode_inline_chunk_entry(tree_key: &[u8], bytes: &[u8]) -> Result<ChunkRef> 
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "tests narrow small known values"
+)]
 mod tests {
     use super::*;
     use std::sync::Arc;

@@ -15,6 +15,7 @@ use crate::cached::Cache;
 use crate::catalog::Catalog;
 use crate::cold::chunk::{self as cold_chunk, ChunkLoc};
 use crate::cold::{ColdStore, ColdTail};
+use crate::limits::widths::u32_len;
 use crate::log::frame::SEGMENT_HEADER_BYTES;
 use crate::log::{
     FrameKind, HotLog, LogTail, parse_segment_name, read_segment_header, scan_segment, segment_name,
@@ -187,7 +188,7 @@ fn create(
     let tail = log.tail();
     let checkpoint = Checkpoint {
         sequence: 0,
-        page_bytes: options.page_bytes as u32,
+        page_bytes: u32_len(options.page_bytes),
         replay_from: tail,
         cold_tail: ColdTail::default(),
         root: 0,
@@ -337,9 +338,9 @@ fn replay(
                         let large = is_large(&decoded.op, max_inline).then(|| LargeRef {
                             segment_id,
                             frame_offset: loc.offset,
-                            value_offset: decoded.value_offset as u32,
+                            value_offset: u32_len(decoded.value_offset),
                             value_len: match &decoded.op {
-                                Op::Put { value, .. } => value.len() as u32,
+                                Op::Put { value, .. } => u32_len(value.len()),
                                 _ => 0,
                             },
                         });

@@ -18,6 +18,10 @@ mod rules;
 mod s3fifo;
 
 #[cfg(test)]
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "tests narrow small known values"
+)]
 mod tests;
 
 pub use kind::CachePolicy;

@@ -346,7 +346,9 @@ impl<K: Copy + Eq + Hash> S3Fifo<K> {
             false => m.owns_main_entry(place),
         })?;
         let hits = marks.take_hits(key);
-        meta.freq = (meta.freq as u32 + hits).min(MAX_FREQ as u32) as u8;
+        // At most MAX_FREQ, a u8.
+        meta.freq = u8::try_from((u32::from(meta.freq) + hits).min(u32::from(MAX_FREQ)))
+            .unwrap_or(MAX_FREQ);
         Some(*meta)
     }
 
