@@ -4,8 +4,8 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use skewdb::{
-    CollectionSpec, Db, Durability, Error, Layout, MAX_KEY_BYTES, MAX_RECORD_BYTES, Options,
-    RECORD_OVERHEAD_BYTES,
+    CollectionSpec, Db, Durability, Error, ItemQuery, Layout, MAX_KEY_BYTES, MAX_RECORD_BYTES,
+    Options, RECORD_OVERHEAD_BYTES,
 };
 use skewdb_tests::{open_db, read_all, sim, small_options};
 
@@ -1400,4 +1400,85 @@ fn a_deprecated_cache_policy_runs_and_reports_the_default() {
     let lru = skewdb::Options::new().cache_policy(skewdb::CachePolicy::Lru);
     let db = skewdb::Db::open(dir.path(), lru).unwrap();
     assert_eq!(db.stats().unwrap().cache.policy, skewdb::CachePolicy::Lru);
+}
+
+/// Every read counts its cache requests for the collection it reads, whatever path it
+/// takes (a get, items from the record, the tail and cold chunks, a summary, outliers, a
+/// scan both ways, a read in a snapshot and in a transaction): none is counted for no
+/// collection or for another one.
+#[test]
+fn every_read_counts_for_the_collection_it_reads() {
+    let (_sim, storage) = sim();
+    let options = Options::new()
+        .cache_bytes(64 * 1024)
+        .page_bytes(4096)
+        .record_cache_percent(0)
+        .background(false);
+    let db = open_db(storage, options).unwrap();
+    for name in ["a", "b"] {
+        db.create_collection(
+            CollectionSpec::new(name).array("r", skewdb::Layout::Subset { keep: 2 }),
+        )
+        .unwrap();
+    }
+    let mut batch = db.batch();
+    for k in 0..200 {
+        for name in ["a", "b"] {
+            batch.put(name, format!("{k:04}"), vec![7u8; 200]);
+        }
+    }
+    for i in 0..300 {
+        batch.push("a", "0001", "r", skewdb::NewItem::new(vec![1u8; 64]).key(i));
+    }
+    batch.commit().unwrap();
+    db.checkpoint().unwrap();
+    db.reset_stats();
+    let a = db.collection("a").unwrap();
+    let all = ItemQuery::new();
+    let mut reads = 0;
+    for k in [0, 1, 57, 199] {
+        reads += usize::from(a.get(format!("{k:04}")).unwrap().is_some());
+    }
+    let items = a.items("0001", "r", &all).unwrap().unwrap();
+    assert_eq!(items.items.len(), 300);
+    let summary = a.summary("0001", "r", 10..250).unwrap().unwrap();
+    assert_eq!(summary.items, 240);
+    let _ = a.outliers("r").unwrap();
+    assert_eq!(a.scan(..).unwrap().count(), 200);
+    assert_eq!(a.scan(..).unwrap().rev().count(), 200);
+    let snapshot = db.snapshot();
+    let at = snapshot.collection("a").unwrap();
+    assert!(at.get("0003").unwrap().is_some());
+    let txn = db.transaction();
+    assert!(txn.collection("a").unwrap().get("0004").unwrap().is_some());
+    drop(txn);
+    assert_eq!(reads, 4);
+    let stats = db.cache_stats();
+    let row = |name: Option<&str>| {
+        stats
+            .collections
+            .iter()
+            .find(|c| c.collection.as_deref() == name)
+            .cloned()
+    };
+    let a_row = row(Some("a")).expect("a row for the collection read");
+    assert!(
+        a_row.hot.requests > 0 && a_row.cold.requests > 0,
+        "{a_row:?}"
+    );
+    assert_eq!(
+        a_row.hot.requests, stats.hot.requests,
+        "{:?}",
+        stats.collections
+    );
+    assert_eq!(
+        a_row.cold.requests, stats.cold.requests,
+        "{:?}",
+        stats.collections
+    );
+    for other in [None, Some("b")] {
+        if let Some(other) = row(other) {
+            assert_eq!(other.hot.requests + other.cold.requests, 0, "{other:?}");
+        }
+    }
 }

@@ -9,14 +9,14 @@ use bytes::Bytes;
 
 use super::array::Array;
 use super::view::{AtSnapshot, Latest, View};
-use crate::cache;
+use crate::cache::Owner;
 use crate::catalog::{CollectionId, CollectionInfo, CollectionSpec};
 use crate::document::{Document, ItemPage, ItemQuery, Outlier};
 use crate::error::{Error, Result};
 use crate::item::Summary;
-use crate::page::keys;
 use crate::page::node::Value;
 use crate::page::tree::{BackCursor, Cursor as TreeCursor};
+use crate::page::{Pages, keys};
 use crate::pattern::{self, Operation};
 use crate::store::decode::decode_document;
 use crate::store::{BatchOp, Engine, Expired, Version, check_key};
@@ -42,7 +42,6 @@ pub(crate) fn field_index(info: &CollectionInfo, field: &str) -> Result<usize> {
 
 impl At<'_> {
     pub(crate) fn get(&self, key: &[u8]) -> Result<Option<Document>> {
-        let _owner = cache::attribute(self.info.id);
         check_key(key)?;
         self.shared.document(&self.version, self.info, key)
     }
@@ -52,7 +51,6 @@ impl At<'_> {
         for field in fields {
             wanted[field_index(self.info, field)?] = true;
         }
-        let _owner = cache::attribute(self.info.id);
         check_key(key)?;
         let record = self
             .shared
@@ -66,7 +64,6 @@ impl At<'_> {
         field: &str,
         query: &ItemQuery,
     ) -> Result<Option<ItemPage>> {
-        let _owner = cache::attribute(self.info.id);
         check_key(key)?;
         let field = field_index(self.info, field)?;
         self.shared
@@ -79,7 +76,6 @@ impl At<'_> {
         field: &str,
         range: (Bound<i64>, Bound<i64>),
     ) -> Result<Option<Summary>> {
-        let _owner = cache::attribute(self.info.id);
         check_key(key)?;
         let field = field_index(self.info, field)?;
         self.shared
@@ -87,7 +83,6 @@ impl At<'_> {
     }
 
     pub(crate) fn outliers(&self, field: &str) -> Result<Vec<Outlier>> {
-        let _owner = cache::attribute(self.info.id);
         let field = field_index(self.info, field)?;
         self.shared.outliers(&self.version, self.info, field)
     }
@@ -376,10 +371,14 @@ fn inside_start(key: &Bytes, start: &Bound<Bytes>) -> bool {
 }
 
 impl Scan {
+    /// The page store as this scan reads it: for its collection.
+    fn pages(&self) -> Pages<'_> {
+        self.shared.pages.reading(Owner::collection(self.info.id))
+    }
+
     /// The document of a tree entry the scan reached.
     fn document(&self, key: Bytes, value: Value) -> Result<Document> {
-        self.shared
-            .pages
+        self.pages()
             .value_bytes(&value)
             .and_then(|bytes| decode_document(&self.info, keys::parent_key_of(&key), bytes))
             .map_err(|e| self.shared.placed(e, &self.version.tree, &key))
@@ -388,13 +387,14 @@ impl Scan {
     fn step_front(&mut self) -> Result<Option<(Bytes, Value)>> {
         if self.front.is_none() {
             let start = self.start.as_ref().map(|k| k.as_ref());
-            let cursor = self.version.tree.cursor(&self.shared.pages, start)?;
+            let cursor = self.version.tree.cursor(&self.pages(), start)?;
             self.front = Some((cursor, None));
         }
         let Some((cursor, last)) = self.front.as_mut() else {
             return Ok(None);
         };
-        let Some((key, value)) = cursor.next(&self.version.tree, &self.shared.pages)? else {
+        let pages = self.shared.pages.reading(Owner::collection(self.info.id));
+        let Some((key, value)) = cursor.next(&self.version.tree, &pages)? else {
             return Ok(None);
         };
         // Stop at the range's end, or where the back half of the scan has been.
@@ -409,13 +409,14 @@ impl Scan {
     fn step_back(&mut self) -> Result<Option<(Bytes, Value)>> {
         if self.back.is_none() {
             let end = self.end.as_ref().map(|k| k.as_ref());
-            let cursor = self.version.tree.cursor_back(&self.shared.pages, end)?;
+            let cursor = self.version.tree.cursor_back(&self.pages(), end)?;
             self.back = Some((cursor, None));
         }
         let Some((cursor, last)) = self.back.as_mut() else {
             return Ok(None);
         };
-        let Some((key, value)) = cursor.prev(&self.version.tree, &self.shared.pages)? else {
+        let pages = self.shared.pages.reading(Owner::collection(self.info.id));
+        let Some((key, value)) = cursor.prev(&self.version.tree, &pages)? else {
             return Ok(None);
         };
         let met = self.front.as_ref().and_then(|(_, front)| front.as_ref());
@@ -448,7 +449,6 @@ impl Iterator for Scan {
         if self.done {
             return None;
         }
-        let _owner = cache::attribute(self.info.id);
         let step = self.step_front();
         self.yielded(step)
     }
@@ -459,7 +459,6 @@ impl DoubleEndedIterator for Scan {
         if self.done {
             return None;
         }
-        let _owner = cache::attribute(self.info.id);
         let step = self.step_back();
         self.yielded(step)
     }

@@ -19,7 +19,6 @@ mod stats;
 mod trace;
 mod what_if;
 
-use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -125,7 +124,7 @@ struct UnkeptObject<V> {
     tier: Tier,
     value: V,
     weight: u64,
-    owner: Owner,
+    owner: OwnerIndex,
 }
 
 /// What a loader hands the cache on a miss.
@@ -153,28 +152,23 @@ const SHARDS: usize = 16;
 /// Hits buffered in a shard before they are handed to the policy.
 const EVENT_BATCH: usize = 64;
 
-/// Per-collection counters live in vectors indexed by collection id + 1; 0 is no collection.
-type Owner = usize;
+/// Whom a cache request counts for in the per-collection statistics: a collection, or no
+/// collection (maintenance, recovery, a checkpoint). Every request carries one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Owner(OwnerIndex);
 
-thread_local! {
-    static OWNER: Cell<Owner> = const { Cell::new(0) };
-}
+impl Owner {
+    /// No collection: what maintenance reads.
+    pub const NONE: Owner = Owner(0);
 
-/// Counts this thread's cache requests for `collection` until the guard drops.
-pub(crate) fn attribute(collection: CollectionId) -> Attribution {
-    let previous = OWNER.with(|owner| owner.replace(collection as usize + 1));
-    Attribution { previous }
-}
-
-pub(crate) struct Attribution {
-    previous: Owner,
-}
-
-impl Drop for Attribution {
-    fn drop(&mut self) {
-        OWNER.with(|owner| owner.set(self.previous));
+    /// The collection `id`.
+    pub fn collection(id: CollectionId) -> Owner {
+        Owner(id as usize + 1)
     }
 }
+
+/// Per-collection counters live in vectors indexed by collection id + 1; 0 is no collection.
+type OwnerIndex = usize;
 
 #[derive(Clone, Copy, Default)]
 struct RequestCounts {
@@ -210,14 +204,14 @@ impl<T: Default + Copy> Default for OwnerCounts<T> {
 
 impl<T: Default + Copy> OwnerCounts<T> {
     #[inline(always)]
-    fn slot(&mut self, owner: Owner, tier: Tier) -> &mut T {
+    fn slot(&mut self, owner: OwnerIndex, tier: Tier) -> &mut T {
         match self.inline.get_mut(owner) {
             Some(counts) => &mut counts[tier.index()],
             None => slot(&mut self.rest, owner - INLINE_OWNERS, tier),
         }
     }
 
-    fn iter(&self) -> impl Iterator<Item = (Owner, &[T; 2])> {
+    fn iter(&self) -> impl Iterator<Item = (OwnerIndex, &[T; 2])> {
         self.inline.iter().chain(&self.rest).enumerate()
     }
 
@@ -226,7 +220,7 @@ impl<T: Default + Copy> OwnerCounts<T> {
     }
 }
 
-fn slot<T: Default>(vec: &mut Vec<[T; 2]>, owner: Owner, tier: Tier) -> &mut T {
+fn slot<T: Default>(vec: &mut Vec<[T; 2]>, owner: OwnerIndex, tier: Tier) -> &mut T {
     if vec.len() <= owner {
         vec.resize_with(owner + 1, Default::default);
     }
@@ -237,7 +231,7 @@ struct Entry<V> {
     value: V,
     weight: u64,
     tier: Tier,
-    owner: Owner,
+    owner: OwnerIndex,
     /// Hits since the policy last looked (S3-FIFO and SIEVE; see [`policy::Marks`]).
     hits: u32,
 }
@@ -424,9 +418,10 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
         &self,
         key: CacheKey,
         tier: Tier,
+        owner: Owner,
         load: impl FnOnce() -> Result<Loaded<V>>,
     ) -> Result<V> {
-        Ok(match self.get_or_miss(key, tier, load)? {
+        Ok(match self.get_or_miss(key, tier, owner, load)? {
             Ok(value) => value,
             Err(object) => {
                 let value = object.value.clone();
@@ -442,7 +437,7 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
         &self,
         key: &CacheKey,
         hash: u64,
-        owner: Owner,
+        owner: OwnerIndex,
         tier: Tier,
         sample: Option<u64>,
     ) -> Option<V> {
@@ -489,9 +484,10 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
         &self,
         key: CacheKey,
         tier: Tier,
+        owner: Owner,
         load: impl FnOnce() -> Result<Loaded<V>>,
     ) -> Result<(V, Option<Unkept<V>>)> {
-        Ok(match self.get_or_miss(key, tier, load)? {
+        Ok(match self.get_or_miss(key, tier, owner, load)? {
             Ok(value) => (value, None),
             Err(object) => (object.value.clone(), Some(Unkept(Box::new(object)))),
         })
@@ -504,9 +500,10 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
         &self,
         key: CacheKey,
         tier: Tier,
+        owner: Owner,
         load: impl FnOnce() -> Result<Loaded<V>>,
     ) -> Result<std::result::Result<V, UnkeptObject<V>>> {
-        let owner = OWNER.with(Cell::get);
+        let owner = owner.0;
         let hash = key_hash(&key);
         let sample = self.sample_seq(hash);
         match self.hit(&key, hash, owner, tier, sample) {
@@ -524,7 +521,7 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
         &self,
         key: CacheKey,
         hash: u64,
-        owner: Owner,
+        owner: OwnerIndex,
         tier: Tier,
         sample: Option<u64>,
         load: impl FnOnce() -> Result<Loaded<V>>,
@@ -725,7 +722,7 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
         }
     }
 
-    fn insert_owned(&self, key: CacheKey, tier: Tier, value: V, weight: u64, owner: Owner) {
+    fn insert_owned(&self, key: CacheKey, tier: Tier, value: V, weight: u64, owner: OwnerIndex) {
         let budget = self.page_limit();
         if weight > budget {
             return;

@@ -76,7 +76,9 @@ fn zipf_trace(objects: u64, requests: usize, exponent: f64, unit: u64) -> Vec<(u
 fn replay(cache: &PageCache, trace: &[(u64, u64)]) {
     for &(id, weight) in trace {
         cache
-            .get_or_load(key(id), Tier::HotPage, || load(weight as usize))
+            .get_or_load(key(id), Tier::HotPage, Owner::NONE, || {
+                load(weight as usize)
+            })
             .unwrap();
         assert!(cache.stats(no_names).total().resident_bytes <= cache.config.budget_bytes);
     }
@@ -88,12 +90,12 @@ fn never_above_budget_and_counts() {
         let cache = cache(1000, policy, false);
         for i in 0..100 {
             cache
-                .get_or_load(key(i), Tier::HotPage, || load(300))
+                .get_or_load(key(i), Tier::HotPage, Owner::NONE, || load(300))
                 .unwrap();
             assert!(cache.stats(no_names).hot.resident_bytes <= 1000);
         }
         cache
-            .get_or_load(key(99), Tier::HotPage, || load(300))
+            .get_or_load(key(99), Tier::HotPage, Owner::NONE, || load(300))
             .unwrap();
         let stats = cache.stats(no_names).hot;
         assert_eq!((stats.requests, stats.hits, stats.misses), (101, 1, 100));
@@ -108,15 +110,17 @@ fn never_above_budget_and_counts() {
 fn objects_at_and_over_the_budget() {
     let cache = cache(100, CachePolicy::S3Fifo, false);
     cache
-        .get_or_load(key(1), Tier::HotPage, || load(101))
+        .get_or_load(key(1), Tier::HotPage, Owner::NONE, || load(101))
         .unwrap();
     assert_eq!(cache.stats(no_names).hot.resident_bytes, 0);
     cache
-        .get_or_load(key(2), Tier::HotPage, || load(100))
+        .get_or_load(key(2), Tier::HotPage, Owner::NONE, || load(100))
         .unwrap();
     assert_eq!(cache.stats(no_names).hot.resident_bytes, 100);
     let hit = cache
-        .get_or_load(key(2), Tier::HotPage, || panic!("a hit must not load"))
+        .get_or_load(key(2), Tier::HotPage, Owner::NONE, || {
+            panic!("a hit must not load")
+        })
         .unwrap();
     assert!(matches!(hit, TestValue::Bytes(_)));
 }
@@ -124,7 +128,7 @@ fn objects_at_and_over_the_budget() {
 #[test]
 fn a_failed_load_counts_a_miss_and_keeps_nothing() {
     let cache = cache(1000, CachePolicy::S3Fifo, false);
-    let failed = cache.get_or_load(key(1), Tier::ColdChunk, || {
+    let failed = cache.get_or_load(key(1), Tier::ColdChunk, Owner::NONE, || {
         Err(crate::error::Error::corruption("cold-1.seg", 0, "bad"))
     });
     assert!(failed.is_err());
@@ -162,7 +166,7 @@ fn live_cache_matches_the_simulator() {
 fn lru_sees_hits_in_request_order_across_shards() {
     let get = |cache: &PageCache, id: u64| {
         cache
-            .get_or_load(key(id), Tier::HotPage, || load(10))
+            .get_or_load(key(id), Tier::HotPage, Owner::NONE, || load(10))
             .unwrap();
     };
     for a in 0..6 {
@@ -240,7 +244,9 @@ fn assert_sample_keeps_its_objects(stats: &CacheStats, trace: &[(u64, u64)]) {
 fn replay_quick(cache: &PageCache, trace: &[(u64, u64)]) {
     for &(id, weight) in trace {
         cache
-            .get_or_load(key(id), Tier::HotPage, || load(weight as usize))
+            .get_or_load(key(id), Tier::HotPage, Owner::NONE, || {
+                load(weight as usize)
+            })
             .unwrap();
     }
 }
@@ -283,30 +289,22 @@ fn assert_simulated_whole(budget: u64, trace: &[(u64, u64)]) {
 #[test]
 fn requests_count_for_the_collection_that_asked() {
     let cache = cache(10_000, CachePolicy::S3Fifo, false);
-    {
-        let _guard = attribute(3);
-        cache
-            .get_or_load(key(1), Tier::HotPage, || load(100))
-            .unwrap();
-        cache
-            .get_or_load(key(2), Tier::ColdChunk, || load(200))
-            .unwrap();
-    }
-    {
-        let _guard = attribute(5);
-        cache
-            .get_or_load(key(1), Tier::HotPage, || load(100))
-            .unwrap();
-    }
-    {
-        // Collection 0's counters are kept inline, collections 3 and 5's beyond them.
-        let _guard = attribute(0);
-        cache
-            .get_or_load(key(2), Tier::ColdChunk, || load(200))
-            .unwrap();
-    }
+    let (three, five) = (Owner::collection(3), Owner::collection(5));
     cache
-        .get_or_load(key(9), Tier::HotPage, || load(50))
+        .get_or_load(key(1), Tier::HotPage, three, || load(100))
+        .unwrap();
+    cache
+        .get_or_load(key(2), Tier::ColdChunk, three, || load(200))
+        .unwrap();
+    cache
+        .get_or_load(key(1), Tier::HotPage, five, || load(100))
+        .unwrap();
+    // Collection 0's counters are kept inline, collections 3 and 5's beyond them.
+    cache
+        .get_or_load(key(2), Tier::ColdChunk, Owner::collection(0), || load(200))
+        .unwrap();
+    cache
+        .get_or_load(key(9), Tier::HotPage, Owner::NONE, || load(50))
         .unwrap();
     let names = |id: CollectionId| (id == 3).then(|| "reviews".to_string());
     let stats = cache.stats(names);
@@ -339,7 +337,7 @@ fn reset_zeroes_counters_and_keeps_residents() {
     let cache = cache(1000, CachePolicy::S3Fifo, true);
     for i in 0..20 {
         cache
-            .get_or_load(key(i % 5), Tier::HotPage, || load(300))
+            .get_or_load(key(i % 5), Tier::HotPage, Owner::NONE, || load(300))
             .unwrap();
     }
     cache.reset_stats();
@@ -363,17 +361,17 @@ fn trace_has_one_line_per_request() {
     })
     .unwrap();
     cache
-        .get_or_load(key(7), Tier::HotPage, || load(300))
+        .get_or_load(key(7), Tier::HotPage, Owner::NONE, || load(300))
         .unwrap();
     cache
-        .get_or_load(key(7), Tier::HotPage, || load(300))
+        .get_or_load(key(7), Tier::HotPage, Owner::NONE, || load(300))
         .unwrap();
     let chunk = CacheKey::Chunk {
         segment_id: 2,
         offset: 64,
     };
     cache
-        .get_or_load(chunk, Tier::ColdChunk, || load(5000))
+        .get_or_load(chunk, Tier::ColdChunk, Owner::NONE, || load(5000))
         .unwrap();
     drop(cache);
     let text = std::fs::read_to_string(&path).unwrap();
@@ -441,7 +439,7 @@ fn many_threads_hit_and_miss_without_losing_counts() {
                         _ => 8 + (i * 7 + t) % 200,
                     };
                     cache
-                        .get_or_load(key(id), Tier::HotPage, || load(300))
+                        .get_or_load(key(id), Tier::HotPage, Owner::NONE, || load(300))
                         .unwrap();
                 }
             })
@@ -608,15 +606,17 @@ fn the_live_cache_keeps_inner_pages_ahead_of_leaves_and_traces_them() {
             read_bytes: 100,
         })
     };
-    live.get_or_load(key(1), Tier::HotPage, inner).unwrap();
+    live.get_or_load(key(1), Tier::HotPage, Owner::NONE, inner)
+        .unwrap();
     for id in 100..400 {
         for _ in 0..2 {
-            live.get_or_load(key(id), Tier::HotPage, || load(10))
+            live.get_or_load(key(id), Tier::HotPage, Owner::NONE, || load(10))
                 .unwrap();
         }
     }
     let before = live.stats(no_names).hot.hits;
-    live.get_or_load(key(1), Tier::HotPage, inner).unwrap();
+    live.get_or_load(key(1), Tier::HotPage, Owner::NONE, inner)
+        .unwrap();
     assert_eq!(
         live.stats(no_names).hot.hits,
         before + 1,
@@ -640,7 +640,7 @@ fn the_live_cache_keeps_inner_pages_ahead_of_leaves_and_traces_them() {
 fn an_object_read_but_not_admitted_stays_out_of_the_cache() {
     let cache = cache(10_000, CachePolicy::default(), false);
     let (_, unkept) = cache
-        .get_or_read(key(1), Tier::HotPage, || load(100))
+        .get_or_read(key(1), Tier::HotPage, Owner::NONE, || load(100))
         .unwrap();
     assert!(unkept.is_some());
     drop(unkept);
@@ -650,7 +650,7 @@ fn an_object_read_but_not_admitted_stays_out_of_the_cache() {
     assert_eq!(stats.hot.resident_bytes, 0, "kept without being admitted");
     // Read again: a miss again, this time admitted; then a hit, with nothing to admit.
     let (_, unkept) = cache
-        .get_or_read(key(1), Tier::HotPage, || load(100))
+        .get_or_read(key(1), Tier::HotPage, Owner::NONE, || load(100))
         .unwrap();
     assert!(
         cache
@@ -659,11 +659,15 @@ fn an_object_read_but_not_admitted_stays_out_of_the_cache() {
     );
     assert_eq!(cache.stats(no_names).hot.resident_bytes, 100);
     let (_, unkept) = cache
-        .get_or_read(key(1), Tier::HotPage, || panic!("loaded though cached"))
+        .get_or_read(key(1), Tier::HotPage, Owner::NONE, || {
+            panic!("loaded though cached")
+        })
         .unwrap();
     assert!(unkept.is_none());
     cache
-        .get_or_load(key(1), Tier::HotPage, || panic!("loaded though cached"))
+        .get_or_load(key(1), Tier::HotPage, Owner::NONE, || {
+            panic!("loaded though cached")
+        })
         .unwrap();
     let stats = cache.stats(no_names);
     assert_eq!((stats.hot.requests, stats.hot.hits), (4, 2));
@@ -690,14 +694,14 @@ fn admission_is_decided_from_the_read_and_the_object() {
         (3, Admission::Always),
     ] {
         let (_, unkept) = cache
-            .get_or_read(key(offset), Tier::HotPage, inner)
+            .get_or_read(key(offset), Tier::HotPage, Owner::NONE, inner)
             .unwrap();
         assert!(cache.admit(unkept.expect("a miss"), admission).is_none());
     }
     assert_eq!(resident(&cache), 300, "an inner page given back");
     let read = |offset: u64, admission: Admission| {
         let (_, unkept) = cache
-            .get_or_read(key(offset), Tier::HotPage, || load(100))
+            .get_or_read(key(offset), Tier::HotPage, Owner::NONE, || load(100))
             .unwrap();
         cache.admit(unkept.expect("a miss"), admission).is_none()
     };
@@ -722,7 +726,7 @@ fn an_object_read_again_at_once_is_admitted_and_one_read_long_ago_is_not() {
     let cache = cache(100_000, CachePolicy::default(), false);
     let read = |offset: u64| {
         let (_, unkept) = cache
-            .get_or_read(key(offset), Tier::HotPage, || load(100))
+            .get_or_read(key(offset), Tier::HotPage, Owner::NONE, || load(100))
             .unwrap();
         let _ = cache.admit(unkept.expect("not cached"), Admission::IfReadLately);
     };
@@ -760,7 +764,7 @@ fn threads_reading_an_object_again_at_once_keep_it_once() {
                     for _ in 0..2 {
                         step.wait();
                         let (_, unkept) = cache
-                            .get_or_read(key(id), Tier::HotPage, || load(100))
+                            .get_or_read(key(id), Tier::HotPage, Owner::NONE, || load(100))
                             .unwrap();
                         if let Some(unkept) = unkept {
                             let _ = cache.admit(unkept, Admission::IfReadLately);
@@ -781,7 +785,7 @@ fn threads_reading_an_object_again_at_once_keep_it_once() {
     assert_eq!(stats.resident_bytes, OBJECTS * 100, "each kept once");
     for id in 0..OBJECTS {
         let (_, unkept) = cache
-            .get_or_read(key(id), Tier::HotPage, || load(100))
+            .get_or_read(key(id), Tier::HotPage, Owner::NONE, || load(100))
             .unwrap();
         assert!(unkept.is_none(), "object {id} not kept");
     }
@@ -804,7 +808,7 @@ fn pages_borrow_the_record_share_the_tier_does_not_hold() {
     let pages = |cache: &PageCache| cache.core.lock().resident_bytes;
     for offset in 0..100 {
         cache
-            .get_or_load(key(offset), Tier::HotPage, || load(1_000))
+            .get_or_load(key(offset), Tier::HotPage, Owner::NONE, || load(1_000))
             .unwrap();
     }
     assert_eq!(
@@ -827,7 +831,7 @@ fn pages_borrow_the_record_share_the_tier_does_not_hold() {
     assert!(pages(&cache) >= 40_000 - 1_000, "pages {}", pages(&cache));
     // A page load now fits beside the records, and evicts pages to do so.
     cache
-        .get_or_load(key(1_000), Tier::HotPage, || load(1_000))
+        .get_or_load(key(1_000), Tier::HotPage, Owner::NONE, || load(1_000))
         .unwrap();
     assert!(pages(&cache) + cache.records().resident_bytes() <= budget);
     // Records removed leave their room to pages again.
@@ -836,7 +840,7 @@ fn pages_borrow_the_record_share_the_tier_does_not_hold() {
     }
     for offset in 2_000..2_100 {
         cache
-            .get_or_load(key(offset), Tier::HotPage, || load(1_000))
+            .get_or_load(key(offset), Tier::HotPage, Owner::NONE, || load(1_000))
             .unwrap();
     }
     assert_eq!(pages(&cache), 100_000);
@@ -859,8 +863,10 @@ fn dropped_objects_leave_the_cache_its_trace_and_its_estimate_alike() {
         let mut sim = Miniature::new(policy, 40_000);
         let mut drops = 0;
         for (i, &(id, weight)) in trace.iter().enumerate() {
-            live.get_or_load(key(id), Tier::HotPage, || load(weight as usize))
-                .unwrap();
+            live.get_or_load(key(id), Tier::HotPage, Owner::NONE, || {
+                load(weight as usize)
+            })
+            .unwrap();
             sim.access(key(id).object_id(), weight);
             if i % 7 == 0 {
                 // The object just asked for, superseded: it leaves at once.
@@ -905,7 +911,7 @@ fn dropped_objects_do_not_count_towards_the_sample() {
     let weight = 16 << 10;
     for i in 0..20_000u64 {
         for id in [i, i.saturating_sub(1), i.saturating_sub(500)] {
-            live.get_or_load(key(id), Tier::HotPage, || load(weight))
+            live.get_or_load(key(id), Tier::HotPage, Owner::NONE, || load(weight))
                 .unwrap();
             for sim in &mut full {
                 sim.access(key(id).object_id(), weight as u64);

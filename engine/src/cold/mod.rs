@@ -15,7 +15,7 @@ use parking_lot::Mutex;
 pub use chunk::{ChunkKind, ChunkLoc, ChunkRef};
 use chunk::{SEGMENT_HEADER_BYTES, check_segment_header, encode_segment_header, segment_name};
 
-use crate::cache::{CacheKey, Tier};
+use crate::cache::{CacheKey, Owner, Tier};
 use crate::cached::{Cache, Cached, Loaded};
 use crate::error::{Error, Result};
 use crate::item::Stored;
@@ -352,13 +352,13 @@ impl ColdStore {
     }
 
     /// Reads and decodes a chunk, checking it against its index entry.
-    /// A chunk's items, through the cache.
-    pub fn items(&self, entry: &ChunkRef) -> Result<Arc<Vec<Stored>>> {
+    /// A chunk's items, through the cache, read for `owner`.
+    pub fn items(&self, entry: &ChunkRef, owner: Owner) -> Result<Arc<Vec<Stored>>> {
         let key = CacheKey::Chunk {
             segment_id: entry.loc.segment_id,
             offset: entry.loc.offset,
         };
-        let value = self.cache.get_or_load(key, Tier::ColdChunk, || {
+        let value = self.cache.get_or_load(key, Tier::ColdChunk, owner, || {
             let items = self.read_uncached(entry)?;
             Ok(Loaded {
                 weight_bytes: items.capacity() * size_of::<Stored>()

@@ -10,6 +10,7 @@
 
 use bytes::{BufMut, Bytes};
 
+use crate::cache::Owner;
 use crate::catalog::CollectionId;
 use crate::limits::MAX_KEY_BYTES;
 use crate::limits::widths::u16_len;
@@ -60,6 +61,11 @@ pub fn lead_of(key: &[u8]) -> Option<u32> {
 pub fn collection_of(key: &[u8]) -> Option<CollectionId> {
     let lead = u32::from_be_bytes(key.get(..4)?.try_into().ok()?);
     Some(lead & !(ARRAY_SPACE | OUTLIER_SPACE))
+}
+
+/// Whom the cache requests made for `key` count for: its collection.
+pub fn owner_of(key: &[u8]) -> Owner {
+    collection_of(key).map_or(Owner::NONE, Owner::collection)
 }
 
 /// A parent record's tree key as its collection and the parent's own key.

@@ -16,7 +16,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use rustc_hash::FxHashSet;
 
-use crate::cache::{CacheKey, Tier};
+use crate::cache::{CacheKey, Owner, Tier};
 use crate::cached::{Cache, Cached, Loaded, Unkept};
 use crate::error::{Error, Result};
 use crate::limits::widths::u32_len;
@@ -91,6 +91,50 @@ fn page_key(loc: FrameLoc) -> CacheKey {
     }
 }
 
+/// The page store as one request reads it: every page and large record it loads counts,
+/// in the cache's statistics, for the request's owner. Cheap to copy; reads the store
+/// through `Deref` for everything else.
+#[derive(Clone, Copy)]
+pub struct Pages<'a> {
+    store: &'a PageStore,
+    owner: Owner,
+}
+
+impl Pages<'_> {
+    /// The node of page `id` in `table`.
+    pub fn node(&self, table: &PageTable, id: PageId) -> Result<Arc<Node>> {
+        self.store.node(table, id, self.owner)
+    }
+
+    /// [`Pages::node`], except that a page read from storage is not kept in the cache
+    /// yet: it comes back beside the node (see [`Cache::get_or_read`]).
+    pub fn node_or_read(
+        &self,
+        table: &PageTable,
+        id: PageId,
+    ) -> Result<(Arc<Node>, Option<Unkept>)> {
+        self.store.node_or_read(table, id, self.owner)
+    }
+
+    /// The record bytes of a leaf value, reading a large record from the log if need be.
+    pub fn value_bytes(&self, value: &Value) -> Result<Bytes> {
+        self.store.value_bytes(value, self.owner)
+    }
+
+    /// Whom this request's reads count for.
+    pub fn owner(&self) -> Owner {
+        self.owner
+    }
+}
+
+impl std::ops::Deref for Pages<'_> {
+    type Target = PageStore;
+
+    fn deref(&self) -> &PageStore {
+        self.store
+    }
+}
+
 impl PageStore {
     pub fn new(storage: Arc<dyn Storage>, cache: Arc<Cache>, page_bytes: usize) -> PageStore {
         let frame_bytes = FRAME_HEADER_BYTES + PAGE_FRAME_PREFIX_BYTES + page_bytes;
@@ -154,38 +198,46 @@ impl PageStore {
             .is_some_and(|offsets| offsets.contains(&loc.offset))
     }
 
-    /// The node of page `id` in `table`.
-    pub fn node(&self, table: &PageTable, id: PageId) -> Result<Arc<Node>> {
+    /// This store as a request for `owner` reads it.
+    pub fn reading(&self, owner: Owner) -> Pages<'_> {
+        Pages { store: self, owner }
+    }
+
+    /// This store as maintenance reads it: its requests count for no collection.
+    pub fn maintaining(&self) -> Pages<'_> {
+        self.reading(Owner::NONE)
+    }
+
+    fn node(&self, table: &PageTable, id: PageId, owner: Owner) -> Result<Arc<Node>> {
         match table.get(id) {
             Slot::Dirty(node) => Ok(node.clone()),
-            Slot::Disk(loc) => self.load_page(id, *loc),
+            Slot::Disk(loc) => self.load_page(id, *loc, owner),
             Slot::Free => Err(self.tree_corruption(id, "reference to a free page")),
         }
     }
 
-    /// [`PageStore::node`], except that a page read from storage is not kept in the cache
-    /// yet: it comes back beside the node (see [`Cache::get_or_read`]).
-    pub fn node_or_read(
+    fn node_or_read(
         &self,
         table: &PageTable,
         id: PageId,
+        owner: Owner,
     ) -> Result<(Arc<Node>, Option<Unkept>)> {
         match table.get(id) {
             Slot::Disk(loc) => {
                 let loc = *loc;
                 let (value, unkept) =
                     self.cache
-                        .get_or_read(page_key(loc), Tier::HotPage, || self.load(id, loc))?;
+                        .get_or_read(page_key(loc), Tier::HotPage, owner, || self.load(id, loc))?;
                 Ok((self.page_node(id, value)?, unkept))
             }
-            _ => Ok((self.node(table, id)?, None)),
+            _ => Ok((self.node(table, id, owner)?, None)),
         }
     }
 
-    fn load_page(&self, id: PageId, loc: FrameLoc) -> Result<Arc<Node>> {
+    fn load_page(&self, id: PageId, loc: FrameLoc, owner: Owner) -> Result<Arc<Node>> {
         let value = self
             .cache
-            .get_or_load(page_key(loc), Tier::HotPage, || self.load(id, loc))?;
+            .get_or_load(page_key(loc), Tier::HotPage, owner, || self.load(id, loc))?;
         self.page_node(id, value)
     }
 
@@ -264,11 +316,10 @@ impl PageStore {
         Ok((Arc::new(node), held))
     }
 
-    /// The record bytes of a leaf value, reading a large record from the log if need be.
-    pub fn value_bytes(&self, value: &Value) -> Result<Bytes> {
+    fn value_bytes(&self, value: &Value, owner: Owner) -> Result<Bytes> {
         match value {
             Value::Inline(bytes) | Value::Held(bytes) => Ok(bytes.clone()),
-            Value::Large(large) => self.read_large(*large),
+            Value::Large(large) => self.read_large(*large, owner),
         }
     }
 
@@ -281,12 +332,12 @@ impl PageStore {
         }
     }
 
-    fn read_large(&self, large: LargeRef) -> Result<Bytes> {
+    fn read_large(&self, large: LargeRef, owner: Owner) -> Result<Bytes> {
         let key = CacheKey::Large {
             segment_id: large.segment_id,
             offset: large.frame_offset,
         };
-        let value = self.cache.get_or_load(key, Tier::HotPage, || {
+        let value = self.cache.get_or_load(key, Tier::HotPage, owner, || {
             let bytes = self.read_large_uncached(large)?;
             Ok(Loaded {
                 weight_bytes: bytes.len(),
@@ -420,7 +471,7 @@ mod tests {
         let (sim, log, loc) = sealed_page(id);
         let pages = store(&sim, &log);
         assert!(!checked(&pages, loc));
-        let node = pages.load_page(id, loc).unwrap();
+        let node = pages.load_page(id, loc, Owner::NONE).unwrap();
         assert!(
             checked(&pages, loc),
             "a sound frame read through the cache is recorded"
@@ -441,13 +492,13 @@ mod tests {
             Err(Error::Corruption { .. })
         ));
         assert!(matches!(
-            damaged.load_page(id, loc),
+            damaged.load_page(id, loc, Owner::NONE),
             Err(Error::Corruption { .. })
         ));
         assert!(!checked(&damaged, loc), "a damaged frame is not recorded");
         let trusting = store(&sim, &log);
         mark_checked(&trusting, loc);
-        assert!(trusting.load_page(id, loc).is_ok());
+        assert!(trusting.load_page(id, loc, Owner::NONE).is_ok());
         assert!(matches!(
             trusting.read_page(id, loc),
             Err(Error::Corruption { .. })
@@ -561,7 +612,7 @@ mod tests {
         let (sim, _log, loc) = sealed_page(id);
         // No map attached: every segment is read into a buffer.
         let pages = PageStore::new(sim.clone(), Arc::new(Cache::new(1 << 20)), 4096);
-        let node = pages.load_page(id, loc).unwrap();
+        let node = pages.load_page(id, loc, Owner::NONE).unwrap();
         assert!(checked(&pages, loc), "a sound frame read through the cache");
 
         let name = segment_name(loc.segment_id);
@@ -605,12 +656,12 @@ mod tests {
         let (sim, log, loc) = sealed_node(id, unsorted.clone());
         let pages = store(&sim, &log);
         assert!(matches!(
-            pages.load_page(id, loc),
+            pages.load_page(id, loc, Owner::NONE),
             Err(Error::Corruption { .. })
         ));
         assert!(!checked(&pages, loc));
         mark_checked(&pages, loc);
-        assert_eq!(*pages.load_page(id, loc).unwrap(), unsorted);
+        assert_eq!(*pages.load_page(id, loc, Owner::NONE).unwrap(), unsorted);
         assert!(matches!(
             pages.read_page(id, loc),
             Err(Error::Corruption { .. })

@@ -15,7 +15,7 @@ use super::node::{
     Entries, NODE_HEADER_BYTES, Node, PageId, Value, internal_entry_len, leaf_entry_len,
 };
 use super::table::{PageTable, Slot};
-use super::{PageStore, keys};
+use super::{Pages, keys};
 use crate::cache::Admission;
 use crate::cache::CacheKey;
 use crate::cached::Unkept;
@@ -188,7 +188,7 @@ impl Tree {
         held
     }
 
-    pub fn node(&self, store: &PageStore, id: PageId) -> Result<Arc<Node>> {
+    pub fn node(&self, store: &Pages<'_>, id: PageId) -> Result<Arc<Node>> {
         match self.pinned_node(id) {
             Some(node) => Ok(node),
             None => store.node(&self.table, id),
@@ -197,7 +197,7 @@ impl Tree {
 
     /// [`Tree::node`], keeping in the cache only what `keep` says of a page read from
     /// storage.
-    fn node_kept(&self, store: &PageStore, id: PageId, keep: Keep) -> Result<Arc<Node>> {
+    fn node_kept(&self, store: &Pages<'_>, id: PageId, keep: Keep) -> Result<Arc<Node>> {
         if keep == Keep::Everything {
             return self.node(store, id);
         }
@@ -222,7 +222,7 @@ impl Tree {
     /// Pins the root page for readers of the version about to be published (a root that
     /// changes since the last publish is read once through the cache). A root that is not
     /// on disk yet, or cannot be read, is not pinned; lookups then go through the cache.
-    pub fn pin_root(mut self, store: &PageStore) -> Self {
+    pub fn pin_root(mut self, store: &Pages<'_>) -> Self {
         let Slot::Disk(loc) = *self.table.get(self.root) else {
             self.pinned = None;
             return self;
@@ -243,7 +243,7 @@ impl Tree {
     }
 
     /// The node `id` for changing: made dirty in this version, copied if shared.
-    fn node_mut(&mut self, store: &PageStore, id: PageId) -> Result<&mut Node> {
+    fn node_mut(&mut self, store: &Pages<'_>, id: PageId) -> Result<&mut Node> {
         if !matches!(self.table.get(id), Slot::Dirty(_)) {
             let node = self.node(store, id)?;
             self.replace_slot(id, Slot::Dirty(node));
@@ -268,7 +268,7 @@ impl Tree {
 
     /// The internal nodes from the root down to the leaf for `key`, each with the index of
     /// the child taken, and the leaf's id.
-    fn descend(&self, store: &PageStore, key: &[u8]) -> Result<(Vec<(PageId, usize)>, PageId)> {
+    fn descend(&self, store: &Pages<'_>, key: &[u8]) -> Result<(Vec<(PageId, usize)>, PageId)> {
         let mut path = Vec::new();
         let mut id = self.root;
         loop {
@@ -288,13 +288,13 @@ impl Tree {
     }
 
     /// The value of `key`: one walk from the root, searching each page's index.
-    pub fn get(&self, store: &PageStore, key: &[u8]) -> Result<Option<Value>> {
+    pub fn get(&self, store: &Pages<'_>, key: &[u8]) -> Result<Option<Value>> {
         self.find_with(store, key, Entries::value)
     }
 
     /// `key`'s entry as the leaf holds it: the key (a slice of the page image for a leaf
     /// read in place, so a reader that keeps it copies nothing) and its value.
-    pub fn get_entry(&self, store: &PageStore, key: &[u8]) -> Result<Option<LeafEntry>> {
+    pub fn get_entry(&self, store: &Pages<'_>, key: &[u8]) -> Result<Option<LeafEntry>> {
         self.find_with(store, key, Entries::entry)
     }
 
@@ -303,7 +303,7 @@ impl Tree {
     /// with what it knows of it. Internal pages read on the way are kept as usual.
     pub fn get_entry_or_read(
         &self,
-        store: &PageStore,
+        store: &Pages<'_>,
         key: &[u8],
     ) -> Result<(Option<LeafEntry>, Option<Unkept>)> {
         let mut unkept_leaf = None;
@@ -325,7 +325,7 @@ impl Tree {
     /// What `take` makes of `key`'s entry in its leaf, if the tree holds `key`.
     fn find_with<T>(
         &self,
-        store: &PageStore,
+        store: &Pages<'_>,
         key: &[u8],
         take: impl FnOnce(&Entries, usize) -> T,
     ) -> Result<Option<T>> {
@@ -335,7 +335,7 @@ impl Tree {
     /// [`Tree::find_with`], each page got through `node`.
     fn find_in<T>(
         &self,
-        store: &PageStore,
+        store: &Pages<'_>,
         key: &[u8],
         mut node: impl FnMut(PageId) -> Result<Arc<Node>>,
         take: impl FnOnce(&Entries, usize) -> T,
@@ -367,7 +367,7 @@ impl Tree {
     /// Where `key`'s value is: the frame of a large record, or that of the leaf holding the
     /// value; `None` if the tree does not hold `key` or the walk to it fails. For errors: a
     /// record that did not decode is reported at the place this gives.
-    pub fn locate(&self, store: &PageStore, key: &[u8]) -> Option<(String, u64)> {
+    pub fn locate(&self, store: &Pages<'_>, key: &[u8]) -> Option<(String, u64)> {
         // The walk of every lookup, remembering the last page it read: the leaf.
         let mut leaf = self.root;
         let node = |id| {
@@ -382,7 +382,7 @@ impl Tree {
     }
 
     /// Inserts or replaces `key`'s value.
-    pub fn insert(&mut self, store: &PageStore, key: Bytes, value: Value) -> Result<()> {
+    pub fn insert(&mut self, store: &Pages<'_>, key: Bytes, value: Value) -> Result<()> {
         // A longer key would make a page that decoding refuses.
         assert!(key.len() <= MAX_TREE_KEY_BYTES, "tree key over the limit");
         let page_room = store.page_bytes - NODE_HEADER_BYTES;
@@ -452,7 +452,7 @@ impl Tree {
 
     fn insert_separator(
         &mut self,
-        store: &PageStore,
+        store: &Pages<'_>,
         mut path: Vec<(PageId, usize)>,
         mut separator: Bytes,
         mut right_id: PageId,
@@ -518,7 +518,7 @@ impl Tree {
     }
 
     /// Removes `key`; returns whether it was present.
-    pub fn remove(&mut self, store: &PageStore, key: &[u8]) -> Result<bool> {
+    pub fn remove(&mut self, store: &Pages<'_>, key: &[u8]) -> Result<bool> {
         let (mut path, leaf_id) = self.descend(store, key)?;
         let leaf = self.node_mut(store, leaf_id)?;
         let Node::Leaf { entries, .. } = leaf else {
@@ -547,7 +547,7 @@ impl Tree {
 
     /// Removes the child named by the last path entry from its parent, and parents that
     /// become empty from theirs.
-    fn remove_child(&mut self, store: &PageStore, path: &mut Vec<(PageId, usize)>) -> Result<()> {
+    fn remove_child(&mut self, store: &Pages<'_>, path: &mut Vec<(PageId, usize)>) -> Result<()> {
         while let Some((parent_id, index)) = path.pop() {
             let parent = self.node_mut(store, parent_id)?;
             let Node::Internal { keys, children, .. } = parent else {
@@ -576,7 +576,7 @@ impl Tree {
     }
 
     /// Merges the small leaf at `index` of `parent_id` with a neighbour when both fit a page.
-    fn merge_leaf(&mut self, store: &PageStore, parent_id: PageId, index: usize) -> Result<()> {
+    fn merge_leaf(&mut self, store: &Pages<'_>, parent_id: PageId, index: usize) -> Result<()> {
         let parent = self.node(store, parent_id)?;
         let Node::Internal { children, .. } = parent.as_ref() else {
             return Err(store.tree_corruption(parent_id, "expected an internal page"));
@@ -633,7 +633,7 @@ impl Tree {
     }
 
     /// While the root is an internal page with one child, that child becomes the root.
-    fn collapse_root(&mut self, store: &PageStore) -> Result<()> {
+    fn collapse_root(&mut self, store: &Pages<'_>) -> Result<()> {
         loop {
             let root = self.node(store, self.root)?;
             match root.as_ref() {
@@ -648,18 +648,18 @@ impl Tree {
     }
 
     /// A cursor at the first key inside `start`.
-    pub fn cursor(&self, store: &PageStore, start: Bound<&[u8]>) -> Result<Cursor> {
+    pub fn cursor(&self, store: &Pages<'_>, start: Bound<&[u8]>) -> Result<Cursor> {
         self.cursor_keeping(store, start, Keep::Everything)
     }
 
     /// [`Tree::cursor`] for maintenance walks (a compaction's plan): a leaf it reads from
     /// storage is not kept in the cache, so that walking the whole index neither evicts what
     /// readers use nor fills the cache with what no reader asked for.
-    pub fn cursor_passing(&self, store: &PageStore, start: Bound<&[u8]>) -> Result<Cursor> {
+    pub fn cursor_passing(&self, store: &Pages<'_>, start: Bound<&[u8]>) -> Result<Cursor> {
         self.cursor_keeping(store, start, Keep::InternalPages)
     }
 
-    fn cursor_keeping(&self, store: &PageStore, start: Bound<&[u8]>, keep: Keep) -> Result<Cursor> {
+    fn cursor_keeping(&self, store: &Pages<'_>, start: Bound<&[u8]>, keep: Keep) -> Result<Cursor> {
         let (stack, leaf) = self.seek(store, start, Edge::Left, keep)?;
         let position = match start {
             Bound::Unbounded => 0,
@@ -678,7 +678,7 @@ impl Tree {
     /// rightmost leaf for an unbounded side), each internal page with the child taken.
     fn seek(
         &self,
-        store: &PageStore,
+        store: &Pages<'_>,
         bound: Bound<&[u8]>,
         unbounded: Edge,
         keep: Keep,
@@ -783,7 +783,7 @@ enum Edge {
 /// page with the index of the child taken.
 fn descend_edge(
     tree: &Tree,
-    store: &PageStore,
+    store: &Pages<'_>,
     stack: &mut PathStack,
     mut id: PageId,
     edge: Edge,
@@ -825,7 +825,7 @@ enum Keep {
 
 impl Cursor {
     /// The next entry, moving to the next leaf when this one is done.
-    pub fn next(&mut self, tree: &Tree, store: &PageStore) -> Result<Option<(Bytes, Value)>> {
+    pub fn next(&mut self, tree: &Tree, store: &Pages<'_>) -> Result<Option<(Bytes, Value)>> {
         loop {
             if let Node::Leaf { entries, .. } = self.leaf.as_ref()
                 && self.position < entries.len()
@@ -845,7 +845,7 @@ impl Cursor {
     pub fn for_each(
         &mut self,
         tree: &Tree,
-        store: &PageStore,
+        store: &Pages<'_>,
         mut visit: impl FnMut(&Bytes, &Value) -> Result<bool>,
     ) -> Result<()> {
         loop {
@@ -869,7 +869,7 @@ impl Cursor {
     pub fn for_each_leaf(
         &mut self,
         tree: &Tree,
-        store: &PageStore,
+        store: &Pages<'_>,
         mut visit: impl FnMut(&Node, usize) -> Result<bool>,
     ) -> Result<()> {
         loop {
@@ -883,7 +883,7 @@ impl Cursor {
     }
 
     /// Moves to the first entry of the next leaf; `false` at the end of the tree.
-    fn next_leaf(&mut self, tree: &Tree, store: &PageStore) -> Result<bool> {
+    fn next_leaf(&mut self, tree: &Tree, store: &Pages<'_>) -> Result<bool> {
         // Up to the nearest ancestor with a child to the right, then down its left edge.
         loop {
             let Some((node, index)) = self.stack.last_mut() else {
@@ -911,7 +911,7 @@ impl Cursor {
 
 impl Tree {
     /// A cursor that walks backwards from the last key inside `end`.
-    pub fn cursor_back(&self, store: &PageStore, end: Bound<&[u8]>) -> Result<BackCursor> {
+    pub fn cursor_back(&self, store: &Pages<'_>, end: Bound<&[u8]>) -> Result<BackCursor> {
         let (stack, leaf) = self.seek(store, end, Edge::Right, Keep::Everything)?;
         // The number of entries inside the bound: the next one back is before it.
         let position = match (end, leaf.as_ref()) {
@@ -954,7 +954,7 @@ impl BackCursor {
     }
 
     /// The previous entry, moving to the previous leaf when this one is done.
-    pub fn prev(&mut self, tree: &Tree, store: &PageStore) -> Result<Option<(Bytes, Value)>> {
+    pub fn prev(&mut self, tree: &Tree, store: &Pages<'_>) -> Result<Option<(Bytes, Value)>> {
         loop {
             if self.position > 0
                 && let Node::Leaf { entries, .. } = self.leaf.as_ref()

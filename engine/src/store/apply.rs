@@ -7,12 +7,13 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use crate::cache::Owner;
 use crate::catalog::{Catalog, CollectionInfo};
 use crate::error::{Error, Result};
 use crate::page::node::{LargeRef, Value};
 use crate::page::redo::Op;
 use crate::page::tree::Tree;
-use crate::page::{PageStore, max_inline_record};
+use crate::page::{PageStore, keys, max_inline_record};
 
 /// A version being changed by a group of batches (or by replay).
 pub(crate) struct Txn {
@@ -56,9 +57,7 @@ pub(crate) fn apply(
         | Op::Patch { key, .. } => Some(key),
         Op::CreateCollection { .. } | Op::ColdChunk(_) | Op::ColdBytes { .. } => None,
     };
-    let _owner = key
-        .and_then(|key| crate::page::keys::collection_of(key))
-        .map(crate::cache::attribute);
+    let pages = &pages.reading(key.map_or(Owner::NONE, |key| keys::owner_of(key)));
     if let Op::Put { key, .. } | Op::Delete { key } | Op::Patch { key, .. } = op {
         txn.note_written(key);
     }

@@ -205,7 +205,7 @@ impl Shared {
             for id in segment.pages {
                 // A page the cache holds is taken from it; one it does not is read and not
                 // kept there: cleaning should not evict what readers use.
-                let (node, _unkept) = self.pages.node_or_read(&tree.table, id)?;
+                let (node, _unkept) = self.pages.maintaining().node_or_read(&tree.table, id)?;
                 tree.replace_slot(id, Slot::Dirty(node));
             }
             moved += segment.page_bytes;
@@ -359,7 +359,7 @@ impl Shared {
         checkpoint.write(self.pages.storage.as_ref())?;
         // The same records as the version it replaces: their generation too.
         self.publish(Version {
-            tree: tree.pin_root(&self.pages),
+            tree: tree.pin_root(&self.pages.maintaining()),
             catalog: version.catalog.clone(),
             commits: version.commits,
             generation: version.generation,

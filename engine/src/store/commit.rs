@@ -19,6 +19,7 @@ use super::writer::{Turn, Writer};
 use crate::cold::ColdGroup;
 use crate::limits::widths::u32_len;
 use crate::log::{FrameKind, Group};
+use crate::page::keys;
 use crate::page::node::{LargeRef, Value};
 use crate::page::redo::Op;
 use crate::{
@@ -222,7 +223,7 @@ impl Shared {
         }
         self.publish_changes(
             Version {
-                tree: txn.tree.pin_root(&self.pages),
+                tree: txn.tree.pin_root(&self.pages.maintaining()),
                 catalog: txn.catalog,
                 commits: base.commits + batches,
                 // Set by `publish_changes`.
@@ -333,7 +334,8 @@ impl Shared {
                 (Op::Patch { key, .. }, Some(value)) => {
                     debug_assert!(self.patch_makes(txn, op, value).unwrap_or(true));
                     let value = patched_value(&self.pages, value.clone());
-                    txn.tree.insert(&self.pages, key.clone(), value)?;
+                    let pages = self.pages.reading(keys::owner_of(key));
+                    txn.tree.insert(&pages, key.clone(), value)?;
                     txn.note_written(key);
                 }
                 _ => self.apply(txn, op, large_ref)?,
@@ -359,7 +361,7 @@ impl Shared {
         };
         let rebuilt = self
             .apply(&mut replayed, patch, None)
-            .and_then(|()| replayed.tree.get(&self.pages, key));
+            .and_then(|()| replayed.tree.get(&self.pages.maintaining(), key));
         match rebuilt {
             Ok(rebuilt) => Ok(matches!(
                 rebuilt,

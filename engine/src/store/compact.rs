@@ -163,7 +163,7 @@ impl Shared {
         // Array records live in the key spaces with the top bit set.
         let start = [0x80u8];
         let start = from.map_or(&start[..], |key| key.as_ref());
-        let mut cursor = tree.cursor_passing(&self.pages, Bound::Included(start))?;
+        let mut cursor = tree.cursor_passing(&self.pages.maintaining(), Bound::Included(start))?;
         let mut array: Option<Bytes> = None;
         // The group being gathered, and its items' encoded bytes.
         let mut group: Vec<(Bytes, ChunkRef)> = Vec::new();
@@ -198,7 +198,7 @@ impl Shared {
             group.push((key, entry));
             *group_raw += raw;
         };
-        while let Some((key, value)) = cursor.next(tree, &self.pages)? {
+        while let Some((key, value)) = cursor.next(tree, &self.pages.maintaining())? {
             if !keys::is_chunk_entry(&key) {
                 continue;
             }
@@ -309,7 +309,7 @@ impl Shared {
 
     /// True when `key` still holds `entry` in `tree`.
     fn unchanged(&self, tree: &Tree, key: &Bytes, entry: &ChunkRef) -> Result<bool> {
-        Ok(match tree.get(&self.pages, key)? {
+        Ok(match tree.get(&self.pages.maintaining(), key)? {
             Some(Value::Inline(bytes)) => bytes == entry.encode(),
             _ => false,
         })
@@ -441,8 +441,10 @@ impl Shared {
         }
         let mut found = Vec::new();
         let mut found_bytes = 0;
-        let mut cursor = version.tree.cursor(&self.pages, Bound::Unbounded)?;
-        while let Some((key, value)) = cursor.next(&version.tree, &self.pages)? {
+        let mut cursor = version
+            .tree
+            .cursor(&self.pages.maintaining(), Bound::Unbounded)?;
+        while let Some((key, value)) = cursor.next(&version.tree, &self.pages.maintaining())? {
             if let Value::Large(large) = value
                 && segments.contains(&large.segment_id)
             {
@@ -460,7 +462,7 @@ impl Shared {
         let mut redo = Vec::new();
         let mut moved = 0;
         for (key, large) in found {
-            if txn.tree.get(&self.pages, &key)? != Some(Value::Large(large)) {
+            if txn.tree.get(&self.pages.maintaining(), &key)? != Some(Value::Large(large)) {
                 continue;
             }
             let value = self.pages.value_bytes_uncached(&Value::Large(large))?;
@@ -631,10 +633,13 @@ mod tests {
         let tree = &shared.current().tree;
         let start = [0x80u8];
         let mut cursor = tree
-            .cursor(&shared.pages, std::ops::Bound::Included(&start[..]))
+            .cursor(
+                &shared.pages.maintaining(),
+                std::ops::Bound::Included(&start[..]),
+            )
             .unwrap();
         let mut sizes = Vec::new();
-        while let Some((key, value)) = cursor.next(tree, &shared.pages).unwrap() {
+        while let Some((key, value)) = cursor.next(tree, &shared.pages.maintaining()).unwrap() {
             if !super::keys::is_chunk_entry(&key) {
                 continue;
             }
@@ -739,10 +744,14 @@ mod tests {
         let after_plan = resident();
         let start = [0x80u8];
         let mut cursor = tree
-            .cursor(&shared.pages, Bound::Included(&start[..]))
+            .cursor(&shared.pages.maintaining(), Bound::Included(&start[..]))
             .unwrap();
         let mut entries = 0;
-        while cursor.next(&tree, &shared.pages).unwrap().is_some() {
+        while cursor
+            .next(&tree, &shared.pages.maintaining())
+            .unwrap()
+            .is_some()
+        {
             entries += 1;
         }
         assert!(entries >= 3_000, "{entries} entries walked");

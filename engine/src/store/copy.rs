@@ -33,8 +33,8 @@ impl Shared {
         each: &mut dyn FnMut(CopiedRecord) -> Result<()>,
     ) -> Result<()> {
         let tree = &version.tree;
-        let mut cursor = tree.cursor(&self.pages, Bound::Unbounded)?;
-        while let Some((key, value)) = cursor.next(tree, &self.pages)? {
+        let mut cursor = tree.cursor(&self.pages.maintaining(), Bound::Unbounded)?;
+        while let Some((key, value)) = cursor.next(tree, &self.pages.maintaining())? {
             let value = self.pages.value_bytes_uncached(&value)?;
             let chunk = match keys::is_chunk_entry(&key) {
                 true => {

@@ -53,7 +53,7 @@ pub(crate) const UNPLACED: &str = "page store";
 pub(crate) fn placed(mut error: Error, tree: &Tree, pages: &PageStore, tree_key: &[u8]) -> Error {
     if let Error::Corruption { file, offset, .. } = &mut error
         && file == UNPLACED
-        && let Some(place) = tree.locate(pages, tree_key)
+        && let Some(place) = tree.locate(&pages.maintaining(), tree_key)
     {
         (*file, *offset) = place;
     }

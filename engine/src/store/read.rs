@@ -15,8 +15,8 @@ use super::decode::{
 };
 use super::shared::Shared;
 use super::versions::Version;
-use crate::cache::Admission;
 use crate::cache::records::KeptRecord;
+use crate::cache::{Admission, Owner};
 
 use crate::catalog::CollectionInfo;
 use crate::cold::{ChunkRef, DETACHED_SEGMENT_ID};
@@ -24,9 +24,9 @@ use crate::document::{Cursor, Document, ItemPage, ItemQuery, Outlier, sort_items
 use crate::error::{Error, Result};
 use crate::item::Order;
 use crate::item::{Item, Stored, Summary};
-use crate::page::keys;
 use crate::page::node::{Node, Value};
 use crate::page::tree::{LeafEntry, Tree};
+use crate::page::{PageStore, Pages, keys};
 use crate::record::ParentRecord;
 
 /// A parent record as a read found it: kept in the record tier, or read from the tree. (A
@@ -43,16 +43,28 @@ enum Found {
 
 impl Shared {
     /// A chunk's items: through the cache, or from a transaction's own chunks.
-    fn chunk_items(&self, version: &Version, entry: &ChunkRef) -> Result<Arc<Vec<Stored>>> {
+    fn chunk_items(
+        &self,
+        version: &Version,
+        entry: &ChunkRef,
+        owner: Owner,
+    ) -> Result<Arc<Vec<Stored>>> {
         match &version.own_chunks {
             Some(own) if entry.loc.segment_id == DETACHED_SEGMENT_ID => own.items(entry),
-            _ => self.cold.items(entry),
+            _ => self.cold.items(entry, owner),
         }
     }
 
-    pub(crate) fn read_tree(&self, version: &Version, key: &[u8]) -> Result<Option<Bytes>> {
-        match version.tree.get(&self.pages, key)? {
-            Some(value) => Ok(Some(self.pages.value_bytes(&value)?)),
+    /// The value of `key` in the tree at `version`, read for `owner`.
+    pub(crate) fn read_tree(
+        &self,
+        version: &Version,
+        key: &[u8],
+        owner: Owner,
+    ) -> Result<Option<Bytes>> {
+        let pages = self.pages.reading(owner);
+        match version.tree.get(&pages, key)? {
+            Some(value) => Ok(Some(pages.value_bytes(&value)?)),
             None => Ok(None),
         }
     }
@@ -65,22 +77,11 @@ impl Shared {
         info: &CollectionInfo,
         key: &[u8],
     ) -> Result<Option<Found>> {
+        let pages = pages_for(&self.pages, info);
         let entry = keys::with_parent(info.id, key, |tree_key| {
-            version.tree.get_entry(&self.pages, tree_key)
+            version.tree.get_entry(&pages, tree_key)
         })?;
-        self.found_in_leaf(entry)
-    }
-
-    /// A parent's entry as its leaf holds it (the tree's key and the value), as a record
-    /// read from the tree.
-    fn found_in_leaf(&self, entry: Option<LeafEntry>) -> Result<Option<Found>> {
-        let Some((tree_key, value)) = entry else {
-            return Ok(None);
-        };
-        Ok(Some(Found::Read {
-            key: keys::parent_key_of(&tree_key),
-            record: self.pages.value_bytes(&value)?,
-        }))
+        found_in_leaf(entry, &pages)
     }
 
     /// A parent's whole document at `version`. The record tier keeps it with the record it
@@ -220,8 +221,9 @@ impl Shared {
             return self.read_parent(version, info, key);
         }
         let epoch = self.versions.record_epoch();
+        let pages = pages_for(&self.pages, info);
         let (entry, unkept_leaf) = keys::with_parent(info.id, key, |tree_key| {
-            version.tree.get_entry_or_read(&self.pages, tree_key)
+            version.tree.get_entry_or_read(&pages, tree_key)
         })?;
         if let Some(leaf) = unkept_leaf {
             let admission = match &entry {
@@ -231,7 +233,7 @@ impl Shared {
             };
             let _ = cache.admit(leaf, admission);
         }
-        let found = self.found_in_leaf(entry)?;
+        let found = found_in_leaf(entry, &pages)?;
         if let Some(Found::Read { record, .. }) = &found
             && epoch == version.generation
         {
@@ -254,7 +256,7 @@ impl Shared {
         out: &mut Vec<Stored>,
     ) -> Result<()> {
         let tail_key = keys::tail(info.id, key, field);
-        match self.read_tree(version, &tail_key)? {
+        match self.read_tree(version, &tail_key, Owner::collection(info.id))? {
             Some(bytes) => decode_wanted_items(bytes, &tail_key, query, out)
                 .map_err(|e| self.placed(e, &version.tree, &tail_key)),
             None => Ok(()),
@@ -290,12 +292,12 @@ impl Shared {
         mut visit: impl FnMut(&Bytes, &ChunkRef) -> Result<bool>,
     ) -> Result<()> {
         let (mut cursor, end) = self.chunk_cursor(tree, info, key, field, from)?;
-        cursor.for_each(tree, &self.pages, |tree_key, value| {
+        let pages = pages_for(&self.pages, info);
+        cursor.for_each(tree, &pages, |tree_key, value| {
             if *tree_key >= end {
                 return Ok(false);
             }
-            let entry = self
-                .decode_chunk_entry(tree_key, value)
+            let entry = decode_chunk_entry(tree_key, value, &pages)
                 .map_err(|e| self.placed(e, tree, tree_key))?;
             visit(tree_key, &entry)
         })
@@ -315,22 +317,8 @@ impl Shared {
             Bound::Included(k) | Bound::Excluded(k) => keys::chunk(info.id, key, field, k, 0),
             Bound::Unbounded => Bytes::from(keys::chunks(info.id, key, field)),
         };
-        let cursor = tree.cursor(&self.pages, Bound::Included(&start))?;
+        let cursor = tree.cursor(&pages_for(&self.pages, info), Bound::Included(&start))?;
         Ok((cursor, keys::chunks_end(info.id, key, field)))
-    }
-
-    fn decode_chunk_entry(&self, tree_key: &[u8], value: &Value) -> Result<ChunkRef> {
-        match value {
-            Value::Inline(bytes) => decode_inline_chunk_entry(tree_key, bytes),
-            large => self.chunk_entry(tree_key, large.clone()),
-        }
-    }
-
-    fn chunk_entry(&self, tree_key: &[u8], value: Value) -> Result<ChunkRef> {
-        let bytes = self.pages.value_bytes(&value)?;
-        ChunkRef::decode(bytes).map_err(|reason| {
-            Error::corruption(UNPLACED, 0, format!("chunk entry {tree_key:x?}: {reason}"))
-        })
     }
 
     pub fn items(
@@ -374,7 +362,8 @@ impl Shared {
                                 break;
                             }
                         }
-                        let items = self.chunk_items(version, &entry)?;
+                        let items =
+                            self.chunk_items(version, &entry, Owner::collection(info.id))?;
                         // A chunk is in (key, push) order: with a limit, only its first
                         // `limit` wanted items can be among the page's.
                         let wanted = items.iter().filter(|s| query.wanted(s));
@@ -427,24 +416,24 @@ impl Shared {
         found: &mut Vec<Stored>,
     ) -> Result<()> {
         let keys = keys::ArrayKeys::new(info.id, key, field);
+        let pages = pages_for(&self.pages, info);
         let mut cursor = version
             .tree
-            .cursor_back(&self.pages, Bound::Excluded(keys.chunks_end()))?;
+            .cursor_back(&pages, Bound::Excluded(keys.chunks_end()))?;
         let tail = match cursor.find_behind(keys.tail()) {
-            Some(Some(value)) => Some(self.pages.value_bytes(&value)?),
+            Some(Some(value)) => Some(pages.value_bytes(&value)?),
             Some(None) => None,
-            None => self.read_tree(version, keys.tail())?,
+            None => self.read_tree(version, keys.tail(), pages.owner())?,
         };
         if let Some(bytes) = tail {
             decode_wanted_items(bytes, keys.tail(), query, found)
                 .map_err(|e| self.placed(e, &version.tree, keys.tail()))?;
         }
-        while let Some((tree_key, value)) = cursor.prev(&version.tree, &self.pages)? {
+        while let Some((tree_key, value)) = cursor.prev(&version.tree, &pages)? {
             if !tree_key.starts_with(keys.chunks()) {
                 break;
             }
-            let entry = self
-                .chunk_entry(&tree_key, value)
+            let entry = decode_chunk_entry(&tree_key, &value, &pages)
                 .map_err(|e| self.placed(e, &version.tree, &tree_key))?;
             if found.len() >= limit {
                 sort_items(found, Order::Descending);
@@ -458,7 +447,7 @@ impl Shared {
             if !query.overlaps(&entry.summary) {
                 continue;
             }
-            let items = self.chunk_items(version, &entry)?;
+            let items = self.chunk_items(version, &entry, Owner::collection(info.id))?;
             // A chunk is in (key, push) order: only its last `limit` wanted items can be
             // among the page's.
             let wanted = items.iter().rev().filter(|s| query.wanted(s));
@@ -504,7 +493,8 @@ impl Shared {
             let mut straddling = Vec::new();
             let tree = &version.tree;
             let (mut cursor, end) = self.chunk_cursor(tree, info, key, field, range.0)?;
-            cursor.for_each_leaf(tree, &self.pages, |leaf, from| {
+            let pages = pages_for(&self.pages, info);
+            cursor.for_each_leaf(tree, &pages, |leaf, from| {
                 let Node::Leaf { entries, .. } = leaf else {
                     return Ok(false);
                 };
@@ -525,7 +515,7 @@ impl Shared {
                     }
                     let entry = match inline {
                         Some(bytes) => decode_inline_chunk_entry(tree_key, bytes),
-                        None => self.chunk_entry(tree_key, entries.value(index)),
+                        None => decode_chunk_entry(tree_key, &entries.value(index), &pages),
                     }
                     .map_err(|e| self.placed(e, &version.tree, tree_key))?;
                     if query.covers(&entry.summary) {
@@ -538,7 +528,7 @@ impl Shared {
             })?;
             for entry in straddling {
                 for stored in self
-                    .chunk_items(version, &entry)?
+                    .chunk_items(version, &entry, Owner::collection(info.id))?
                     .iter()
                     .filter(|s| query.wanted(s))
                 {
@@ -557,9 +547,10 @@ impl Shared {
     ) -> Result<Vec<Outlier>> {
         let start = Bytes::from(keys::outliers(info.id, field));
         let end = keys::outliers_end(info.id, field);
-        let mut cursor = version.tree.cursor(&self.pages, Bound::Included(&start))?;
+        let pages = pages_for(&self.pages, info);
+        let mut cursor = version.tree.cursor(&pages, Bound::Included(&start))?;
         let mut parents = Vec::new();
-        while let Some((tree_key, _)) = cursor.next(&version.tree, &self.pages)? {
+        while let Some((tree_key, _)) = cursor.next(&version.tree, &pages)? {
             if tree_key >= end {
                 break;
             }
@@ -588,6 +579,35 @@ impl Shared {
 }
 
 /// The summary of a chunk index entry held in its leaf; `None` for anything else.
+/// A parent's entry as its leaf holds it (the tree's key and the value), as a record read
+/// from the tree.
+fn found_in_leaf(entry: Option<LeafEntry>, pages: &Pages) -> Result<Option<Found>> {
+    let Some((tree_key, value)) = entry else {
+        return Ok(None);
+    };
+    Ok(Some(Found::Read {
+        key: keys::parent_key_of(&tree_key),
+        record: pages.value_bytes(&value)?,
+    }))
+}
+
+/// The page store as a read of `info`'s documents reads it.
+fn pages_for<'a>(pages: &'a PageStore, info: &CollectionInfo) -> Pages<'a> {
+    pages.reading(Owner::collection(info.id))
+}
+
+fn decode_chunk_entry(tree_key: &[u8], value: &Value, pages: &Pages) -> Result<ChunkRef> {
+    match value {
+        Value::Inline(bytes) => decode_inline_chunk_entry(tree_key, bytes),
+        large => {
+            let bytes = pages.value_bytes(large)?;
+            ChunkRef::decode(bytes).map_err(|reason| {
+                Error::corruption(UNPLACED, 0, format!("chunk entry {tree_key:x?}: {reason}"))
+            })
+        }
+    }
+}
+
 fn chunk_entry_summary(key: &Bytes, value: &Value) -> Option<Summary> {
     match value {
         Value::Inline(bytes) if keys::is_chunk_entry(key) => ChunkRef::decode_slice(bytes)
@@ -672,7 +692,10 @@ mod tests {
         // The large record: its own frame.
         let Some(Value::Large(large)) = version
             .tree
-            .get(&db.engine.pages, &keys::parent(info.id, b"large"))
+            .get(
+                &db.engine.pages.maintaining(),
+                &keys::parent(info.id, b"large"),
+            )
             .unwrap()
         else {
             panic!("a 200,000-byte record is large");
@@ -696,8 +719,12 @@ mod tests {
         // checkpoint (the damage is made in memory: on disk, the frame's checksum stops it).
         let mut tree = version.tree.clone();
         let damaged = Value::Inline(Bytes::from_static(&[0xff; 9]));
-        tree.insert(&db.engine.pages, keys::parent(info.id, b"small"), damaged)
-            .unwrap();
+        tree.insert(
+            &db.engine.pages.maintaining(),
+            keys::parent(info.id, b"small"),
+            damaged,
+        )
+        .unwrap();
         let damaged_version = Version {
             tree,
             ..(*version).clone()

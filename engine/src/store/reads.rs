@@ -8,9 +8,10 @@ use std::ops::Bound;
 use bytes::Bytes;
 use parking_lot::Mutex;
 
+use crate::cache::Owner;
 use crate::error::{Error, Result};
-use crate::page::PageStore;
 use crate::page::tree::Tree;
+use crate::page::{PageStore, keys};
 
 /// A key range as read: its bounds and every (key, record) it held.
 struct RangeRead {
@@ -37,6 +38,7 @@ fn describe(key: &[u8]) -> String {
 
 /// The record of `key` in `tree`, if any.
 fn record(pages: &PageStore, tree: &Tree, key: &[u8]) -> Result<Option<Bytes>> {
+    let pages = &pages.reading(keys::owner_of(key));
     match tree.get(pages, key)? {
         Some(value) => Ok(Some(pages.value_bytes(&value)?)),
         None => Ok(None),
@@ -50,6 +52,11 @@ fn range(
     start: &Bound<Bytes>,
     end: &Bound<Bytes>,
 ) -> Result<Vec<(Bytes, Bytes)>> {
+    // A range read stays in one collection: its start names it.
+    let pages = &pages.reading(match start {
+        Bound::Included(key) | Bound::Excluded(key) => keys::owner_of(key),
+        Bound::Unbounded => Owner::NONE,
+    });
     let mut cursor = tree.cursor(pages, start.as_ref().map(|k| k.as_ref()))?;
     let mut entries = Vec::new();
     let mut values = Vec::new();

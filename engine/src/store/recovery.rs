@@ -152,7 +152,7 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
             ..WriterCounters::default()
         },
     };
-    let tree = replayed.txn.tree.pin_root(&pages);
+    let tree = replayed.txn.tree.pin_root(&pages.maintaining());
     let first = Version::opened(tree, replayed.txn.catalog);
     Ok(Shared::assemble(pages, cold, options, first, writer, lock))
 }

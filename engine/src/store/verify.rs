@@ -10,6 +10,7 @@ use super::decode::{decode_items, decode_record};
 use super::segments::segment_ids;
 use super::shared::Shared;
 use super::versions::Version;
+use crate::cache::Owner;
 use crate::cold::ChunkRef;
 use crate::cold::chunk as cold_chunk;
 use crate::error::{Error, Result};
@@ -204,7 +205,7 @@ impl Shared {
                     .pages
                     .tree_corruption(id, "tree deeper than any valid tree"));
             }
-            let node = tree.node(&self.pages, id)?;
+            let node = tree.node(&self.pages.maintaining(), id)?;
             if node.encoded_len() > self.pages.page_bytes {
                 return Err(self
                     .pages
@@ -243,7 +244,7 @@ impl Shared {
                                 .pages
                                 .tree_corruption(id, "leaf key outside its parent's bounds"));
                         }
-                        let bytes = self.pages.value_bytes(value)?;
+                        let bytes = self.pages.maintaining().value_bytes(value)?;
                         if let Value::Large(large) = value {
                             inspection.large_records += 1;
                             *large_live.entry(large.segment_id).or_default() +=
@@ -340,7 +341,7 @@ impl Shared {
                         ));
                     }
                     // Reads the chunk: checksum, decompression, items against the summary.
-                    self.cold.items(&entry).map_err(Check::Error)?;
+                    self.cold.items(&entry, Owner::NONE).map_err(Check::Error)?;
                     checker.chunks += 1;
                     *checker.cold_live.entry(entry.loc.segment_id).or_default() +=
                         entry.loc.len as u64;

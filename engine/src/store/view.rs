@@ -11,6 +11,7 @@ use super::stage::Stager;
 use super::versions::Version;
 use crate::cold::ColdGroup;
 use crate::error::Result;
+use crate::page::keys;
 use crate::page::redo::Op;
 
 impl Shared {
@@ -31,13 +32,14 @@ impl Shared {
                 // Held when too large for a leaf, as a patched record is: no log holds it.
                 Op::Put { key, value } => {
                     let value = patched_value(&self.pages, value.clone());
-                    txn.tree.insert(&self.pages, key.clone(), value)?;
+                    let pages = self.pages.reading(keys::owner_of(key));
+                    txn.tree.insert(&pages, key.clone(), value)?;
                 }
                 _ => apply(&self.pages, &mut txn, op, None)?,
             }
         }
         Ok(Arc::new(Version {
-            tree: txn.tree.pin_root(&self.pages),
+            tree: txn.tree.pin_root(&self.pages.maintaining()),
             catalog: txn.catalog,
             commits: base.commits,
             generation: base.generation,

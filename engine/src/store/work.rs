@@ -16,6 +16,7 @@ use super::apply::Txn;
 use super::decode::{decode_items, decode_record};
 use super::patch::patch_or_put;
 use super::shared::Shared;
+use crate::cache::Owner;
 use crate::catalog::{CollectionInfo, Layout};
 use crate::cold::{ChunkKind, ChunkRef, ColdGroup};
 use crate::item::{self, Item, NewItem, Stored, Summary};
@@ -42,8 +43,7 @@ impl Base<'_> {
     }
 
     fn read(&self, key: &[u8]) -> Result<Option<Bytes>> {
-        let _owner = keys::collection_of(key).map(crate::cache::attribute);
-        let pages = &self.shared.pages;
+        let pages = &self.shared.pages.reading(keys::owner_of(key));
         match self.txn.tree.get(pages, key)? {
             Some(value) => Ok(Some(pages.value_bytes(&value)?)),
             None => Ok(None),
@@ -560,7 +560,14 @@ impl ParentWork {
         let items = match chunk.items.take() {
             Some(items) => items,
             None => match &chunk.source {
-                ChunkSource::Stored(_) => base.shared.cold.items(&chunk.chunk)?.as_ref().clone(),
+                ChunkSource::Stored(_) => {
+                    let owner = Owner::collection(self.info.id);
+                    base.shared
+                        .cold
+                        .items(&chunk.chunk, owner)?
+                        .as_ref()
+                        .clone()
+                }
                 ChunkSource::Pending(at) => self.chunks[*at].items.clone(),
             },
         };

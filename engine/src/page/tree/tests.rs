@@ -6,6 +6,7 @@ use bytes::Bytes;
 
 use super::*;
 use crate::cache::PageCache;
+use crate::page::PageStore;
 use crate::storage::SimStorage;
 
 fn store() -> PageStore {
@@ -18,7 +19,8 @@ fn store() -> PageStore {
 
 #[test]
 fn cursors_agree_with_a_btreemap_both_ways() {
-    let store = store();
+    let owned = store();
+    let store = owned.maintaining();
     let mut tree = Tree::new();
     let mut model = BTreeMap::new();
     for i in 0..3000u64 {
@@ -66,7 +68,7 @@ fn cursors_agree_with_a_btreemap_both_ways() {
 
 /// The leaves of `tree` (all changed, none written yet): how many, and their bytes
 /// over what that many pages hold.
-fn leaf_fill(tree: &Tree, store: &PageStore) -> (usize, f64) {
+fn leaf_fill(tree: &Tree, store: &Pages) -> (usize, f64) {
     let (mut leaves, mut bytes) = (0, 0);
     for (_, slot) in tree.table.iter() {
         if let Slot::Dirty(node) = slot
@@ -89,7 +91,8 @@ fn spaced_key(space: u32, i: u64) -> Bytes {
 #[test]
 fn an_ordered_load_fills_its_leaves() {
     let load = |order: &[u64], before: &[u64]| {
-        let store = store();
+        let owned = store();
+        let store = owned.maintaining();
         let mut tree = Tree::new();
         let value = |i: u64| Value::Inline(Bytes::from(vec![i as u8; 40]));
         for &i in before {
@@ -129,7 +132,8 @@ fn an_ordered_load_fills_its_leaves() {
 /// holds, and it settles most keys close below the bound.
 #[test]
 fn a_back_cursor_finds_keys_just_behind_it_in_its_leaf() {
-    let store = store();
+    let owned = store();
+    let store = owned.maintaining();
     let mut tree = Tree::new();
     for i in (0..10_000u64).step_by(3) {
         let key = Bytes::from(format!("{i:06}"));
