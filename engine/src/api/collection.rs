@@ -43,7 +43,7 @@ pub(crate) fn field_index(info: &CollectionInfo, field: &str) -> Result<usize> {
 impl At<'_> {
     pub(crate) fn get(&self, key: &[u8]) -> Result<Option<Document>> {
         check_key(key)?;
-        self.shared.document(&self.version, self.info, key)
+        self.shared.reads().document(&self.version, self.info, key)
     }
 
     pub(crate) fn get_projected(&self, key: &[u8], fields: &[&str]) -> Result<Option<Document>> {
@@ -54,6 +54,7 @@ impl At<'_> {
         check_key(key)?;
         let record = self
             .shared
+            .reads()
             .read_record(&self.version, self.info, key, |index| wanted[index])?;
         Ok(record.map(|(key, record)| Document::new(self.info, key, record)))
     }
@@ -67,6 +68,7 @@ impl At<'_> {
         check_key(key)?;
         let field = field_index(self.info, field)?;
         self.shared
+            .reads()
             .items(&self.version, self.info, key, field, query)
     }
 
@@ -79,12 +81,15 @@ impl At<'_> {
         check_key(key)?;
         let field = field_index(self.info, field)?;
         self.shared
+            .reads()
             .summary(&self.version, self.info, key, field, range)
     }
 
     pub(crate) fn outliers(&self, field: &str) -> Result<Vec<Outlier>> {
         let field = field_index(self.info, field)?;
-        self.shared.outliers(&self.version, self.info, field)
+        self.shared
+            .reads()
+            .outliers(&self.version, self.info, field)
     }
 
     pub(crate) fn scan(self, range: impl KeyRange) -> Result<Scan> {

@@ -13,13 +13,12 @@ use super::decode::{
     UNPLACED, decode_document, decode_read_record, decode_record_fields, decode_record_page,
     decode_wanted_items, page_room, placed,
 };
-use super::shared::Shared;
-use super::versions::Version;
+use super::versions::{Version, Versions};
 use crate::cache::records::KeptRecord;
 use crate::cache::{Admission, Owner};
 
 use crate::catalog::CollectionInfo;
-use crate::cold::{ChunkRef, DETACHED_SEGMENT_ID};
+use crate::cold::{ChunkRef, ColdStore, DETACHED_SEGMENT_ID};
 use crate::document::{Cursor, Document, ItemPage, ItemQuery, Outlier, sort_items};
 use crate::error::{Error, Result};
 use crate::item::Order;
@@ -41,7 +40,27 @@ enum Found {
     },
 }
 
-impl Shared {
+/// Reads at one version, and what they touch of the engine: the page store (with the
+/// cache and its record tier), the cold store, and the versions' record epoch. Nothing of
+/// the writer: a read never waits for a commit, and cannot change what one does.
+#[derive(Clone, Copy)]
+pub(crate) struct Reads<'a> {
+    pages: &'a PageStore,
+    cold: &'a ColdStore,
+    versions: &'a Versions,
+}
+
+impl<'a> Reads<'a> {
+    pub(super) fn new(pages: &'a PageStore, cold: &'a ColdStore, versions: &'a Versions) -> Self {
+        Reads {
+            pages,
+            cold,
+            versions,
+        }
+    }
+}
+
+impl Reads<'_> {
     /// A chunk's items: through the cache, or from a transaction's own chunks.
     fn chunk_items(
         &self,
@@ -77,7 +96,7 @@ impl Shared {
         info: &CollectionInfo,
         key: &[u8],
     ) -> Result<Option<Found>> {
-        let pages = pages_for(&self.pages, info);
+        let pages = pages_for(self.pages, info);
         let entry = keys::with_parent(info.id, key, |tree_key| {
             version.tree.get_entry(&pages, tree_key)
         })?;
@@ -177,7 +196,7 @@ impl Shared {
     /// `error` with the place of `tree_key`'s value when it is a decoder's corruption error
     /// (see [`placed`]).
     pub(crate) fn placed(&self, error: Error, tree: &Tree, tree_key: &[u8]) -> Error {
-        placed(error, tree, &self.pages, tree_key)
+        placed(error, tree, self.pages, tree_key)
     }
 
     /// A parent's record at `version`: from the record tier when it holds it as of a
@@ -221,7 +240,7 @@ impl Shared {
             return self.read_parent(version, info, key);
         }
         let epoch = self.versions.record_epoch();
-        let pages = pages_for(&self.pages, info);
+        let pages = pages_for(self.pages, info);
         let (entry, unkept_leaf) = keys::with_parent(info.id, key, |tree_key| {
             version.tree.get_entry_or_read(&pages, tree_key)
         })?;
@@ -292,7 +311,7 @@ impl Shared {
         mut visit: impl FnMut(&Bytes, &ChunkRef) -> Result<bool>,
     ) -> Result<()> {
         let (mut cursor, end) = self.chunk_cursor(tree, info, key, field, from)?;
-        let pages = pages_for(&self.pages, info);
+        let pages = pages_for(self.pages, info);
         cursor.for_each(tree, &pages, |tree_key, value| {
             if *tree_key >= end {
                 return Ok(false);
@@ -317,7 +336,7 @@ impl Shared {
             Bound::Included(k) | Bound::Excluded(k) => keys::chunk(info.id, key, field, k, 0),
             Bound::Unbounded => Bytes::from(keys::chunks(info.id, key, field)),
         };
-        let cursor = tree.cursor(&pages_for(&self.pages, info), Bound::Included(&start))?;
+        let cursor = tree.cursor(&pages_for(self.pages, info), Bound::Included(&start))?;
         Ok((cursor, keys::chunks_end(info.id, key, field)))
     }
 
@@ -416,7 +435,7 @@ impl Shared {
         found: &mut Vec<Stored>,
     ) -> Result<()> {
         let keys = keys::ArrayKeys::new(info.id, key, field);
-        let pages = pages_for(&self.pages, info);
+        let pages = pages_for(self.pages, info);
         let mut cursor = version
             .tree
             .cursor_back(&pages, Bound::Excluded(keys.chunks_end()))?;
@@ -493,7 +512,7 @@ impl Shared {
             let mut straddling = Vec::new();
             let tree = &version.tree;
             let (mut cursor, end) = self.chunk_cursor(tree, info, key, field, range.0)?;
-            let pages = pages_for(&self.pages, info);
+            let pages = pages_for(self.pages, info);
             cursor.for_each_leaf(tree, &pages, |leaf, from| {
                 let Node::Leaf { entries, .. } = leaf else {
                     return Ok(false);
@@ -547,7 +566,7 @@ impl Shared {
     ) -> Result<Vec<Outlier>> {
         let start = Bytes::from(keys::outliers(info.id, field));
         let end = keys::outliers_end(info.id, field);
-        let pages = pages_for(&self.pages, info);
+        let pages = pages_for(self.pages, info);
         let mut cursor = version.tree.cursor(&pages, Bound::Included(&start))?;
         let mut parents = Vec::new();
         while let Some((tree_key, _)) = cursor.next(&version.tree, &pages)? {
@@ -642,6 +661,7 @@ mod tests {
     fn body(db: &Db, version: &Version, key: &str) -> Option<Bytes> {
         let info = version.catalog.by_name.get("docs").unwrap().clone();
         db.engine
+            .reads()
             .parent_record(version, &info, key.as_bytes(), |_| true)
             .unwrap()
             .map(|record| record.body)
@@ -731,6 +751,7 @@ mod tests {
         };
         let error = db
             .engine
+            .reads()
             .document(&damaged_version, &info, b"small")
             .unwrap_err();
         match error {
@@ -890,7 +911,12 @@ mod tests {
         assert_eq!(docs.get("k").unwrap().unwrap().body(), b"new");
         assert!(kept(db.engine.current().generation).unwrap().1.is_some());
         // The reader of the version before the commit reads its own record, past the tier.
-        let before = db.engine.document(&old, &info, b"k").unwrap().unwrap();
+        let before = db
+            .engine
+            .reads()
+            .document(&old, &info, b"k")
+            .unwrap()
+            .unwrap();
         assert_eq!(before.body(), b"old");
         assert_eq!(before.array("a").unwrap().inline.len(), 1);
     }

@@ -5,11 +5,15 @@
 
 use std::sync::Arc;
 
+use super::decode::placed;
 use super::mailbox::Maintenance;
+use super::read::Reads;
 use super::versions::{Version, Versions};
 use super::writer::{GroupCommit, Writer};
 use crate::cold::ColdStore;
+use crate::error::Error;
 use crate::options::Options;
+use crate::page::tree::Tree;
 use crate::page::{PageStore, max_inline_record};
 use crate::storage::LockGuard;
 
@@ -52,6 +56,17 @@ impl Shared {
 
     pub fn current(&self) -> Arc<Version> {
         self.versions.current()
+    }
+
+    /// Reads at a version, over the parts they touch.
+    pub(crate) fn reads(&self) -> Reads<'_> {
+        Reads::new(&self.pages, &self.cold, &self.versions)
+    }
+
+    /// `error` with the place of `tree_key`'s value when it is a decoder's corruption error
+    /// (see [`placed`]).
+    pub(crate) fn placed(&self, error: Error, tree: &Tree, tree_key: &[u8]) -> Error {
+        placed(error, tree, &self.pages, tree_key)
     }
 
     pub(super) fn max_inline(&self) -> usize {

@@ -471,7 +471,7 @@ impl ParentWork {
     fn history(&self, base: Base, index: usize) -> Result<Vec<HistoryChunk>> {
         let mut chunks = Vec::new();
         if !self.deleted {
-            base.shared.for_each_chunk_entry(
+            base.shared.reads().for_each_chunk_entry(
                 &base.txn.tree,
                 &self.info,
                 &self.key,
