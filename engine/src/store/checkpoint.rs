@@ -111,14 +111,13 @@ impl Shared {
         let tree = &self.current().tree;
         let dirty_bytes =
             tree.table.dirty_count() as u64 * self.pages.page_bytes as u64 + tree.held_bytes;
-        let checkpoint_bytes = self.options.checkpoint_bytes as f64;
         let dirty_limit = dirty_limit(
             self.options.cache_bytes as u64,
             self.options.checkpoint_bytes,
         );
-        (writer.bytes_since_checkpoint as f64 / checkpoint_bytes)
+        writer
+            .written_share(self.options.checkpoint_bytes)
             .max(dirty_bytes as f64 / dirty_limit as f64)
-            .max(writer.cold_since_checkpoint as f64 / checkpoint_bytes)
     }
 
     /// The maintenance thread's work: the checkpoint commits found due (if still due), then
@@ -278,7 +277,7 @@ impl Shared {
         if clean != Clean::Nothing {
             self.clean_sparse_segments(&mut tree, writer, clean)?;
         }
-        if tree.table.dirty_count() == 0 && writer.log.tail() == writer.checkpoint_tail {
+        if tree.table.dirty_count() == 0 && writer.logged_nothing_since_checkpoint() {
             writer.log.sync()?;
             return self.remove_doomed();
         }
@@ -338,7 +337,7 @@ impl Shared {
         }
         let tail = writer.log.tail();
         let checkpoint = Checkpoint {
-            sequence: writer.checkpoint_sequence + 1,
+            sequence: writer.next_checkpoint_sequence(),
             page_bytes: u32_len(self.pages.page_bytes),
             replay_from: tail,
             cold_tail: self.cold.tail(),
@@ -366,11 +365,7 @@ impl Shared {
             own_chunks: None,
         });
         drop(version);
-        writer.checkpoint_sequence += 1;
-        writer.counters.checkpoints += 1;
-        writer.checkpoint_tail = tail;
-        writer.bytes_since_checkpoint = 0;
-        writer.cold_since_checkpoint = 0;
+        writer.checkpointed(tail);
         self.doom_unneeded(&checkpoint)?;
         self.remove_doomed()
     }

@@ -232,9 +232,7 @@ impl Shared {
             },
             &txn.written,
         );
-        writer.bytes_since_checkpoint += bytes;
-        writer.cold_since_checkpoint += cold_bytes;
-        writer.counters.commit_groups += 1;
+        writer.committed_group(bytes, cold_bytes);
         Ok(())
     }
 

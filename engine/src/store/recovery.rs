@@ -9,7 +9,7 @@ use bytes::Bytes;
 use super::apply::{Txn, apply, is_large};
 use super::shared::Shared;
 use super::versions::Version;
-use super::writer::{Writer, WriterCounters};
+use super::writer::Writer;
 use crate::cache::CacheConfig;
 use crate::cached::Cache;
 use crate::catalog::Catalog;
@@ -141,17 +141,12 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
         pages.map_segments(log.sealed_below());
         cold.map_segments();
     }
-    let writer = Writer {
+    let writer = Writer::opened(
         log,
-        checkpoint_tail: checkpoint.replay_from,
-        bytes_since_checkpoint: replayed.bytes,
-        cold_since_checkpoint: 0,
-        checkpoint_sequence: checkpoint.sequence,
-        counters: WriterCounters {
-            replayed_bytes: replayed.bytes,
-            ..WriterCounters::default()
-        },
-    };
+        checkpoint.replay_from,
+        checkpoint.sequence,
+        replayed.bytes,
+    );
     let tree = replayed.txn.tree.pin_root(&pages.maintaining());
     let first = Version::opened(tree, replayed.txn.catalog);
     Ok(Shared::assemble(pages, cold, options, first, writer, lock))
@@ -211,14 +206,7 @@ fn create(
         cold.map_segments();
     }
     let first = Version::opened(Tree::new(), Arc::new(Catalog::default()));
-    let writer = Writer {
-        log,
-        checkpoint_tail: tail,
-        bytes_since_checkpoint: 0,
-        cold_since_checkpoint: 0,
-        checkpoint_sequence: 0,
-        counters: WriterCounters::default(),
-    };
+    let writer = Writer::opened(log, tail, 0, 0);
     Ok(Shared::assemble(pages, cold, options, first, writer, lock))
 }
 

@@ -82,7 +82,7 @@ impl Shared {
         let (version, replay_from, hot_files) = {
             let writer = self.commits.lock();
             let files = super::segments::segment_files(storage, writer.log.tail())?;
-            (self.current(), writer.checkpoint_tail, files)
+            (self.current(), writer.checkpoint_tail(), files)
         };
         let mut cold_files = BTreeMap::new();
         for name in storage.list()? {

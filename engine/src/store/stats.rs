@@ -56,7 +56,7 @@ impl Shared {
                 writer.log.tail(),
                 writer.log.durable_lsn(),
                 writer.log.syncs(),
-                writer.counters,
+                writer.counters(),
             )
         };
         let next_lsn = tail.next_lsn;

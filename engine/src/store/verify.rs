@@ -84,7 +84,7 @@ impl Shared {
         let storage = self.pages.storage.as_ref();
         let mut inspection = Inspection {
             page_bytes: self.pages.page_bytes as u64,
-            replay_from: Some(writer.checkpoint_tail),
+            replay_from: Some(writer.checkpoint_tail()),
             ..Inspection::default()
         };
         let mut names = storage.list()?;

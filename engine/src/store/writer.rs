@@ -13,15 +13,83 @@ use crate::log::{HotLog, LogTail};
 /// What only the committing thread touches, behind one lock: the hot log and what the next
 /// checkpoint must know.
 pub(super) struct Writer {
+    /// The hot log, which the holder of the writer appends to and syncs.
     pub(super) log: HotLog,
     /// Where the redo after the last checkpoint starts.
-    pub(super) checkpoint_tail: LogTail,
-    pub(super) bytes_since_checkpoint: u64,
+    checkpoint_tail: LogTail,
+    bytes_since_checkpoint: u64,
     /// Cold chunk bytes written since the last checkpoint: the chunks they replace stay on
     /// disk until a checkpoint stops needing them, so these count towards the next one too.
-    pub(super) cold_since_checkpoint: u64,
-    pub(super) checkpoint_sequence: u64,
-    pub(super) counters: WriterCounters,
+    cold_since_checkpoint: u64,
+    checkpoint_sequence: u64,
+    counters: WriterCounters,
+}
+
+impl Writer {
+    /// The writer of `log` after checkpoint `checkpoint_sequence`, whose redo starts at
+    /// `checkpoint_tail`; `replayed_bytes` of it were replayed when the database opened.
+    pub(super) fn opened(
+        log: HotLog,
+        checkpoint_tail: LogTail,
+        checkpoint_sequence: u64,
+        replayed_bytes: u64,
+    ) -> Writer {
+        Writer {
+            log,
+            checkpoint_tail,
+            bytes_since_checkpoint: replayed_bytes,
+            cold_since_checkpoint: 0,
+            checkpoint_sequence,
+            counters: WriterCounters {
+                replayed_bytes,
+                ..WriterCounters::default()
+            },
+        }
+    }
+
+    /// Notes a commit group that logged `bytes` of redo and wrote `cold_bytes` of chunks.
+    pub(super) fn committed_group(&mut self, bytes: u64, cold_bytes: u64) {
+        self.bytes_since_checkpoint += bytes;
+        self.cold_since_checkpoint += cold_bytes;
+        self.counters.commit_groups += 1;
+    }
+
+    /// The larger of the log and cold bytes written since the last checkpoint, as a share
+    /// of `checkpoint_bytes`.
+    pub(super) fn written_share(&self, checkpoint_bytes: u64) -> f64 {
+        let limit = checkpoint_bytes as f64;
+        (self.bytes_since_checkpoint as f64 / limit).max(self.cold_since_checkpoint as f64 / limit)
+    }
+
+    /// Whether nothing was logged since the last checkpoint.
+    pub(super) fn logged_nothing_since_checkpoint(&self) -> bool {
+        self.log.tail() == self.checkpoint_tail
+    }
+
+    /// Where the redo after the last checkpoint starts.
+    pub(super) fn checkpoint_tail(&self) -> LogTail {
+        self.checkpoint_tail
+    }
+
+    /// The sequence number the next checkpoint takes.
+    pub(super) fn next_checkpoint_sequence(&self) -> u64 {
+        self.checkpoint_sequence + 1
+    }
+
+    /// Notes the checkpoint that `next_checkpoint_sequence` named, written with the log
+    /// at `tail`: the redo after it starts there.
+    pub(super) fn checkpointed(&mut self, tail: LogTail) {
+        self.checkpoint_sequence += 1;
+        self.counters.checkpoints += 1;
+        self.checkpoint_tail = tail;
+        self.bytes_since_checkpoint = 0;
+        self.cold_since_checkpoint = 0;
+    }
+
+    /// What the writer counted, for `Db::stats`.
+    pub(super) fn counters(&self) -> WriterCounters {
+        self.counters
+    }
 }
 
 /// What the writer counts for `Db::stats`.
