@@ -1,19 +1,28 @@
 //! The store: stages and commits what the layouts' rules decide, over the page store and
-//! the cold store, and publishes the versions readers see. One file per job:
+//! the cold store, and publishes the versions readers see. The parts, each with its state
+//! private:
 //!
-//! - `shared`: the state every clone of a `Db` shares, and the published version;
-//! - `commit`: the commit path (group commit, staging into redo, the log write);
+//! - `engine`: what every handle holds (the state and the maintenance thread);
+//! - `shared`: the state every clone of a `Db` shares, composed of the parts below and the
+//!   page and cold stores;
+//! - `versions`: the published version, the replaced ones readers hold, the segment files
+//!   waiting for them and the record tier's epoch;
+//! - `writer`: the writer (the hot log, checkpoint bookkeeping) and its group commit;
+//! - `read`: `Reads`, `get`, `items`, `summary` and `outliers` at one version;
+//! - `mailbox`, `background`: the maintenance thread's mailbox and the thread.
+//!
+//! The jobs, one file each:
+//!
+//! - `commit`: the commit path (a group's staging into redo, the log write, publishing);
 //! - `stage`: a batch's operations resolved against the committed state into redo;
 //! - `work`: what a batch does to one parent, executing the layouts' decisions;
 //! - `patch`: a changed record logged as the bytes that change;
 //! - `apply`: redo applied to a tree, by the commit path and by replay;
 //! - `decode`: parent and tail records decoded for readers, the stager and `verify`;
-//! - `read`: `get`, `items`, `summary` and `outliers` at one version;
 //! - `reads`: what a transaction read, checked at its commit; `view`: its own view;
 //! - `checkpoint`: checkpoints, log cleaning and the removal of unneeded segments;
 //! - `recovery`: opening a database (checkpoint, then redo replay);
-//! - `compact`, `space`, `background`: cold compaction, space accounting, and the
-//!   maintenance thread;
+//! - `compact`, `space`: cold compaction and space accounting;
 //! - `copy`: records copied out of a version and into a new database (backups);
 //! - `verify`, `stats`: the checks of `Db::verify`, and `Db::stats`.
 
