@@ -9,19 +9,25 @@ fn decoders_corpus_replays_cleanly() {
     let mut files = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let data = std::fs::read(entry.unwrap().path()).unwrap();
-        skewdb::testing::decoders(&data);
-        // Every truncation and every single-byte change of a valid input too.
-        for len in 0..data.len() {
-            skewdb::testing::decoders(&data[..len]);
-        }
-        for index in 1..data.len() {
-            let mut changed = data.clone();
-            changed[index] ^= 0xff;
-            skewdb::testing::decoders(&changed);
-        }
+        // The first byte selects the decoder: it stays.
+        with_variations(&data, 1, 0xff, skewdb::testing::decoders);
         files += 1;
     }
     assert!(files >= 10, "{files} corpus files in {}", dir.display());
+}
+
+/// Runs `target` on `data`, on every truncation of it, and on every change of one byte
+/// from `from` on (flipped by `flip`).
+fn with_variations(data: &[u8], from: usize, flip: u8, target: fn(&[u8])) {
+    target(data);
+    for len in 0..data.len() {
+        target(&data[..len]);
+    }
+    for index in from..data.len() {
+        let mut changed = data.to_vec();
+        changed[index] ^= flip;
+        target(&changed);
+    }
 }
 
 /// Runs every file of a corpus through `target`.
@@ -53,15 +59,7 @@ fn model_corpus_replays_cleanly() {
 #[test]
 fn exec_line_corpus_replays_cleanly() {
     let files = replay("exec_line", |data| {
-        skewdb_tests::fuzz::exec_line(data);
-        for len in 0..data.len() {
-            skewdb_tests::fuzz::exec_line(&data[..len]);
-        }
-        for index in 0..data.len() {
-            let mut changed = data.to_vec();
-            changed[index] ^= 0x20;
-            skewdb_tests::fuzz::exec_line(&changed);
-        }
+        with_variations(data, 0, 0x20, skewdb_tests::fuzz::exec_line);
     });
     assert!(files >= 10, "{files} corpus files");
 }
