@@ -11,6 +11,9 @@ pub const NOT_FOUND: &str = "not_found";
 pub const INVALID_INPUT: &str = "invalid_input";
 pub const NO_DATABASE: &str = "no_database";
 pub const INCOMPLETE_INPUT: &str = "incomplete_input";
+/// The reader of the tool's output closed it (`skewdb scan ... | head`): the command stops
+/// there, and is not reported (exit status 0), as with any Unix filter.
+pub const CLOSED_OUTPUT: &str = "closed_output";
 
 /// A failure to report: one line on stderr (one JSON object with `--json`).
 #[derive(Debug)]
@@ -54,7 +57,10 @@ impl From<skewdb::Error> for Failure {
 
 impl From<std::io::Error> for Failure {
     fn from(error: std::io::Error) -> Self {
-        Failure::new("io", error.to_string())
+        match error.kind() {
+            std::io::ErrorKind::BrokenPipe => Failure::new(CLOSED_OUTPUT, error.to_string()),
+            _ => Failure::new("io", error.to_string()),
+        }
     }
 }
 

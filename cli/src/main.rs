@@ -7,7 +7,7 @@ mod demo;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -400,6 +400,14 @@ enum Command {
     },
 }
 
+/// Writes a line to standard output; if its reader closed it (`| head`), the command stops
+/// there with `CLOSED_OUTPUT`, which ends the tool quietly.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        writeln!(std::io::stdout().lock(), $($arg)*)?
+    };
+}
+
 fn main() -> ExitCode {
     // A bug must still end in one line and exit status 1, not a trace.
     std::panic::set_hook(Box::new(|info| {
@@ -427,6 +435,9 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 fn report(failure: &Failure, json: bool) -> ExitCode {
+    if failure.kind == failure::CLOSED_OUTPUT {
+        return ExitCode::SUCCESS;
+    }
     if json {
         eprintln!("{}", failure.json());
     } else {
@@ -524,7 +535,7 @@ fn commit_one(
     add(&mut batch, &collection)?;
     batch.commit()?;
     if json {
-        print_value(&json!({"committed": 1}));
+        print_value(&json!({"committed": 1}))?;
     }
     Ok(())
 }
@@ -565,11 +576,11 @@ fn bench(
                 "read_misses": run.read_misses,
                 "reads": run.reads, "bytes_read": run.bytes_read,
                 "ops_per_second": run.ops_per_second(),
-            }));
+            }))?;
         }
     } else {
         print!("{}", working_set::markdown(&report));
-        println!("\nwrote {}", out.join("working-set.md").display());
+        out!("\nwrote {}", out.join("working-set.md").display());
     }
     Ok(())
 }
@@ -679,7 +690,7 @@ fn import_command(
     for refusal in &done.refused {
         if json {
             let file = if refusal.child { "children" } else { "file" };
-            print_value(&json!({"error": refusal.reason, "line": refusal.line, "file": file}));
+            print_value(&json!({"error": refusal.reason, "line": refusal.line, "file": file}))?;
         }
         eprintln!("skewdb: {refusal} (skipped)");
     }
@@ -687,7 +698,7 @@ fn import_command(
         print_value(&json!({
             "imported": done.documents, "items": done.items, "children": done.children,
             "duplicates": done.duplicates, "refused": done.refused.len(),
-        }));
+        }))?;
     } else {
         let children = match import.children {
             Some(_) => format!(
@@ -696,7 +707,7 @@ fn import_command(
             ),
             None => String::new(),
         };
-        println!(
+        out!(
             "imported {} documents ({} items{children}) into {} in {:.1} s; {} refused",
             done.documents,
             done.items,
@@ -765,13 +776,13 @@ fn advise_command(
     };
     if json {
         if advice.skipped > 0 {
-            print_value(&json!({"skipped": advice.skipped}));
+            print_value(&json!({"skipped": advice.skipped}))?;
         }
         for field in &advice.fields {
-            print_value(&advise::field_json(field));
+            print_value(&advise::field_json(field))?;
         }
         if let Some(prediction) = &advice.prediction {
-            print_value(&advise::prediction_json(prediction));
+            print_value(&advise::prediction_json(prediction))?;
         }
     } else {
         print!("{}", advise::text(&advice));
@@ -779,8 +790,9 @@ fn advise_command(
     Ok(())
 }
 
-fn print_value(value: &Value) {
-    println!("{value}");
+fn print_value(value: &Value) -> Result<(), Failure> {
+    out!("{value}");
+    Ok(())
 }
 
 fn run(cli: Cli) -> Result<ExitCode, Failure> {
@@ -840,9 +852,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                     let mut file = std::io::BufWriter::new(std::fs::File::create(&path)?);
                     let written = export::run(&collection, &mut file, inline_only, cli.canonical)?;
                     if json {
-                        print_value(&json!({"exported": written}));
+                        print_value(&json!({"exported": written}))?;
                     } else {
-                        println!("exported {written} documents to {}", path.display());
+                        out!("exported {written} documents to {}", path.display());
                     }
                 }
                 None => {
@@ -921,9 +933,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             let handle = Db::open(&db, Options::new())?;
             handle.create_collection(spec)?;
             if json {
-                print_value(&json!({"created": collection}));
+                print_value(&json!({"created": collection}))?;
             } else {
-                println!("collection {collection} ready in {}", db.display());
+                out!("collection {collection} ready in {}", db.display());
             }
         }
         Command::Put { parent, body } => {
@@ -1005,11 +1017,12 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                     .collection(&collection)?
                     .expire_buckets(&field, before)?;
                 if json {
-                    print_value(&json!({"buckets": expired.buckets, "items": expired.items}));
+                    print_value(&json!({"buckets": expired.buckets, "items": expired.items}))?;
                 } else {
-                    println!(
+                    out!(
                         "dropped {} buckets holding {} items",
-                        expired.buckets, expired.items
+                        expired.buckets,
+                        expired.items
                     );
                 }
             }
@@ -1046,16 +1059,16 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 .ok_or_else(|| not_found(&key))?;
             for item in &page.items {
                 if json {
-                    print_value(&text::item_json(item, &spec, shown));
+                    print_value(&text::item_json(item, &spec, shown))?;
                 } else {
-                    println!("{}", text::item_text(item, &spec, shown));
+                    out!("{}", text::item_text(item, &spec, shown));
                 }
             }
             if let Some(next) = page.next {
                 if json {
-                    print_value(&json!({"cursor": next.to_string()}));
+                    print_value(&json!({"cursor": next.to_string()}))?;
                 } else {
-                    println!("next page: --cursor {next}");
+                    out!("next page: --cursor {next}");
                 }
             }
         }
@@ -1080,11 +1093,11 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 (true, Some(index)) => {
                     let mut value = text::measure_summary_json(&summary, index);
                     value["measure"] = json!(measures[index]);
-                    print_value(&value);
+                    print_value(&value)?;
                 }
-                (true, None) => print_value(&text::summary_json(&summary, array_handle.spec())),
+                (true, None) => print_value(&text::summary_json(&summary, array_handle.spec()))?,
                 (false, index) => {
-                    println!(
+                    out!(
                         "{}",
                         text::summary_text(&summary, array_handle.spec(), index)
                     )
@@ -1101,9 +1114,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             let shown = Shown::of(collection.spec(), cli.canonical);
             for outlier in collection.outliers(&field)? {
                 if json {
-                    print_value(&json!({"key": shown.key(&outlier.key), "total": outlier.total}));
+                    print_value(&json!({"key": shown.key(&outlier.key), "total": outlier.total}))?;
                 } else {
-                    println!("{}\t{}", shown.key_text(&outlier.key), outlier.total);
+                    out!("{}\t{}", shown.key_text(&outlier.key), outlier.total);
                 }
             }
         }
@@ -1121,7 +1134,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             let shown = Shown::of(collection.spec(), cli.canonical);
             let document = collection.get(&key)?.ok_or_else(|| not_found(&key))?;
             if json {
-                print_value(&text::document_json(&document, collection.spec(), shown));
+                print_value(&text::document_json(&document, collection.spec(), shown))?;
             } else {
                 print!(
                     "{}",
@@ -1149,9 +1162,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             for document in scan {
                 let document = document?;
                 if json {
-                    print_value(&text::document_json(&document, collection.spec(), shown));
+                    print_value(&text::document_json(&document, collection.spec(), shown))?;
                 } else {
-                    println!(
+                    out!(
                         "{}\t{}",
                         shown.key_text(document.key()),
                         shown.body_text(document.body())
@@ -1173,7 +1186,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             let stats = handle.stats()?;
             let space = handle.space()?;
             if json {
-                print_value(&text::stats_json(&stats, &space));
+                print_value(&text::stats_json(&stats, &space))?;
             } else {
                 print!("{}", text::stats_text(&stats, &space));
             }
@@ -1184,9 +1197,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             if json {
                 print_value(
                     &json!({"ok": true, "segments": report.segments.len(), "pages": report.leaf_pages + report.internal_pages, "records": report.records}),
-                );
+                )?;
             } else {
-                println!(
+                out!(
                     "ok: {} segments, {} pages, {} records; every checksum and invariant holds",
                     report.segments.len(),
                     report.leaf_pages + report.internal_pages,
@@ -1202,9 +1215,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                     "commits": report.commits, "collections": report.collections,
                     "parents": report.parents, "records": report.records,
                     "chunks": report.chunks, "bytes": report.bytes,
-                }));
+                }))?;
             } else {
-                println!(
+                out!(
                     "backed up {} collections, {} parents ({} records, {} chunks) to {}: {} bytes",
                     report.collections,
                     report.parents,
@@ -1219,9 +1232,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             let handle = Db::restore(&file, &db, Options::new())?;
             let names = handle.collection_names();
             if json {
-                print_value(&json!({"restored": db.display().to_string(), "collections": names}));
+                print_value(&json!({"restored": db.display().to_string(), "collections": names}))?;
             } else {
-                println!(
+                out!(
                     "restored {} into {} ({} collections)",
                     file.display(),
                     db.display(),
@@ -1259,9 +1272,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                     "chunks_moved": report.chunks_moved,
                     "chunks_merged": report.chunks_merged,
                     "merged_into": report.merged_into,
-                }));
+                }))?;
             } else {
-                println!(
+                out!(
                     "log: {} bytes before, {} bytes after\ncold: {} bytes before, {} bytes after; {} chunks moved, {} small chunks merged into {}",
                     report.hot_bytes_before,
                     report.hot_bytes_after,
@@ -1277,7 +1290,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             let handle = open_existing(&db.db)?;
             let inspection = handle.verify()?;
             if json {
-                print_value(&text::inspection_json(&inspection));
+                print_value(&text::inspection_json(&inspection))?;
             } else {
                 print!("{}", text::inspection_text(&inspection));
             }

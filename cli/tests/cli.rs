@@ -722,3 +722,44 @@ fn backup_and_restore_through_the_command_line() {
     let missing = run(&["backup", &format!("{db}-none"), file]);
     assert_eq!(missing.status.code(), Some(1));
 }
+
+/// A reader that closes the output early (`skewdb scan DB users | head -2`) ends the
+/// command quietly, with status 0, as any Unix filter does; with `--json` too.
+#[test]
+fn a_closed_output_ends_a_command_quietly() {
+    let (_dir, db) = created();
+    let mut input: Vec<String> = (0..3000)
+        .map(|k| {
+            format!(
+                r#"{{"op":"put","coll":"users","key":"k{k:05}","body":"{}"}}"#,
+                "x".repeat(100)
+            )
+        })
+        .collect();
+    input.push(r#"{"op":"commit"}"#.to_string());
+    assert!(exec(Path::new(&db), &input.join("\n")).status.success());
+    for json in [false, true] {
+        let mut args = vec!["scan", db.as_str(), "users"];
+        if json {
+            args.push("--json");
+        }
+        let mut child = Command::new(env!("CARGO_BIN_EXE_skewdb"))
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Read one chunk of the output, then close it: 3,000 documents do not fit in a pipe.
+        let mut stdout = child.stdout.take().unwrap();
+        let mut first = [0u8; 64];
+        std::io::Read::read_exact(&mut stdout, &mut first).unwrap();
+        drop(stdout);
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success(), "{:?}", output);
+        assert_eq!(String::from_utf8_lossy(&output.stderr), "", "json: {json}");
+    }
+    // An output that stays open still gets every document.
+    let whole = skewdb(&["scan", &db, "users"]);
+    assert!(whole.status.success());
+    assert_eq!(String::from_utf8_lossy(&whole.stdout).lines().count(), 3000);
+}
