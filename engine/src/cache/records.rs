@@ -182,14 +182,6 @@ impl RecordCounts {
     }
 }
 
-fn hash_of(collection: u32, key: &[u8]) -> u64 {
-    use std::hash::Hasher;
-    let mut hasher = rustc_hash::FxHasher::default();
-    hasher.write_u32(collection);
-    hasher.write(key);
-    hasher.finish()
-}
-
 impl<D> Default for Shard<D> {
     fn default() -> Self {
         Shard {
@@ -318,6 +310,9 @@ pub struct RecordCache<D> {
     resident: AtomicU64,
     /// The shard the next eviction for another shard's entry starts at.
     next_victim_shard: AtomicUsize,
+    /// Hashes records' names with a seed of this tier's own: keys are the users', and keys
+    /// chosen to collide under a hash anyone can compute would make a shard's table a list.
+    hasher: foldhash::fast::RandomState,
 }
 
 /// The largest entry is this share of the tier's budget: a large `Embed` parent read often
@@ -336,7 +331,17 @@ impl<D: Clone> RecordCache<D> {
             budget: budget_bytes,
             resident: AtomicU64::new(0),
             next_victim_shard: AtomicUsize::new(0),
+            hasher: foldhash::fast::RandomState::default(),
         }
+    }
+
+    /// The hash of record `key` of `collection`, under this tier's seed.
+    fn hash_of(&self, collection: u32, key: &[u8]) -> u64 {
+        use std::hash::{BuildHasher, Hasher};
+        let mut hasher = self.hasher.build_hasher();
+        hasher.write_u32(collection);
+        hasher.write(key);
+        hasher.finish()
     }
 
     pub fn budget_bytes(&self) -> u64 {
@@ -454,7 +459,7 @@ impl<D: Clone> RecordCache<D> {
         if self.budget == 0 {
             return None;
         }
-        let hash = hash_of(collection, key);
+        let hash = self.hash_of(collection, key);
         let mut shard = self.shards[shard_index(hash)].lock();
         let found = shard.find(hash, collection, key).and_then(|at| {
             let slot = shard.slot_mut(at);
@@ -490,7 +495,7 @@ impl<D: Clone> RecordCache<D> {
         if !self.admits(weight) {
             return false;
         }
-        let hash = hash_of(collection, key);
+        let hash = self.hash_of(collection, key);
         let at = shard_index(hash);
         let mut shard = self.shards[at].lock();
         if shard.find(hash, collection, key).is_some() || !still_current() {
@@ -536,7 +541,7 @@ impl<D: Clone> RecordCache<D> {
         if !self.admits(kept.weight() + weight) {
             return;
         }
-        let hash = hash_of(collection, key);
+        let hash = self.hash_of(collection, key);
         let at = shard_index(hash);
         // The entry holding `kept`, with nothing built yet.
         let holds = |shard: &Shard<D>| {
@@ -569,7 +574,7 @@ impl<D: Clone> RecordCache<D> {
         if self.budget == 0 {
             return;
         }
-        let hash = hash_of(collection, key);
+        let hash = self.hash_of(collection, key);
         let mut shard = self.shards[shard_index(hash)].lock();
         if let Some(at) = shard.find(hash, collection, key) {
             let (weight, collection) = shard.take(at);
@@ -635,6 +640,23 @@ mod tests {
 
     fn value(len: usize) -> Bytes {
         Bytes::from(vec![7u8; len])
+    }
+
+    #[test]
+    fn each_tier_hashes_keys_under_its_own_seed() {
+        // Keys that collide in one tier do not collide in the next one: whoever picks keys
+        // cannot know the seed. Eight keys all equal in two tiers' hashes would be chance
+        // of 2^-448.
+        let (one, two) = (Cache::new(1 << 20), Cache::new(1 << 20));
+        let differ = (0..8)
+            .filter(|&i| one.hash_of(7, &key(i)) != two.hash_of(7, &key(i)))
+            .count();
+        assert!(differ > 0, "two tiers hashed every key alike");
+        assert_eq!(one.hash_of(7, &key(1)), one.hash_of(7, &key(1)));
+        assert_ne!(one.hash_of(7, &key(1)), one.hash_of(8, &key(1)));
+        // Found again by the same tier whatever its seed.
+        one.insert(7, &key(1), &value(10), 0, || true);
+        assert!(one.get(7, &key(1), 0).is_some());
     }
 
     #[test]
@@ -756,8 +778,8 @@ mod tests {
         // record turned away long ago (many misses of its shard since) is turned away again.
         let old = 5_000;
         cache.insert(7, &key(old), &value(200), 0, || true);
-        let shard = shard_index(hash_of(7, &key(old)));
-        let mut others = (6_000..).filter(|&i| shard_index(hash_of(7, &key(i))) == shard);
+        let shard = shard_index(cache.hash_of(7, &key(old)));
+        let mut others = (6_000..).filter(|&i| shard_index(cache.hash_of(7, &key(i))) == shard);
         for i in others.by_ref().take(50) {
             cache.insert(7, &key(i), &value(200), 0, || true);
         }
@@ -783,9 +805,9 @@ mod tests {
             "the small entries fill the tier: {before}"
         );
         let large = Bytes::from(format!("large-{}", 0));
-        let home = shard_index(hash_of(7, &large));
+        let home = shard_index(cache.hash_of(7, &large));
         let homes: usize = (0..200)
-            .filter(|&i| shard_index(hash_of(7, &key(i))) == home)
+            .filter(|&i| shard_index(cache.hash_of(7, &key(i))) == home)
             .count();
         assert!(
             homes * 400 < 14_000,

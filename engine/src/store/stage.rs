@@ -7,7 +7,6 @@ use std::collections::hash_map::Entry;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use rustc_hash::FxHashMap;
 
 use super::apply::Txn;
 use super::ops::{BatchOp, Expired, check_key};
@@ -21,7 +20,9 @@ use crate::pattern::{self, Operation};
 pub(super) struct Stager<'a> {
     base: Base<'a>,
     catalog: Arc<Catalog>,
-    parents: FxHashMap<(CollectionId, Bytes), ParentWork>,
+    /// Keyed by the users' keys: hashed with a seed, so keys chosen to collide cannot
+    /// make a batch's staging quadratic.
+    parents: foldhash::HashMap<(CollectionId, Bytes), ParentWork>,
     /// The last collection looked up by name: batches mostly write to one.
     last_collection: Option<Arc<CollectionInfo>>,
     created: Vec<Op>,
@@ -34,7 +35,7 @@ impl<'a> Stager<'a> {
         Stager {
             base: Base { shared, txn },
             catalog: txn.catalog.clone(),
-            parents: FxHashMap::default(),
+            parents: foldhash::HashMap::default(),
             last_collection: None,
             created: Vec::new(),
             expired: Expired::default(),
