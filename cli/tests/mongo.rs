@@ -723,3 +723,51 @@ fn a_json_array_file_imports_as_its_lines_do() {
         );
     }
 }
+
+/// A copy of `tests/data/before-mapping/db` in a new temporary directory.
+fn before_mapping() -> (tempfile::TempDir, String) {
+    let image = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/before-mapping/db");
+    let dir = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(image).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), dir.path().join(entry.file_name())).unwrap();
+    }
+    let db = dir.path().to_str().unwrap().to_string();
+    (dir, db)
+}
+
+/// What the tool prints for the image (`tests/data/before-mapping/README.md`).
+fn before_mapping_printed(db: &str) -> String {
+    let mut printed = String::new();
+    for args in [
+        &["export", db, "sensors"][..],
+        &["export", db, "products"],
+        &["get", db, "plain", "k1"],
+        &["items", db, "plain", "k1", "tags"],
+    ] {
+        let output = skewdb(args);
+        assert!(output.status.success(), "{args:?}: {output:?}");
+        printed += &stdout(&output);
+    }
+    printed
+}
+
+#[test]
+fn a_database_written_before_document_mappings_reads_as_it_did() {
+    let (_dir, db) = before_mapping();
+    let expected = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/before-mapping/expected.txt"),
+    )
+    .unwrap();
+    assert_eq!(before_mapping_printed(&db), expected);
+    let verified = skewdb(&["verify", &db]);
+    assert!(verified.status.success(), "{verified:?}");
+    // Written to with today's tool, then read again: the old documents as they were.
+    let pushed = skewdb(&["push", &db, "plain", "k1", "tags", "blue", "--key", "4"]);
+    assert!(pushed.status.success(), "{pushed:?}");
+    let compacted = skewdb(&["compact", &db]);
+    assert!(compacted.status.success(), "{compacted:?}");
+    let again = before_mapping_printed(&db);
+    assert!(again.starts_with(&expected[..expected.find("key:").unwrap()]));
+    assert!(again.ends_with("3\t1.5\tred\n4\t-\tblue\n"), "{again}");
+}
