@@ -771,3 +771,19 @@ fn a_database_written_before_document_mappings_reads_as_it_did() {
     assert!(again.starts_with(&expected[..expected.find("key:").unwrap()]));
     assert!(again.ends_with("3\t1.5\tred\n4\t-\tblue\n"), "{again}");
 }
+
+#[test]
+fn a_backup_written_before_document_mappings_restores_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let backup =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/before-mapping/db.backup");
+    let db = dir.path().join("db");
+    let db = db.to_str().unwrap();
+    let restored = skewdb(&["restore", backup.to_str().unwrap(), db]);
+    assert!(restored.status.success(), "{restored:?}");
+    let expected = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/before-mapping/expected.txt"),
+    )
+    .unwrap();
+    assert_eq!(before_mapping_printed(db), expected);
+}

@@ -23,9 +23,12 @@ use crate::{
 
 /// The first bytes of a backup file.
 pub const BACKUP_MAGIC: [u8; 8] = *b"SKEWDBBK";
-/// The version this build writes and reads. Version 1 (items replayed as pushes, which lost
+/// The version this build writes. Version 1 (items replayed as pushes, which lost
 /// placement after removals) was never released; it is refused.
-const BACKUP_VERSION: u32 = 2;
+const BACKUP_VERSION: u32 = 3;
+/// Backups whose collection frames lack the document map (`SpecForm::Formatted`): still
+/// read, never written.
+const BACKUP_VERSION_UNMAPPED: u32 = 2;
 
 const KIND_COLLECTION: u8 = 1;
 const KIND_RECORD: u8 = 2;
@@ -212,6 +215,8 @@ struct Frames<R> {
     input: R,
     file: String,
     offset: u64,
+    /// The form of the collection specs, by the header's version.
+    form: SpecForm,
 }
 
 impl<R: Read> Frames<R> {
@@ -233,13 +238,17 @@ impl<R: Read> Frames<R> {
             return Err(self.corrupt("not a skewdb backup (magic bytes differ)"));
         }
         let version = u32::from_le_bytes(header[8..].try_into().expect("4 bytes"));
-        if version != BACKUP_VERSION {
-            return Err(Error::UnsupportedVersion {
-                file: self.file.clone(),
-                found: version,
-                supported: BACKUP_VERSION,
-            });
-        }
+        self.form = match version {
+            BACKUP_VERSION => SpecForm::Mapped,
+            BACKUP_VERSION_UNMAPPED => SpecForm::Formatted,
+            _ => {
+                return Err(Error::UnsupportedVersion {
+                    file: self.file.clone(),
+                    found: version,
+                    supported: BACKUP_VERSION,
+                });
+            }
+        };
         self.offset = header.len() as u64;
         Ok(())
     }
@@ -319,6 +328,7 @@ pub(crate) fn restore_into(
         input: BufReader::with_capacity(1 << 20, reader),
         file: format!("{}/{}", source.describe(), name),
         offset: 0,
+        form: SpecForm::Mapped,
     };
     frames.header()?;
     let engine = Engine::open(target, options.durability(Durability::Buffered))?;
@@ -346,8 +356,7 @@ fn load<R: Read>(engine: &Engine, frames: &mut Frames<R>) -> Result<()> {
                     return Err(bad("collection frame truncated or after records".into()));
                 }
                 let old = payload.get_u32_le();
-                let spec =
-                    CollectionSpec::decode(&mut payload, SpecForm::Formatted).map_err(&bad)?;
+                let spec = CollectionSpec::decode(&mut payload, frames.form).map_err(&bad)?;
                 let name = spec.name().to_string();
                 engine.commit(vec![BatchOp::CreateCollection(spec)], Durability::Immediate)?;
                 let new = engine.current().catalog.get(&name)?.id;
@@ -448,6 +457,7 @@ pub(crate) fn fuzz_load(data: &[u8]) {
         input: data,
         file: "fuzz".to_string(),
         offset: 0,
+        form: SpecForm::Mapped,
     };
     if frames.header().is_ok() {
         let _ = load(&engine, &mut frames);

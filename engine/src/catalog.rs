@@ -308,6 +308,172 @@ impl DocumentFormat {
     }
 }
 
+/// How the documents of a collection stored as [`DocumentFormat::Bson`] carry what the
+/// engine keeps apart from them, as `skewdb import` read them: the body field whose value
+/// is the parent's key, and for each array field the element field whose value (a date or
+/// an integer) keys its items and whether its measures are the element fields of their
+/// names. The engine only records it; tools apply it to every later write of a document, so
+/// that a document written after the import is stored as the import would have stored it.
+///
+/// ```
+/// use skewdb::{CollectionSpec, DocumentFormat, DocumentMap, Layout};
+///
+/// let hourly = Layout::Bucket { max_items: 360, span: Some(3_600_000) };
+/// let spec = CollectionSpec::new("sensors")
+///     .stored_as(DocumentFormat::Bson)
+///     .array_with_measures("readings", hourly, ["temp"])
+///     .mapped(DocumentMap::new("_id").array("readings", Some("t"), true));
+/// let map = spec.document_map().expect("mapped");
+/// assert_eq!(map.key_field(), "_id");
+/// assert_eq!(map.item_key_field("readings"), Some("t"));
+/// assert!(map.measures_from_fields("readings"));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DocumentMap {
+    key_field: String,
+    arrays: Vec<ElementFields>,
+}
+
+/// What one array field's elements carry (see [`DocumentMap`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct ElementFields {
+    array: String,
+    item_key: Option<String>,
+    measures: bool,
+}
+
+impl DocumentMap {
+    /// A map whose parents are keyed by the value of body field `key_field` (`_id` for
+    /// MongoDB's documents), with no array field mapped yet.
+    pub fn new(key_field: impl Into<String>) -> Self {
+        DocumentMap {
+            key_field: key_field.into(),
+            arrays: Vec::new(),
+        }
+    }
+
+    /// Maps array field `array`: its items keyed by the value of element field `item_key`
+    /// (`None`: in push order), its measures the element fields of their names when
+    /// `measures_from_fields`. Checked when the collection is created: the array must be
+    /// one of the collection's, mapped once.
+    pub fn array(
+        mut self,
+        array: impl Into<String>,
+        item_key: Option<&str>,
+        measures_from_fields: bool,
+    ) -> Self {
+        self.arrays.push(ElementFields {
+            array: array.into(),
+            item_key: item_key.map(str::to_string),
+            measures: measures_from_fields,
+        });
+        self
+    }
+
+    /// The body field whose value is the parent's key.
+    pub fn key_field(&self) -> &str {
+        &self.key_field
+    }
+
+    fn fields_of(&self, array: &str) -> Option<&ElementFields> {
+        self.arrays.iter().find(|a| a.array == array)
+    }
+
+    /// The element field whose value keys the items of `array`, if it has one.
+    pub fn item_key_field(&self, array: &str) -> Option<&str> {
+        self.fields_of(array)?.item_key.as_deref()
+    }
+
+    /// Whether the measures of `array` are its elements' fields of their names.
+    pub fn measures_from_fields(&self, array: &str) -> bool {
+        self.fields_of(array).is_some_and(|a| a.measures)
+    }
+
+    fn encode(&self, out: &mut Vec<u8>) {
+        put_name(out, &self.key_field);
+        out.put_u8(u8_len(self.arrays.len()));
+        for array in &self.arrays {
+            put_name(out, &array.array);
+            put_name(out, array.item_key.as_deref().unwrap_or(""));
+            out.put_u8(u8::from(array.measures));
+        }
+    }
+
+    fn decode(bytes: &mut Bytes) -> Result<Self, String> {
+        let key_field = get_name(bytes, "document map")?;
+        if !bytes.has_remaining() {
+            return Err("document map truncated".to_string());
+        }
+        let count = bytes.get_u8();
+        let mut map = DocumentMap::new(key_field);
+        for _ in 0..count {
+            let array = get_name(bytes, "document map")?;
+            let item_key = get_name(bytes, "document map")?;
+            if !bytes.has_remaining() {
+                return Err("document map truncated".to_string());
+            }
+            let measures = match bytes.get_u8() {
+                0 => false,
+                1 => true,
+                flags => return Err(format!("document map flags {flags:#x} unknown")),
+            };
+            let item_key = (!item_key.is_empty()).then_some(item_key.as_str());
+            map = map.array(array, item_key, measures);
+        }
+        Ok(map)
+    }
+
+    fn validate(&self, arrays: &[ArraySpec]) -> std::result::Result<(), String> {
+        let field_name = |what: &str, name: &str| match name.is_empty()
+            || name.len() > MAX_COLLECTION_NAME_BYTES
+            || name.contains('\0')
+        {
+            true => Err(format!(
+                "document map: {what} {name:?} is empty, longer than 255 bytes or holds NUL"
+            )),
+            false => Ok(()),
+        };
+        field_name("key field", &self.key_field)?;
+        for (at, mapped) in self.arrays.iter().enumerate() {
+            if !arrays.iter().any(|a| a.field == mapped.array) {
+                return Err(format!(
+                    "document map names array field {:?}, which the collection lacks",
+                    mapped.array
+                ));
+            }
+            if self.arrays[..at].iter().any(|a| a.array == mapped.array) {
+                return Err(format!(
+                    "document map maps array field {:?} twice",
+                    mapped.array
+                ));
+            }
+            if let Some(item_key) = &mapped.item_key {
+                field_name("item key field", item_key)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A name as a spec writes it: its length in a byte, then its UTF-8.
+fn put_name(out: &mut Vec<u8>, name: &str) {
+    out.put_u8(u8_len(name.len()));
+    out.put_slice(name.as_bytes());
+}
+
+/// A name written by [`put_name`].
+fn get_name(bytes: &mut Bytes, what: &str) -> Result<String, String> {
+    if !bytes.has_remaining() {
+        return Err(format!("{what} truncated"));
+    }
+    let len = bytes.get_u8() as usize;
+    if bytes.remaining() < len {
+        return Err(format!("{what} truncated"));
+    }
+    String::from_utf8(bytes.split_to(len).to_vec())
+        .map_err(|_| format!("{what}: a name is not UTF-8"))
+}
+
 /// Which form of a collection spec a checkpoint or a create-collection op holds, oldest
 /// first: each adds a part after the last.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -317,8 +483,10 @@ pub(crate) enum SpecForm {
     Unmeasured,
     /// Arrays with their measures (checkpoint version 4, op 8).
     Measured,
-    /// Measures, then the collection's document format (checkpoint version 5, op 9).
+    /// Measures, then the collection's document format (checkpoint versions 5 and 6, op 9).
     Formatted,
+    /// Measures, the document format, then the document map (checkpoint version 7, op 10).
+    Mapped,
 }
 
 /// A collection's name and schema.
@@ -327,6 +495,7 @@ pub struct CollectionSpec {
     name: String,
     arrays: Vec<ArraySpec>,
     format: DocumentFormat,
+    map: Option<DocumentMap>,
 }
 
 impl CollectionSpec {
@@ -336,6 +505,7 @@ impl CollectionSpec {
             name: name.into(),
             arrays: Vec::new(),
             format: DocumentFormat::Bytes,
+            map: None,
         }
     }
 
@@ -349,6 +519,19 @@ impl CollectionSpec {
     /// How the collection's keys, bodies and payloads are encoded.
     pub fn document_format(&self) -> DocumentFormat {
         self.format
+    }
+
+    /// Records how the collection's documents carry its keys, item keys and measures (a
+    /// collection stored as [`DocumentFormat::Bson`] only; checked when it is created).
+    pub fn mapped(mut self, map: DocumentMap) -> Self {
+        self.map = Some(map);
+        self
+    }
+
+    /// How the collection's documents carry its keys, item keys and measures, when that
+    /// was recorded (by `skewdb import`, or [`CollectionSpec::mapped`]).
+    pub fn document_map(&self) -> Option<&DocumentMap> {
+        self.map.as_ref()
     }
 
     /// Adds an array field with its layout and one measure, [`DEFAULT_MEASURE`].
@@ -484,6 +667,12 @@ impl CollectionSpec {
                 }
             }
         }
+        if let Some(map) = &self.map {
+            if self.format != DocumentFormat::Bson {
+                return schema("a document map needs documents stored as bson".to_string());
+            }
+            map.validate(&self.arrays).or_else(schema)?;
+        }
         Ok(())
     }
 
@@ -508,7 +697,7 @@ impl CollectionSpec {
         fields.join(", ")
     }
 
-    /// Writes the spec in its newest form, [`SpecForm::Formatted`].
+    /// Writes the spec in its newest form, [`SpecForm::Mapped`].
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         out.put_u8(u8_len(self.name.len()));
         out.put_slice(self.name.as_bytes());
@@ -524,6 +713,13 @@ impl CollectionSpec {
             }
         }
         out.put_u8(self.format.tag());
+        match &self.map {
+            None => out.put_u8(0),
+            Some(map) => {
+                out.put_u8(1);
+                map.encode(out);
+            }
+        }
     }
 
     pub(crate) fn encoded_len(&self) -> usize {
@@ -578,10 +774,23 @@ impl CollectionSpec {
         } else {
             DocumentFormat::Bytes
         };
+        let map = if form >= SpecForm::Mapped {
+            if !bytes.has_remaining() {
+                return Err("collection spec truncated".to_string());
+            }
+            match bytes.get_u8() {
+                0 => None,
+                1 => Some(DocumentMap::decode(bytes)?),
+                tag => return Err(format!("document map tag {tag} unknown")),
+            }
+        } else {
+            None
+        };
         let spec = CollectionSpec {
             name,
             arrays,
             format,
+            map,
         };
         spec.validate().map_err(|e| e.to_string())?;
         Ok(spec)
@@ -722,21 +931,84 @@ mod tests {
             let spec = spec.clone().stored_as(format);
             let mut out = Vec::new();
             spec.encode(&mut out);
-            assert_eq!(out.last(), Some(&format.tag()));
-            let back = CollectionSpec::decode(&mut Bytes::from(out.clone()), SpecForm::Formatted);
+            assert_eq!(out.last(), Some(&0), "no document map");
+            let back = CollectionSpec::decode(&mut Bytes::from(out.clone()), SpecForm::Mapped);
+            assert_eq!(back.unwrap(), spec);
+            // The formatted form is the same bytes without the map's tag.
+            let formatted = Bytes::copy_from_slice(&out[..out.len() - 1]);
+            assert_eq!(formatted.last(), Some(&format.tag()));
+            let back = CollectionSpec::decode(&mut formatted.clone(), SpecForm::Formatted);
             assert_eq!(back.unwrap(), spec);
             // The measured form is the same bytes without the format: a `Bytes` collection.
-            let measured = Bytes::copy_from_slice(&out[..out.len() - 1]);
+            let measured = Bytes::copy_from_slice(&out[..out.len() - 2]);
             let back = CollectionSpec::decode(&mut measured.clone(), SpecForm::Measured).unwrap();
             assert_eq!(back, spec.clone().stored_as(DocumentFormat::Bytes));
             // Cut short, or with a format no build knows, it is refused.
             let error = CollectionSpec::decode(&mut measured.clone(), SpecForm::Formatted);
             assert!(error.unwrap_err().contains("truncated"));
-            let mut unknown = out.clone();
+            let error = CollectionSpec::decode(&mut formatted.clone(), SpecForm::Mapped);
+            assert!(error.unwrap_err().contains("truncated"));
+            let mut unknown = formatted.to_vec();
             *unknown.last_mut().unwrap() = 7;
             let error = CollectionSpec::decode(&mut Bytes::from(unknown), SpecForm::Formatted);
             assert!(error.unwrap_err().contains("unknown document format 7"));
         }
+    }
+
+    #[test]
+    fn document_maps_read_back_and_are_checked() {
+        let hourly = Layout::Bucket {
+            max_items: 360,
+            span: Some(3_600_000),
+        };
+        let spec = CollectionSpec::new("sensors")
+            .stored_as(DocumentFormat::Bson)
+            .array_with_measures("readings", hourly, ["temp", "rh"])
+            .array("tags", Layout::Embed);
+        let map = DocumentMap::new("_id")
+            .array("readings", Some("t"), true)
+            .array("tags", None, false);
+        let mapped = spec.clone().mapped(map.clone());
+        mapped.validate().unwrap();
+        let mut out = Vec::new();
+        mapped.encode(&mut out);
+        let back = CollectionSpec::decode(&mut Bytes::from(out.clone()), SpecForm::Mapped).unwrap();
+        assert_eq!(back, mapped);
+        let read = back.document_map().unwrap();
+        assert_eq!(read.key_field(), "_id");
+        assert_eq!(read.item_key_field("readings"), Some("t"));
+        assert_eq!(read.item_key_field("tags"), None);
+        assert_eq!(read.item_key_field("absent"), None);
+        assert!(read.measures_from_fields("readings"));
+        assert!(!read.measures_from_fields("tags"));
+        // Every cut of the bytes is refused, never misread.
+        for cut in 0..out.len() {
+            let short =
+                CollectionSpec::decode(&mut Bytes::copy_from_slice(&out[..cut]), SpecForm::Mapped);
+            assert!(short.is_err(), "cut at {cut}");
+        }
+        // Flags no build knows, and a map tag no build knows, are refused.
+        let mut flags = out.clone();
+        *flags.last_mut().unwrap() = 2;
+        let error = CollectionSpec::decode(&mut Bytes::from(flags), SpecForm::Mapped);
+        assert!(error.unwrap_err().contains("flags"));
+        // Checked against the spec: bytes format, an unknown array, an array twice, bad names.
+        let schema = |spec: CollectionSpec| spec.validate().unwrap_err().to_string();
+        let on_bytes = spec.clone().stored_as(DocumentFormat::Bytes).mapped(map);
+        assert!(schema(on_bytes).contains("stored as bson"));
+        let unknown = spec
+            .clone()
+            .mapped(DocumentMap::new("_id").array("nope", None, true));
+        assert!(schema(unknown).contains("lacks"));
+        let twice = DocumentMap::new("_id")
+            .array("tags", None, true)
+            .array("tags", None, false);
+        assert!(schema(spec.clone().mapped(twice)).contains("twice"));
+        assert!(schema(spec.clone().mapped(DocumentMap::new(""))).contains("empty"));
+        let nul = DocumentMap::new("_id").array("tags", Some("a\0b"), false);
+        assert!(schema(spec.clone().mapped(nul)).contains("NUL"));
+        let long = DocumentMap::new("k".repeat(256));
+        assert!(schema(spec.mapped(long)).contains("longer than 255"));
     }
 
     #[test]

@@ -176,6 +176,7 @@ pub fn decoders(data: &[u8]) {
                 SpecForm::Unmeasured,
                 SpecForm::Measured,
                 SpecForm::Formatted,
+                SpecForm::Mapped,
             ] {
                 let _ = Catalog::decode(&mut Bytes::copy_from_slice(rest), form);
             }

@@ -60,7 +60,7 @@ pub use api::{Transaction, TransactionCollection};
 pub use backup::BackupReport;
 pub use cache::{CachePolicy, CacheStats, CollectionCacheStats, TierStats, WhatIf};
 pub use catalog::{
-    ArraySpec, CollectionSpec, DEFAULT_MEASURE, DocumentFormat, Layout, MAX_ARRAYS,
+    ArraySpec, CollectionSpec, DEFAULT_MEASURE, DocumentFormat, DocumentMap, Layout, MAX_ARRAYS,
     MAX_COLLECTION_NAME_BYTES, MAX_INLINE_ITEMS,
 };
 pub use document::{ArrayView, Cursor, Document, ItemPage, ItemQuery, Outlier};

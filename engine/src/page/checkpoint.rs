@@ -19,9 +19,12 @@ use crate::storage::Storage;
 pub const CHECKPOINT_FILE: &str = "checkpoint";
 pub const CHECKPOINT_TEMP_FILE: &str = "checkpoint.tmp";
 const MAGIC: &[u8; 8] = b"SKEWCKPT";
+/// Version 7: the catalog's specs carry their document maps (`SpecForm::Mapped`); the
+/// checkpoint is otherwise version 6's.
+pub const CHECKPOINT_VERSION: u32 = 7;
 /// Version 6: the pages may hold slotted leaves (kind 3), which a build from before it
-/// cannot read; its checkpoint is otherwise version 5's.
-pub const CHECKPOINT_VERSION: u32 = 6;
+/// cannot read; the catalog lacks document maps. Still read, never written.
+const CHECKPOINT_VERSION_UNMAPPED: u32 = 6;
 /// Checkpoints whose pages are all of the kinds before slotted leaves: still read, never
 /// written.
 const CHECKPOINT_VERSION_WALKED_LEAVES: u32 = 5;
@@ -149,7 +152,10 @@ impl Checkpoint {
         header.advance(8);
         let version = header.get_u32_le();
         let form = match version {
-            CHECKPOINT_VERSION | CHECKPOINT_VERSION_WALKED_LEAVES => Some(SpecForm::Formatted),
+            CHECKPOINT_VERSION => Some(SpecForm::Mapped),
+            CHECKPOINT_VERSION_UNMAPPED | CHECKPOINT_VERSION_WALKED_LEAVES => {
+                Some(SpecForm::Formatted)
+            }
             CHECKPOINT_VERSION_UNFORMATTED => Some(SpecForm::Measured),
             CHECKPOINT_VERSION_UNMEASURED => Some(SpecForm::Unmeasured),
             _ => None,
@@ -366,17 +372,44 @@ mod tests {
         out
     }
 
-    /// Version 5 (pages without slotted leaves) reads as version 6 and is written as 6;
-    /// a version past this build's is refused by its number.
+    /// `bytes` (the sample's, of one collection) as a version 5 or 6 build wrote them: its
+    /// collection's spec without the document map's tag.
+    fn unmapped(bytes: &[u8], version: u32) -> Vec<u8> {
+        let mut catalog = Vec::new();
+        sample().catalog.encode(&mut catalog);
+        let mut payload = bytes[HEADER_BYTES..].to_vec();
+        let at = payload
+            .windows(catalog.len())
+            .position(|w| w == catalog)
+            .expect("the catalog is in the payload");
+        let tag = payload.remove(at + catalog.len() - 1);
+        assert_eq!(tag, 0, "the sample's collection has no map");
+        let mut out = Vec::new();
+        out.put_slice(MAGIC);
+        out.put_u32_le(version);
+        out.put_u64_le(payload.len() as u64);
+        out.put_u32_le(crc32fast::hash(&payload));
+        let header_crc = crc32fast::hash(&out);
+        out.put_u32_le(header_crc);
+        out.extend_from_slice(&payload);
+        out
+    }
+
+    /// Versions 5 (pages without slotted leaves) and 6 (specs without document maps) read as
+    /// version 7 and are written as 7; a version past this build's is refused by its number.
     #[test]
-    fn version_5_is_read_and_a_newer_one_refused() {
+    fn versions_5_and_6_are_read_and_a_newer_one_refused() {
         let bytes = sample().encode();
-        let old = Checkpoint::decode(&with_version(&bytes, 5)).unwrap();
-        assert_eq!(old.encode(), bytes);
+        for version in [5, 6] {
+            let old = Checkpoint::decode(&unmapped(&bytes, version)).unwrap();
+            assert_eq!(old.encode(), bytes, "version {version}");
+            // Its bytes read as today's are refused, not misread.
+            assert!(Checkpoint::decode(&with_version(&unmapped(&bytes, version), 7)).is_err());
+        }
         match Checkpoint::decode(&with_version(&bytes, CHECKPOINT_VERSION + 1)) {
             Err(Error::UnsupportedVersion {
                 found, supported, ..
-            }) => assert_eq!((found, supported), (7, 6)),
+            }) => assert_eq!((found, supported), (8, 7)),
             other => panic!("{other:?}"),
         }
     }

@@ -22,6 +22,9 @@ const OP_CREATE_MEASURED: u8 = 8;
 /// A collection created, its spec with its arrays' measures and its document format (op 8's
 /// lacks the format: `DocumentFormat::Bytes`). Written since hot log version 4.
 const OP_CREATE_FORMATTED: u8 = 9;
+/// A collection created, its spec with measures, document format and document map (op 9's
+/// lacks the map: none). Written since hot log version 5.
+const OP_CREATE_MAPPED: u8 = 10;
 
 /// One change to the database. Physical at the record level (a patch edits bytes): replay
 /// never recomputes.
@@ -92,7 +95,7 @@ impl Op {
     pub fn encode(&self, out: &mut Vec<u8>) -> usize {
         match self {
             Op::CreateCollection { id, spec } => {
-                out.put_u8(OP_CREATE_FORMATTED);
+                out.put_u8(OP_CREATE_MAPPED);
                 out.put_u32_le(*id);
                 spec.encode(out);
                 0
@@ -198,13 +201,15 @@ impl Op {
             let tag = bytes.get_u8();
             let mut value_offset = 0;
             let op = match tag {
-                OP_CREATE_COLLECTION | OP_CREATE_MEASURED | OP_CREATE_FORMATTED => {
+                OP_CREATE_COLLECTION | OP_CREATE_MEASURED | OP_CREATE_FORMATTED
+                | OP_CREATE_MAPPED => {
                     need(&bytes, 4)?;
                     let id = bytes.get_u32_le();
                     let form = match tag {
                         OP_CREATE_COLLECTION => SpecForm::Unmeasured,
                         OP_CREATE_MEASURED => SpecForm::Measured,
-                        _ => SpecForm::Formatted,
+                        OP_CREATE_FORMATTED => SpecForm::Formatted,
+                        _ => SpecForm::Mapped,
                     };
                     Op::CreateCollection {
                         id,
@@ -479,6 +484,13 @@ mod tests {
                 spec: CollectionSpec::new("users")
                     .array("f", crate::catalog::Layout::Subset { keep: 5 }),
             },
+            Op::CreateCollection {
+                id: 4,
+                spec: CollectionSpec::new("sensors")
+                    .stored_as(crate::catalog::DocumentFormat::Bson)
+                    .array("r", crate::catalog::Layout::Embed)
+                    .mapped(crate::catalog::DocumentMap::new("_id").array("r", Some("t"), true)),
+            },
             Op::Put {
                 key: Bytes::from_static(b"k"),
                 value: Bytes::from_static(b"record"),
@@ -534,12 +546,26 @@ mod tests {
             decoded.iter().map(|d| d.op.clone()).collect::<Vec<_>>(),
             ops
         );
-        assert_eq!(decoded[1].value_offset, offsets[1]);
-        assert_eq!(&payload[offsets[1]..offsets[1] + 6], b"record");
+        assert_eq!(decoded[2].value_offset, offsets[2]);
+        assert_eq!(&payload[offsets[2]..offsets[2] + 6], b"record");
         for len in 1..payload.len() {
             let cut = Op::decode_all(Bytes::copy_from_slice(&payload[..len]));
             assert_eq!(cut.is_ok(), boundaries.contains(&len), "cut at {len}");
         }
+    }
+
+    /// A create-collection op as hot log version 4 wrote it (op 9: the spec without its
+    /// document map's tag) reads as the collection with no map.
+    #[test]
+    fn a_collection_created_before_document_maps_reads_without_one() {
+        let spec = CollectionSpec::new("users").array("f", crate::catalog::Layout::Embed);
+        let op = Op::CreateCollection { id: 3, spec };
+        let mut payload = Vec::new();
+        op.encode(&mut payload);
+        assert_eq!((payload[0], payload.pop()), (OP_CREATE_MAPPED, Some(0)));
+        payload[0] = OP_CREATE_FORMATTED;
+        let decoded = Op::decode_all(Bytes::from(payload)).unwrap();
+        assert_eq!(decoded[0].op, op);
     }
 
     fn patch_payload(old_len: u32, edits: &[(u32, u32, &[u8])]) -> Vec<u8> {
