@@ -121,15 +121,7 @@ impl Checkpoint {
                 payload.put_u64_le(*bytes);
             }
         }
-        let mut out = Vec::with_capacity(HEADER_BYTES + payload.len());
-        out.put_slice(MAGIC);
-        out.put_u32_le(CHECKPOINT_VERSION);
-        out.put_u64_le(payload.len() as u64);
-        out.put_u32_le(crc32fast::hash(&payload));
-        let header_crc = crc32fast::hash(&out);
-        out.put_u32_le(header_crc);
-        out.extend_from_slice(&payload);
-        out
+        framed(CHECKPOINT_VERSION, &payload)
     }
 
     pub fn decode(bytes: &[u8]) -> Result<Self> {
@@ -313,6 +305,19 @@ fn decode_segment_bytes(
     Ok(list)
 }
 
+/// A checkpoint file of `version` holding `payload`: the header, then the payload.
+fn framed(version: u32, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER_BYTES + payload.len());
+    out.put_slice(MAGIC);
+    out.put_u32_le(version);
+    out.put_u64_le(payload.len() as u64);
+    out.put_u32_le(crc32fast::hash(payload));
+    let header_crc = crc32fast::hash(&out);
+    out.put_u32_le(header_crc);
+    out.extend_from_slice(payload);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -384,15 +389,7 @@ mod tests {
             .expect("the catalog is in the payload");
         let tag = payload.remove(at + catalog.len() - 1);
         assert_eq!(tag, 0, "the sample's collection has no map");
-        let mut out = Vec::new();
-        out.put_slice(MAGIC);
-        out.put_u32_le(version);
-        out.put_u64_le(payload.len() as u64);
-        out.put_u32_le(crc32fast::hash(&payload));
-        let header_crc = crc32fast::hash(&out);
-        out.put_u32_le(header_crc);
-        out.extend_from_slice(&payload);
-        out
+        framed(version, &payload)
     }
 
     /// Versions 5 (pages without slotted leaves) and 6 (specs without document maps) read as
