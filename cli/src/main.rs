@@ -457,9 +457,17 @@ fn main_inner() -> ExitCode {
         Err(error) => {
             // The parse failed, so --json is looked for among the words themselves.
             if std::env::args_os().any(|arg| arg == "--json") {
+                // The whole message, up to the usage line: a missing argument's names are
+                // on the lines after the first.
                 let rendered = error.render().to_string();
-                let message = rendered.lines().next().unwrap_or_default();
-                let message = message.strip_prefix("error: ").unwrap_or(message);
+                let lines: Vec<&str> = rendered
+                    .lines()
+                    .take_while(|line| !line.starts_with("Usage:"))
+                    .map(str::trim)
+                    .filter(|line| !line.is_empty())
+                    .collect();
+                let message = lines.join(" ");
+                let message = message.strip_prefix("error: ").unwrap_or(&message);
                 return report(&Failure::usage(message), true);
             }
             let _ = error.print();

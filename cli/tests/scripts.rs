@@ -338,6 +338,8 @@ fn every_error_has_a_kind_and_usage_errors_exit_two() {
         ),
         (vec!["frobnicate"], 2, "usage", "frobnicate"),
         (vec!["get", &db], 2, "usage", "required"),
+        // The arguments missing are named, not cut off after the first line.
+        (vec!["get", &db], 2, "usage", "<COLLECTION> <KEY>"),
         (
             vec!["push", &db, "c", "p", "a", "x", "--key", "five"],
             2,
