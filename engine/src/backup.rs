@@ -231,6 +231,18 @@ impl<R: Read> Frames<R> {
         })
     }
 
+    /// The frames of `input`, once its header is read and its version known.
+    fn new(input: R, file: String) -> Result<Self> {
+        let mut frames = Frames {
+            input,
+            file,
+            offset: 0,
+            form: SpecForm::Mapped,
+        };
+        frames.header()?;
+        Ok(frames)
+    }
+
     fn header(&mut self) -> Result<()> {
         let mut header = [0u8; 12];
         self.read_exact(&mut header, "the header")?;
@@ -324,13 +336,10 @@ pub(crate) fn restore_into(
         offset: 0,
         len,
     };
-    let mut frames = Frames {
-        input: BufReader::with_capacity(1 << 20, reader),
-        file: format!("{}/{}", source.describe(), name),
-        offset: 0,
-        form: SpecForm::Mapped,
-    };
-    frames.header()?;
+    let mut frames = Frames::new(
+        BufReader::with_capacity(1 << 20, reader),
+        format!("{}/{}", source.describe(), name),
+    )?;
     let engine = Engine::open(target, options.durability(Durability::Buffered))?;
     load(&engine, &mut frames)?;
     engine.persist()?;
@@ -453,13 +462,7 @@ pub(crate) fn fuzz_load(data: &[u8]) {
     let Ok(engine) = Engine::open(storage, Options::new().background(false)) else {
         return;
     };
-    let mut frames = Frames {
-        input: data,
-        file: "fuzz".to_string(),
-        offset: 0,
-        form: SpecForm::Mapped,
-    };
-    if frames.header().is_ok() {
+    if let Ok(mut frames) = Frames::new(data, "fuzz".to_string()) {
         let _ = load(&engine, &mut frames);
     }
 }

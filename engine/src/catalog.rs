@@ -424,14 +424,13 @@ impl DocumentMap {
     }
 
     fn validate(&self, arrays: &[ArraySpec]) -> std::result::Result<(), String> {
-        let field_name = |what: &str, name: &str| match name.is_empty()
-            || name.len() > MAX_COLLECTION_NAME_BYTES
-            || name.contains('\0')
-        {
-            true => Err(format!(
-                "document map: {what} {name:?} is empty, longer than 255 bytes or holds NUL"
-            )),
-            false => Ok(()),
+        let field_name = |what: &str, name: &str| {
+            if name.is_empty() || name.len() > MAX_COLLECTION_NAME_BYTES || name.contains('\0') {
+                return Err(format!(
+                    "document map: {what} {name:?} is empty, longer than 255 bytes or holds NUL"
+                ));
+            }
+            Ok(())
         };
         field_name("key field", &self.key_field)?;
         for (at, mapped) in self.arrays.iter().enumerate() {
@@ -699,17 +698,14 @@ impl CollectionSpec {
 
     /// Writes the spec in its newest form, [`SpecForm::Mapped`].
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
-        out.put_u8(u8_len(self.name.len()));
-        out.put_slice(self.name.as_bytes());
+        put_name(out, &self.name);
         out.put_u16_le(u16_len(self.arrays.len()));
         for array in &self.arrays {
-            out.put_u8(u8_len(array.field.len()));
-            out.put_slice(array.field.as_bytes());
+            put_name(out, &array.field);
             array.layout.encode(out);
             out.put_u8(u8_len(array.measures.len()));
             for measure in &array.measures {
-                out.put_u8(u8_len(measure.len()));
-                out.put_slice(measure.as_bytes());
+                put_name(out, measure);
             }
         }
         out.put_u8(self.format.tag());
