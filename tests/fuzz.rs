@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 
 use arbitrary::{Arbitrary, Unstructured};
 use skewdb::testing::{SimStorage, Storage};
-use skewdb::{Db, Durability, Error};
+use skewdb::{CollectionSpec, Db, DocumentFormat, DocumentMap, Durability, Error, Layout};
 
 use crate::{
     COLLECTIONS, Model, ModelItem, Step, all_layouts_image, arrays_of, commit, open_db,
@@ -287,11 +287,28 @@ pub fn exec_line(data: &[u8]) {
         return;
     };
     let db = DB.get_or_init(|| {
-        Db::open_with_storage(Arc::new(SimStorage::new()), skewdb::Options::new())
-            .expect("a database in memory opens")
+        let db = Db::open_with_storage(Arc::new(SimStorage::new()), skewdb::Options::new())
+            .expect("a database in memory opens");
+        // A collection as `skewdb import` makes one, so that lines naming it go through its
+        // document map (corpus file `mapped`).
+        let map = DocumentMap::new("_id").array("readings", Some("t"), true);
+        let spec = CollectionSpec::new("sensors")
+            .stored_as(DocumentFormat::Bson)
+            .array_with_measures(
+                "readings",
+                Layout::Bucket {
+                    max_items: 4,
+                    span: None,
+                },
+                ["temp"],
+            )
+            .mapped(map);
+        db.create_collection(spec)
+            .expect("a mapped collection is made");
+        db
     });
     let mut batch = db.batch();
-    match skewdb_cli::exec::parse_input_line(line, &mut batch) {
+    match skewdb_cli::exec::parse_input_line(line, db, &mut batch) {
         Ok(true) => assert_eq!(batch.len(), 0, "a commit line added an op"),
         Ok(false) => assert_eq!(batch.len(), 1, "an accepted line added no op"),
         Err(_) => assert_eq!(batch.len(), 0, "a refused line added an op"),

@@ -7,13 +7,16 @@ use std::fmt;
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
 
+use bson::Bson;
 use serde::Deserialize;
 use serde::de::{self, DeserializeOwned, Deserializer, MapAccess, Visitor};
 use serde_json::json;
 use serde_json::value::RawValue;
-use skewdb::{Batch, Db, NewItem};
+use skewdb::{Batch, Db, NewItem, bson_key};
 
 use crate::failure::Failure;
+use crate::mapped::{Mapped, Stated, with_stated};
+use crate::mongo;
 
 /// The longest input line accepted: a record at the limit, base64-encoded, plus room.
 const MAX_LINE_BYTES: usize = skewdb::MAX_RECORD_BYTES / 3 * 4 + 64 * 1024;
@@ -126,102 +129,153 @@ impl Fields {
     }
 }
 
-/// A parent key, checked against its limit on its own line.
-fn parent_key(fields: &mut Fields) -> Result<Vec<u8>, Failure> {
-    let key: JsonBytes = fields.required("key")?;
-    if key.0.len() > skewdb::MAX_KEY_BYTES {
+impl Fields {
+    /// Field `name` when present (JSON `null` counts as absent), read as Extended JSON.
+    fn extjson(&mut self, name: &str) -> Result<Option<Bson>, Failure> {
+        let Some(at) = self.0.iter().position(|(field, _)| field == name) else {
+            return Ok(None);
+        };
+        let (_, raw) = self.0.remove(at);
+        match mongo::parse_extjson(raw.get()) {
+            Ok(Bson::Null) => Ok(None),
+            Ok(value) => Ok(Some(value)),
+            Err(e) => Err(Failure::invalid_input(format!(
+                "field {name:?} is not Extended JSON: {e}"
+            ))),
+        }
+    }
+
+    fn required_extjson(&mut self, name: &str) -> Result<Bson, Failure> {
+        self.extjson(name)?
+            .ok_or_else(|| Failure::invalid_input(format!("missing field {name:?}")))
+    }
+}
+
+/// A parent key, checked against its limit on its own line: bytes, or for a collection
+/// stored as `bson` an Extended JSON key value.
+fn parent_key(fields: &mut Fields, mapped: Option<&Mapped>) -> Result<Vec<u8>, Failure> {
+    let key = match mapped {
+        None => fields.required::<JsonBytes>("key")?.0,
+        Some(_) => {
+            let value = fields.required_extjson("key")?;
+            bson_key::encode(&value)
+                .map_err(|e| Failure::invalid_input(format!("field \"key\": {e}")))?
+        }
+    };
+    if key.len() > skewdb::MAX_KEY_BYTES {
         return Err(Failure::new(
             "key_too_large",
             format!(
                 "field \"key\": key of {} bytes exceeds the limit of {} bytes",
-                key.0.len(),
+                key.len(),
                 skewdb::MAX_KEY_BYTES
             ),
         ));
     }
-    Ok(key.0)
+    Ok(key)
 }
 
 /// Adds one op to the batch; `Ok(true)` for a commit. Every field is checked: an unknown
 /// or repeated one, a wrong type or a value out of range is an error naming the field.
-fn parse_line(line: &str, batch: &mut Batch) -> Result<bool, Failure> {
+/// Keys, bodies and payloads of a collection stored as `bson` are Extended JSON, read
+/// through its document map as `put` and `push` read them.
+fn parse_line(line: &str, db: &Db, batch: &mut Batch) -> Result<bool, Failure> {
     let mut fields: Fields = serde_json::from_str(line)
         .map_err(|e| Failure::invalid_input(format!("invalid JSON: {e}")))?;
     let op: String = fields.required("op")?;
+    if op == "commit" {
+        fields.finish(&op)?;
+        return Ok(true);
+    }
+    if !OPS.contains(&op.as_str()) {
+        return Err(Failure::invalid_input(format!(
+            "unknown op {op:?} (put, del, push, remove, expire, commit)"
+        )));
+    }
+    let coll: String = fields.required("coll")?;
+    // A collection that does not exist is refused by the commit, as before any map.
+    let spec = db.collection(&coll).ok().map(|c| c.spec().clone());
+    let mapped = spec.as_ref().and_then(Mapped::of);
+    let key = parent_key(&mut fields, mapped.as_ref())?;
+    let refused = |message: String| Failure::invalid_input(message);
     match op.as_str() {
         "put" => {
-            let coll: String = fields.required("coll")?;
-            let key = parent_key(&mut fields)?;
-            let body: JsonBytes = fields.required("body")?;
+            let body = match &mapped {
+                None => fields.required::<JsonBytes>("body")?.0,
+                Some(mapped) => {
+                    let body = fields.required_extjson("body")?;
+                    mapped.body(&key, body).map_err(refused)?
+                }
+            };
             fields.finish(&op)?;
-            batch.put(&coll, key, body.0);
+            batch.put(&coll, key, body);
         }
         "del" => {
-            let coll: String = fields.required("coll")?;
-            let key = parent_key(&mut fields)?;
             fields.finish(&op)?;
             batch.delete(&coll, key);
         }
         "push" => {
-            let coll: String = fields.required("coll")?;
-            let key = parent_key(&mut fields)?;
             let field: String = fields.required("field")?;
-            let item_key: Option<i64> = fields.optional("item_key")?;
-            let value: Option<f64> = fields.optional("value")?;
+            let mut stated = Stated {
+                item_key: fields.optional("item_key")?,
+                value: None,
+                measures: Vec::new(),
+            };
+            if let Some(value) = fields.optional("value")? {
+                stated.value = Some(crate::failure::finite(value, "field \"value\"")?);
+            }
             let measures: Option<Fields> = fields.optional("measures")?;
-            let payload: Option<JsonBytes> = fields.optional("payload")?;
-            fields.finish(&op)?;
-            let mut item = NewItem::new(payload.map(|p| p.0).unwrap_or_default());
-            if let Some(item_key) = item_key {
-                item = item.key(item_key);
-            }
-            if let Some(value) = value {
-                item = item.value(crate::failure::finite(value, "field \"value\"")?);
-            }
             for (name, value) in measures.map(|m| m.0).unwrap_or_default() {
                 let what = format!("measure {name:?}");
                 let value: f64 = serde_json::from_str(value.get()).map_err(|e| {
                     Failure::invalid_input(format!("{what}: {}", without_position(&e)))
                 })?;
-                item = item.measure(name, crate::failure::finite(value, &what)?);
+                stated
+                    .measures
+                    .push((name, crate::failure::finite(value, &what)?));
             }
+            let item = match &mapped {
+                None => {
+                    let payload: Option<JsonBytes> = fields.optional("payload")?;
+                    with_stated(
+                        NewItem::new(payload.map(|p| p.0).unwrap_or_default()),
+                        stated,
+                    )
+                }
+                Some(mapped) => {
+                    let element = fields.required_extjson("payload")?;
+                    mapped.item(&field, &element, stated).map_err(refused)?
+                }
+            };
+            fields.finish(&op)?;
             batch.push(&coll, key, &field, item);
         }
         "remove" => {
-            let coll: String = fields.required("coll")?;
-            let key = parent_key(&mut fields)?;
             let field: String = fields.required("field")?;
             let item_key: i64 = fields.required("item_key")?;
             fields.finish(&op)?;
             batch.remove(&coll, key, &field, item_key);
         }
         "expire" => {
-            let coll: String = fields.required("coll")?;
-            let key = parent_key(&mut fields)?;
             let field: String = fields.required("field")?;
             let before: i64 = fields.required("before")?;
             fields.finish(&op)?;
             batch.expire_buckets(&coll, key, &field, before);
         }
-        "commit" => {
-            fields.finish(&op)?;
-            return Ok(true);
-        }
-        other => {
-            return Err(Failure::invalid_input(format!(
-                "unknown op {other:?} (put, del, push, remove, expire, commit)"
-            )));
-        }
+        other => unreachable!("op {other:?} is one of OPS"),
     }
     Ok(false)
 }
+
+/// The ops that name a collection and a parent key.
+const OPS: [&str; 5] = ["put", "del", "push", "remove", "expire"];
 
 /// Parses one input line into `batch`, as `exec` does: `Ok(true)` for a commit, the
 /// message of a refused line as `Err`. For the fuzz target (`skewdb-tests`'s `exec_line`);
 /// not part of the supported API.
 #[doc(hidden)]
-pub fn parse_input_line(line: &str, batch: &mut Batch) -> Result<bool, String> {
-    parse_line(line, batch).map_err(|failure| failure.message)
+pub fn parse_input_line(line: &str, db: &Db, batch: &mut Batch) -> Result<bool, String> {
+    parse_line(line, db, batch).map_err(|failure| failure.message)
 }
 
 /// Where `exec` reports: acknowledgements and per-line errors on `output`, a line for
@@ -300,7 +354,7 @@ pub fn run(db: &Db, mut input: impl BufRead, output: &mut impl Write, json: bool
         if line.trim().is_empty() {
             continue;
         }
-        match parse_line(line, &mut batch) {
+        match parse_line(line, db, &mut batch) {
             Ok(false) => batch_lines += 1,
             Ok(true) => {
                 batch_lines = 0;

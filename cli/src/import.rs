@@ -5,7 +5,10 @@ use std::collections::{HashMap, HashSet};
 use std::io::BufRead;
 
 use bson::{Bson, Document};
-use skewdb::{CollectionSpec, Db, DocumentFormat, ItemQuery, Layout, NewItem, bson_key};
+use skewdb::{
+    ArraySpec, CollectionSpec, Db, DocumentFormat, DocumentMap, ItemQuery, Layout, NewItem,
+    bson_key,
+};
 
 use crate::failure::Failure;
 use crate::mongo;
@@ -19,6 +22,27 @@ pub struct ArrayField {
     pub item_key: Option<String>,
     /// Element fields whose numbers are the array's measures, in order.
     pub measures: Vec<String>,
+}
+
+impl ArrayField {
+    /// Array `array` of `spec` as the collection's map says its elements are read; an
+    /// array the map does not name (or a collection imported before maps were recorded)
+    /// has its items in push order and no measures from fields.
+    pub fn mapped(spec: &CollectionSpec, array: &ArraySpec) -> ArrayField {
+        let map = spec.document_map();
+        let measures_from_fields = map.is_some_and(|m| m.measures_from_fields(&array.field));
+        ArrayField {
+            field: array.field.clone(),
+            layout: array.layout,
+            item_key: map
+                .and_then(|m| m.item_key_field(&array.field))
+                .map(str::to_string),
+            measures: match measures_from_fields {
+                true => array.measures.clone(),
+                false => Vec::new(),
+            },
+        }
+    }
 }
 
 /// What to import and how.
@@ -88,7 +112,24 @@ struct Unit {
 }
 
 impl Import {
+    /// The collection the import makes: its arrays, and the map that says where in a
+    /// document its key, each item's key and each item's measures are, recorded so that
+    /// later writes read documents as the import did.
     fn spec(&self) -> CollectionSpec {
+        let mut map = DocumentMap::new(&self.key_field);
+        for array in &self.arrays {
+            map = map.array(
+                &array.field,
+                array.item_key.as_deref(),
+                !array.measures.is_empty(),
+            );
+        }
+        self.unmapped_spec().mapped(map)
+    }
+
+    /// The collection's arrays and format without the map, as imports made it before
+    /// collections recorded their maps.
+    fn unmapped_spec(&self) -> CollectionSpec {
         let mut spec = CollectionSpec::new(&self.collection).stored_as(DocumentFormat::Bson);
         for array in &self.arrays {
             spec = match array.measures.is_empty() {
@@ -121,9 +162,9 @@ impl Import {
                 Some(Bson::Array(elements)) => std::mem::take(elements),
                 Some(other) => {
                     return Err(format!(
-                        "field {:?} is a {:?}, not an array",
+                        "field {:?} is {}, not an array",
                         array.field,
-                        other.element_type()
+                        bson_key::type_name(other)
                     ));
                 }
             };
@@ -189,26 +230,14 @@ fn element_id(id: &Bson) -> Option<Vec<u8>> {
 }
 
 /// An element's item: its key and measures from the fields the array names.
-fn item(array: &ArrayField, element: &Bson) -> Result<NewItem, String> {
+pub(crate) fn item(array: &ArrayField, element: &Bson) -> Result<NewItem, String> {
     let mut item = NewItem::new(mongo::element_payload(element)?);
     let field = |name: &str| match element {
         Bson::Document(d) => d.get(name),
         _ => None,
     };
     if let Some(name) = &array.item_key {
-        let key = match field(name) {
-            Some(Bson::DateTime(at)) => at.timestamp_millis(),
-            Some(Bson::Int32(v)) => *v as i64,
-            Some(Bson::Int64(v)) => *v,
-            Some(Bson::Double(v)) if v.fract() == 0.0 && v.abs() < 9.2e18 => *v as i64,
-            Some(other) => {
-                return Err(format!(
-                    "item key {name:?} is {other}, not a date or an integer"
-                ));
-            }
-            None => return Err(format!("no item key field {name:?}")),
-        };
-        item = item.key(key);
+        item = item.key(element_key(element, name)?);
     }
     for (at, name) in array.measures.iter().enumerate() {
         let value = match field(name) {
@@ -225,6 +254,24 @@ fn item(array: &ArrayField, element: &Bson) -> Result<NewItem, String> {
         };
     }
     Ok(item)
+}
+
+/// The item key element field `name` holds: a date (its milliseconds) or an integer.
+pub(crate) fn element_key(element: &Bson, name: &str) -> Result<i64, String> {
+    let value = match element {
+        Bson::Document(d) => d.get(name),
+        _ => None,
+    };
+    match value {
+        Some(Bson::DateTime(at)) => Ok(at.timestamp_millis()),
+        Some(Bson::Int32(v)) => Ok(i64::from(*v)),
+        Some(Bson::Int64(v)) => Ok(*v),
+        Some(Bson::Double(v)) if v.fract() == 0.0 && v.abs() < 9.2e18 => Ok(*v as i64),
+        Some(other) => Err(format!(
+            "item key {name:?} is {other}, not a date or an integer"
+        )),
+        None => Err(format!("no item key field {name:?}")),
+    }
 }
 
 /// Merges a later document's body into an earlier one's: its fields set in place, new ones
@@ -285,7 +332,7 @@ impl Source {
                 }
                 Ok(other) => Box::new(std::iter::once((
                     1,
-                    Err(format!("a {:?}, not a JSON array", other.element_type())),
+                    Err(format!("{}, not a JSON array", bson_key::type_name(&other))),
                 ))),
                 Err(e) => Box::new(std::iter::once((1, Err(format!("not a JSON array: {e}"))))),
             },
@@ -306,7 +353,7 @@ impl Source {
 fn document(value: Result<Bson, String>) -> Result<Document, String> {
     match value? {
         Bson::Document(d) => Ok(d),
-        other => Err(format!("a {:?}, not a document", other.element_type())),
+        other => Err(format!("{}, not a document", bson_key::type_name(&other))),
     }
 }
 
@@ -361,8 +408,28 @@ pub fn run(
 ) -> Result<Imported, Failure> {
     let spec = match db.collection(&import.collection) {
         Ok(existing) if import.arrays.is_empty() => existing.spec().clone(),
+        // Imported before collections recorded their maps: the arrays must agree; where
+        // items' keys and measures come from is what this import says.
+        Ok(existing)
+            if existing.spec().document_map().is_none()
+                && *existing.spec() == import.unmapped_spec() =>
+        {
+            existing.spec().clone()
+        }
         _ => import.spec(),
     };
+    if let Some(map) = spec.document_map()
+        && map.key_field() != import.key_field
+    {
+        return Err(Failure::invalid_input(format!(
+            "collection {:?} is keyed by field {:?}, not {:?}: import into it with \
+             --key-field {}",
+            import.collection,
+            map.key_field(),
+            import.key_field,
+            map.key_field()
+        )));
+    }
     if spec.document_format() != DocumentFormat::Bson {
         return Err(Failure::invalid_input(format!(
             "collection {:?} was not made by import: its documents are not stored as BSON",
@@ -384,11 +451,9 @@ pub fn run(
             .iter()
             .map(|a| {
                 let given = import.arrays.iter().find(|g| g.field == a.field);
-                ArrayField {
-                    field: a.field.clone(),
-                    layout: a.layout,
-                    item_key: given.and_then(|g| g.item_key.clone()),
-                    measures: given.map(|g| g.measures.clone()).unwrap_or_default(),
+                match (spec.document_map(), given) {
+                    (None, Some(given)) => given.clone(),
+                    _ => ArrayField::mapped(&spec, a),
                 }
             })
             .collect(),

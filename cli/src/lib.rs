@@ -7,5 +7,6 @@ pub mod exec;
 pub mod export;
 pub mod failure;
 pub mod import;
+pub mod mapped;
 pub mod mongo;
 pub mod text;

@@ -17,6 +17,7 @@ use std::ops::Bound;
 
 use skewdb::{Batch, CollectionSpec, Cursor, Db, ItemQuery, Layout, NewItem, Options};
 use skewdb_cli::failure::{self, Failure};
+use skewdb_cli::mapped::{Mapped, Stated, with_stated};
 use skewdb_cli::text::Shown;
 use skewdb_cli::{advise, exec, export, import, text};
 
@@ -46,6 +47,12 @@ One example per operation:
 In push, item_key (default: the array's greatest key + 1), value (the first measure's,
 finite), measures (values of named measures, finite) and payload (default: empty) may be
 left out.
+
+In a collection made by `skewdb import` (stored as bson), keys, bodies and payloads are
+Extended JSON values instead, read through the collection's mapping as `put` and `push`
+read them: the body a document, the payload an array element, each item's key and measures
+from the element's fields when the import took them from there.
+  {\"op\":\"push\",\"coll\":\"sensors\",\"key\":{\"$oid\":\"65a000000000000000000901\"},\"field\":\"readings\",\"payload\":{\"t\":{\"$date\":\"2024-01-03T00:00:00Z\"},\"temp\":20}}
 
 A bad line prints {\"error\":\"...\",\"kind\":\"...\",\"line\":N} (and a line on stderr); its batch
 is not applied and later batches go on. Input that ends inside a batch applies nothing of it
@@ -949,9 +956,11 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Put { parent, body } => {
             commit_one(&parent.db, &parent.collection, json, |batch, collection| {
                 let key = keys.read_for(&parent.key, collection)?;
-                let body = match stores_bson(collection) {
-                    false => body.into_bytes(),
-                    true => skewdb_cli::mongo::body_arg(&body).map_err(Failure::invalid_input)?,
+                let body = match Mapped::of(collection.spec()) {
+                    None => body.into_bytes(),
+                    Some(mapped) => skewdb_cli::mongo::value_arg("body", &body)
+                        .and_then(|body| mapped.body(&key, body))
+                        .map_err(Failure::invalid_input)?,
                 };
                 batch.put_in(collection, &key, body);
                 Ok(())
@@ -964,33 +973,32 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             value,
             measures,
         } => {
+            let mut stated = Stated {
+                item_key,
+                value: value.map(|v| failure::finite(v, "--value")).transpose()?,
+                measures: Vec::new(),
+            };
+            for given in &measures {
+                let bad = || Failure::invalid_input(format!("--measure {given:?} is not NAME=V"));
+                let (name, value) = given.split_once('=').ok_or_else(bad)?;
+                let value: f64 = value.parse().map_err(|_| bad())?;
+                let value = failure::finite(value, "--measure")?;
+                stated.measures.push((name.to_string(), value));
+            }
             commit_one(
                 &array.parent.db,
                 &array.parent.collection,
                 json,
                 |batch, c| {
                     let key = keys.read_for(&array.parent.key, c)?;
-                    let mut item = match stores_bson(c) {
-                        false => NewItem::new(&payload),
-                        true => NewItem::new(
-                            skewdb_cli::mongo::payload_arg(&payload)
-                                .map_err(Failure::invalid_input)?,
-                        ),
+                    let field = c.array(&array.field)?;
+                    let item = match Mapped::of(c.spec()) {
+                        None => with_stated(NewItem::new(&payload), stated),
+                        Some(mapped) => skewdb_cli::mongo::value_arg("payload", &payload)
+                            .and_then(|element| mapped.item(&array.field, &element, stated))
+                            .map_err(Failure::invalid_input)?,
                     };
-                    if let Some(item_key) = item_key {
-                        item = item.key(item_key);
-                    }
-                    if let Some(value) = value {
-                        item = item.value(failure::finite(value, "--value")?);
-                    }
-                    for given in &measures {
-                        let bad =
-                            || Failure::invalid_input(format!("--measure {given:?} is not NAME=V"));
-                        let (name, value) = given.split_once('=').ok_or_else(bad)?;
-                        let value: f64 = value.parse().map_err(|_| bad())?;
-                        item = item.measure(name, failure::finite(value, "--measure")?);
-                    }
-                    batch.push_to(&c.array(&array.field)?, &key, item);
+                    batch.push_to(&field, &key, item);
                     Ok(())
                 },
             )?;

@@ -157,13 +157,26 @@ impl<'de> serde::de::Visitor<'de> for ExtJson {
                 while let Some((name, value)) = map.next_entry::<String, Value>()? {
                     object.insert(name, value);
                 }
-                return Bson::try_from(Value::Object(object)).map_err(serde::de::Error::custom);
+                let shown = Value::Object(object.clone()).to_string();
+                return Bson::try_from(Value::Object(object))
+                    .map_err(|e| serde::de::Error::custom(refused_extjson(&shown, &e)));
             }
             let value = map.next_value_seed(ExtJson)?;
             document.insert(name, value);
         }
         Ok(Bson::Document(document))
     }
+}
+
+/// Why bson refused `$`-object `shown`, in a reader's words rather than the library's
+/// ("BSON error. Kind: ...").
+fn refused_extjson(shown: &str, error: &bson::error::Error) -> String {
+    let reason = match (&error.kind, &error.message) {
+        (bson::error::ErrorKind::ObjectId { kind, .. }, _) => kind.to_string(),
+        (_, Some(message)) => message.clone(),
+        (kind, None) => kind.to_string(),
+    };
+    format!("{shown}: {reason}")
 }
 
 /// `{"$date": ...}` in its two common forms, canonical (`{"$numberLong": "ms"}`) and relaxed
@@ -258,34 +271,25 @@ impl Shown {
     }
 }
 
-/// A parent key as given on the command line, for a collection stored as `bson`: Extended
-/// JSON (`42`, `"abc"`, `{"$oid": "..."}`), or, when it is no JSON, the text as a string.
-pub fn key_arg(text: &str) -> Result<Vec<u8>, String> {
-    let value = match serde_json::from_str::<Value>(text) {
-        Ok(json) => Bson::try_from(json).map_err(|e| format!("key {text:?}: {e}"))?,
-        Err(_) => Bson::String(text.to_string()),
-    };
-    bson_key::encode(&value).map_err(|e| format!("key {text:?}: {e}"))
-}
-
-/// A body as given on the command line, for a collection stored as `bson`: an Extended JSON
-/// document.
-pub fn body_arg(text: &str) -> Result<Vec<u8>, String> {
-    match parse_extjson(text).map_err(|e| format!("body: not Extended JSON: {e}"))? {
-        Bson::Document(document) => document.to_vec().map_err(|e| e.to_string()),
-        other => Err(format!(
-            "body: a {:?}, not a document",
-            other.element_type()
-        )),
+/// A value as given on the command line: Extended JSON (`42`, `"abc"`, `{"$oid": "..."}`),
+/// or, when the text is no JSON and does not begin as JSON's strings, objects and arrays
+/// do, the text as a string. Text that begins as JSON and is not is refused, not stored
+/// as the string it happens to be.
+pub fn value_arg(what: &str, text: &str) -> Result<Bson, String> {
+    match parse_extjson(text) {
+        Ok(value) => Ok(value),
+        Err(e) if text.trim_start().starts_with(['{', '[', '"']) => {
+            Err(format!("{what} {text:?} is not Extended JSON: {e}"))
+        }
+        Err(_) => Ok(Bson::String(text.to_string())),
     }
 }
 
-/// An item's payload as given on the command line, for a collection stored as `bson`: an
-/// array element as Extended JSON (`{"stars": 4}`, `5`, `"tag"`), or, when it is no JSON,
-/// the text as a string.
-pub fn payload_arg(text: &str) -> Result<Vec<u8>, String> {
-    let element = parse_extjson(text).unwrap_or_else(|_| Bson::String(text.to_string()));
-    element_payload(&element)
+/// A parent key as given on the command line, for a collection stored as `bson`
+/// ([`value_arg`]).
+pub fn key_arg(text: &str) -> Result<Vec<u8>, String> {
+    let value = value_arg("key", text)?;
+    bson_key::encode(&value).map_err(|e| format!("key {text:?}: {e}"))
 }
 
 #[cfg(test)]

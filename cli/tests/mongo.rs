@@ -787,3 +787,324 @@ fn a_backup_written_before_document_mappings_restores_as_it_was() {
     .unwrap();
     assert_eq!(before_mapping_printed(db), expected);
 }
+
+/// Sensors imported with an item-key field and a measure, as in the issue that found
+/// later writes stored without them; the database path.
+fn imported_sensors(dir: &Path) -> String {
+    let file = dir.join("sensors.json");
+    std::fs::write(
+        &file,
+        concat!(
+            r#"{"_id":{"$oid":"65a000000000000000000901"},"site":"north","readings":["#,
+            r#"{"t":{"$date":"2024-01-01T00:00:00Z"},"temp":18},"#,
+            r#"{"t":{"$date":"2024-01-02T00:00:00Z"},"temp":19}]}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let db = dir.join("db");
+    let (db_text, file) = (db.to_str().unwrap(), file.to_str().unwrap());
+    let output = skewdb(&[
+        "import",
+        db_text,
+        "--collection",
+        "sensors",
+        "--file",
+        file,
+        "--array",
+        "readings=bucket:2",
+        "--item-key",
+        "t",
+        "--measure",
+        "temp",
+    ]);
+    assert!(output.status.success(), "{output:?}");
+    db_text.to_string()
+}
+
+const SENSOR: &str = r#"{"$oid":"65a000000000000000000901"}"#;
+
+/// A write the tool must refuse as `invalid_input` with `said` in its message.
+fn refused(args: &[&str], said: &str) {
+    let mut with_json = vec!["--json"];
+    with_json.extend_from_slice(args);
+    let output = skewdb(&with_json);
+    assert_eq!(output.status.code(), Some(1), "{args:?}: {output:?}");
+    let error: serde_json::Value = serde_json::from_slice(&output.stderr).unwrap();
+    assert_eq!(error["kind"], "invalid_input", "{args:?}: {error}");
+    let message = error["error"].as_str().unwrap();
+    assert!(message.contains(said), "{args:?}: {message}");
+    assert!(
+        !message.contains("BSON error") && !message.contains("a Array"),
+        "{message}"
+    );
+}
+
+#[test]
+fn writes_after_an_import_apply_its_mapping() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = imported_sensors(dir.path());
+    let exported = || stdout(&skewdb(&["export", &db, "sensors"]));
+    let before = exported();
+    // The element's "t" is the item's key and its "temp" the measure, as the import read them.
+    let pushed = skewdb(&[
+        "push",
+        &db,
+        "sensors",
+        SENSOR,
+        "readings",
+        r#"{"t":{"$date":"2024-01-03T00:00:00Z"},"temp":20}"#,
+    ]);
+    assert!(pushed.status.success(), "{pushed:?}");
+    // A key given beside the element agrees with it or is refused.
+    let agreeing = skewdb(&[
+        "push",
+        &db,
+        "sensors",
+        SENSOR,
+        "readings",
+        r#"{"t":{"$date":"2024-01-04T00:00:00Z"},"temp":21}"#,
+        "--key",
+        "1704326400000",
+    ]);
+    assert!(agreeing.status.success(), "{agreeing:?}");
+    let items = stdout(&skewdb(&["items", &db, "sensors", SENSOR, "readings"]));
+    let keys: Vec<&str> = items
+        .lines()
+        .map(|l| l.split('\t').next().unwrap())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "1704067200000",
+            "1704153600000",
+            "1704240000000",
+            "1704326400000"
+        ]
+    );
+    assert!(items.contains("1704240000000\ttemp=20\t"), "{items}");
+    let after = exported();
+    assert!(
+        after.contains(r#"{"t":{"$date":"2024-01-03T00:00:00Z"},"temp":20}"#),
+        "{after}"
+    );
+    let written = exported();
+    // Each of these is refused and changes nothing.
+    let push = |payload: &'static str| ["push", &db, "sensors", SENSOR, "readings", payload];
+    refused(&push(r#"{"a":"#), "is not Extended JSON");
+    refused(&push(r#"{"temp":20}"#), "no item key field \"t\"");
+    refused(
+        &push(r#"{"t":"soon","temp":20}"#),
+        "not a date or an integer",
+    );
+    refused(
+        &push(r#"{"t":{"$date":"not a date"},"temp":1}"#),
+        "{\"$date\":\"not a date\"}",
+    );
+    refused(&push(r#"{"t":5,"temp":"hot"}"#), "measure \"temp\"");
+    let mut with_key = push(r#"{"t":{"$date":"2024-01-05T00:00:00Z"},"temp":1}"#).to_vec();
+    with_key.extend(["--key", "5"]);
+    refused(
+        &with_key,
+        "the item key given, 5, is not the element's \"t\"",
+    );
+    let mut with_value = push(r#"{"t":{"$date":"2024-01-05T00:00:00Z"},"temp":1}"#).to_vec();
+    with_value.extend(["--value", "3"]);
+    refused(&with_value, "are its elements' fields temp");
+    let put = |body: &'static str| ["put", &db, "sensors", SENSOR, body];
+    refused(&put(r#"{"_id":"other"}"#), r#"the body's "_id" is "other""#);
+    refused(&put(r#"{"site":"x""#), "is not Extended JSON");
+    refused(&put("[1]"), "the body is an array, not a document");
+    refused(&put("words"), "the body is a string, not a document");
+    refused(
+        &put(r#"{"readings":[{"t":1}]}"#),
+        "the elements of an array field are its items",
+    );
+    refused(
+        &put(r#"{"readings":5}"#),
+        "is a 32-bit integer, not an array",
+    );
+    refused(
+        &["push", &db, "sensors", r#"{"$oid":"zz"}"#, "readings", "{}"],
+        "invalid character 'z'",
+    );
+    assert_eq!(exported(), written);
+    // A body without its key field gets the key as `_id`, first; one with it, as given.
+    let put = skewdb(&["put", &db, "sensors", SENSOR, r#"{"site":"east"}"#]);
+    assert!(put.status.success(), "{put:?}");
+    let line = exported();
+    assert!(
+        line.starts_with(
+            r#"{"_id":{"$oid":"65a000000000000000000901"},"site":"east","readings":["#
+        ),
+        "{line}"
+    );
+    let put = skewdb(&[
+        "put",
+        &db,
+        "sensors",
+        "7",
+        r#"{"_id":7.0,"site":"west","readings":[]}"#,
+    ]);
+    assert!(put.status.success(), "{put:?}");
+    assert!(exported().contains(r#"{"_id":7.0,"site":"west","readings":[]}"#));
+    assert_ne!(before, after);
+}
+
+#[test]
+fn exec_lines_on_an_imported_collection_apply_its_mapping() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = imported_sensors(dir.path());
+    let input = concat!(
+        r#"{"op":"push","coll":"sensors","key":{"$oid":"65a000000000000000000901"},"field":"readings","payload":{"t":{"$date":"2024-01-03T00:00:00Z"},"temp":20}}"#,
+        "\n",
+        r#"{"op":"put","coll":"sensors","key":"k2","body":{"site":"south"}}"#,
+        "\n",
+        r#"{"op":"commit"}"#,
+        "\n",
+        // Each batch below holds one refused line: nothing of it is applied.
+        r#"{"op":"put","coll":"sensors","key":"k3","body":{"_id":"other"}}"#,
+        "\n",
+        r#"{"op":"commit"}"#,
+        "\n",
+        r#"{"op":"put","coll":"sensors","key":"k4","body":"{\"site\":1}"}"#,
+        "\n",
+        r#"{"op":"commit"}"#,
+        "\n",
+        r#"{"op":"push","coll":"sensors","key":"k2","field":"readings","payload":{"temp":1}}"#,
+        "\n",
+        r#"{"op":"commit"}"#,
+        "\n",
+        r#"{"op":"push","coll":"sensors","key":"k2","field":"readings","payload":{"t":1,"temp":1},"value":2}"#,
+        "\n",
+        r#"{"op":"commit"}"#,
+        "\n",
+        r#"{"op":"put","coll":"sensors","key":{"$oid":"zz"},"body":{}}"#,
+        "\n",
+        r#"{"op":"commit"}"#,
+        "\n",
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_skewdb"))
+        .args(["exec", &db])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let lines: Vec<serde_json::Value> = stdout(&output)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0], serde_json::json!({"committed": 1}));
+    let errors: Vec<(u64, &str)> = lines[1..]
+        .iter()
+        .map(|e| (e["line"].as_u64().unwrap(), e["error"].as_str().unwrap()))
+        .collect();
+    let said = [
+        (4, r#"the body's "_id" is "other""#),
+        (6, "the body is a string, not a document"),
+        (8, "no item key field \"t\""),
+        (10, "are its elements' fields temp"),
+        (12, "invalid character 'z'"),
+    ];
+    assert_eq!(errors.len(), said.len(), "{errors:?}");
+    for ((line, message), (want_line, want)) in errors.iter().zip(said) {
+        assert_eq!(*line, want_line, "{message}");
+        assert!(message.contains(want), "{message}");
+    }
+    let exported = stdout(&skewdb(&["export", &db, "sensors"]));
+    assert_eq!(
+        exported,
+        concat!(
+            // Strings sort before ObjectIds, as in MongoDB.
+            r#"{"_id":"k2","site":"south"}"#,
+            "\n",
+            r#"{"_id":{"$oid":"65a000000000000000000901"},"site":"north","readings":[{"t":{"$date":"2024-01-01T00:00:00Z"},"temp":18},{"t":{"$date":"2024-01-02T00:00:00Z"},"temp":19},{"t":{"$date":"2024-01-03T00:00:00Z"},"temp":20}]}"#,
+            "\n",
+        )
+    );
+    let items = stdout(&skewdb(&["items", &db, "sensors", SENSOR, "readings"]));
+    assert!(items.contains("1704240000000\ttemp=20\t"), "{items}");
+}
+
+#[test]
+fn a_second_import_reads_documents_as_the_first_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = imported_sensors(dir.path());
+    let more = dir.path().join("more.json");
+    std::fs::write(
+        &more,
+        r#"{"_id":"s2","readings":[{"t":{"$date":"2024-02-01T00:00:00Z"},"temp":5}]}"#,
+    )
+    .unwrap();
+    let more = more.to_str().unwrap();
+    let base = ["import", &db, "--collection", "sensors", "--file", more];
+    // Without --array, the recorded map: the item keyed by its date, its measure kept.
+    let output = skewdb(&base);
+    assert!(output.status.success(), "{output:?}");
+    let items = stdout(&skewdb(&["items", &db, "sensors", "s2", "readings"]));
+    assert_eq!(
+        items.split('\t').take(2).collect::<Vec<_>>(),
+        ["1706745600000", "temp=5"]
+    );
+    // Another mapping is refused, naming both.
+    let mut other = base.to_vec();
+    other.extend(["--array", "readings=bucket:2", "--measure", "temp"]);
+    let output = skewdb(&other);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("readings keyed by t with measures from fields")
+            && stderr.contains("asked for readings=bucket:2 [temp], stored as bson, keyed by _id, readings with measures from fields"),
+        "{stderr}"
+    );
+    let mut key_field = base.to_vec();
+    key_field.extend(["--key-field", "site"]);
+    let output = skewdb(&key_field);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("is keyed by field \"_id\", not \"site\""),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_collection_imported_before_mappings_takes_a_second_import_with_its_flags() {
+    let (dir, db) = before_mapping();
+    let more = Path::new(dir.path()).join("more.json");
+    std::fs::write(
+        &more,
+        r#"{"_id":"s3","readings":[{"t":{"$date":"2024-02-01T00:00:00Z"},"temp":5}]}"#,
+    )
+    .unwrap();
+    let output = skewdb(&[
+        "import",
+        &db,
+        "--collection",
+        "sensors",
+        "--file",
+        more.to_str().unwrap(),
+        "--array",
+        "readings=bucket:2:86400000",
+        "--item-key",
+        "t",
+        "--measure",
+        "temp",
+    ]);
+    assert!(output.status.success(), "{output:?}");
+    let items = stdout(&skewdb(&["items", &db, "sensors", "s3", "readings"]));
+    assert_eq!(
+        items.split('\t').take(2).collect::<Vec<_>>(),
+        ["1706745600000", "temp=5"]
+    );
+}

@@ -111,12 +111,39 @@ pub fn encode(value: &Bson) -> Result<Vec<u8>, String> {
         }
         other => {
             return Err(format!(
-                "a {:?} is not a key (numbers, strings, ObjectIds, booleans and dates are)",
-                other.element_type()
+                "{} is not a key (numbers, strings, ObjectIds, booleans and dates are)",
+                type_name(other)
             ));
         }
     }
     Ok(out)
+}
+
+/// What kind of value `value` is, in the words of MongoDB's documentation and with its
+/// article ("a string", "an array", "null"), for messages to people.
+pub fn type_name(value: &Bson) -> &'static str {
+    match value {
+        Bson::Double(_) => "a double",
+        Bson::String(_) => "a string",
+        Bson::Array(_) => "an array",
+        Bson::Document(_) => "a document",
+        Bson::Boolean(_) => "a boolean",
+        Bson::Null => "null",
+        Bson::RegularExpression(_) => "a regular expression",
+        Bson::JavaScriptCode(_) | Bson::JavaScriptCodeWithScope(_) => "JavaScript code",
+        Bson::Int32(_) => "a 32-bit integer",
+        Bson::Int64(_) => "a 64-bit integer",
+        Bson::Timestamp(_) => "a timestamp",
+        Bson::Binary(_) => "binary data",
+        Bson::ObjectId(_) => "an ObjectId",
+        Bson::DateTime(_) => "a date",
+        Bson::Symbol(_) => "a symbol",
+        Bson::Decimal128(_) => "a decimal",
+        Bson::Undefined => "undefined",
+        Bson::MaxKey => "MaxKey",
+        Bson::MinKey => "MinKey",
+        Bson::DbPointer(_) => "a DBPointer",
+    }
 }
 
 /// The value of key bytes `encode` made: an integer as `Int32` when it fits, else `Int64`;

@@ -696,6 +696,36 @@ impl CollectionSpec {
         fields.join(", ")
     }
 
+    /// The whole schema in words, for a conflict's message: the arrays as
+    /// [`describe_arrays`](Self::describe_arrays) gives them, then the document format and
+    /// the map when there are any (`readings=bucket:2 [temp], stored as bson, keyed by _id,
+    /// readings keyed by t with measures from fields`).
+    pub fn describe(&self) -> String {
+        let mut described = self.describe_arrays();
+        if self.format != DocumentFormat::Bytes {
+            described += &format!(", stored as {}", self.format.name());
+        }
+        if let Some(map) = &self.map {
+            described += &format!(", keyed by {}", map.key_field);
+            for array in &map.arrays {
+                let from_fields = match array.measures {
+                    true => " with measures from fields",
+                    false => "",
+                };
+                match &array.item_key {
+                    Some(item_key) => {
+                        described += &format!(", {} keyed by {item_key}{from_fields}", array.array)
+                    }
+                    None if array.measures => {
+                        described += &format!(", {}{from_fields}", array.array)
+                    }
+                    None => {}
+                }
+            }
+        }
+        described
+    }
+
     /// Writes the spec in its newest form, [`SpecForm::Mapped`].
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         put_name(out, &self.name);
@@ -977,6 +1007,16 @@ mod tests {
         assert_eq!(read.item_key_field("absent"), None);
         assert!(read.measures_from_fields("readings"));
         assert!(!read.measures_from_fields("tags"));
+        // A conflict's message tells two specs apart by their maps too.
+        assert_eq!(
+            mapped.describe(),
+            "readings=bucket:360:3600000 [temp rh], tags=embed, stored as bson, keyed by _id, \
+             readings keyed by t with measures from fields"
+        );
+        assert_eq!(
+            spec.describe(),
+            "readings=bucket:360:3600000 [temp rh], tags=embed, stored as bson"
+        );
         // Every cut of the bytes is refused, never misread.
         for cut in 0..out.len() {
             let short =

@@ -98,8 +98,8 @@ impl<'a> Stager<'a> {
                             name: spec.name().to_string(),
                             reason: format!(
                                 "stored with {}, asked for {}",
-                                info.spec.describe_arrays(),
-                                spec.describe_arrays()
+                                info.spec.describe(),
+                                spec.describe()
                             ),
                         });
                     }
