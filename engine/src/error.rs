@@ -158,6 +158,19 @@ pub enum Error {
         /// The failure that made the database read-only.
         reason: String,
     },
+    /// A write (a commit, a checkpoint, a compaction) to a database opened with
+    /// `Db::open_read_only`.
+    #[error("database {path} is open read-only: it takes no writes")]
+    ReadOnly {
+        /// The database's directory.
+        path: String,
+    },
+    /// `Db::open_read_only` of a directory that holds no database (it creates none).
+    #[error("no skewdb database at {path}")]
+    NoDatabase {
+        /// The directory.
+        path: String,
+    },
     /// A transaction whose reads no longer hold at its commit: another commit changed what
     /// it read since it began. Nothing of it was applied; run it again.
     #[error("transaction conflict: {what} changed since the transaction began")]
@@ -241,6 +254,8 @@ impl Error {
             Error::Locked { .. } => "locked",
             Error::InvalidOption { .. } => "invalid_option",
             Error::WriteFailed { .. } => "write_failed",
+            Error::ReadOnly { .. } => "read_only",
+            Error::NoDatabase { .. } => "no_database",
             Error::UnsupportedVersion { .. } => "unsupported_version",
             Error::InvalidCursor { .. } => "invalid_cursor",
             Error::Closed => "closed",

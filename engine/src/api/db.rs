@@ -46,6 +46,56 @@ impl Db {
         Self::open_with_storage(Arc::new(FsStorage::new(path)?), options)
     }
 
+    /// Opens the database in directory `path` read-only: a consistent view of the state
+    /// durable (or at least written) when it opened, also while another process has the
+    /// database open for writing, and taking no lock, so that any number of readers may
+    /// look at once. It never writes, creates, renames or removes a file, not even to
+    /// repair a crashed writer's torn tail (recovery's repairs stay in memory); a
+    /// directory without a database is `Error::NoDatabase`.
+    ///
+    /// The view does not move: commits made after it opened are not seen (open again to
+    /// see them). Every file of the database is held open from the open on, so the
+    /// writer's log cleaning and compaction, which remove files, cannot pull them from
+    /// under it (on Unix a removed file lives on while open); the disk space of the files
+    /// it holds comes back only when it is dropped, so keep a read-only handle no longer
+    /// than the look it serves. Every write (a batch, a transaction's commit,
+    /// `create_collection`, `checkpoint`, `compact`, `persist`) is `Error::ReadOnly`. The
+    /// options' `background` and `memory_map` are off, whatever they say.
+    ///
+    /// ```
+    /// use skewdb::{CollectionSpec, Db, Options};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let writer = Db::open(dir.path(), Options::new())?;
+    /// writer.create_collection(CollectionSpec::new("users"))?;
+    /// let mut batch = writer.batch();
+    /// batch.put("users", "alice", "hello");
+    /// batch.commit()?;
+    /// let reader = Db::open_read_only(dir.path(), Options::new())?; // beside the writer
+    /// let users = reader.collection("users")?;
+    /// assert_eq!(users.get("alice")?.unwrap().body(), b"hello");
+    /// assert_eq!(reader.batch().put("users", "bob", "x").commit().unwrap_err().kind(), "read_only");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        let path = path.as_ref();
+        let directory =
+            || -> Result<Arc<dyn Storage>> { Ok(Arc::new(FsStorage::read_only(path)?)) };
+        Ok(Db {
+            engine: Engine::open_read_only(&directory, options)?,
+        })
+    }
+
+    /// [`Db::open_read_only`] over any storage (the tests' simulation); not part of the
+    /// supported API.
+    #[doc(hidden)]
+    pub fn open_read_only_with_storage(storage: Arc<dyn Storage>, options: Options) -> Result<Db> {
+        let directory = || -> Result<Arc<dyn Storage>> { Ok(storage.clone()) };
+        Ok(Db {
+            engine: Engine::open_read_only(&directory, options)?,
+        })
+    }
+
     /// Opens a database over any storage, such as the simulation the tests use (see
     /// `skewdb::testing`; not part of the supported API).
     #[doc(hidden)]

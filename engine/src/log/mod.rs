@@ -124,6 +124,14 @@ impl Group {
     }
 }
 
+/// Why a log refuses writes.
+enum Refusal {
+    /// An earlier write or sync failed, with this error.
+    Failed(String),
+    /// The database was opened read-only, in this directory.
+    ReadOnly(String),
+}
+
 /// The writer of the hot log. One exists per open database, used under the writer lock.
 pub struct HotLog {
     storage: Arc<dyn Storage>,
@@ -134,8 +142,9 @@ pub struct HotLog {
     segment_bytes: u64,
     /// The length of the segment file: zeros past the tail, extended ahead of the writes.
     allocated: u64,
-    /// Set by the first failed write or sync; from then on every write is refused.
-    failed: Option<String>,
+    /// Set by the first failed write or sync, or for a database opened read-only; from
+    /// then on every write is refused.
+    refused: Option<Refusal>,
     syncs: u64,
     /// The active segment's id, published once a roll has sealed the one before it:
     /// every segment below it is complete and never written again, which readers may map.
@@ -189,7 +198,7 @@ impl HotLog {
             durable_lsn: next_lsn - 1,
             segment_bytes,
             allocated: SEGMENT_HEADER_BYTES as u64,
-            failed: None,
+            refused: None,
             syncs: 0,
             sealed_below: Arc::new(AtomicU32::new(segment_id)),
         })
@@ -206,7 +215,7 @@ impl HotLog {
             durable_lsn: tail.next_lsn - 1,
             segment_bytes,
             allocated: tail.offset,
-            failed: None,
+            refused: None,
             syncs: 0,
             sealed_below: Arc::new(AtomicU32::new(tail.segment_id)),
         }
@@ -234,27 +243,30 @@ impl HotLog {
         self.durable_lsn
     }
 
-    /// The reason writes are refused, if an earlier write or sync failed.
-    pub fn failure(&self) -> Option<&str> {
-        self.failed.as_deref()
-    }
-
     /// Refuses every later write: used when a checkpoint failed part way.
     pub fn poison(&mut self, reason: String) {
-        self.failed.get_or_insert(reason);
+        self.refused.get_or_insert(Refusal::Failed(reason));
     }
 
-    fn check_writable(&self) -> Result<()> {
-        match &self.failed {
-            Some(reason) => Err(Error::WriteFailed {
+    /// Refuses every write with `Error::ReadOnly`: the log of a database opened read-only
+    /// (in directory `path`).
+    pub fn refuse_writes(&mut self, path: String) {
+        self.refused = Some(Refusal::ReadOnly(path));
+    }
+
+    /// Whether the log takes writes, and if not why.
+    pub fn check_writable(&self) -> Result<()> {
+        match &self.refused {
+            Some(Refusal::Failed(reason)) => Err(Error::WriteFailed {
                 reason: reason.clone(),
             }),
+            Some(Refusal::ReadOnly(path)) => Err(Error::ReadOnly { path: path.clone() }),
             None => Ok(()),
         }
     }
 
     fn fail<T>(&mut self, error: Error) -> Result<T> {
-        self.failed = Some(error.to_string());
+        self.refused = Some(Refusal::Failed(error.to_string()));
         Err(error)
     }
 

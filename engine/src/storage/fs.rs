@@ -18,6 +18,9 @@ const LOCK_FILE: &str = "LOCK";
 pub struct FsStorage {
     dir: PathBuf,
     handles: Mutex<HashMap<String, Arc<File>>>,
+    /// Files are opened for reading only, and every change is refused (for
+    /// `Db::open_read_only`, whose changes stay in memory: `storage::Frozen`).
+    read_only: bool,
 }
 
 /// Both locks of an open database: the directory's own (which no file deletion can take
@@ -39,7 +42,34 @@ impl FsStorage {
         Ok(FsStorage {
             dir,
             handles: Mutex::new(HashMap::new()),
+            read_only: false,
         })
+    }
+
+    /// Storage over `dir` that opens files for reading only and refuses every change; the
+    /// directory must exist (`Error::NoDatabase` if not).
+    pub fn read_only(dir: impl AsRef<Path>) -> Result<Self> {
+        let dir = dir.as_ref().to_path_buf();
+        if !dir.is_dir() {
+            return Err(Error::NoDatabase {
+                path: dir.display().to_string(),
+            });
+        }
+        Ok(FsStorage {
+            dir,
+            handles: Mutex::new(HashMap::new()),
+            read_only: true,
+        })
+    }
+
+    /// `Error::ReadOnly` for a change asked of a read-only storage.
+    fn writable(&self) -> Result<()> {
+        match self.read_only {
+            true => Err(Error::ReadOnly {
+                path: self.describe(),
+            }),
+            false => Ok(()),
+        }
     }
 
     fn path(&self, name: &str) -> PathBuf {
@@ -57,7 +87,7 @@ impl FsStorage {
         }
         let file = OpenOptions::new()
             .read(true)
-            .write(true)
+            .write(!self.read_only)
             .open(self.path(name))
             .map_err(|e| Error::io("open", self.name(name), e))?;
         let file = Arc::new(file);
@@ -105,6 +135,7 @@ impl Storage for FsStorage {
     }
 
     fn lock(&self) -> Result<Box<dyn LockGuard>> {
+        self.writable()?;
         // The directory is locked first: a `LOCK` file deleted while a writer holds it (by a
         // stale-lock cleanup, say) would otherwise let a second writer in.
         let dir = File::open(&self.dir).map_err(|e| Error::io("open", self.describe(), e))?;
@@ -152,6 +183,7 @@ impl Storage for FsStorage {
     }
 
     fn create(&self, name: &str) -> Result<()> {
+        self.writable()?;
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -178,30 +210,35 @@ impl Storage for FsStorage {
     }
 
     fn write_at(&self, name: &str, offset: u64, data: &[u8]) -> Result<()> {
+        self.writable()?;
         let file = self.handle(name)?;
         file.write_all_at(data, offset)
             .map_err(|e| Error::io("write", self.name(name), e))
     }
 
     fn set_len(&self, name: &str, len: u64) -> Result<()> {
+        self.writable()?;
         let file = self.handle(name)?;
         file.set_len(len)
             .map_err(|e| Error::io("set length", self.name(name), e))
     }
 
     fn sync(&self, name: &str) -> Result<()> {
+        self.writable()?;
         let file = self.handle(name)?;
         file.sync_data()
             .map_err(|e| Error::io("sync", self.name(name), e))
     }
 
     fn sync_dir(&self) -> Result<()> {
+        self.writable()?;
         let dir = File::open(&self.dir).map_err(|e| Error::io("open", self.describe(), e))?;
         dir.sync_all()
             .map_err(|e| Error::io("sync directory", self.describe(), e))
     }
 
     fn rename(&self, from: &str, to: &str) -> Result<()> {
+        self.writable()?;
         let mut handles = self.handles.lock();
         fs::rename(self.path(from), self.path(to))
             .map_err(|e| Error::io("rename", self.name(from), e))?;
@@ -235,6 +272,7 @@ impl Storage for FsStorage {
     }
 
     fn remove(&self, name: &str) -> Result<()> {
+        self.writable()?;
         self.handles.lock().remove(name);
         match fs::remove_file(self.path(name)) {
             Ok(()) => Ok(()),

@@ -4,6 +4,7 @@
 //!
 //! Files are named relative to the database directory; the directory is flat.
 
+mod frozen;
 mod fs;
 mod maps;
 mod seam;
@@ -12,6 +13,7 @@ mod seam;
 #[cfg_attr(not(feature = "testing"), allow(dead_code))]
 pub mod sim;
 
+pub use frozen::Frozen;
 pub use fs::FsStorage;
 pub use maps::{Segment, SegmentMaps};
 #[cfg(feature = "testing")]

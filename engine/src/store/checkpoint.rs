@@ -259,6 +259,7 @@ impl Shared {
     /// A checkpoint with the writer held; `clean` says which log segments' live pages it
     /// copies out first.
     pub(super) fn checkpoint_locked(&self, writer: &mut Writer, clean: Clean) -> Result<()> {
+        writer.log.check_writable()?;
         let result = self.write_checkpoint(writer, clean);
         if let Err(error) = &result {
             // Which of the checkpoint's writes reached the disk is unknown: refuse writes.
@@ -375,7 +376,7 @@ impl Shared {
 impl Drop for Shared {
     fn drop(&mut self) {
         let mut writer = self.commits.lock();
-        if writer.log.failure().is_none() {
+        if writer.log.check_writable().is_ok() {
             // Closing: make everything durable; an error here has nowhere to go, and
             // recovery replays the redo in any case.
             let _ = self.checkpoint_locked(&mut writer, Clean::automatic(self.options.reclaim));

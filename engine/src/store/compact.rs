@@ -323,6 +323,7 @@ impl Shared {
     /// released between steps, so commits go on. `progress(done, total)` follows the chunk
     /// and page bytes handled.
     pub fn compact(&self, progress: &mut dyn FnMut(u64, u64)) -> Result<CompactReport> {
+        self.commits.lock().log.check_writable()?;
         let storage = self.pages.storage.as_ref();
         let cold_bytes = || -> Result<u64> {
             let mut total = 0;

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use super::background::Background;
-use super::recovery;
+use super::read_only;
+use super::recovery::{self, Access};
 use super::shared::Shared;
 use crate::error::{Error, Result};
 use crate::options::Options;
@@ -25,7 +26,7 @@ impl Engine {
     /// thread if `options` ask for one.
     pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Engine> {
         let run_background = options.background;
-        let shared = Arc::new(recovery::open(storage, options)?);
+        let shared = Arc::new(recovery::open(storage, options, Access::ReadWrite)?);
         let background = match run_background {
             true => Some(Arc::new(Background::start(&shared).map_err(|source| {
                 Error::io("spawn", "maintenance thread", source)
@@ -35,6 +36,20 @@ impl Engine {
         Ok(Engine {
             _background: background,
             shared,
+        })
+    }
+
+    /// Opens the database `directory()` gives storage over read-only (see
+    /// `Db::open_read_only`): no maintenance thread, no memory maps (a writer beside it
+    /// may cut a file it would map), a log that refuses every write.
+    pub fn open_read_only(
+        directory: &dyn Fn() -> Result<Arc<dyn Storage>>,
+        options: Options,
+    ) -> Result<Engine> {
+        let options = options.background(false).memory_map(false);
+        Ok(Engine {
+            _background: None,
+            shared: Arc::new(read_only::open(directory, &options)?),
         })
     }
 

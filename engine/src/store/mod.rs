@@ -38,6 +38,7 @@ mod mailbox;
 mod ops;
 mod patch;
 mod read;
+mod read_only;
 mod reads;
 mod recovery;
 mod segments;

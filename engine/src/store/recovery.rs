@@ -32,7 +32,16 @@ use crate::{
     options::Options,
 };
 
-pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared> {
+/// Whether an open may write: a writer's open creates a missing database and repairs what
+/// a crash left; a read-only open (over `storage::Frozen`, whose changes stay in memory)
+/// creates nothing and leaves a log that refuses every write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Access {
+    ReadWrite,
+    ReadOnly,
+}
+
+pub(super) fn open(storage: Arc<dyn Storage>, options: Options, access: Access) -> Result<Shared> {
     options.validate()?;
     let lock = storage.lock()?;
     let names: BTreeSet<String> = storage.list()?.into_iter().collect();
@@ -57,6 +66,11 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
         trace: options.cache_trace.clone(),
     })?);
     if !names.contains(CHECKPOINT_FILE) {
+        if access == Access::ReadOnly {
+            return Err(Error::NoDatabase {
+                path: storage.describe(),
+            });
+        }
         return create(storage, options, lock, cache, &segments);
     }
     let checkpoint = Checkpoint::read(storage.as_ref())?;
@@ -135,7 +149,10 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Shared
         options.segment_bytes,
         replayed.cold_tail,
     );
-    let log = HotLog::resume(storage.clone(), replayed.tail, options.segment_bytes);
+    let mut log = HotLog::resume(storage.clone(), replayed.tail, options.segment_bytes);
+    if access == Access::ReadOnly {
+        log.refuse_writes(storage.describe());
+    }
     // Recovery has cut the log's torn tail, if any: from here on no sealed segment changes.
     if options.memory_map {
         pages.map_segments(log.sealed_below());

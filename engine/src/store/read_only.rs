@@ -1,0 +1,104 @@
+//! Opening a database read-only, also beside a process writing it: its files pinned as
+//! they are (`storage::Frozen`), then recovery over that view, which changes nothing on
+//! disk and takes no lock.
+
+use std::io;
+use std::sync::Arc;
+
+use super::recovery::{self, Access};
+use super::shared::Shared;
+use crate::cold::chunk as cold_chunk;
+use crate::error::{Error, Result};
+use crate::limits::widths::index;
+use crate::log::parse_segment_name;
+use crate::options::Options;
+use crate::page::checkpoint::{CHECKPOINT_FILE, MAX_CHECKPOINT_BYTES};
+use crate::storage::{Frozen, Storage};
+
+/// How many times an open starts again when the writer replaced its checkpoint and
+/// removed what the one pinned needed while the files were being pinned.
+const PIN_ATTEMPTS: usize = 8;
+
+/// Opens the database `directory()` gives storage over (a new storage each attempt: the
+/// storage keeps the files it opened, and an attempt must see the directory anew),
+/// read-only.
+pub(super) fn open(
+    directory: &dyn Fn() -> Result<Arc<dyn Storage>>,
+    options: &Options,
+) -> Result<Shared> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let view = Arc::new(Frozen::new(directory()?));
+        let result = match pin(&view)? {
+            true => recovery::open(view.clone(), options.clone(), Access::ReadOnly),
+            false => Err(Error::io(
+                "pin",
+                view.describe(),
+                io::Error::new(
+                    io::ErrorKind::Interrupted,
+                    format!(
+                        "the database's files changed under each of {attempt} attempts to \
+                         open it read-only"
+                    ),
+                ),
+            )),
+        };
+        match result {
+            Ok(shared) => return Ok(shared),
+            Err(_) if attempt < PIN_ATTEMPTS && checkpoint_replaced(&view, directory)? => {}
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+/// Pins the checkpoint, then every hot log segment, then every cold segment, then the
+/// rest: whatever the checkpoint refers to was written before it, and whatever a log frame
+/// refers to in the cold store before the frame. `false` when a file listed was gone by
+/// the time it was pinned (the writer removed it: the caller starts again).
+fn pin(view: &Frozen) -> Result<bool> {
+    if !view.pin(CHECKPOINT_FILE)? {
+        return Err(Error::NoDatabase {
+            path: view.describe(),
+        });
+    }
+    let mut names = view.list_directory()?;
+    names.retain(|name| name != CHECKPOINT_FILE);
+    names.sort_by_key(|name| {
+        match (
+            parse_segment_name(name),
+            cold_chunk::parse_segment_name(name),
+        ) {
+            (Some(id), _) => (0, id),
+            (None, Some(id)) => (1, id),
+            (None, None) => (2, 0),
+        }
+    });
+    for name in &names {
+        if !view.pin(name)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Whether the directory's checkpoint is no longer the one `view` pinned.
+fn checkpoint_replaced(
+    view: &Frozen,
+    directory: &dyn Fn() -> Result<Arc<dyn Storage>>,
+) -> Result<bool> {
+    let now = directory()?;
+    let (pinned_len, len) = match (view.len(CHECKPOINT_FILE), now.len(CHECKPOINT_FILE)) {
+        (Ok(pinned_len), Ok(len)) => (pinned_len, len),
+        // Gone from the directory: replaced by none, which only a person does.
+        _ => return Ok(false),
+    };
+    if pinned_len != len {
+        return Ok(true);
+    }
+    if len > MAX_CHECKPOINT_BYTES {
+        return Ok(false);
+    }
+    let pinned = view.read_vec(CHECKPOINT_FILE, 0, index(len))?;
+    Ok(now.read_vec(CHECKPOINT_FILE, 0, index(len))? != pinned)
+}
