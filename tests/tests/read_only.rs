@@ -185,3 +185,53 @@ fn a_read_only_open_writes_nothing() {
     assert_eq!(error.kind(), "no_database", "{error}");
     assert_eq!(std::fs::read_dir(empty.path()).unwrap().count(), 0);
 }
+
+/// Readers opening over and over while a writer commits, checkpoints and compacts with
+/// small segments (so that files come and go under each open): every reader opens, and
+/// shows the state after a prefix of the batches, at least those acknowledged before it
+/// opened.
+#[test]
+fn readers_opening_during_writes_each_see_a_prefix() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let steps = workload(14, 600);
+    let states = prefix_states(&steps);
+    let options = small_options(Durability::Immediate).reclaim(true);
+    let writer = open_db(Arc::new(FsStorage::new(dir.path()).unwrap()), options).unwrap();
+    let acknowledged = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let (dir, acknowledged, done) =
+            (dir.path().to_path_buf(), acknowledged.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut opened = 0;
+            while !done.load(Ordering::Acquire) || opened < 5 {
+                let before = acknowledged.load(Ordering::Acquire);
+                let db = Db::open_read_only(&dir, Options::new()).unwrap();
+                let shown = read_all(&db).unwrap();
+                let after = acknowledged.load(Ordering::Acquire);
+                let at = states[before..=(after + 1).min(states.len() - 1)]
+                    .iter()
+                    .position(|state| *state == shown);
+                assert!(
+                    at.is_some(),
+                    "open {opened}: not a state of batches {before}..={}",
+                    after + 1
+                );
+                opened += 1;
+            }
+            opened
+        })
+    };
+    for (index, batch) in steps.iter().enumerate() {
+        commit(&writer, batch).unwrap();
+        acknowledged.store(index + 1, Ordering::Release);
+        if index % 40 == 39 {
+            writer.compact().unwrap();
+        }
+    }
+    done.store(true, Ordering::Release);
+    let opened = reader.join().unwrap();
+    println!("{opened} read-only opens during the writes");
+    assert!(opened >= 5, "{opened} opens");
+}

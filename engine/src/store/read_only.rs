@@ -30,21 +30,23 @@ pub(super) fn open(
     loop {
         attempt += 1;
         let view = Arc::new(Frozen::new(directory()?));
-        let result = match pin(&view)? {
-            true => recovery::open(view.clone(), options.clone(), Access::ReadOnly),
-            false => Err(Error::io(
+        if !pin(&view)? {
+            if attempt < PIN_ATTEMPTS {
+                continue;
+            }
+            return Err(Error::io(
                 "pin",
                 view.describe(),
                 io::Error::new(
                     io::ErrorKind::Interrupted,
                     format!(
-                        "the database's files changed under each of {attempt} attempts to \
-                         open it read-only"
+                        "files of the database were removed during each of {attempt} \
+                         attempts to open it read-only"
                     ),
                 ),
-            )),
-        };
-        match result {
+            ));
+        }
+        match recovery::open(view.clone(), options.clone(), Access::ReadOnly) {
             Ok(shared) => return Ok(shared),
             Err(_) if attempt < PIN_ATTEMPTS && checkpoint_replaced(&view, directory)? => {}
             Err(error) => return Err(error),
@@ -52,9 +54,10 @@ pub(super) fn open(
     }
 }
 
-/// Pins the checkpoint, then every hot log segment, then every cold segment, then the
-/// rest: whatever the checkpoint refers to was written before it, and whatever a log frame
-/// refers to in the cold store before the frame. `false` when a file listed was gone by
+/// Pins the checkpoint, then the hot log segments listed after it, then the cold segments
+/// listed after those: whatever the checkpoint refers to was written
+/// before it, and whatever a log frame refers to in the cold store before the frame, so
+/// each pin finds what the ones before it refer to. `false` when a file listed was gone by
 /// the time it was pinned (the writer removed it: the caller starts again).
 fn pin(view: &Frozen) -> Result<bool> {
     if !view.pin(CHECKPOINT_FILE)? {
@@ -62,19 +65,24 @@ fn pin(view: &Frozen) -> Result<bool> {
             path: view.describe(),
         });
     }
-    let mut names = view.list_directory()?;
-    names.retain(|name| name != CHECKPOINT_FILE);
-    names.sort_by_key(|name| {
-        match (
-            parse_segment_name(name),
-            cold_chunk::parse_segment_name(name),
-        ) {
-            (Some(id), _) => (0, id),
-            (None, Some(id)) => (1, id),
-            (None, None) => (2, 0),
+    let mut hot: Vec<(u32, String)> = view
+        .list_directory()?
+        .into_iter()
+        .filter_map(|name| parse_segment_name(&name).map(|id| (id, name)))
+        .collect();
+    hot.sort();
+    for (_, name) in &hot {
+        if !view.pin(name)? {
+            return Ok(false);
         }
-    });
-    for name in &names {
+    }
+    // Any other file (a checkpoint being written, say) is no part of the database's state.
+    let cold: Vec<String> = view
+        .list_directory()?
+        .into_iter()
+        .filter(|name| cold_chunk::parse_segment_name(name).is_some())
+        .collect();
+    for name in &cold {
         if !view.pin(name)? {
             return Ok(false);
         }
