@@ -490,13 +490,25 @@ fn main_inner() -> ExitCode {
 
 /// Opens an existing database; only `create` makes new ones.
 fn open_existing(path: &Path) -> Result<Db, Failure> {
+    check_exists(path)?;
+    Ok(Db::open(path, Options::new())?)
+}
+
+/// The database at `path` for a command that only reads it: read-only, so that it runs
+/// beside a process writing the database, and shows the state durable when it opened.
+fn open_for_reading(path: &Path) -> Result<Db, Failure> {
+    check_exists(path)?;
+    Ok(Db::open_read_only(path, Options::new())?)
+}
+
+fn check_exists(path: &Path) -> Result<(), Failure> {
     if !path.join("checkpoint").is_file() {
         return Err(Failure::new(
             failure::NO_DATABASE,
             format!("no skewdb database at {}", path.display()),
         ));
     }
-    Ok(Db::open(path, Options::new())?)
+    Ok(())
 }
 
 /// The error of a read whose parent does not exist.
@@ -764,7 +776,7 @@ fn advise_command(
             advise::run(request, &|| import_source(file, json_array), progress)?
         }
         (None, Some((db, name))) => {
-            let handle = open_existing(&db)?;
+            let handle = open_for_reading(&db)?;
             let collection = handle.collection(&name)?;
             let source = || -> Result<import::Source, Failure> {
                 let of = collection.clone();
@@ -860,7 +872,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             out,
             inline_only,
         } => {
-            let handle = open_existing(&db)?;
+            let handle = open_for_reading(&db)?;
             let collection = handle.collection(&collection)?;
             match out {
                 Some(path) => {
@@ -1052,7 +1064,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             cursor,
             limit,
         } => {
-            let handle = open_existing(&array.parent.db)?;
+            let handle = open_for_reading(&array.parent.db)?;
             let collection = handle.collection(&array.parent.collection)?;
             let key = keys.read_for(&array.parent.key, &collection)?;
             let shown = Shown::of(collection.spec(), cli.canonical);
@@ -1094,7 +1106,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             to,
             measure,
         } => {
-            let handle = open_existing(&array.parent.db)?;
+            let handle = open_for_reading(&array.parent.db)?;
             let collection = handle.collection(&array.parent.collection)?;
             let key = keys.read_for(&array.parent.key, &collection)?;
             let array_handle = collection.array(&array.field)?;
@@ -1125,7 +1137,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             collection,
             field,
         } => {
-            let handle = open_existing(&db)?;
+            let handle = open_for_reading(&db)?;
             let collection = handle.collection(&collection)?;
             let shown = Shown::of(collection.spec(), cli.canonical);
             for outlier in collection.outliers(&field)? {
@@ -1144,7 +1156,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             })?;
         }
         Command::Get { parent } => {
-            let handle = open_existing(&parent.db)?;
+            let handle = open_for_reading(&parent.db)?;
             let collection = handle.collection(&parent.collection)?;
             let key = keys.read_for(&parent.key, &collection)?;
             let shown = Shown::of(collection.spec(), cli.canonical);
@@ -1164,7 +1176,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             from,
             to,
         } => {
-            let handle = open_existing(&db)?;
+            let handle = open_for_reading(&db)?;
             let collection = handle.collection(&collection)?;
             let shown = Shown::of(collection.spec(), cli.canonical);
             let from = match from {
@@ -1198,7 +1210,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             ));
         }
         Command::Stats { db } => {
-            let handle = open_existing(&db.db)?;
+            let handle = open_for_reading(&db.db)?;
             let stats = handle.stats()?;
             let space = handle.space()?;
             if json {
@@ -1208,7 +1220,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             }
         }
         Command::Verify { db } => {
-            let handle = open_existing(&db.db)?;
+            let handle = open_for_reading(&db.db)?;
             let report = handle.verify()?;
             if json {
                 print_value(
@@ -1224,7 +1236,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             }
         }
         Command::Backup { db, file } => {
-            let handle = open_existing(&db.db)?;
+            let handle = open_for_reading(&db.db)?;
             let report = handle.backup(&file)?;
             if json {
                 print_value(&json!({
@@ -1303,7 +1315,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             }
         }
         Command::Inspect { db } => {
-            let handle = open_existing(&db.db)?;
+            let handle = open_for_reading(&db.db)?;
             let inspection = handle.verify()?;
             if json {
                 print_value(&text::inspection_json(&inspection))?;

@@ -173,7 +173,7 @@ fn user_errors_are_one_line_and_exit_one() {
 }
 
 #[test]
-fn second_process_gets_a_lock_error() {
+fn a_second_writer_gets_a_lock_error_and_a_reader_gets_in() {
     let (_dir, db) = created();
     let mut child = Command::new(env!("CARGO_BIN_EXE_skewdb"))
         .args(["exec", &db])
@@ -192,19 +192,78 @@ fn second_process_gets_a_lock_error() {
     )
     .unwrap();
     assert_eq!(acknowledgement.trim(), "{\"committed\":1}");
-    let mut held = false;
-    for _ in 0..200 {
-        let output = skewdb(&["get", &db, "users", "a"]);
-        if String::from_utf8_lossy(&output.stderr).contains("locked") {
-            assert_user_error(&output, "locked by another process");
-            held = true;
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    assert_user_error(
+        &skewdb(&["put", &db, "users", "a", "x"]),
+        "locked by another process",
+    );
+    // Reads open read-only: in beside the writer.
+    let read = skewdb(&["--json", "get", &db, "users", "a"]);
+    assert_eq!(read.status.code(), Some(1), "{read:?}");
+    assert!(String::from_utf8_lossy(&read.stderr).contains("\"kind\":\"not_found\""));
+    let stats = skewdb(&["--json", "stats", &db]);
+    assert!(stats.status.success(), "{stats:?}");
     drop(child.stdin.take());
     child.wait().unwrap();
-    assert!(held, "the second open never saw the lock");
+}
+
+/// A writer process commits batches one after another while read commands run beside it:
+/// each read succeeds and shows the state after a prefix of the batches, at least every
+/// one acknowledged before it began.
+#[test]
+fn reads_beside_a_writing_process_each_show_a_prefix_of_its_batches() {
+    let (_dir, db) = created();
+    let mut writer = Command::new(env!("CARGO_BIN_EXE_skewdb"))
+        .args(["exec", &db])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = writer.stdin.take().unwrap();
+    let mut acknowledgements = std::io::BufReader::new(writer.stdout.take().unwrap());
+    const BATCHES: usize = 60;
+    let mut reads = 0;
+    for batch in 1..=BATCHES {
+        // Batch N puts key N, zero-padded so that scan order is batch order. (Readers
+        // beside a writer whose files roll, checkpoint and compact under them:
+        // tests/tests/read_only.rs.)
+        let body = format!("{batch:04}-{}", "x".repeat(2048));
+        let line = format!(
+            "{{\"op\":\"put\",\"coll\":\"users\",\"key\":\"{batch:04}\",\"body\":\"{body}\"}}\n{{\"op\":\"commit\"}}\n"
+        );
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+        // Read while the batch may be on its way, then wait for its acknowledgement.
+        let acknowledged = batch - 1;
+        if batch % 3 == 0 {
+            let output = skewdb(&["scan", &db, "users"]);
+            assert!(output.status.success(), "{output:?}");
+            let keys: Vec<String> = String::from_utf8(output.stdout)
+                .unwrap()
+                .lines()
+                .map(|line| line.split('\t').next().unwrap().to_string())
+                .collect();
+            let expected: Vec<String> = (1..=keys.len()).map(|n| format!("{n:04}")).collect();
+            assert_eq!(keys, expected, "not a prefix of the batches");
+            assert!(
+                (acknowledged..=batch).contains(&keys.len()),
+                "{} parents read with {acknowledged} batches acknowledged",
+                keys.len()
+            );
+            reads += 1;
+        }
+        let mut acknowledgement = String::new();
+        std::io::BufRead::read_line(&mut acknowledgements, &mut acknowledgement).unwrap();
+        assert_eq!(acknowledgement.trim(), format!("{{\"committed\":{batch}}}"));
+        if batch % 10 == 0 {
+            let stats = skewdb(&["--json", "stats", &db]);
+            assert!(stats.status.success(), "{stats:?}");
+            let verified = skewdb(&["verify", &db]);
+            assert!(verified.status.success(), "{verified:?}");
+        }
+    }
+    drop(stdin);
+    assert!(writer.wait().unwrap().success());
+    assert_eq!(reads, BATCHES / 3);
 }
 
 #[test]
