@@ -80,6 +80,12 @@ struct Cli {
     /// Extended JSON (every number with its type) instead of relaxed.
     #[arg(long, global = true)]
     canonical: bool,
+    /// Print the engine's log on stderr: -v its recoveries and compactions, -vv also its
+    /// commit groups and checkpoints, -vvv everything. Warnings (failures no command
+    /// reports, such as a checkpoint at close) print without it. RUST_LOG, when set, says
+    /// instead (`RUST_LOG=skewdb=debug`).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
     #[command(subcommand)]
     command: Command,
 }
@@ -482,10 +488,35 @@ fn main_inner() -> ExitCode {
         }
     };
     let json = cli.json;
+    print_logs(cli.verbose, json);
     match run(cli) {
         Ok(code) => code,
         Err(failure) => report(&failure, json),
     }
+}
+
+/// Prints the engine's `tracing` events on stderr, at the level `-v` asks (warnings
+/// without it) or as `RUST_LOG` says; as JSON lines with `--json`.
+fn print_logs(verbose: u8, json: bool) {
+    use tracing_subscriber::EnvFilter;
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(directives) if !directives.trim().is_empty() => EnvFilter::new(directives),
+        _ => EnvFilter::new(match verbose {
+            0 => "warn",
+            1 => "info",
+            2 => "debug",
+            _ => "trace",
+        }),
+    };
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
+    // Set once, at the start: no subscriber can be set before it.
+    let _ = match json {
+        true => logs.json().try_init(),
+        false => logs.try_init(),
+    };
 }
 
 /// Opens an existing database; only `create` makes new ones.

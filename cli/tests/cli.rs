@@ -822,3 +822,39 @@ fn a_closed_output_ends_a_command_quietly() {
     assert!(whole.status.success());
     assert_eq!(String::from_utf8_lossy(&whole.stdout).lines().count(), 3000);
 }
+
+/// `-v` prints the engine's log on stderr (as JSON lines with `--json`), `RUST_LOG` says
+/// instead; without either, a healthy command prints nothing there.
+#[test]
+fn verbose_prints_the_engines_log() {
+    let (_dir, db) = created();
+    let quiet = skewdb(&["put", &db, "users", "a", "x"]);
+    assert!(quiet.status.success(), "{quiet:?}");
+    assert!(quiet.stderr.is_empty(), "{quiet:?}");
+    let verbose = skewdb(&["-v", "get", &db, "users", "a"]);
+    assert!(verbose.status.success(), "{verbose:?}");
+    let stderr = String::from_utf8_lossy(&verbose.stderr);
+    assert!(
+        stderr.contains("INFO") && stderr.contains("recovered") && stderr.contains("ReadOnly"),
+        "{stderr}"
+    );
+    let json = skewdb(&["--json", "-v", "compact", &db]);
+    assert!(json.status.success(), "{json:?}");
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&json.stderr)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert!(
+        events.iter().any(|e| e["fields"]["message"] == "compacted"),
+        "{events:?}"
+    );
+    let debug = Command::new(env!("CARGO_BIN_EXE_skewdb"))
+        .args(["compact", &db])
+        .env("RUST_LOG", "skewdb=debug")
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&debug.stderr).contains("checkpoint written"),
+        "{debug:?}"
+    );
+}

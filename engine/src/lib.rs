@@ -30,6 +30,7 @@ mod catalog;
 mod cold;
 mod document;
 mod error;
+mod events;
 #[cfg(feature = "testing")]
 mod fuzz;
 mod item;

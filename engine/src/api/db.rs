@@ -126,6 +126,15 @@ impl Db {
         })
     }
 
+    /// The error every write now fails with, if the database refuses writes, `None` while
+    /// it takes them. A failed write or sync is sticky (its data cannot be assumed safe by
+    /// retrying): one in the maintenance thread, which no caller receives, shows here (and
+    /// as a `tracing` warning) before the next write reports it. A database opened with
+    /// [`Db::open_read_only`] answers `Error::ReadOnly`.
+    pub fn write_error(&self) -> Option<crate::error::Error> {
+        self.engine.write_error()
+    }
+
     /// The names of all collections, sorted.
     pub fn collection_names(&self) -> Vec<String> {
         self.engine

@@ -200,7 +200,8 @@ impl ColdStore {
         *self.tail.lock()
     }
 
-    fn check_writable(&self) -> Result<()> {
+    /// `Error::WriteFailed` once a write or sync of the cold store failed.
+    pub fn check_writable(&self) -> Result<()> {
         match self.failed.lock().as_ref() {
             Some(reason) => Err(Error::WriteFailed {
                 reason: reason.clone(),

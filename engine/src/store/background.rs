@@ -8,6 +8,7 @@ use std::thread::JoinHandle;
 
 use super::mailbox::Maintenance;
 use super::shared::Shared;
+use crate::events::{warn_on_error, warning};
 
 /// Owns the maintenance thread; dropping it (with the last `Db` handle) stops and joins the
 /// thread, so the database is closed by the handle's owner, not later by the thread.
@@ -42,16 +43,22 @@ fn run(mailbox: &Maintenance, weak: &Weak<Shared>) {
         let Some(shared) = weak.upgrade() else {
             return;
         };
-        // Failures are sticky in the log and the cold store: the next commit reports them.
-        let _ = shared.maintain();
+        // A failed write is sticky in the log and the cold store: the next commit reports it,
+        // and `Db::write_error` says it meanwhile.
+        warn_on_error!(
+            shared.maintain(),
+            "background maintenance (a checkpoint or a compaction step) failed"
+        );
     }
 }
 
 impl Drop for Background {
     fn drop(&mut self) {
         self.shared.maintenance.stop();
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
+        if let Some(thread) = self.thread.take()
+            && thread.join().is_err()
+        {
+            warning!("the maintenance thread panicked");
         }
     }
 }

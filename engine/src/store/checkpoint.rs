@@ -4,6 +4,7 @@
 //!
 //! The bytes and the order of the writes: `format-spec/checkpoint.md`.
 
+use crate::events::{event, span, warn_on_error};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -269,6 +270,7 @@ impl Shared {
     }
 
     pub(super) fn write_checkpoint(&self, writer: &mut Writer, clean: Clean) -> Result<()> {
+        let _span = span!(debug, "checkpoint", clean = ?clean);
         self.write_held(writer)?;
         let version = self.current();
         // Chunks before the redo and pages that refer to them.
@@ -290,6 +292,8 @@ impl Shared {
                 _ => None,
             })
             .collect();
+        #[cfg_attr(not(feature = "tracing"), allow(unused_variables))]
+        let dirty_pages = dirty.len();
         let mut written = Vec::with_capacity(dirty.len());
         // Each group's buffer is sized once for the frames it will hold: grown by doubling
         // it would reach twice `CHECKPOINT_GROUP_BYTES`, and the allocator keeps what such
@@ -367,6 +371,12 @@ impl Shared {
         });
         drop(version);
         writer.checkpointed(tail);
+        event!(
+            debug,
+            sequence = checkpoint.sequence,
+            pages = dirty_pages,
+            "checkpoint written"
+        );
         self.doom_unneeded(&checkpoint)?;
         self.remove_doomed()
     }
@@ -377,9 +387,12 @@ impl Drop for Shared {
     fn drop(&mut self) {
         let mut writer = self.commits.lock();
         if writer.log.check_writable().is_ok() {
-            // Closing: make everything durable; an error here has nowhere to go, and
-            // recovery replays the redo in any case.
-            let _ = self.checkpoint_locked(&mut writer, Clean::automatic(self.options.reclaim));
+            // Closing: make everything durable; an error here reaches no caller (recovery
+            // replays the redo in any case), so it is a warning.
+            warn_on_error!(
+                self.checkpoint_locked(&mut writer, Clean::automatic(self.options.reclaim)),
+                "the checkpoint at close failed: the next open replays the log instead"
+            );
         }
     }
 }

@@ -3,6 +3,7 @@
 //!
 //! How batches become frames: `format-spec/hot-log.md`.
 
+use crate::events::{span, warn_on_error};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -87,7 +88,10 @@ impl Shared {
         if self.current().tree.held_bytes > (self.options.cache_bytes / HELD_SHARE_OF_CACHE) as u64
         {
             // The batches are committed; a failed write makes the next write fail.
-            let _ = self.write_held(&mut writer);
+            warn_on_error!(
+                self.write_held(&mut writer),
+                "writing held pages after a commit failed: the database refuses writes"
+            );
         }
         let pressure = self.checkpoint_pressure(&writer);
         if pressure >= 1.0 {
@@ -95,14 +99,20 @@ impl Shared {
                 self.maintenance.wake();
             } else {
                 // The batches are committed; a failed checkpoint makes the next write fail.
-                let _ = self.checkpoint_locked(&mut writer, Clean::automatic(self.options.reclaim));
+                warn_on_error!(
+                    self.checkpoint_locked(&mut writer, Clean::automatic(self.options.reclaim)),
+                    "a checkpoint after a commit failed: the database refuses writes"
+                );
                 drop(writer);
                 if self.options.reclaim {
                     // The compaction step that follows a checkpoint: the thread's, if any.
                     if self.maintenance.running() {
                         self.maintenance.wake();
                     } else {
-                        let _ = self.reclaim_step();
+                        warn_on_error!(
+                            self.reclaim_step(),
+                            "a reclamation step after a commit failed"
+                        );
                     }
                 }
             }
@@ -124,6 +134,7 @@ impl Shared {
     }
 
     pub(super) fn commit_group(&self, writer: &mut Writer, requests: &[Arc<Request>]) {
+        let _span = span!(debug, "commit_group", batches = requests.len());
         let base = self.current();
         let mut txn = Txn::new(base.tree.clone(), base.catalog.clone());
         let groups = self.cold_synced_before_roll(writer).and_then(|()| {

@@ -7,6 +7,7 @@
 //!
 //! Cold compaction's rules: `format-spec/cold.md`.
 
+use crate::events::{event, span};
 use std::collections::BTreeSet;
 use std::ops::Bound;
 
@@ -323,6 +324,7 @@ impl Shared {
     /// released between steps, so commits go on. `progress(done, total)` follows the chunk
     /// and page bytes handled.
     pub fn compact(&self, progress: &mut dyn FnMut(u64, u64)) -> Result<CompactReport> {
+        let _span = span!(info, "compaction");
         self.commits.lock().log.check_writable()?;
         let storage = self.pages.storage.as_ref();
         let cold_bytes = || -> Result<u64> {
@@ -418,6 +420,7 @@ impl Shared {
         progress(total, total);
         report.hot_bytes_after = hot_bytes()?;
         report.cold_bytes_after = cold_bytes()?;
+        event!(info, report = ?report, "compacted");
         Ok(report)
     }
 
@@ -502,6 +505,7 @@ impl Shared {
     /// first `STEP_BYTES` of the plan, in one commit group. The emptied segments go at a
     /// later checkpoint.
     pub(super) fn cold_step(&self) -> Result<()> {
+        let _span = span!(debug, "cold_compaction_step");
         {
             let _writer = self.commits.lock();
             self.seal_cold_if_sparse()?;

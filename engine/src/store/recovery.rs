@@ -15,6 +15,7 @@ use crate::cached::Cache;
 use crate::catalog::Catalog;
 use crate::cold::chunk::{self as cold_chunk, ChunkLoc};
 use crate::cold::{ColdStore, ColdTail};
+use crate::events::{event, span};
 use crate::limits::widths::u32_len;
 use crate::log::frame::SEGMENT_HEADER_BYTES;
 use crate::log::{
@@ -42,6 +43,7 @@ pub(super) enum Access {
 }
 
 pub(super) fn open(storage: Arc<dyn Storage>, options: Options, access: Access) -> Result<Shared> {
+    let _span = span!(info, "recovery", directory = %storage.describe(), access = ?access);
     options.validate()?;
     let lock = storage.lock()?;
     let names: BTreeSet<String> = storage.list()?.into_iter().collect();
@@ -120,6 +122,12 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options, access: Access) 
         checkpoint.cold_tail,
     );
     let replayed = replay(&pages, &cold, &segments, &checkpoint, txn)?;
+    event!(
+        info,
+        checkpoint = checkpoint.sequence,
+        replayed_bytes = replayed.bytes,
+        "recovered: the checkpoint and the log after it replayed"
+    );
     cut_cold_tail(storage.as_ref(), &cold_segments, replayed.cold_tail)?;
     // Segments the checkpoint no longer needs, left by a crash before they were removed.
     // What it needs comes from the checkpoint file, not from the replayed tree: replay

@@ -58,6 +58,14 @@ impl Shared {
         self.versions.current()
     }
 
+    /// The error every write now fails with, if the database refuses writes: after a failed
+    /// write or sync (of the log or the cold store, by any thread), or when opened
+    /// read-only.
+    pub fn write_error(&self) -> Option<Error> {
+        let log = self.commits.lock().log.check_writable();
+        log.and_then(|()| self.cold.check_writable()).err()
+    }
+
     /// Reads at a version, over the parts they touch.
     pub(crate) fn reads(&self) -> Reads<'_> {
         Reads::new(&self.pages, &self.cold, &self.versions)
