@@ -10,6 +10,7 @@ mod policy;
 mod sieve;
 mod simulator;
 mod tinylfu;
+mod trace;
 
 #[cfg(test)]
 mod tests;
@@ -17,3 +18,4 @@ mod tests;
 pub use belady::belady_hits;
 pub use policy::SimPolicy;
 pub use simulator::Simulator;
+pub use trace::{ClassedTrace, read_classed_trace, read_trace};

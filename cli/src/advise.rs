@@ -598,8 +598,7 @@ fn predict(
             db.close()?;
             (warmup_requests, requests)
         };
-        let mut trace =
-            skewdb_workload::working_set::read_classed_trace(&trace).map_err(Failure::from)?;
+        let mut trace = skewdb_cachesim::read_classed_trace(&trace).map_err(Failure::from)?;
         trace.truncate(requests);
         let mut simulator = Simulator::new(CachePolicy::default(), request.budget_bytes);
         let hits = trace.replay(&mut simulator, warmup_requests);

@@ -126,7 +126,9 @@ enum Command {
         scale: demo::Scale,
     },
     /// The working-set benchmark: each seed workload under its layouts and four cache
-    /// budgets, hit ratios beside the offline optimum; writes a markdown table and plots.
+    /// budgets, hit ratios beside the offline optimum; writes a markdown table and plots
+    /// (feature `bench`).
+    #[cfg(feature = "bench")]
     Bench {
         /// Multiplies every size (1 finishes in under 2 minutes).
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
@@ -161,15 +163,26 @@ enum Command {
     Put {
         #[command(flatten)]
         parent: ParentArgs,
-        /// The body (stored as its UTF-8 bytes).
-        body: String,
+        /// The body (stored as its UTF-8 bytes; an Extended JSON document in a collection
+        /// made by import).
+        #[arg(required_unless_present = "body_file")]
+        body: Option<String>,
+        /// Read the body from this file instead, or from standard input with `-` (its bytes
+        /// as they are: any size up to the 16 MiB record limit, any bytes).
+        #[arg(long, value_name = "PATH|-", conflicts_with = "body")]
+        body_file: Option<PathBuf>,
     },
     /// Push an item to an array field of a parent document.
     Push {
         #[command(flatten)]
         array: ArrayArgs,
-        /// The item's payload (stored as its UTF-8 bytes).
-        payload: String,
+        /// The item's payload (stored as its UTF-8 bytes; an Extended JSON array element in a
+        /// collection made by import).
+        #[arg(required_unless_present = "payload_file")]
+        payload: Option<String>,
+        /// Read the payload from this file instead, or from standard input with `-`.
+        #[arg(long, value_name = "PATH|-", conflicts_with = "payload")]
+        payload_file: Option<PathBuf>,
         /// The item's own key, a time or a sequence (default: the array's greatest key + 1);
         /// not the parent's KEY.
         #[arg(long = "key", visible_alias = "item-key", allow_hyphen_values = true)]
@@ -276,6 +289,28 @@ enum Command {
         /// Largest parent key (inclusive; base64 with --key-base64).
         #[arg(long)]
         to: Option<String>,
+        /// Print at most this many parents.
+        #[arg(long)]
+        limit: Option<u64>,
+    },
+    /// Count the parents whose keys lie in [--from, --to].
+    Count {
+        /// The database directory.
+        db: PathBuf,
+        /// The collection.
+        collection: String,
+        /// Smallest parent key (inclusive; base64 with --key-base64).
+        #[arg(long)]
+        from: Option<String>,
+        /// Largest parent key (inclusive; base64 with --key-base64).
+        #[arg(long)]
+        to: Option<String>,
+    },
+    /// List the collections: each one's parents, format, array fields with their layouts
+    /// and measures, and the mapping an import recorded.
+    Collections {
+        #[command(flatten)]
+        db: DbArg,
     },
     /// Apply JSON-line operations from standard input, one batch per commit.
     #[command(long_about = EXEC_HELP)]
@@ -519,6 +554,42 @@ fn print_logs(verbose: u8, json: bool) {
     };
 }
 
+/// The bytes given as an argument or read from `file` (`-`: standard input).
+fn given_bytes(given: Option<String>, file: Option<&Path>) -> Result<Vec<u8>, Failure> {
+    use std::io::Read;
+    match (given, file) {
+        (Some(text), _) => Ok(text.into_bytes()),
+        (None, Some(path)) if path == Path::new("-") => {
+            let mut bytes = Vec::new();
+            std::io::stdin()
+                .lock()
+                .read_to_end(&mut bytes)
+                .map_err(|e| Failure::new("io", format!("cannot read standard input: {e}")))?;
+            Ok(bytes)
+        }
+        (None, Some(path)) => std::fs::read(path)
+            .map_err(|e| Failure::new("io", format!("cannot read {}: {e}", path.display()))),
+        // clap requires one of the two.
+        (None, None) => Err(Failure::usage("give the value or a file to read it from")),
+    }
+}
+
+/// `bytes` as text, for Extended JSON.
+fn utf8(what: &str, bytes: Vec<u8>) -> Result<String, String> {
+    String::from_utf8(bytes).map_err(|e| format!("{what} is not UTF-8: {e}"))
+}
+
+/// What `del` and `remove` say: how many parents or items they removed.
+fn print_removed(removed: u64, what: &str, json: bool) -> Result<(), Failure> {
+    if json {
+        print_value(&json!({"committed": 1, "removed": removed}))
+    } else {
+        let plural = if removed == 1 { "" } else { "s" };
+        out!("removed {removed} {what}{plural}");
+        Ok(())
+    }
+}
+
 /// Opens an existing database; only `create` makes new ones.
 fn open_existing(path: &Path) -> Result<Db, Failure> {
     check_exists(path)?;
@@ -598,6 +669,7 @@ fn commit_one(
     Ok(())
 }
 
+#[cfg(feature = "bench")]
 fn bench(
     scale: u64,
     out: PathBuf,
@@ -860,6 +932,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
     };
     match cli.command {
         Command::Demo { scale } => demo::run(scale, json)?,
+        #[cfg(feature = "bench")]
         Command::Bench {
             scale,
             out,
@@ -996,12 +1069,18 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 out!("collection {collection} ready in {}", db.display());
             }
         }
-        Command::Put { parent, body } => {
+        Command::Put {
+            parent,
+            body,
+            body_file,
+        } => {
+            let body = given_bytes(body, body_file.as_deref())?;
             commit_one(&parent.db, &parent.collection, json, |batch, collection| {
                 let key = keys.read_for(&parent.key, collection)?;
                 let body = match Mapped::of(collection.spec()) {
-                    None => body.into_bytes(),
-                    Some(mapped) => skewdb_cli::mongo::value_arg("body", &body)
+                    None => body,
+                    Some(mapped) => utf8("the body", body)
+                        .and_then(|body| skewdb_cli::mongo::value_arg("body", &body))
                         .and_then(|body| mapped.body(&key, body))
                         .map_err(Failure::invalid_input)?,
                 };
@@ -1012,10 +1091,12 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Push {
             array,
             payload,
+            payload_file,
             item_key,
             value,
             measures,
         } => {
+            let payload = given_bytes(payload, payload_file.as_deref())?;
             let mut stated = Stated {
                 item_key,
                 value: value.map(|v| failure::finite(v, "--value")).transpose()?,
@@ -1037,7 +1118,8 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                     let field = c.array(&array.field)?;
                     let item = match Mapped::of(c.spec()) {
                         None => with_stated(NewItem::new(&payload), stated),
-                        Some(mapped) => skewdb_cli::mongo::value_arg("payload", &payload)
+                        Some(mapped) => utf8("the payload", payload)
+                            .and_then(|text| skewdb_cli::mongo::value_arg("payload", &text))
                             .and_then(|element| mapped.item(&array.field, &element, stated))
                             .map_err(Failure::invalid_input)?,
                     };
@@ -1047,16 +1129,19 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             )?;
         }
         Command::Remove { array, item_key } => {
-            commit_one(
-                &array.parent.db,
-                &array.parent.collection,
-                json,
-                |batch, c| {
-                    let key = keys.read_for(&array.parent.key, c)?;
-                    batch.remove_from(&c.array(&array.field)?, &key, item_key);
-                    Ok(())
-                },
-            )?;
+            let handle = open_existing(&array.parent.db)?;
+            let collection = handle.collection(&array.parent.collection)?;
+            let key = keys.read_for(&array.parent.key, &collection)?;
+            let field = collection.array(&array.field)?;
+            let query = ItemQuery::new().range(item_key..=item_key);
+            let removed = match collection.items(&key, &array.field, &query)? {
+                Some(page) => page.items.len() as u64,
+                None => return Err(not_found(&key)),
+            };
+            let mut batch = handle.batch();
+            batch.remove_from(&field, &key, item_key);
+            batch.commit()?;
+            print_removed(removed, "item", json)?;
         }
         Command::Expire {
             db,
@@ -1180,11 +1265,15 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             }
         }
         Command::Del { parent } => {
-            commit_one(&parent.db, &parent.collection, json, |batch, collection| {
-                let key = keys.read_for(&parent.key, collection)?;
-                batch.delete_in(collection, &key);
-                Ok(())
-            })?;
+            let handle = open_existing(&parent.db)?;
+            let collection = handle.collection(&parent.collection)?;
+            let key = keys.read_for(&parent.key, &collection)?;
+            // The writer's lock is held: nothing changes between the look and the delete.
+            let removed = u64::from(collection.get_projected(&key, &[])?.is_some());
+            let mut batch = handle.batch();
+            batch.delete_in(&collection, &key);
+            batch.commit()?;
+            print_removed(removed, "parent", json)?;
         }
         Command::Get { parent } => {
             let handle = open_for_reading(&parent.db)?;
@@ -1206,6 +1295,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             collection,
             from,
             to,
+            limit,
         } => {
             let handle = open_for_reading(&db)?;
             let collection = handle.collection(&collection)?;
@@ -1218,7 +1308,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 Some(to) => collection.scan(from..=keys.read_for(&to, &collection)?)?,
                 None => collection.scan(from..)?,
             };
-            for document in scan {
+            for document in
+                scan.take(limit.map_or(usize::MAX, |n| n.try_into().unwrap_or(usize::MAX)))
+            {
                 let document = document?;
                 if json {
                     print_value(&text::document_json(&document, collection.spec(), shown))?;
@@ -1228,6 +1320,50 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                         shown.key_text(document.key()),
                         shown.body_text(document.body())
                     );
+                }
+            }
+        }
+        Command::Count {
+            db,
+            collection,
+            from,
+            to,
+        } => {
+            let handle = open_for_reading(&db)?;
+            let collection = handle.collection(&collection)?;
+            let from = match from {
+                Some(from) => keys.read_for(&from, &collection)?,
+                None => Vec::new(),
+            };
+            let scan = match to {
+                Some(to) => collection.scan(from..=keys.read_for(&to, &collection)?)?,
+                None => collection.scan(from..)?,
+            };
+            let mut count = 0u64;
+            for document in scan {
+                document?;
+                count += 1;
+            }
+            if json {
+                print_value(&json!({ "count": count }))?;
+            } else {
+                out!("{count}");
+            }
+        }
+        Command::Collections { db } => {
+            let handle = open_for_reading(&db.db)?;
+            for name in handle.collection_names() {
+                let collection = handle.collection(&name)?;
+                let mut parents = 0u64;
+                for document in collection.scan(..)? {
+                    document?;
+                    parents += 1;
+                }
+                let spec = collection.spec();
+                if json {
+                    print_value(&text::collection_json(spec, parents))?;
+                } else {
+                    out!("{}", text::collection_text(spec, parents));
                 }
             }
         }

@@ -263,6 +263,42 @@ fn finite(x: f64) -> Value {
     if x.is_finite() { json!(x) } else { Value::Null }
 }
 
+/// A collection as `collections --json` prints it: its parents, format, arrays (layout,
+/// measures, and where an import took each item's key and measures from) and key field.
+pub fn collection_json(spec: &CollectionSpec, parents: u64) -> Value {
+    let map = spec.document_map();
+    let arrays: Vec<Value> = spec
+        .arrays()
+        .iter()
+        .map(|array| {
+            json!({
+                "field": array.field,
+                "layout": array.layout.describe(),
+                "measures": array.measures,
+                "item_key": map.and_then(|m| m.item_key_field(&array.field)),
+                "measures_from_fields": map.is_some_and(|m| m.measures_from_fields(&array.field)),
+            })
+        })
+        .collect();
+    json!({
+        "name": spec.name(),
+        "parents": parents,
+        "format": spec.document_format().name(),
+        "key_field": map.map(|m| m.key_field()),
+        "arrays": arrays,
+    })
+}
+
+/// A collection as `collections` prints it: one line, its name, parents and schema.
+pub fn collection_text(spec: &CollectionSpec, parents: u64) -> String {
+    let plural = if parents == 1 { "" } else { "s" };
+    format!(
+        "{}\t{parents} parent{plural}\t{}",
+        spec.name(),
+        spec.describe()
+    )
+}
+
 pub fn space_json(space: &SpaceStats) -> Value {
     json!({
         "hot": space_tier_json(&space.hot),

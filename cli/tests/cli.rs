@@ -858,3 +858,120 @@ fn verbose_prints_the_engines_log() {
         "{debug:?}"
     );
 }
+
+/// `scan --limit`, `count`, `collections`, bodies and payloads from a file or standard
+/// input, and `del`/`remove` saying how many they removed.
+#[test]
+fn everyday_commands() {
+    let (dir, db) = created();
+    let ok = |args: &[&str]| {
+        let output = skewdb(args);
+        assert!(output.status.success(), "{args:?}: {output:?}");
+        stdout(&output)
+    };
+    ok(&[
+        "create",
+        &db,
+        "--collection",
+        "feeds",
+        "--array",
+        "tags=subset:2",
+    ]);
+    for key in ["a", "b", "c", "d"] {
+        ok(&["put", &db, "users", key, &format!("body {key}")]);
+    }
+    assert_eq!(
+        ok(&["scan", &db, "users", "--limit", "2"]),
+        "a\tbody a\nb\tbody b\n"
+    );
+    assert_eq!(ok(&["scan", &db, "users", "--limit", "0"]), "");
+    assert_eq!(ok(&["count", &db, "users"]), "4\n");
+    assert_eq!(
+        ok(&["--json", "count", &db, "users", "--from", "b", "--to", "c"]),
+        "{\"count\":2}\n"
+    );
+    assert_eq!(ok(&["count", &db, "feeds"]), "0\n");
+    assert_eq!(
+        ok(&["collections", &db]),
+        "feeds\t0 parents\ttags=subset:2\nusers\t4 parents\tno array fields\n"
+    );
+    let listed = ok(&["--json", "collections", &db]);
+    let first: Value = serde_json::from_str(listed.lines().next().unwrap()).unwrap();
+    assert_eq!(first["name"], "feeds");
+    assert_eq!(first["arrays"][0]["layout"], "subset:2");
+    assert_eq!(first["arrays"][0]["measures"], serde_json::json!(["value"]));
+    // Bodies from a file (any bytes) and from standard input.
+    let file = dir.path().join("body.bin");
+    std::fs::write(&file, b"from\xfffile").unwrap();
+    ok(&[
+        "put",
+        &db,
+        "users",
+        "f",
+        "--body-file",
+        file.to_str().unwrap(),
+    ]);
+    let got = ok(&["--json", "get", &db, "users", "f"]);
+    let got: Value = serde_json::from_str(&got).unwrap();
+    assert_eq!(got["body"]["base64"], "ZnJvbf9maWxl");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_skewdb"))
+        .args([
+            "push",
+            &db,
+            "feeds",
+            "f",
+            "tags",
+            "--payload-file",
+            "-",
+            "--key",
+            "3",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"piped").unwrap();
+    assert!(child.wait_with_output().unwrap().status.success());
+    assert_eq!(ok(&["items", &db, "feeds", "f", "tags"]), "3\t-\tpiped\n");
+    // A body past the record limit, too large for an argument list, is refused by size.
+    let large = dir.path().join("large.bin");
+    std::fs::write(&large, vec![b'x'; 17 * 1024 * 1024]).unwrap();
+    let output = skewdb(&[
+        "--json",
+        "put",
+        &db,
+        "users",
+        "g",
+        "--body-file",
+        large.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let error: Value = serde_json::from_slice(&output.stderr).unwrap();
+    assert_eq!(error["kind"], "record_too_large", "{error}");
+    let missing = skewdb(&["put", &db, "users", "g", "--body-file", "/nonexistent/body"]);
+    assert_user_error(&missing, "cannot read /nonexistent/body");
+    let both = skewdb(&["put", &db, "users", "g", "x", "--body-file", "-"]);
+    assert_eq!(both.status.code(), Some(2), "{both:?}");
+    // What del and remove removed.
+    assert_eq!(ok(&["del", &db, "users", "a"]), "removed 1 parent\n");
+    assert_eq!(ok(&["del", &db, "users", "a"]), "removed 0 parents\n");
+    assert_eq!(
+        ok(&["--json", "del", &db, "users", "b"]),
+        "{\"committed\":1,\"removed\":1}\n"
+    );
+    ok(&["push", &db, "feeds", "f", "tags", "again", "--key", "3"]);
+    ok(&["push", &db, "feeds", "f", "tags", "other", "--key", "4"]);
+    assert_eq!(
+        ok(&["remove", &db, "feeds", "f", "tags", "3"]),
+        "removed 2 items\n"
+    );
+    assert_eq!(
+        ok(&["--json", "remove", &db, "feeds", "f", "tags", "3"]),
+        "{\"committed\":1,\"removed\":0}\n"
+    );
+    assert_user_error(
+        &skewdb(&["remove", &db, "feeds", "nobody", "tags", "1"]),
+        "not found",
+    );
+    assert_eq!(ok(&["count", &db, "users"]), "3\n");
+}
