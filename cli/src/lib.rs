@@ -7,6 +7,7 @@ pub mod exec;
 pub mod export;
 pub mod failure;
 pub mod import;
+pub mod item_key;
 pub mod mapped;
 pub mod mongo;
 pub mod text;

@@ -17,6 +17,7 @@ use std::ops::Bound;
 
 use skewdb::{Batch, CollectionSpec, Cursor, Db, ItemQuery, Layout, NewItem, Options};
 use skewdb_cli::failure::{self, Failure};
+use skewdb_cli::item_key::ItemKeyArg;
 use skewdb_cli::mapped::{Mapped, Stated, with_stated};
 use skewdb_cli::text::Shown;
 use skewdb_cli::{advise, exec, export, import, text};
@@ -184,9 +185,10 @@ enum Command {
         #[arg(long, value_name = "PATH|-", conflicts_with = "payload")]
         payload_file: Option<PathBuf>,
         /// The item's own key, a time or a sequence (default: the array's greatest key + 1);
-        /// not the parent's KEY.
+        /// not the parent's KEY. A Bucket array with a span also takes a date (2024-01-03,
+        /// 2024-01-03T12:00:00Z), as milliseconds since 1970, as every item key below.
         #[arg(long = "key", visible_alias = "item-key", allow_hyphen_values = true)]
-        item_key: Option<i64>,
+        item_key: Option<ItemKeyArg>,
         /// The value of the array's first measure (a finite number).
         #[arg(long, allow_hyphen_values = true)]
         value: Option<f64>,
@@ -200,7 +202,7 @@ enum Command {
         array: ArrayArgs,
         /// The key of the items to remove.
         #[arg(allow_hyphen_values = true)]
-        item_key: i64,
+        item_key: ItemKeyArg,
     },
     /// Drop the sealed buckets of a Bucket array whose newest key is below BEFORE, for one
     /// parent (--key) or every parent of the collection.
@@ -213,7 +215,7 @@ enum Command {
         field: String,
         /// Buckets whose newest item key is below this go.
         #[arg(allow_hyphen_values = true)]
-        before: i64,
+        before: ItemKeyArg,
         /// Only this parent (base64 with --key-base64).
         #[arg(long)]
         key: Option<String>,
@@ -225,16 +227,16 @@ enum Command {
         array: ArrayArgs,
         /// Smallest item key (inclusive).
         #[arg(long, allow_hyphen_values = true)]
-        from: Option<i64>,
+        from: Option<ItemKeyArg>,
         /// Largest item key (inclusive).
         #[arg(long, allow_hyphen_values = true)]
-        to: Option<i64>,
+        to: Option<ItemKeyArg>,
         /// Greatest keys first.
         #[arg(long)]
         desc: bool,
         /// Only items with a key after this one (greater, or smaller with --desc).
         #[arg(long, allow_hyphen_values = true, conflicts_with = "cursor")]
-        after: Option<i64>,
+        after: Option<ItemKeyArg>,
         /// Continue exactly after the last item of the previous page (ties included): the
         /// token that page printed. Give the same --desc, --from and --to.
         #[arg(long)]
@@ -249,10 +251,10 @@ enum Command {
         array: ArrayArgs,
         /// Smallest item key (inclusive).
         #[arg(long, allow_hyphen_values = true)]
-        from: Option<i64>,
+        from: Option<ItemKeyArg>,
         /// Largest item key (inclusive).
         #[arg(long, allow_hyphen_values = true)]
-        to: Option<i64>,
+        to: Option<ItemKeyArg>,
         /// Only this measure's count, sum, min and max (default: the first, and every
         /// measure's by name when the array names its own).
         #[arg(long)]
@@ -577,6 +579,13 @@ fn given_bytes(given: Option<String>, file: Option<&Path>) -> Result<Vec<u8>, Fa
 /// `bytes` as text, for Extended JSON.
 fn utf8(what: &str, bytes: Vec<u8>) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|e| format!("{what} is not UTF-8: {e}"))
+}
+
+/// An item key argument of `array`, when given (`ItemKeyArg::resolve`).
+fn item_key_of(given: Option<&ItemKeyArg>, array: &skewdb::Array) -> Result<Option<i64>, Failure> {
+    given
+        .map(|key| key.resolve(array.spec()).map_err(Failure::invalid_input))
+        .transpose()
 }
 
 /// What `del` and `remove` say: how many parents or items they removed.
@@ -1098,7 +1107,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         } => {
             let payload = given_bytes(payload, payload_file.as_deref())?;
             let mut stated = Stated {
-                item_key,
+                item_key: None,
                 value: value.map(|v| failure::finite(v, "--value")).transpose()?,
                 measures: Vec::new(),
             };
@@ -1116,6 +1125,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 |batch, c| {
                     let key = keys.read_for(&array.parent.key, c)?;
                     let field = c.array(&array.field)?;
+                    stated.item_key = item_key_of(item_key.as_ref(), &field)?;
                     let item = match Mapped::of(c.spec()) {
                         None => with_stated(NewItem::new(&payload), stated),
                         Some(mapped) => utf8("the payload", payload)
@@ -1133,6 +1143,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             let collection = handle.collection(&array.parent.collection)?;
             let key = keys.read_for(&array.parent.key, &collection)?;
             let field = collection.array(&array.field)?;
+            let item_key = item_key
+                .resolve(field.spec())
+                .map_err(Failure::invalid_input)?;
             let query = ItemQuery::new().range(item_key..=item_key);
             let removed = match collection.items(&key, &array.field, &query)? {
                 Some(page) => page.items.len() as u64,
@@ -1152,14 +1165,20 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         } => match key {
             Some(key) => commit_one(&db, &collection, json, |batch, c| {
                 let key = keys.read_for(&key, c)?;
-                batch.expire_buckets_of(&c.array(&field)?, &key, before);
+                let array = c.array(&field)?;
+                let before = before
+                    .resolve(array.spec())
+                    .map_err(Failure::invalid_input)?;
+                batch.expire_buckets_of(&array, &key, before);
                 Ok(())
             })?,
             None => {
                 let handle = open_existing(&db)?;
-                let expired = handle
-                    .collection(&collection)?
-                    .expire_buckets(&field, before)?;
+                let collection = handle.collection(&collection)?;
+                let before = before
+                    .resolve(collection.array(&field)?.spec())
+                    .map_err(Failure::invalid_input)?;
+                let expired = collection.expire_buckets(&field, before)?;
                 if json {
                     print_value(&json!({"buckets": expired.buckets, "items": expired.items}))?;
                 } else {
@@ -1184,11 +1203,16 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             let collection = handle.collection(&array.parent.collection)?;
             let key = keys.read_for(&array.parent.key, &collection)?;
             let shown = Shown::of(collection.spec(), cli.canonical);
+            let field = collection.array(&array.field)?;
+            let (from, to) = (
+                item_key_of(from.as_ref(), &field)?,
+                item_key_of(to.as_ref(), &field)?,
+            );
             let mut query = ItemQuery::new().range(bounds(from, to));
             if desc {
                 query = query.descending();
             }
-            if let Some(after) = after {
+            if let Some(after) = item_key_of(after.as_ref(), &field)? {
                 query = query.after_key(after);
             }
             if let Some(cursor) = cursor {
@@ -1230,6 +1254,10 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 .map(|name| array_handle.measure_index(&name))
                 .transpose()?;
             let measures = array_handle.measures();
+            let (from, to) = (
+                item_key_of(from.as_ref(), &array_handle)?,
+                item_key_of(to.as_ref(), &array_handle)?,
+            );
             let summary = collection
                 .summary(&key, &array.field, bounds(from, to))?
                 .ok_or_else(|| not_found(&key))?;

@@ -1108,3 +1108,127 @@ fn a_collection_imported_before_mappings_takes_a_second_import_with_its_flags() 
         ["1706745600000", "temp=5"]
     );
 }
+
+/// Item keys and ranges of a Bucket array with a span take dates (milliseconds since 1970,
+/// as the import keys `$date`s); other arrays refuse them by name.
+#[test]
+fn a_time_series_takes_dates_for_item_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.json");
+    std::fs::write(
+        &file,
+        concat!(
+            r#"{"_id":"s1","readings":[{"t":{"$date":"2024-01-01T00:00:00Z"},"temp":1},"#,
+            r#"{"t":{"$date":"2024-01-01T12:00:00Z"},"temp":2},"#,
+            r#"{"t":{"$date":"2024-01-02T00:00:00Z"},"temp":3},"#,
+            r#"{"t":{"$date":"2024-01-03T06:00:00Z"},"temp":4}],"tags":["a"]}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let db = dir.path().join("db");
+    let output = import(
+        &db,
+        &file,
+        &[
+            "--array",
+            "readings=bucket:2:86400000",
+            "--array",
+            "tags=embed",
+            "--item-key",
+            "readings=t",
+            "--measure",
+            "readings=temp",
+        ],
+    );
+    assert!(output.status.success(), "{output:?}");
+    let db = db.to_str().unwrap();
+    let ok = |args: &[&str]| {
+        let output = skewdb(args);
+        assert!(output.status.success(), "{args:?}: {output:?}");
+        stdout(&output)
+    };
+    let keys = |printed: String| -> Vec<String> {
+        printed
+            .lines()
+            .map(|l| l.split('\t').next().unwrap().to_string())
+            .collect()
+    };
+    let day = ["items", db, "c", "s1", "readings", "--from", "2024-01-01"];
+    let mut first_day = day.to_vec();
+    first_day.extend(["--to", "2024-01-01T23:59:59.999Z"]);
+    assert_eq!(keys(ok(&first_day)), ["1704067200000", "1704110400000"]);
+    let summary = ok(&[
+        "--json",
+        "summary",
+        db,
+        "c",
+        "s1",
+        "readings",
+        "--from",
+        "2024-01-02",
+    ]);
+    let summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
+    assert_eq!(summary["count"], 2, "{summary}");
+    let mut after = day.to_vec();
+    after.extend(["--after", "2024-01-02T00:00:00+00:00"]);
+    assert_eq!(keys(ok(&after)), ["1704261600000"]);
+    assert_eq!(
+        ok(&["remove", db, "c", "s1", "readings", "2024-01-01T12:00:00Z"]),
+        "removed 1 item\n"
+    );
+    ok(&[
+        "push",
+        db,
+        "c",
+        "s1",
+        "readings",
+        r#"{"t":{"$date":"2024-01-04T00:00:00Z"},"temp":5}"#,
+        "--key",
+        "2024-01-04",
+    ]);
+    let expired = ok(&[
+        "--json",
+        "expire",
+        db,
+        "c",
+        "readings",
+        "2024-01-02T12:00:00Z",
+    ]);
+    let expired: serde_json::Value = serde_json::from_str(&expired).unwrap();
+    assert!(expired["items"].as_u64().unwrap() >= 1, "{expired}");
+    // Not a time series: a date is refused, naming the array's layout.
+    let refused = skewdb(&[
+        "--json",
+        "items",
+        db,
+        "c",
+        "s1",
+        "tags",
+        "--from",
+        "2024-01-01",
+    ]);
+    assert_eq!(refused.status.code(), Some(1));
+    let error: serde_json::Value = serde_json::from_slice(&refused.stderr).unwrap();
+    assert_eq!(error["kind"], "invalid_input");
+    let message = error["error"].as_str().unwrap();
+    assert!(
+        message.contains("Bucket arrays with a span") && message.contains("embed"),
+        "{message}"
+    );
+    let bad = skewdb(&[
+        "--json",
+        "items",
+        db,
+        "c",
+        "s1",
+        "readings",
+        "--from",
+        "2024-02-30",
+    ]);
+    let error: serde_json::Value = serde_json::from_slice(&bad.stderr).unwrap();
+    assert!(
+        error["error"].as_str().unwrap().contains("RFC 3339"),
+        "{error}"
+    );
+}
