@@ -34,6 +34,12 @@ const STREAM_ITEMS: u64 = 64;
 /// when it is also this many times the share just below (a spread that happens to end
 /// there has about as many one short of it).
 const CAPPED_SHARE: f64 = 0.1;
+/// The fewest documents that must stop at one length for it to be taken as a hand-made
+/// window's cap: one document in a handful stopping there is chance.
+const MIN_AT_CAP: usize = 3;
+/// The fewest documents with an array field whose 99th percentile may call a tail far out.
+/// A document near the record limit needs no sample: it must not be embedded.
+const MIN_TAIL_SAMPLE: usize = 30;
 const CAPPED_PILE_UP: f64 = 3.0;
 /// Spans a bucket may cover, in milliseconds (item keys of dates are milliseconds).
 const SPANS: [(i64, &str); 9] = [
@@ -111,8 +117,38 @@ pub struct Replay {
     pub misses: u64,
     /// Bytes of the objects the reads touched, once each: the working set's size.
     pub touched_bytes: u64,
-    /// Documents the layout refused (over the record limit).
-    pub refused: u64,
+    /// Documents the import under this layout refused, by reason: each reason's first
+    /// message (numbers and all) and how many documents were refused alike.
+    pub refused: Vec<(String, u64)>,
+}
+
+impl Replay {
+    /// Documents refused, for every reason.
+    pub fn refused_documents(&self) -> u64 {
+        self.refused.iter().map(|(_, n)| n).sum()
+    }
+}
+
+/// Refusals grouped by their reason: reasons that differ only in their numbers (a size, a
+/// line) are one, shown by its first message; most frequent first.
+fn refusal_reasons(refused: &[import::Refusal]) -> Vec<(String, u64)> {
+    let mut reasons: Vec<(String, String, u64)> = Vec::new();
+    for refusal in refused {
+        let class: String = refusal
+            .reason
+            .chars()
+            .filter(|c| !c.is_ascii_digit() && *c != ',')
+            .collect();
+        match reasons.iter_mut().find(|(seen, _, _)| *seen == class) {
+            Some((_, _, documents)) => *documents += 1,
+            None => reasons.push((class, refusal.reason.clone(), 1)),
+        }
+    }
+    reasons.sort_by(|a, b| b.2.cmp(&a.2));
+    reasons
+        .into_iter()
+        .map(|(_, example, documents)| (example, documents))
+        .collect()
 }
 
 /// The whole advice.
@@ -170,6 +206,14 @@ impl Survey {
             .get(key_field)
             .ok_or_else(|| format!("no key field {key_field:?}"))?;
         let key = bson_key::encode(key)?;
+        // As the import refuses it: such a document is in no layout's collection.
+        if key.len() > skewdb::MAX_KEY_BYTES {
+            return Err(format!(
+                "key of {} bytes, over the {}",
+                key.len(),
+                skewdb::MAX_KEY_BYTES
+            ));
+        }
         let bytes = document.to_vec().map_err(|e| e.to_string())?.len() as u64;
         self.documents += 1;
         let mut items = 0;
@@ -379,11 +423,12 @@ fn recommend(
     let below_max = sorted.iter().filter(|&&n| n + 1 == max).count() as f64;
     // Every document at one length is fixed-size data as likely as a cap: not a window.
     let spread = sorted.len() as f64 - at_max >= CAPPED_SHARE / 2.0 * sorted.len() as f64;
-    if max >= 2
+    let capped = max >= 2
         && spread
         && at_max / sorted.len() as f64 >= CAPPED_SHARE
-        && at_max >= CAPPED_PILE_UP * below_max
-    {
+        && at_max >= CAPPED_PILE_UP * below_max;
+    let few_at_cap = at_max < MIN_AT_CAP as f64;
+    if capped && !few_at_cap {
         let cap = max as u32;
         return match overflow_flags > 0 {
             true => (
@@ -402,7 +447,8 @@ fn recommend(
             ),
         };
     }
-    let far_out = max > OUTLIER_FACTOR * p99.max(1);
+    let tail_sampled = sorted.len() >= MIN_TAIL_SAMPLE;
+    let far_out = tail_sampled && max > OUTLIER_FACTOR * p99.max(1);
     let near_limit = stats.largest_document_bytes >= NEAR_LIMIT_BYTES;
     if far_out || near_limit {
         let cap = round_up_nicely(p99 as f64)
@@ -433,6 +479,29 @@ fn recommend(
                 "{why}: keep the first {cap} inline ({} documents overflow, {:.2}%) and the rest in overflow chunks",
                 count(over as u64),
                 100.0 * over as f64 / sorted.len() as f64
+            ),
+        );
+    }
+    let too_few = match (capped, tail_sampled) {
+        (true, _) => Some(format!(
+            "only {} of {} documents stop at {max}, too few to take for a cap (at least \
+             {MIN_AT_CAP})",
+            at_max as u64,
+            count(sorted.len() as u64)
+        )),
+        (false, false) if max > OUTLIER_FACTOR * p99.max(1) => Some(format!(
+            "only {} documents hold the field, too few to tell a far-out tail from chance \
+             (at least {MIN_TAIL_SAMPLE})",
+            count(sorted.len() as u64)
+        )),
+        _ => None,
+    };
+    if let Some(too_few) = too_few {
+        return (
+            Layout::Embed,
+            format!(
+                "{too_few}; no document comes near the limit (largest {} embedded): embed",
+                size(stats.largest_document_bytes as f64)
             ),
         );
     }
@@ -572,7 +641,7 @@ fn predict(
             let done = import::run(&db, &import, source()?, None, |_| {})?;
             db.compact()?;
             db.close()?;
-            done.refused.len() as u64
+            refusal_reasons(&done.refused)
         };
         let trace = scratch.path().join("trace.csv");
         let (warmup_requests, requests) = {
@@ -651,7 +720,12 @@ fn replay_json(replay: &Replay) -> serde_json::Value {
         "requests": replay.requests,
         "misses": replay.misses,
         "touched_bytes": replay.touched_bytes,
-        "refused_documents": replay.refused,
+        "refused_documents": replay.refused_documents(),
+        "refusals": replay
+            .refused
+            .iter()
+            .map(|(reason, documents)| serde_json::json!({"reason": reason, "documents": documents}))
+            .collect::<Vec<_>>(),
     })
 }
 
@@ -727,9 +801,16 @@ pub fn text(advice: &Advice) -> String {
             ("advised", &prediction.recommended),
             ("embed", &prediction.embed),
         ] {
-            let refused = match replay.refused {
+            let refused = match replay.refused_documents() {
                 0 => String::new(),
-                n => format!("; {} documents refused (over 16 MiB)", count(n)),
+                n => {
+                    let reasons: Vec<String> = replay
+                        .refused
+                        .iter()
+                        .map(|(reason, documents)| format!("{reason} ({})", count(*documents)))
+                        .collect();
+                    format!("; {} documents refused: {}", count(n), reasons.join("; "))
+                }
             };
             let _ = match replay.hit_ratio {
                 Some(hit_ratio) => writeln!(

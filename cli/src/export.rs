@@ -57,6 +57,18 @@ pub fn parent_document(
     Ok(out)
 }
 
+/// Refuses a collection whose documents are not MongoDB's (one `import` did not make), as
+/// `export` and `advise` do.
+pub fn require_imported(collection: &Collection) -> Result<(), Failure> {
+    if collection.spec().document_format() != DocumentFormat::Bson {
+        return Err(Failure::invalid_input(format!(
+            "collection {:?} was not made by import: its documents are not stored as BSON",
+            collection.name()
+        )));
+    }
+    Ok(())
+}
+
 /// Writes every parent of `collection`, in key order, one Extended JSON line each; the
 /// number written.
 pub fn run(
@@ -65,12 +77,7 @@ pub fn run(
     inline_only: bool,
     canonical: bool,
 ) -> Result<u64, Failure> {
-    if collection.spec().document_format() != DocumentFormat::Bson {
-        return Err(Failure::invalid_input(format!(
-            "collection {:?} was not made by import: its documents are not stored as BSON",
-            collection.name()
-        )));
-    }
+    require_imported(collection)?;
     let mut written = 0;
     for document in collection.scan(..)? {
         let document = parent_document(collection, &document?, inline_only)?;

@@ -890,6 +890,7 @@ fn advise_command(
         (None, Some((db, name))) => {
             let handle = open_for_reading(&db)?;
             let collection = handle.collection(&name)?;
+            export::require_imported(&collection)?;
             let source = || -> Result<import::Source, Failure> {
                 let of = collection.clone();
                 let key_field = request.key_field.clone();

@@ -1232,3 +1232,100 @@ fn a_time_series_takes_dates_for_item_keys() {
         "{error}"
     );
 }
+
+/// The advisor names why documents were refused, sets no cap from a handful of documents,
+/// and answers a collection `import` did not make as `export` does.
+#[test]
+fn advice_names_refusals_wants_a_sample_and_reads_only_imported_collections() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("in.json");
+    let mut lines = String::new();
+    for id in 0..40 {
+        let key = match id < 3 {
+            true => format!("\"{}\"", "k".repeat(2000)),
+            false => id.to_string(),
+        };
+        let tags: Vec<&str> = (0..id % 5).map(|_| "\"a\"").collect();
+        lines += &format!("{{\"_id\":{key},\"tags\":[{}]}}\n", tags.join(","));
+    }
+    std::fs::write(&file, lines).unwrap();
+    let (advice, output) = advise(&["--file", file.to_str().unwrap()]);
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(advice[0]["skipped"], 3, "{advice:?}");
+    let prediction = &advice[2]["prediction"];
+    for layout in ["advised", "embed"] {
+        assert_eq!(prediction[layout]["refused_documents"], 3, "{prediction}");
+        let reasons = &prediction[layout]["refusals"];
+        assert_eq!(reasons[0]["documents"], 3, "{prediction}");
+        let reason = reasons[0]["reason"].as_str().unwrap();
+        assert!(
+            reason.contains("key of 2001 bytes") && !reason.contains("16 MiB"),
+            "{reason}"
+        );
+    }
+    let text = skewdb(&["advise", "--file", file.to_str().unwrap()]);
+    let text = stdout(&text);
+    assert!(
+        text.contains("3 documents refused: key of 2001 bytes, over the 1024 (3)"),
+        "{text}"
+    );
+
+    // One document in four at 3, the rest at 1: a window would be a guess.
+    let few = dir.path().join("few.json");
+    let lines: String = (0..4)
+        .map(|id| {
+            let n = if id == 0 { 3 } else { 1 };
+            let r: Vec<&str> = (0..n).map(|_| "\"x\"").collect();
+            format!("{{\"_id\":{id},\"r\":[{}]}}\n", r.join(","))
+        })
+        .collect();
+    std::fs::write(&few, lines).unwrap();
+    let (advice, output) = advise(&["--file", few.to_str().unwrap()]);
+    assert!(output.status.success(), "{output:?}");
+    let field = advice.iter().find(|a| a["field"] == "r").unwrap();
+    assert_eq!(field["layout"], "embed", "{field}");
+    assert!(
+        field["reason"]
+            .as_str()
+            .unwrap()
+            .contains("only 1 of 4 documents stop at 3, too few to take for a cap"),
+        "{field}"
+    );
+    // With enough documents the same shape is a window.
+    let many = dir.path().join("many.json");
+    let lines: String = (0..40)
+        .map(|id| {
+            let n = if id % 4 == 0 { 3 } else { 1 };
+            let r: Vec<&str> = (0..n).map(|_| "\"x\"").collect();
+            format!("{{\"_id\":{id},\"r\":[{}]}}\n", r.join(","))
+        })
+        .collect();
+    std::fs::write(&many, lines).unwrap();
+    let (advice, _) = advise(&["--file", many.to_str().unwrap()]);
+    let field = advice.iter().find(|a| a["field"] == "r").unwrap();
+    assert_eq!(field["layout"], "subset:3", "{field}");
+
+    // A collection of the application's own bytes: what export says.
+    let db = dir.path().join("db");
+    let db = db.to_str().unwrap();
+    assert!(
+        skewdb(&["create", db, "--collection", "plain"])
+            .status
+            .success()
+    );
+    for command in [&["export", db, "plain"][..], &["advise", db, "plain"]] {
+        let mut args = vec!["--json"];
+        args.extend_from_slice(command);
+        let output = skewdb(&args);
+        assert_eq!(output.status.code(), Some(1), "{command:?}");
+        let error: serde_json::Value = serde_json::from_slice(&output.stderr).unwrap();
+        assert_eq!(error["kind"], "invalid_input");
+        assert!(
+            error["error"]
+                .as_str()
+                .unwrap()
+                .contains("was not made by import"),
+            "{error}"
+        );
+    }
+}
