@@ -144,7 +144,7 @@ fn refusal_reasons(refused: &[import::Refusal]) -> Vec<(String, u64)> {
             None => reasons.push((class, refusal.reason.clone(), 1)),
         }
     }
-    reasons.sort_by(|a, b| b.2.cmp(&a.2));
+    reasons.sort_by_key(|reason| std::cmp::Reverse(reason.2));
     reasons
         .into_iter()
         .map(|(_, example, documents)| (example, documents))
