@@ -76,6 +76,7 @@ pub fn run(
     out: &mut impl Write,
     inline_only: bool,
     canonical: bool,
+    mut progress: impl FnMut(u64),
 ) -> Result<u64, Failure> {
     require_imported(collection)?;
     let mut written = 0;
@@ -84,6 +85,9 @@ pub fn run(
         let json = mongo::extjson(Bson::Document(document), canonical);
         writeln!(out, "{json}")?;
         written += 1;
+        if written % 1024 == 0 {
+            progress(written);
+        }
     }
     out.flush()?;
     Ok(written)

@@ -556,6 +556,42 @@ fn print_logs(verbose: u8, json: bool) {
     };
 }
 
+/// A spinner on stderr while a long command works, when stderr is a terminal and the output
+/// is for people (nothing otherwise): what it does, the time so far, and a count when the
+/// command reports one. Cleared when dropped.
+struct Working(Option<indicatif::ProgressBar>);
+
+impl Working {
+    fn start(json: bool, what: &'static str) -> Working {
+        let bar = (!json && std::io::stderr().is_terminal()).then(|| {
+            let bar = indicatif::ProgressBar::new_spinner();
+            bar.set_style(
+                indicatif::ProgressStyle::with_template("{spinner} {msg} {elapsed} {pos}")
+                    .expect("a valid template"),
+            );
+            bar.set_message(what);
+            bar.enable_steady_tick(std::time::Duration::from_millis(100));
+            bar
+        });
+        Working(bar)
+    }
+
+    /// The count so far (documents, ...).
+    fn at(&self, done: u64) {
+        if let Some(bar) = &self.0 {
+            bar.set_position(done);
+        }
+    }
+}
+
+impl Drop for Working {
+    fn drop(&mut self) {
+        if let Some(bar) = &self.0 {
+            bar.finish_and_clear();
+        }
+    }
+}
+
 /// The bytes given as an argument or read from `file` (`-`: standard input).
 fn given_bytes(given: Option<String>, file: Option<&Path>) -> Result<Vec<u8>, Failure> {
     use std::io::Read;
@@ -991,7 +1027,15 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             match out {
                 Some(path) => {
                     let mut file = std::io::BufWriter::new(std::fs::File::create(&path)?);
-                    let written = export::run(&collection, &mut file, inline_only, cli.canonical)?;
+                    let working = Working::start(json, "exporting");
+                    let written = export::run(
+                        &collection,
+                        &mut file,
+                        inline_only,
+                        cli.canonical,
+                        |documents| working.at(documents),
+                    )?;
+                    drop(working);
                     if json {
                         print_value(&json!({"exported": written}))?;
                     } else {
@@ -1000,7 +1044,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 }
                 None => {
                     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
-                    export::run(&collection, &mut stdout, inline_only, cli.canonical)?;
+                    export::run(&collection, &mut stdout, inline_only, cli.canonical, |_| {})?;
                 }
             }
         }
@@ -1417,7 +1461,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }
         Command::Verify { db } => {
             let handle = open_for_reading(&db.db)?;
+            let working = Working::start(json, "verifying");
             let report = handle.verify()?;
+            drop(working);
             if json {
                 print_value(
                     &json!({"ok": true, "segments": report.segments.len(), "pages": report.leaf_pages + report.internal_pages, "records": report.records}),
@@ -1433,7 +1479,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }
         Command::Backup { db, file } => {
             let handle = open_for_reading(&db.db)?;
+            let working = Working::start(json, "backing up");
             let report = handle.backup(&file)?;
+            drop(working);
             if json {
                 print_value(&json!({
                     "commits": report.commits, "collections": report.collections,
@@ -1453,7 +1501,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             }
         }
         Command::Restore { file, db } => {
+            let working = Working::start(json, "restoring");
             let handle = Db::restore(&file, &db, Options::new())?;
+            drop(working);
             let names = handle.collection_names();
             if json {
                 print_value(&json!({"restored": db.display().to_string(), "collections": names}))?;

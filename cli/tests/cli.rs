@@ -974,4 +974,17 @@ fn everyday_commands() {
         "not found",
     );
     assert_eq!(ok(&["count", &db, "users"]), "3\n");
+    // Long commands show progress only on a terminal: here stderr stays empty.
+    let backup = dir.path().join("db.backup");
+    let backup = backup.to_str().unwrap();
+    let restored = dir.path().join("restored");
+    for args in [
+        &["verify", &db][..],
+        &["backup", &db, backup],
+        &["restore", backup, restored.to_str().unwrap()],
+    ] {
+        let output = skewdb(args);
+        assert!(output.status.success(), "{args:?}: {output:?}");
+        assert!(output.stderr.is_empty(), "{args:?}: {output:?}");
+    }
 }
