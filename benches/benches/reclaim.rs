@@ -32,16 +32,16 @@ struct Latency {
     max: f64,
 }
 
-fn latency(mut samples: Vec<Duration>) -> Latency {
-    samples.sort();
-    let at = |q: f64| {
-        let index = ((samples.len() as f64 * q) as usize).min(samples.len() - 1);
-        samples[index].as_secs_f64() * 1e6
-    };
+fn latency(samples: Vec<Duration>) -> Latency {
+    let mut histogram = hdrhistogram::Histogram::<u64>::new(3).expect("3 significant figures");
+    for sample in samples {
+        histogram.saturating_record(u64::try_from(sample.as_nanos()).unwrap_or(u64::MAX));
+    }
+    let micros = |nanos: u64| nanos as f64 / 1e3;
     Latency {
-        p50: at(0.5),
-        p99: at(0.99),
-        max: at(1.0),
+        p50: micros(histogram.value_at_quantile(0.5)),
+        p99: micros(histogram.value_at_quantile(0.99)),
+        max: micros(histogram.max()),
     }
 }
 

@@ -295,13 +295,22 @@ impl FieldStats {
     }
 }
 
-/// The value at quantile `q` of sorted `values` (nearest rank).
-fn quantile(sorted: &[u64], q: f64) -> u64 {
-    if sorted.is_empty() {
+/// Array lengths as a histogram (3 significant figures: exact below 2,048), whose
+/// quantiles take the nearest rank.
+fn histogram(lengths: &[u64]) -> hdrhistogram::Histogram<u64> {
+    let mut histogram = hdrhistogram::Histogram::new(3).expect("3 significant figures");
+    for &length in lengths {
+        histogram.saturating_record(length);
+    }
+    histogram
+}
+
+/// The value at quantile `q` of `values` (nearest rank; 0 for none).
+fn quantile(values: &[u64], q: f64) -> u64 {
+    if values.is_empty() {
         return 0;
     }
-    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[rank - 1]
+    histogram(values).value_at_quantile(q)
 }
 
 /// Hill's estimator of the Pareto exponent of the largest of `sorted` (ascending) lengths:
@@ -378,7 +387,7 @@ fn recommend(
     reads_newest: Option<u32>,
     overflow_flags: u64,
 ) -> (Layout, String) {
-    let (p99, max) = (quantile(sorted, 0.99), quantile(sorted, 1.0));
+    let (p99, max) = (quantile(sorted, 0.99), sorted.last().copied().unwrap_or(0));
     let element_bytes = stats.element_bytes as f64 / stats.elements.max(1) as f64;
     if let Some(keep) = reads_newest {
         return (
@@ -553,14 +562,15 @@ pub fn run(
             .find(|(f, _)| f == field)
             .map(|(_, n)| *n);
         let (layout, reason) = recommend(stats, sorted, newest, survey.overflow_flags);
+        let lengths = histogram(sorted);
         fields.push(FieldAdvice {
             field: field.clone(),
             documents: sorted.len() as u64,
-            p50: quantile(sorted, 0.5),
-            p90: quantile(sorted, 0.9),
-            p99: quantile(sorted, 0.99),
-            p999: quantile(sorted, 0.999),
-            max: quantile(sorted, 1.0),
+            p50: lengths.value_at_quantile(0.5),
+            p90: lengths.value_at_quantile(0.9),
+            p99: lengths.value_at_quantile(0.99),
+            p999: lengths.value_at_quantile(0.999),
+            max: sorted.last().copied().unwrap_or(0),
             element_bytes: stats.element_bytes as f64 / stats.elements.max(1) as f64,
             over_limit: stats.over_limit as f64 / sorted.len().max(1) as f64,
             largest_document_bytes: stats.largest_document_bytes,
@@ -889,6 +899,10 @@ mod tests {
         assert_eq!(quantile(&sorted, 1.0), 1000);
         assert_eq!(quantile(&[7], 0.5), 7);
         assert_eq!(quantile(&[], 0.5), 0);
+        // Past 2,048, within a thousandth of the nearest rank.
+        let long: Vec<u64> = (1..=100_000).collect();
+        let p99 = quantile(&long, 0.99) as f64;
+        assert!((p99 - 99_000.0).abs() <= 99.0, "{p99}");
     }
 
     #[test]

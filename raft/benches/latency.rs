@@ -28,9 +28,12 @@ fn push(n: u64) -> Request {
 }
 
 /// Median, 99th percentile and mean, in microseconds.
-fn summary(mut micros: Vec<f64>) -> (f64, f64, f64) {
-    micros.sort_by(f64::total_cmp);
-    let at = |q: f64| micros[((q * micros.len() as f64) as usize).min(micros.len() - 1)];
+fn summary(micros: Vec<f64>) -> (f64, f64, f64) {
+    let mut histogram = hdrhistogram::Histogram::<u64>::new(3).expect("3 significant figures");
+    for sample in &micros {
+        histogram.saturating_record((sample * 1e3) as u64);
+    }
+    let at = |q: f64| histogram.value_at_quantile(q) as f64 / 1e3;
     let mean = micros.iter().sum::<f64>() / micros.len() as f64;
     (at(0.5), at(0.99), mean)
 }

@@ -132,31 +132,56 @@ pub struct Percentiles {
     pub p999_us: f64,
 }
 
-/// Latencies of one kind of operation as they are measured.
-#[derive(Debug, Default)]
-pub struct Latencies(Vec<f64>);
+/// Latencies of one kind of operation as they are measured: a histogram of nanoseconds
+/// (3 significant figures) and their exact total.
+#[derive(Debug)]
+pub struct Latencies {
+    histogram: hdrhistogram::Histogram<u64>,
+    total_micros: f64,
+}
+
+impl Default for Latencies {
+    fn default() -> Self {
+        Latencies {
+            histogram: hdrhistogram::Histogram::new(3).expect("3 significant figures"),
+            total_micros: 0.0,
+        }
+    }
+}
 
 impl Latencies {
     /// Runs `op` and records how long it took.
     pub fn time<T>(&mut self, op: impl FnOnce() -> T) -> T {
         let at = Instant::now();
         let out = op();
-        self.0.push(at.elapsed().as_secs_f64() * 1e6);
+        let elapsed = at.elapsed();
+        self.histogram
+            .saturating_record(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX));
+        self.total_micros += elapsed.as_secs_f64() * 1e6;
         out
+    }
+
+    /// Operations recorded.
+    pub fn count(&self) -> u64 {
+        self.histogram.len()
+    }
+
+    /// Time spent in them, in microseconds.
+    pub fn total_micros(&self) -> f64 {
+        self.total_micros
     }
 
     /// Operations recorded per second spent in them.
     pub fn per_second(&self) -> f64 {
-        self.0.len() as f64 / (self.0.iter().sum::<f64>() / 1e6)
+        self.histogram.len() as f64 / (self.total_micros / 1e6)
     }
 
     /// Zeros when nothing was recorded.
-    pub fn percentiles(mut self) -> Percentiles {
-        if self.0.is_empty() {
+    pub fn percentiles(self) -> Percentiles {
+        if self.histogram.is_empty() {
             return Percentiles::default();
         }
-        self.0.sort_by(f64::total_cmp);
-        let at = |q: f64| self.0[((self.0.len() as f64 * q) as usize).min(self.0.len() - 1)];
+        let at = |q: f64| self.histogram.value_at_quantile(q) as f64 / 1e3;
         Percentiles {
             p50_us: at(0.5),
             p99_us: at(0.99),
@@ -198,15 +223,13 @@ pub struct Measured {
 fn view_pass(store: &mut dyn Store, views: &[u64], least: usize, pages: &[u64]) -> Viewed {
     let counters = store.cache_counters();
     let mut latencies = Latencies::default();
-    let mut spent_us = 0.0;
     for (done, id) in views.iter().enumerate() {
-        if done >= least && spent_us >= MIN_PASS_SECONDS * 1e6 {
+        if done >= least && latencies.total_micros() >= MIN_PASS_SECONDS * 1e6 {
             break;
         }
         std::hint::black_box(latencies.time(|| store.view(*id)));
-        spent_us += latencies.0.last().expect("just timed");
     }
-    let viewed = latencies.0.len();
+    let viewed = latencies.count();
     let after = store.cache_counters();
     let hit_ratio = CacheCounters::ratio(counters, after);
     let misses_per_view = counters.zip(after).map(|(before, after)| {
