@@ -839,27 +839,12 @@ pub fn text(advice: &Advice) -> String {
     out
 }
 
-/// A byte count as given on the command line: a number, with `KiB`, `MiB` or `GiB` (or
-/// `K`, `M`, `G`) after it.
+/// A byte count as `--budget` takes it: `67108864`, `64MiB`, `1.5 GiB`, `64MB` (SI units
+/// are powers of 1000, binary ones of 1024), read by `parse-size`.
 pub fn parse_bytes(text: &str) -> Result<u64, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a byte count such as 67108864 or 64MiB"))?;
-    let shift = match unit.trim() {
-        "" | "B" => 0,
-        "K" | "KiB" | "k" => 10,
-        "M" | "MiB" => 20,
-        "G" | "GiB" => 30,
-        other => return Err(format!("unknown unit {other:?} (KiB, MiB or GiB)")),
-    };
-    number
-        .checked_mul(1 << shift)
-        .ok_or_else(|| format!("{text:?} is too large"))
+    parse_size::parse_size(text.trim()).map_err(|e| {
+        format!("{text:?} is not a byte count such as 67108864, 64MiB or 1.5GB: {e}")
+    })
 }
 
 /// A file of parent keys as read, one per line, each as `advise` reads a key: Extended
@@ -927,9 +912,12 @@ mod tests {
         assert_eq!(parse_bytes("65536"), Ok(65536));
         assert_eq!(parse_bytes("64MiB"), Ok(64 << 20));
         assert_eq!(parse_bytes("2 GiB"), Ok(2 << 30));
-        assert_eq!(parse_bytes("16K"), Ok(16 << 10));
+        assert_eq!(parse_bytes("16KiB"), Ok(16 << 10));
+        assert_eq!(parse_bytes("1.5GiB"), Ok(3 << 29));
+        assert_eq!(parse_bytes("64MB"), Ok(64_000_000));
+        assert_eq!(parse_bytes("16K"), Ok(16_000));
         assert!(parse_bytes("MiB").is_err());
-        assert!(parse_bytes("5 TB").is_err());
+        assert!(parse_bytes("5 parsecs").is_err());
         assert!(parse_bytes("99999999999999999999G").is_err());
     }
 
