@@ -265,19 +265,19 @@ pub fn run(scale: Scale, json: bool) -> Result<(), Failure> {
         println!(
             "skewdb demo ({scale} scale): each seed scenario built under each layout that fits it\n"
         );
-        println!(
-            "{:<10} {:<18} {:>8} {:>10} {:>13} {:>14} {:>10} {:>8} {:>7}",
-            "scenario",
-            "layout",
-            "parents",
-            "items",
-            "disk bytes",
-            "largest rec B",
-            "pages/get",
-            "refused",
-            "secs"
-        );
     }
+    let mut table = comfy_table::Table::new();
+    table.load_preset(comfy_table::presets::NOTHING).set_header([
+        "scenario",
+        "layout",
+        "parents",
+        "items",
+        "disk bytes",
+        "largest rec B",
+        "pages/get",
+        "refused",
+        "secs",
+    ]);
     for (scenario, builder, layouts) in scenarios() {
         for layout in layouts {
             let row = build(scenario, builder, layout, &sizes)?;
@@ -288,22 +288,26 @@ pub fn run(scale: Scale, json: bool) -> Result<(), Failure> {
                            "pages_per_get": row.pages_per_get, "refused_writes": row.refused, "seconds": row.seconds})
                 );
             } else {
-                println!(
-                    "{:<10} {:<18} {:>8} {:>10} {:>13} {:>14} {:>10.2} {:>8} {:>7.2}",
-                    row.scenario,
+                table.add_row([
+                    row.scenario.to_string(),
                     row.layout.describe(),
-                    row.records,
-                    row.items,
-                    row.disk_bytes,
-                    row.largest_record,
-                    row.pages_per_get,
-                    row.refused,
-                    row.seconds
-                );
+                    row.records.to_string(),
+                    row.items.to_string(),
+                    row.disk_bytes.to_string(),
+                    row.largest_record.to_string(),
+                    format!("{:.2}", row.pages_per_get),
+                    row.refused.to_string(),
+                    format!("{:.2}", row.seconds),
+                ]);
             }
         }
     }
     if !json {
+        // Numbers to the right, names to the left.
+        for column in table.column_iter_mut().skip(2) {
+            column.set_cell_alignment(comfy_table::CellAlignment::Right);
+        }
+        println!("{table}");
         println!(
             "\nparents: parent records; items: items stored (a refused batch stores none); pages/get: storage reads \
              per parent read with no cache; refused: batches refused at the 16 MiB record limit."
