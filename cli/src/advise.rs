@@ -842,9 +842,8 @@ pub fn text(advice: &Advice) -> String {
 /// A byte count as `--budget` takes it: `67108864`, `64MiB`, `1.5 GiB`, `64MB` (SI units
 /// are powers of 1000, binary ones of 1024), read by `parse-size`.
 pub fn parse_bytes(text: &str) -> Result<u64, String> {
-    parse_size::parse_size(text.trim()).map_err(|e| {
-        format!("{text:?} is not a byte count such as 67108864, 64MiB or 1.5GB: {e}")
-    })
+    parse_size::parse_size(text.trim())
+        .map_err(|e| format!("{text:?} is not a byte count such as 67108864, 64MiB or 1.5GB: {e}"))
 }
 
 /// A file of parent keys as read, one per line, each as `advise` reads a key: Extended

@@ -267,17 +267,19 @@ pub fn run(scale: Scale, json: bool) -> Result<(), Failure> {
         );
     }
     let mut table = comfy_table::Table::new();
-    table.load_preset(comfy_table::presets::NOTHING).set_header([
-        "scenario",
-        "layout",
-        "parents",
-        "items",
-        "disk bytes",
-        "largest rec B",
-        "pages/get",
-        "refused",
-        "secs",
-    ]);
+    table
+        .load_preset(comfy_table::presets::NOTHING)
+        .set_header([
+            "scenario",
+            "layout",
+            "parents",
+            "items",
+            "disk bytes",
+            "largest rec B",
+            "pages/get",
+            "refused",
+            "secs",
+        ]);
     for (scenario, builder, layouts) in scenarios() {
         for layout in layouts {
             let row = build(scenario, builder, layout, &sizes)?;
