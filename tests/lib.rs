@@ -237,6 +237,20 @@ pub fn commit(db: &Db, steps: &[Step]) -> Result<()> {
     batch.commit()
 }
 
+/// Commits every batch of `batches`, with a compaction after every 20th and a checkpoint
+/// after every other 10th, so that crash images and readers meet both.
+pub fn commit_maintained(db: &Db, batches: &[Vec<Step>]) -> Result<()> {
+    for (index, batch) in batches.iter().enumerate() {
+        commit(db, batch)?;
+        if index % 20 == 19 {
+            db.compact()?;
+        } else if index % 10 == 9 {
+            db.checkpoint()?;
+        }
+    }
+    Ok(())
+}
+
 /// Applies one batch of steps to the model.
 pub fn apply(model: &mut Model, steps: &[Step]) {
     for step in steps {

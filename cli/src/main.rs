@@ -109,6 +109,38 @@ struct ParentArgs {
     key: String,
 }
 
+/// The parents of a collection whose keys lie in [--from, --to].
+#[derive(Args)]
+struct KeyRange {
+    /// The database directory.
+    db: PathBuf,
+    /// The collection.
+    collection: String,
+    /// Smallest parent key (inclusive; base64 with --key-base64).
+    #[arg(long)]
+    from: Option<String>,
+    /// Largest parent key (inclusive; base64 with --key-base64).
+    #[arg(long)]
+    to: Option<String>,
+}
+
+impl KeyRange {
+    /// The collection, read-only, and a scan of the range.
+    fn scan(&self, keys: Keys) -> Result<(skewdb::Collection, skewdb::Scan), Failure> {
+        let handle = open_for_reading(&self.db)?;
+        let collection = handle.collection(&self.collection)?;
+        let from = match &self.from {
+            Some(from) => keys.read_for(from, &collection)?,
+            None => Vec::new(),
+        };
+        let scan = match &self.to {
+            Some(to) => collection.scan(from..=keys.read_for(to, &collection)?)?,
+            None => collection.scan(from..)?,
+        };
+        Ok((collection, scan))
+    }
+}
+
 /// One array field of one parent document.
 #[derive(Args)]
 struct ArrayArgs {
@@ -281,32 +313,16 @@ enum Command {
     },
     /// Print the parents whose keys lie in [--from, --to], in key order.
     Scan {
-        /// The database directory.
-        db: PathBuf,
-        /// The collection.
-        collection: String,
-        /// Smallest parent key (inclusive; base64 with --key-base64).
-        #[arg(long)]
-        from: Option<String>,
-        /// Largest parent key (inclusive; base64 with --key-base64).
-        #[arg(long)]
-        to: Option<String>,
+        #[command(flatten)]
+        range: KeyRange,
         /// Print at most this many parents.
         #[arg(long)]
         limit: Option<u64>,
     },
     /// Count the parents whose keys lie in [--from, --to].
     Count {
-        /// The database directory.
-        db: PathBuf,
-        /// The collection.
-        collection: String,
-        /// Smallest parent key (inclusive; base64 with --key-base64).
-        #[arg(long)]
-        from: Option<String>,
-        /// Largest parent key (inclusive; base64 with --key-base64).
-        #[arg(long)]
-        to: Option<String>,
+        #[command(flatten)]
+        range: KeyRange,
     },
     /// List the collections: each one's parents, format, array fields with their layouts
     /// and measures, and the mapping an import recorded.
@@ -1363,24 +1379,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 );
             }
         }
-        Command::Scan {
-            db,
-            collection,
-            from,
-            to,
-            limit,
-        } => {
-            let handle = open_for_reading(&db)?;
-            let collection = handle.collection(&collection)?;
+        Command::Scan { range, limit } => {
+            let (collection, scan) = range.scan(keys)?;
             let shown = Shown::of(collection.spec(), cli.canonical);
-            let from = match from {
-                Some(from) => keys.read_for(&from, &collection)?,
-                None => Vec::new(),
-            };
-            let scan = match to {
-                Some(to) => collection.scan(from..=keys.read_for(&to, &collection)?)?,
-                None => collection.scan(from..)?,
-            };
             for document in
                 scan.take(limit.map_or(usize::MAX, |n| n.try_into().unwrap_or(usize::MAX)))
             {
@@ -1396,22 +1397,8 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 }
             }
         }
-        Command::Count {
-            db,
-            collection,
-            from,
-            to,
-        } => {
-            let handle = open_for_reading(&db)?;
-            let collection = handle.collection(&collection)?;
-            let from = match from {
-                Some(from) => keys.read_for(&from, &collection)?,
-                None => Vec::new(),
-            };
-            let scan = match to {
-                Some(to) => collection.scan(from..=keys.read_for(&to, &collection)?)?,
-                None => collection.scan(from..)?,
-            };
+        Command::Count { range } => {
+            let (_, scan) = range.scan(keys)?;
             let mut count = 0u64;
             for document in scan {
                 document?;

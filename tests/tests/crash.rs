@@ -184,14 +184,7 @@ fn sweep(persistent: bool) -> (u64, u64) {
         let sim = SimStorage::new();
         let storage: Arc<dyn Storage> = Arc::new(sim.clone());
         let db = open_db(storage, small_options(durability)).unwrap();
-        for (index, batch) in steps.iter().enumerate() {
-            commit(&db, batch).unwrap();
-            if index % 20 == 19 {
-                db.compact().unwrap();
-            } else if index % 10 == 9 {
-                db.checkpoint().unwrap();
-            }
-        }
+        skewdb_tests::commit_maintained(&db, &steps).unwrap();
         drop(db);
         sim.operations()
     };

@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use skewdb::testing::{FsStorage, SimStorage, Storage};
 use skewdb::{CollectionSpec, Db, Durability, Error, Options};
-use skewdb_tests::{Model, commit, open_db, prefix_states, read_all, small_options, workload};
+use skewdb_tests::{
+    Model, commit, commit_maintained, open_db, prefix_states, read_all, small_options, workload,
+};
 
 /// Every file's name and bytes.
 fn files_of(storage: &SimStorage) -> BTreeMap<String, Vec<u8>> {
@@ -65,14 +67,7 @@ fn a_power_loss_image_opened_read_only_is_not_modified() {
     let options = small_options(Durability::Immediate);
     let db = open_db(storage, options.clone()).unwrap();
     sim.capture_syncs(true);
-    for (index, batch) in steps.iter().enumerate() {
-        commit(&db, batch).unwrap();
-        if index % 20 == 19 {
-            db.compact().unwrap();
-        } else if index % 10 == 9 {
-            db.checkpoint().unwrap();
-        }
-    }
+    commit_maintained(&db, &steps).unwrap();
     drop(db);
     let snapshots = sim.take_captured();
     let mut opened = 0;
