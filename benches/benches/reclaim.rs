@@ -33,7 +33,9 @@ struct Latency {
 }
 
 fn latency(samples: Vec<Duration>) -> Latency {
-    let mut histogram = hdrhistogram::Histogram::<u64>::new(3).expect("3 significant figures");
+    // Nanoseconds up to about an hour (2^42), at 3 significant figures.
+    let mut histogram = hdrhistogram::Histogram::<u64>::new_with_max(1 << 42, 3)
+        .expect("a range and precision hdrhistogram takes");
     for sample in samples {
         histogram.saturating_record(u64::try_from(sample.as_nanos()).unwrap_or(u64::MAX));
     }

@@ -298,7 +298,9 @@ impl FieldStats {
 /// Array lengths as a histogram (3 significant figures: exact below 2,048), whose
 /// quantiles take the nearest rank.
 fn histogram(lengths: &[u64]) -> hdrhistogram::Histogram<u64> {
-    let mut histogram = hdrhistogram::Histogram::new(3).expect("3 significant figures");
+    // Lengths up to 2^40, past any array a 16 MiB record or its history holds.
+    let mut histogram = hdrhistogram::Histogram::new_with_max(1 << 40, 3)
+        .expect("a range and precision hdrhistogram takes");
     for &length in lengths {
         histogram.saturating_record(length);
     }

@@ -29,7 +29,9 @@ fn push(n: u64) -> Request {
 
 /// Median, 99th percentile and mean, in microseconds.
 fn summary(micros: Vec<f64>) -> (f64, f64, f64) {
-    let mut histogram = hdrhistogram::Histogram::<u64>::new(3).expect("3 significant figures");
+    // Nanoseconds up to about an hour (2^42), at 3 significant figures.
+    let mut histogram = hdrhistogram::Histogram::<u64>::new_with_max(1 << 42, 3)
+        .expect("a range and precision hdrhistogram takes");
     for sample in &micros {
         histogram.saturating_record((sample * 1e3) as u64);
     }

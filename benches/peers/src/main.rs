@@ -143,7 +143,9 @@ pub struct Latencies {
 impl Default for Latencies {
     fn default() -> Self {
         Latencies {
-            histogram: hdrhistogram::Histogram::new(3).expect("3 significant figures"),
+            // Nanoseconds up to about an hour (2^42), at 3 significant figures.
+            histogram: hdrhistogram::Histogram::new_with_max(1 << 42, 3)
+                .expect("a range and precision hdrhistogram takes"),
             total_micros: 0.0,
         }
     }
