@@ -85,6 +85,53 @@ impl At<'_> {
             .summary(&self.version, self.info, key, field, range)
     }
 
+    /// [`CollectionHandle::summary_windows`] at this version.
+    pub(crate) fn summary_windows(
+        &self,
+        key: &[u8],
+        field: &str,
+        range: (Bound<i64>, Bound<i64>),
+        span: i64,
+    ) -> Result<Option<Vec<(i64, Summary)>>> {
+        if span <= 0 {
+            return Err(Error::InvalidOption {
+                option: "span",
+                reason: format!("a window's span must be positive, not {span}"),
+            });
+        }
+        let Some(whole) = self.summary(key, field, range)? else {
+            return Ok(None);
+        };
+        let mut windows = Vec::new();
+        let (mut lower, upper) = range;
+        // Each turn: the window of the next key in the range, then the next key past it
+        // (from the summary of the rest): windows without items cost nothing.
+        let mut next = whole.min_key;
+        while let Some(at) = next {
+            let start = at.div_euclid(span).saturating_mul(span);
+            let end = start.checked_add(span);
+            let window_upper = match (end, upper) {
+                (None, upper) => upper,
+                (Some(end), Bound::Included(last)) if last < end => Bound::Included(last),
+                (Some(end), Bound::Excluded(last)) if last <= end => Bound::Excluded(last),
+                (Some(end), _) => Bound::Excluded(end),
+            };
+            match self.summary(key, field, (lower, window_upper))? {
+                Some(summary) => windows.push((start, summary)),
+                None => return Ok(None),
+            }
+            next = match end {
+                Some(end) if window_upper == Bound::Excluded(end) => {
+                    lower = Bound::Included(end);
+                    self.summary(key, field, (lower, upper))?
+                        .and_then(|rest| rest.min_key)
+                }
+                _ => None,
+            };
+        }
+        Ok(Some(windows))
+    }
+
     pub(crate) fn outliers(&self, field: &str) -> Result<Vec<Outlier>> {
         let field = field_index(self.info, field)?;
         self.shared
@@ -289,6 +336,42 @@ impl<V: View> CollectionHandle<V> {
         self.view.note_parent(&self.info, key.as_ref())?;
         let range = (range.start_bound().cloned(), range.end_bound().cloned());
         self.at()?.summary(key.as_ref(), field, range)
+    }
+
+    /// [`summary`](Self::summary) per window of `span`: the range split at the multiples of
+    /// `span` (as a Bucket array with a span aligns its buckets), one `(window start,
+    /// summary)` for each window that holds items, all at one version; `None` when the
+    /// parent does not exist. Sealed buckets a window covers whole answer from their stored
+    /// summaries; only those that straddle a window's ends are decoded. A `span` that is
+    /// not positive is `Error::InvalidOption`.
+    ///
+    /// ```
+    /// use skewdb::{CollectionSpec, Db, Layout, NewItem, Options};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path(), Options::new())?;
+    /// let hourly = Layout::Bucket { max_items: 60, span: Some(3600) };
+    /// let sensors = db.create_collection(CollectionSpec::new("s").array("t", hourly))?;
+    /// let mut batch = db.batch();
+    /// for minute in 0..180 {
+    ///     batch.push("s", "s1", "t", NewItem::new("").key(minute * 60).value(minute as f64));
+    /// }
+    /// batch.commit()?;
+    /// let hours = sensors.summary_windows("s1", "t", .., 3600)?.unwrap();
+    /// assert_eq!(hours.len(), 3);
+    /// assert_eq!((hours[1].0, hours[1].1.count, hours[1].1.min), (3600, 60, Some(60.0)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn summary_windows(
+        &self,
+        key: impl AsRef<[u8]>,
+        field: &str,
+        range: impl RangeBounds<i64>,
+        span: i64,
+    ) -> Result<Option<Vec<(i64, Summary)>>> {
+        self.view.note_parent(&self.info, key.as_ref())?;
+        let range = (range.start_bound().cloned(), range.end_bound().cloned());
+        self.at()?.summary_windows(key.as_ref(), field, range, span)
     }
 
     /// The parents whose array `field` has items outside the parent record, in key order.
