@@ -63,6 +63,57 @@ impl ItemKeyArg {
     }
 }
 
+/// A window's span as `summary --every` takes it: an integer in the array's key units, or,
+/// for a Bucket array with a span (keyed by milliseconds, as dates are), a duration (`1h`,
+/// `15min`, `1day`) read by `humantime`, as milliseconds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SpanArg {
+    /// An integer.
+    Integer(i64),
+    /// A duration, as milliseconds, with the text given.
+    Duration { millis: i64, text: String },
+}
+
+impl FromStr for SpanArg {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let text = text.trim();
+        if let Ok(span) = text.parse::<i64>() {
+            return Ok(SpanArg::Integer(span));
+        }
+        let duration = humantime::parse_duration(text).map_err(|e| {
+            format!("{text:?} is neither an integer nor a duration such as 1h or 15min: {e}")
+        })?;
+        let millis = i64::try_from(duration.as_millis())
+            .map_err(|_| format!("{text:?} is too long a span"))?;
+        Ok(SpanArg::Duration {
+            millis,
+            text: text.to_string(),
+        })
+    }
+}
+
+impl SpanArg {
+    /// The span in `array`'s key units: a duration only in a Bucket array with a span.
+    pub fn resolve(&self, array: &ArraySpec) -> Result<i64, String> {
+        match self {
+            SpanArg::Integer(span) => Ok(*span),
+            SpanArg::Duration { millis, .. }
+                if matches!(array.layout, Layout::Bucket { span: Some(_), .. }) =>
+            {
+                Ok(*millis)
+            }
+            SpanArg::Duration { text, .. } => Err(format!(
+                "span {text:?} is a duration, and durations measure only Bucket arrays with a \
+                 span; {:?} is {}",
+                array.field,
+                array.layout.describe()
+            )),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,5 +156,25 @@ mod tests {
         assert!(error.contains("Bucket arrays with a span"), "{error}");
         assert_eq!("7".parse::<ItemKeyArg>().unwrap().resolve(&plain), Ok(7));
         assert!(date.resolve(&array(Layout::Subset { keep: 3 })).is_err());
+    }
+
+    #[test]
+    fn durations_measure_time_series_only() {
+        let hourly = array(Layout::Bucket {
+            max_items: 60,
+            span: Some(3_600_000),
+        });
+        let span = |text: &str| text.parse::<SpanArg>()?.resolve(&hourly);
+        assert_eq!(span("1h"), Ok(3_600_000));
+        assert_eq!(span("15min"), Ok(900_000));
+        assert_eq!(span("1day"), Ok(86_400_000));
+        assert_eq!(span("250"), Ok(250));
+        assert!(span("soon").unwrap_err().contains("duration"));
+        let error = "1h"
+            .parse::<SpanArg>()
+            .unwrap()
+            .resolve(&array(Layout::Embed))
+            .unwrap_err();
+        assert!(error.contains("Bucket arrays with a span"), "{error}");
     }
 }

@@ -17,7 +17,7 @@ use std::ops::Bound;
 
 use skewdb::{Batch, CollectionSpec, Cursor, Db, ItemQuery, Layout, NewItem, Options};
 use skewdb_cli::failure::{self, Failure};
-use skewdb_cli::item_key::ItemKeyArg;
+use skewdb_cli::item_key::{ItemKeyArg, SpanArg};
 use skewdb_cli::mapped::{Mapped, Stated, with_stated};
 use skewdb_cli::text::Shown;
 use skewdb_cli::{advise, exec, export, import, text};
@@ -291,6 +291,11 @@ enum Command {
         /// measure's by name when the array names its own).
         #[arg(long)]
         measure: Option<String>,
+        /// One summary per window of this span (aligned to its multiples, as buckets are),
+        /// for the windows that hold items: an integer, or for a Bucket array with a span a
+        /// duration (1h, 15min, 1day) in milliseconds.
+        #[arg(long, value_name = "SPAN")]
+        every: Option<SpanArg>,
     },
     /// Print the parents whose array field has items outside the parent record.
     Outliers {
@@ -1306,6 +1311,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             from,
             to,
             measure,
+            every,
         } => {
             let handle = open_for_reading(&array.parent.db)?;
             let collection = handle.collection(&array.parent.collection)?;
@@ -1319,21 +1325,48 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 item_key_of(from.as_ref(), &array_handle)?,
                 item_key_of(to.as_ref(), &array_handle)?,
             );
-            let summary = collection
-                .summary(&key, &array.field, bounds(from, to))?
-                .ok_or_else(|| not_found(&key))?;
-            match (json, index) {
-                (true, Some(index)) => {
-                    let mut value = text::measure_summary_json(&summary, index);
-                    value["measure"] = json!(measures[index]);
-                    print_value(&value)?;
+            let windows = match every {
+                None => vec![(
+                    None,
+                    collection
+                        .summary(&key, &array.field, bounds(from, to))?
+                        .ok_or_else(|| not_found(&key))?,
+                )],
+                Some(span) => {
+                    let span = span
+                        .resolve(array_handle.spec())
+                        .map_err(Failure::invalid_input)?;
+                    collection
+                        .summary_windows(&key, &array.field, bounds(from, to), span)?
+                        .ok_or_else(|| not_found(&key))?
+                        .into_iter()
+                        .map(|(start, summary)| (Some(start), summary))
+                        .collect()
                 }
-                (true, None) => print_value(&text::summary_json(&summary, array_handle.spec()))?,
-                (false, index) => {
-                    out!(
-                        "{}",
-                        text::summary_text(&summary, array_handle.spec(), index)
-                    )
+            };
+            for (window, summary) in windows {
+                match (json, index) {
+                    (true, index) => {
+                        let mut value = match index {
+                            Some(index) => {
+                                let mut value = text::measure_summary_json(&summary, index);
+                                value["measure"] = json!(measures[index]);
+                                value
+                            }
+                            None => text::summary_json(&summary, array_handle.spec()),
+                        };
+                        if let Some(window) = window {
+                            value["window"] = json!(window);
+                        }
+                        print_value(&value)?;
+                    }
+                    (false, index) => {
+                        let line = text::summary_text(&summary, array_handle.spec(), index);
+                        match window {
+                            Some(window) => out!("window {window}: {line}"),
+                            None => out!("{line}"),
+                        }
+                    }
                 }
             }
         }

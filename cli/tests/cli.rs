@@ -988,3 +988,86 @@ fn everyday_commands() {
         assert!(output.stderr.is_empty(), "{args:?}: {output:?}");
     }
 }
+
+/// `summary --every`: one summary per window that holds items, durations for a time series.
+#[test]
+fn summary_every_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db = db.to_str().unwrap();
+    let ok = |args: &[&str]| {
+        let output = skewdb(args);
+        assert!(output.status.success(), "{args:?}: {output:?}");
+        stdout(&output)
+    };
+    ok(&[
+        "create",
+        db,
+        "--collection",
+        "s",
+        "--array",
+        "t=bucket:4:3600000",
+        "--array",
+        "n=embed",
+    ]);
+    // Readings every 30 minutes for 5 hours, none in the third hour.
+    for half_hour in (0..10).filter(|h| h / 2 != 2) {
+        let key = (half_hour * 1_800_000).to_string();
+        let value = half_hour.to_string();
+        ok(&[
+            "push", db, "s", "s1", "t", "x", "--key", &key, "--value", &value,
+        ]);
+        ok(&[
+            "push",
+            db,
+            "s",
+            "s1",
+            "n",
+            "x",
+            "--key",
+            &half_hour.to_string(),
+            "--value",
+            &value,
+        ]);
+    }
+    let hourly = ok(&["--json", "summary", db, "s", "s1", "t", "--every", "1h"]);
+    let windows: Vec<Value> = hourly
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let starts: Vec<i64> = windows
+        .iter()
+        .map(|w| w["window"].as_i64().unwrap())
+        .collect();
+    assert_eq!(starts, [0, 3_600_000, 10_800_000, 14_400_000]);
+    assert!(windows.iter().all(|w| w["count"] == 2), "{hourly}");
+    assert_eq!(windows[1]["sum"], 5.0);
+    let text = ok(&[
+        "summary", db, "s", "s1", "t", "--every", "2h", "--from", "3600000",
+    ]);
+    assert!(
+        text.starts_with("window 0: items 2  count 2  sum 5 "),
+        "{text}"
+    );
+    assert_eq!(text.lines().count(), 3, "{text}");
+    // An integer span on any array; a duration only on a time series.
+    assert_eq!(
+        ok(&["summary", db, "s", "s1", "n", "--every", "4"])
+            .lines()
+            .count(),
+        3
+    );
+    let refused = skewdb(&["--json", "summary", db, "s", "s1", "n", "--every", "1h"]);
+    let (code, error) = (
+        refused.status.code(),
+        serde_json::from_slice::<Value>(&refused.stderr).unwrap(),
+    );
+    assert_eq!(
+        (code, error["kind"].as_str()),
+        (Some(1), Some("invalid_input")),
+        "{error}"
+    );
+    let zero = skewdb(&["--json", "summary", db, "s", "s1", "n", "--every", "0"]);
+    let error: Value = serde_json::from_slice(&zero.stderr).unwrap();
+    assert_eq!(error["kind"], "invalid_option", "{error}");
+}
