@@ -119,6 +119,18 @@ pub fn small_options(durability: Durability) -> Options {
         .background(false)
 }
 
+/// The options the format fixtures (`tests/data/`, `tests/fixtures/`) are written and read
+/// with: small pages and segments, no automatic checkpoint, every write durable, no
+/// maintenance thread.
+pub fn fixture_options() -> Options {
+    Options::new()
+        .page_bytes(4096)
+        .segment_bytes(64 * 1024)
+        .checkpoint_bytes(1 << 30)
+        .durability(Durability::Immediate)
+        .background(false)
+}
+
 /// A deterministic workload of `batches` batches of 1 to 8 steps each. Bodies vary from
 /// empty to past the inline limit so that some records are stored large; removals take keys
 /// pushed earlier, so that they find items inline, in tails and in chunks.

@@ -48,17 +48,9 @@ impl ItemKeyArg {
     pub fn resolve(&self, array: &ArraySpec) -> Result<i64, String> {
         match self {
             ItemKeyArg::Integer(key) => Ok(*key),
-            ItemKeyArg::Date { millis, .. }
-                if matches!(array.layout, Layout::Bucket { span: Some(_), .. }) =>
-            {
-                Ok(*millis)
-            }
-            ItemKeyArg::Date { text, .. } => Err(format!(
-                "item key {text:?} is a date, and dates key only Bucket arrays with a span; \
-                 {:?} is {}",
-                array.field,
-                array.layout.describe()
-            )),
+            ItemKeyArg::Date { millis, text } => on_time_series(array, *millis, || {
+                format!("item key {text:?} is a date, and dates key")
+            }),
         }
     }
 }
@@ -99,18 +91,28 @@ impl SpanArg {
     pub fn resolve(&self, array: &ArraySpec) -> Result<i64, String> {
         match self {
             SpanArg::Integer(span) => Ok(*span),
-            SpanArg::Duration { millis, .. }
-                if matches!(array.layout, Layout::Bucket { span: Some(_), .. }) =>
-            {
-                Ok(*millis)
-            }
-            SpanArg::Duration { text, .. } => Err(format!(
-                "span {text:?} is a duration, and durations measure only Bucket arrays with a \
-                 span; {:?} is {}",
-                array.field,
-                array.layout.describe()
-            )),
+            SpanArg::Duration { millis, text } => on_time_series(array, *millis, || {
+                format!("span {text:?} is a duration, and durations measure")
+            }),
         }
+    }
+}
+
+/// `millis` when `array` is a time series (a Bucket array with a span, keyed by
+/// milliseconds); else why not, `what` saying what the argument was.
+fn on_time_series(
+    array: &ArraySpec,
+    millis: i64,
+    what: impl FnOnce() -> String,
+) -> Result<i64, String> {
+    match array.layout {
+        Layout::Bucket { span: Some(_), .. } => Ok(millis),
+        _ => Err(format!(
+            "{} only Bucket arrays with a span; {:?} is {}",
+            what(),
+            array.field,
+            array.layout.describe()
+        )),
     }
 }
 

@@ -34,6 +34,13 @@ fn stdout(output: &Output) -> String {
     String::from_utf8(output.stdout.clone()).unwrap()
 }
 
+/// The output of a command that must succeed.
+fn ok(args: &[&str]) -> String {
+    let output = skewdb(args);
+    assert!(output.status.success(), "{args:?}: {output:?}");
+    stdout(&output)
+}
+
 fn json_lines(output: &Output) -> Vec<Value> {
     stdout(output)
         .lines()
@@ -864,11 +871,6 @@ fn verbose_prints_the_engines_log() {
 #[test]
 fn everyday_commands() {
     let (dir, db) = created();
-    let ok = |args: &[&str]| {
-        let output = skewdb(args);
-        assert!(output.status.success(), "{args:?}: {output:?}");
-        stdout(&output)
-    };
     ok(&[
         "create",
         &db,
@@ -995,11 +997,6 @@ fn summary_every_window() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
     let db = db.to_str().unwrap();
-    let ok = |args: &[&str]| {
-        let output = skewdb(args);
-        assert!(output.status.success(), "{args:?}: {output:?}");
-        stdout(&output)
-    };
     ok(&[
         "create",
         db,

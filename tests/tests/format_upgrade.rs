@@ -5,16 +5,11 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use skewdb::{CollectionSpec, Db, Durability, ItemQuery, Layout, NewItem, Options};
+use skewdb::{CollectionSpec, Db, ItemQuery, Layout, NewItem, Options};
 
 /// The options the image was written with.
 fn options() -> Options {
-    Options::new()
-        .page_bytes(4096)
-        .segment_bytes(64 * 1024)
-        .checkpoint_bytes(1 << 30)
-        .durability(Durability::Immediate)
-        .background(false)
+    skewdb_tests::fixture_options()
 }
 
 /// Every collection's documents, arrays, summaries (whole and over keys 100..2200) and

@@ -9,7 +9,7 @@
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use skewdb::{CollectionSpec, Db, Durability, ItemQuery, Layout, NewItem, Options};
+use skewdb::{CollectionSpec, Db, ItemQuery, Layout, NewItem, Options};
 
 /// One fixture per layout, each with a second measure so that every summary form appears.
 const LAYOUTS: [(&str, Layout); 5] = [
@@ -29,12 +29,7 @@ const LAYOUTS: [(&str, Layout); 5] = [
 /// Small pages and segments, and no automatic checkpoint: the writes after the one the
 /// generator takes stay in the log, for replay.
 fn options() -> Options {
-    Options::new()
-        .page_bytes(4096)
-        .segment_bytes(64 * 1024)
-        .checkpoint_bytes(1 << 30)
-        .durability(Durability::Immediate)
-        .background(false)
+    skewdb_tests::fixture_options()
 }
 
 fn fixtures() -> PathBuf {
