@@ -194,8 +194,8 @@ fn parse_line(line: &str, db: &Db, batch: &mut Batch) -> Result<bool, Failure> {
     }
     let coll: String = fields.required("coll")?;
     // A collection that does not exist is refused by the commit, as before any map.
-    let spec = db.collection(&coll).ok().map(|c| c.spec().clone());
-    let mapped = spec.as_ref().and_then(Mapped::of);
+    let collection = db.collection(&coll).ok();
+    let mapped = collection.as_ref().and_then(|c| Mapped::of(c.spec()));
     let key = parent_key(&mut fields, mapped.as_ref())?;
     let refused = |message: String| Failure::invalid_input(message);
     match op.as_str() {

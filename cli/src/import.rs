@@ -232,15 +232,11 @@ fn element_id(id: &Bson) -> Option<Vec<u8>> {
 /// An element's item: its key and measures from the fields the array names.
 pub(crate) fn item(array: &ArrayField, element: &Bson) -> Result<NewItem, String> {
     let mut item = NewItem::new(mongo::element_payload(element)?);
-    let field = |name: &str| match element {
-        Bson::Document(d) => d.get(name),
-        _ => None,
-    };
     if let Some(name) = &array.item_key {
         item = item.key(element_key(element, name)?);
     }
     for (at, name) in array.measures.iter().enumerate() {
-        let value = match field(name) {
+        let value = match element_field(element, name) {
             None | Some(Bson::Null) => continue,
             Some(Bson::Int32(v)) => *v as f64,
             Some(Bson::Int64(v)) => *v as f64,
@@ -256,13 +252,17 @@ pub(crate) fn item(array: &ArrayField, element: &Bson) -> Result<NewItem, String
     Ok(item)
 }
 
-/// The item key element field `name` holds: a date (its milliseconds) or an integer.
-pub(crate) fn element_key(element: &Bson, name: &str) -> Result<i64, String> {
-    let value = match element {
+/// Field `name` of an element that is a document.
+fn element_field<'a>(element: &'a Bson, name: &str) -> Option<&'a Bson> {
+    match element {
         Bson::Document(d) => d.get(name),
         _ => None,
-    };
-    match value {
+    }
+}
+
+/// The item key element field `name` holds: a date (its milliseconds) or an integer.
+pub(crate) fn element_key(element: &Bson, name: &str) -> Result<i64, String> {
+    match element_field(element, name) {
         Some(Bson::DateTime(at)) => Ok(at.timestamp_millis()),
         Some(Bson::Int32(v)) => Ok(i64::from(*v)),
         Some(Bson::Int64(v)) => Ok(*v),

@@ -99,7 +99,7 @@ impl<'a> Mapped<'a> {
     /// The item `element` makes in array field `field`: its key and measures from the
     /// element's fields where the map names them, as the import read them; what the write
     /// states must then agree (a key) or be absent (measures).
-    pub fn item(&self, field: &str, element: &Bson, stated: Stated) -> Result<NewItem, String> {
+    pub fn item(&self, field: &str, element: &Bson, mut stated: Stated) -> Result<NewItem, String> {
         let Some(array) = self.spec.arrays().iter().find(|a| a.field == field) else {
             // Not an array of the collection: the commit refuses it, as for any collection.
             return Ok(with_stated(
@@ -111,7 +111,6 @@ impl<'a> Mapped<'a> {
         let item_key = fields.item_key.as_deref();
         let measures_from_fields = !fields.measures.is_empty();
         let item = import::item(&fields, element).map_err(|e| format!("the payload: {e}"))?;
-        let mut stated = stated;
         if let Some(name) = item_key
             && let Some(given) = stated.item_key.take()
         {
