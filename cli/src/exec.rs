@@ -187,9 +187,12 @@ fn parse_line(line: &str, db: &Db, batch: &mut Batch) -> Result<bool, Failure> {
         fields.finish(&op)?;
         return Ok(true);
     }
+    if op == "drop" || op == "alter" {
+        return schema_change(&op, fields, batch).map(|()| false);
+    }
     if !OPS.contains(&op.as_str()) {
         return Err(Failure::invalid_input(format!(
-            "unknown op {op:?} (put, del, push, remove, expire, commit)"
+            "unknown op {op:?} (put, del, push, remove, expire, alter, drop, commit)"
         )));
     }
     let coll: String = fields.required("coll")?;
@@ -265,6 +268,32 @@ fn parse_line(line: &str, db: &Db, batch: &mut Batch) -> Result<bool, Failure> {
         other => unreachable!("op {other:?} is one of OPS"),
     }
     Ok(false)
+}
+
+/// Adds a schema change to the batch: `{"op":"drop","coll":..}`, or `{"op":"alter",
+/// "coll":.., "rename":.., "add_array":["FIELD=LAYOUT",..], "drop_array":["FIELD",..],
+/// "add_measure":["FIELD=NAME",..]}` with at least one change.
+fn schema_change(op: &str, mut fields: Fields, batch: &mut Batch) -> Result<(), Failure> {
+    let coll: String = fields.required("coll")?;
+    if op == "drop" {
+        fields.finish(op)?;
+        batch.drop_collection(&coll);
+        return Ok(());
+    }
+    let rename: Option<String> = fields.optional("rename")?;
+    let drops: Vec<String> = fields.optional("drop_array")?.unwrap_or_default();
+    let adds: Vec<String> = fields.optional("add_array")?.unwrap_or_default();
+    let measures: Vec<String> = fields.optional("add_measure")?.unwrap_or_default();
+    fields.finish(op)?;
+    let names = ["field \"add_array\"", "field \"add_measure\""];
+    let alteration = crate::schema::alteration(rename, &drops, &adds, &measures, names)?;
+    if alteration.is_empty() {
+        return Err(Failure::invalid_input(
+            "an \"alter\" op needs rename, add_array, drop_array or add_measure".to_string(),
+        ));
+    }
+    batch.alter_collection(&coll, alteration);
+    Ok(())
 }
 
 /// The ops that name a collection and a parent key.

@@ -10,4 +10,5 @@ pub mod import;
 pub mod item_key;
 pub mod mapped;
 pub mod mongo;
+pub mod schema;
 pub mod text;

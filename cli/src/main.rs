@@ -44,10 +44,13 @@ One example per operation:
   {\"op\":\"remove\",\"coll\":\"users\",\"key\":\"alice\",\"field\":\"followers\",\"item_key\":17}
   {\"op\":\"expire\",\"coll\":\"sensors\",\"key\":\"s1\",\"field\":\"readings\",\"before\":1700000000}
   {\"op\":\"del\",\"coll\":\"users\",\"key\":{\"base64\":\"AAE=\"}}
+  {\"op\":\"alter\",\"coll\":\"users\",\"add_array\":[\"badges=embed\"],\"drop_array\":[\"log\"],\"add_measure\":[\"followers=weight\"],\"rename\":\"people\"}
+  {\"op\":\"drop\",\"coll\":\"sessions\"}
   {\"op\":\"commit\"}
 In push, item_key (default: the array's greatest key + 1), value (the first measure's,
 finite), measures (values of named measures, finite) and payload (default: empty) may be
-left out.
+left out. An alter takes any of its four changes (at least one) and applies them at once,
+as `skewdb alter` does; a batch must change a collection's schema before it writes to it.
 
 In a collection made by `skewdb import` (stored as bson), keys, bodies and payloads are
 Extended JSON values instead, read through the collection's mapping as `put` and `push`
@@ -334,6 +337,36 @@ enum Command {
     Collections {
         #[command(flatten)]
         db: DbArg,
+    },
+    /// Drop a collection: gone at once, its records reclaimed in the background (and by
+    /// `compact`).
+    Drop {
+        #[command(flatten)]
+        db: DbArg,
+        /// The collection.
+        collection: String,
+    },
+    /// Change a collection's schema, every change at once: rename it, add and drop array
+    /// fields (a dropped field's items are gone at once), add measures.
+    #[command(group(clap::ArgGroup::new("change").required(true).multiple(true)))]
+    Alter {
+        #[command(flatten)]
+        db: DbArg,
+        /// The collection.
+        collection: String,
+        /// Its new name.
+        #[arg(long, group = "change", value_name = "NEW")]
+        rename: Option<String>,
+        /// An array field to add, empty in every parent: FIELD=LAYOUT.
+        #[arg(long = "add-array", group = "change", value_name = "FIELD=LAYOUT")]
+        add_arrays: Vec<String>,
+        /// An array field to drop, with every item it holds.
+        #[arg(long = "drop-array", group = "change", value_name = "FIELD")]
+        drop_arrays: Vec<String>,
+        /// A measure to add to an array field (items already stored have no value of it):
+        /// FIELD=NAME.
+        #[arg(long = "add-measure", group = "change", value_name = "FIELD=NAME")]
+        add_measures: Vec<String>,
     },
     /// Apply JSON-line operations from standard input, one batch per commit.
     #[command(long_about = EXEC_HELP)]
@@ -1458,6 +1491,40 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 } else {
                     out!("{}", text::collection_text(spec, parents));
                 }
+            }
+        }
+        Command::Drop { db, collection } => {
+            open_existing(&db.db)?.drop_collection(&collection)?;
+            if json {
+                print_value(&json!({ "dropped": collection }))?;
+            } else {
+                out!("collection {collection} dropped");
+            }
+        }
+        Command::Alter {
+            db,
+            collection,
+            rename,
+            add_arrays,
+            drop_arrays,
+            add_measures,
+        } => {
+            let alteration = skewdb_cli::schema::alteration(
+                rename,
+                &drop_arrays,
+                &add_arrays,
+                &add_measures,
+                ["--add-array", "--add-measure"],
+            )?;
+            let altered = open_existing(&db.db)?.alter_collection(&collection, alteration)?;
+            if json {
+                print_value(&text::schema_json(altered.spec()))?;
+            } else {
+                out!(
+                    "collection {}: {}",
+                    altered.name(),
+                    altered.spec().describe_arrays()
+                );
             }
         }
         Command::Exec { db } => {

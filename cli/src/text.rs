@@ -266,6 +266,13 @@ fn finite(x: f64) -> Value {
 /// A collection as `collections --json` prints it: its parents, format, arrays (layout,
 /// measures, and where an import took each item's key and measures from) and key field.
 pub fn collection_json(spec: &CollectionSpec, parents: u64) -> Value {
+    let mut value = schema_json(spec);
+    value["parents"] = json!(parents);
+    value
+}
+
+/// A collection's schema as `alter --json` prints it: `collections --json` without the count.
+pub fn schema_json(spec: &CollectionSpec) -> Value {
     let map = spec.document_map();
     let arrays: Vec<Value> = spec
         .arrays()
@@ -282,7 +289,6 @@ pub fn collection_json(spec: &CollectionSpec, parents: u64) -> Value {
         .collect();
     json!({
         "name": spec.name(),
-        "parents": parents,
         "format": spec.document_format().name(),
         "key_field": map.map(|m| m.key_field()),
         "arrays": arrays,
@@ -338,6 +344,7 @@ pub fn stats_json(stats: &Stats, space: &SpaceStats) -> Value {
         "durable_lsn": stats.durable_lsn,
         "log_segments": stats.log_segments,
         "log_bytes": stats.log_bytes,
+        "retired": stats.retired,
     })
 }
 
@@ -385,7 +392,7 @@ pub fn cache_text(cache: &CacheStats) -> String {
 
 pub fn stats_text(stats: &Stats, space: &SpaceStats) -> String {
     format!(
-        "{}{}log: {} segments, {} bytes, next lsn {}, durable lsn {}, {} syncs\ncommits {} in {} groups (this process), checkpoints {}, dirty pages {}, held records {} B, replayed at open {} B\n",
+        "{}{}log: {} segments, {} bytes, next lsn {}, durable lsn {}, {} syncs\ncommits {} in {} groups (this process), checkpoints {}, dirty pages {}, held records {} B, replayed at open {} B\ndropped collections and arrays not yet reclaimed: {}\n",
         space_text(space),
         cache_text(&stats.cache),
         stats.log_segments,
@@ -398,7 +405,8 @@ pub fn stats_text(stats: &Stats, space: &SpaceStats) -> String {
         stats.checkpoints,
         stats.dirty_pages,
         stats.held_bytes,
-        stats.replayed_bytes
+        stats.replayed_bytes,
+        stats.retired
     )
 }
 

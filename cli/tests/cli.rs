@@ -1068,3 +1068,160 @@ fn summary_every_window() {
     let error: Value = serde_json::from_slice(&zero.stderr).unwrap();
     assert_eq!(error["kind"], "invalid_option", "{error}");
 }
+
+#[test]
+fn alter_and_drop_change_the_schema_and_refuse_bad_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db").to_str().unwrap().to_string();
+    ok(&[
+        "create",
+        &db,
+        "--collection",
+        "users",
+        "--array",
+        "followers=outlier:2",
+        "--array",
+        "log=reference",
+    ]);
+    for key in 1..=4 {
+        let key = key.to_string();
+        ok(&[
+            "push",
+            &db,
+            "users",
+            "alice",
+            "followers",
+            "--key",
+            &key,
+            "--value",
+            &key,
+            "f",
+        ]);
+        ok(&["push", &db, "users", "alice", "log", "--key", &key, "entry"]);
+    }
+    let altered = ok(&[
+        "alter",
+        &db,
+        "users",
+        "--drop-array",
+        "log",
+        "--add-array",
+        "badges=embed",
+        "--add-measure",
+        "followers=weight",
+        "--rename",
+        "people",
+    ]);
+    assert_eq!(
+        altered.trim(),
+        "collection people: followers=outlier:2 [value weight], badges=embed"
+    );
+    // The dropped array is gone, the added one is empty, the items kept are all there.
+    let got: Value = serde_json::from_str(&ok(&["get", &db, "people", "alice", "--json"])).unwrap();
+    let arrays = got["arrays"].as_object().unwrap();
+    assert_eq!(arrays.keys().collect::<Vec<_>>(), ["followers", "badges"]);
+    assert_eq!(arrays["followers"]["total"], 4);
+    assert_eq!(arrays["badges"]["total"], 0);
+    assert_user_error(
+        &skewdb(&["items", &db, "people", "alice", "log"]),
+        "no array field",
+    );
+    assert_user_error(
+        &skewdb(&["get", &db, "users", "alice"]),
+        "unknown collection",
+    );
+    let schema: Value = serde_json::from_str(&ok(&[
+        "alter",
+        &db,
+        "people",
+        "--json",
+        "--add-array",
+        "recent=subset:3",
+    ]))
+    .unwrap();
+    assert_eq!(schema["name"], "people");
+    assert_eq!(schema["arrays"][2]["layout"], "subset:3");
+    assert_eq!(schema["arrays"][0]["measures"], json!(["value", "weight"]));
+
+    // Bad changes: nothing asked for (a usage error), an unknown collection or field, a bad
+    // layout, a field twice, a name taken.
+    assert_eq!(skewdb(&["alter", &db, "people"]).status.code(), Some(2));
+    assert_user_error(
+        &skewdb(&["alter", &db, "nope", "--rename", "x"]),
+        "unknown collection",
+    );
+    assert_user_error(
+        &skewdb(&["alter", &db, "people", "--drop-array", "zz"]),
+        "no array field",
+    );
+    assert_user_error(
+        &skewdb(&["alter", &db, "people", "--add-array", "bad"]),
+        "is not FIELD=LAYOUT",
+    );
+    assert_user_error(
+        &skewdb(&["alter", &db, "people", "--add-array", "x=subset:0"]),
+        "from 1",
+    );
+    assert_user_error(
+        &skewdb(&["alter", &db, "people", "--add-array", "badges=embed"]),
+        "declared twice",
+    );
+    assert_user_error(
+        &skewdb(&["alter", &db, "people", "--add-measure", "followers"]),
+        "is not FIELD=NAME",
+    );
+    ok(&["create", &db, "--collection", "other"]);
+    assert_user_error(
+        &skewdb(&["alter", &db, "people", "--rename", "other"]),
+        "already exists",
+    );
+
+    // exec: an alter and a write under the new schema in one batch, then a drop.
+    let output = exec(
+        Path::new(&db),
+        concat!(
+            r#"{"op":"alter","coll":"people","drop_array":["recent"],"add_array":["tags=embed"]}"#,
+            "\n",
+            r#"{"op":"push","coll":"people","key":"bob","field":"tags","payload":"t"}"#,
+            "\n",
+            r#"{"op":"commit"}"#,
+            "\n",
+            r#"{"op":"alter","coll":"people"}"#,
+            "\n",
+            r#"{"op":"commit"}"#,
+            "\n",
+            r#"{"op":"drop","coll":"other"}"#,
+            "\n",
+            r#"{"op":"commit"}"#,
+            "\n",
+        ),
+    );
+    let lines = json_lines(&output);
+    assert_eq!(lines[0], json!({"committed": 1}));
+    assert!(
+        lines[1]["error"].as_str().unwrap().contains("needs rename"),
+        "{lines:?}"
+    );
+    assert_eq!(lines[2], json!({"committed": 2}));
+    let items = ok(&["items", &db, "people", "bob", "tags"]);
+    assert!(items.contains('t'), "{items}");
+    let collections = ok(&["collections", &db]);
+    assert!(!collections.contains("other"), "{collections}");
+    assert!(collections.contains("tags=embed"), "{collections}");
+
+    // Drop: gone, its name free again; verify passes before and after a compaction.
+    assert_eq!(
+        ok(&["drop", &db, "people"]).trim(),
+        "collection people dropped"
+    );
+    assert_user_error(&skewdb(&["drop", &db, "people"]), "unknown collection");
+    assert_user_error(
+        &skewdb(&["get", &db, "people", "alice"]),
+        "unknown collection",
+    );
+    ok(&["verify", &db]);
+    ok(&["compact", &db]);
+    ok(&["verify", &db]);
+    ok(&["create", &db, "--collection", "people"]);
+    assert_eq!(ok(&["count", &db, "people"]).trim(), "0");
+}

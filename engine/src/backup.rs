@@ -10,7 +10,7 @@ use bytes::{Buf, BufMut, Bytes};
 
 use std::collections::HashMap;
 
-use crate::catalog::{CollectionId, CollectionSpec, SpecForm};
+use crate::catalog::{CollectionId, CollectionInfo, CollectionSpec, SpecForm};
 use crate::limits::widths::{index, u16_len, u32_len};
 use crate::page::keys;
 use crate::storage::{FsStorage, Storage};
@@ -25,9 +25,12 @@ use crate::{
 pub const BACKUP_MAGIC: [u8; 8] = *b"SKEWDBBK";
 /// The version this build writes. Version 1 (items replayed as pushes, which lost
 /// placement after removals) was never released; it is refused.
-const BACKUP_VERSION: u32 = 3;
-/// Backups whose collection frames lack the document map (`SpecForm::Formatted`): still
-/// read, never written.
+const BACKUP_VERSION: u32 = 4;
+/// Backups whose collection frames lack the array slots (`SpecForm::Mapped`: each
+/// collection's arrays in slots 0, 1, 2, ...): still read, never written.
+const BACKUP_VERSION_UNSLOTTED: u32 = 3;
+/// Backups whose collection frames lack the document map too (`SpecForm::Formatted`):
+/// still read, never written.
 const BACKUP_VERSION_UNMAPPED: u32 = 2;
 
 const KIND_COLLECTION: u8 = 1;
@@ -110,6 +113,7 @@ pub(crate) fn write_to(
         payload.clear();
         payload.put_u32_le(info.id);
         info.spec.encode(&mut payload);
+        info.encode_slots(&mut payload);
         frame(&mut buf, KIND_COLLECTION, &payload);
         report.collections += 1;
     }
@@ -237,7 +241,7 @@ impl<R: Read> Frames<R> {
             input,
             file,
             offset: 0,
-            form: SpecForm::Mapped,
+            form: SpecForm::Slotted,
         };
         frames.header()?;
         Ok(frames)
@@ -251,7 +255,8 @@ impl<R: Read> Frames<R> {
         }
         let version = u32::from_le_bytes(header[8..].try_into().expect("4 bytes"));
         self.form = match version {
-            BACKUP_VERSION => SpecForm::Mapped,
+            BACKUP_VERSION => SpecForm::Slotted,
+            BACKUP_VERSION_UNSLOTTED => SpecForm::Mapped,
             BACKUP_VERSION_UNMAPPED => SpecForm::Formatted,
             _ => {
                 return Err(Error::UnsupportedVersion {
@@ -365,10 +370,20 @@ fn load<R: Read>(engine: &Engine, frames: &mut Frames<R>) -> Result<()> {
                     return Err(bad("collection frame truncated or after records".into()));
                 }
                 let old = payload.get_u32_le();
-                let spec = CollectionSpec::decode(&mut payload, frames.form).map_err(&bad)?;
+                let form = frames.form.min(SpecForm::Mapped);
+                let spec = CollectionSpec::decode(&mut payload, form).map_err(&bad)?;
                 let name = spec.name().to_string();
+                let info = match frames.form {
+                    SpecForm::Slotted => {
+                        CollectionInfo::decode_slots(old, spec.clone(), &mut payload)
+                            .map_err(&bad)?
+                    }
+                    _ => CollectionInfo::new(old, spec.clone()),
+                };
                 engine.commit(vec![BatchOp::CreateCollection(spec)], Durability::Immediate)?;
                 let new = engine.current().catalog.get(&name)?.id;
+                // Its records' states carry the backed-up database's slots.
+                engine.set_slots(new, &info)?;
                 if ids.insert(old, new).is_some() {
                     return Err(bad(format!("collection id {old} given twice")));
                 }

@@ -112,7 +112,8 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
-    /// `create_collection` with a name that exists under a different schema.
+    /// `create_collection` with a name that exists under a different schema, or a rename to
+    /// a name another collection has.
     #[error("collection {name:?} already exists with a different schema: {reason}")]
     SchemaConflict {
         /// The collection.

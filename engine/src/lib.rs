@@ -20,6 +20,7 @@
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 
+mod alter;
 mod api;
 mod backup;
 #[cfg(feature = "serde")]
@@ -50,6 +51,7 @@ mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use alter::Alteration;
 pub use api::Snapshot;
 #[cfg(feature = "serde")]
 pub use api::typed;

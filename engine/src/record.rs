@@ -8,10 +8,15 @@ use crate::item::{self, Item, SUMMARY_BYTES, Stored, Summary};
 use crate::limits::MAX_RECORD_BYTES;
 use crate::limits::widths::{index, u8_len, u16_len, u32_len};
 
-/// The version records are written in: each array's inline item list is preceded by its
-/// length in bytes, so that a read can step over an array it does not want, and its flags
-/// byte says how many further measures' summaries its summary stores.
+/// The version records of a collection whose arrays hold the slots 0, 1, 2, ... (every
+/// collection whose arrays were never dropped) are written in: the array states in slot
+/// order, each array's inline item list preceded by its length in bytes, so that a read can
+/// step over an array it does not want, and its flags byte says how many further measures'
+/// summaries its summary stores.
 pub(crate) const RECORD_VERSION: u8 = 3;
+/// The version records of other collections are written in: each array state begins with
+/// its slot.
+pub(crate) const RECORD_VERSION_SLOTTED: u8 = 4;
 /// Records written before summaries had further measures: still read, never written.
 const RECORD_VERSION_SIZED: u8 = 2;
 /// Records written before item lists had a length: still read, never written.
@@ -23,6 +28,63 @@ pub const RECORD_OVERHEAD_BYTES: usize = 1 + 4 + 2;
 /// bucket start, summary, the inline items' length in bytes, inline item count; its summary
 /// of each further measure with values adds `MEASURE_SUMMARY_BYTES`.
 pub const ARRAY_HEADER_BYTES: usize = 8 + 1 + 8 + 4 + 8 + SUMMARY_BYTES + 4 + 4;
+
+/// The slots `Shape::identity` hands out: an array's slot is its index (as many as a
+/// collection may declare, and more).
+#[cfg(any(test, feature = "testing"))]
+const IDENTITY_SLOTS: [u16; 256] = {
+    let mut slots = [0; 256];
+    let mut at: u16 = 0;
+    while (at as usize) < slots.len() {
+        slots[at as usize] = at;
+        at += 1;
+    }
+    slots
+};
+
+/// Where the array states of a collection's records go: the slot of each of its array
+/// fields, in field order (increasing: a field added later gets a new slot, past every
+/// other), and the first slot never given out. A record holds a state per slot it was
+/// written with; a state whose slot is no field's any more (a dropped array's) is stepped
+/// over, and a field whose slot the record lacks (an array added after it was written) reads
+/// as empty. See `format-spec/records.md`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Shape<'a> {
+    pub slots: &'a [u16],
+    pub next_slot: u16,
+}
+
+#[cfg(any(test, feature = "testing"))]
+impl Shape<'static> {
+    /// The shape of a collection of `arrays` array fields never changed: slots 0 to
+    /// `arrays - 1`.
+    pub fn identity(arrays: usize) -> Self {
+        Shape {
+            slots: &IDENTITY_SLOTS[..arrays],
+            next_slot: u16_len(arrays),
+        }
+    }
+}
+
+impl Shape<'_> {
+    /// Whether every field's slot is its index: records are then written positionally
+    /// (version 3), as before arrays could be dropped.
+    fn positional(&self) -> bool {
+        self.slots
+            .iter()
+            .enumerate()
+            .all(|(at, &slot)| slot as usize == at)
+    }
+
+    /// The bytes a record's array states add for their slots.
+    fn slot_bytes(&self) -> usize {
+        if self.positional() {
+            0
+        } else {
+            2 * self.slots.len()
+        }
+    }
+}
 
 const HAS_OVERFLOW: u8 = 1;
 const BUCKET_OPEN: u8 = 2;
@@ -85,8 +147,9 @@ impl ParentRecord {
     }
 
     /// The encoded size, to check against the limit before encoding.
-    pub fn encoded_len(&self) -> u64 {
+    pub fn encoded_len(&self, shape: Shape<'_>) -> u64 {
         (RECORD_OVERHEAD_BYTES
+            + shape.slot_bytes()
             + self.body.len()
             + self
                 .arrays
@@ -99,13 +162,22 @@ impl ParentRecord {
                 .sum::<usize>()) as u64
     }
 
-    pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(index(self.encoded_len()));
-        out.put_u8(RECORD_VERSION);
+    /// Encodes the record, its states under the slots of `shape` (which has one per array).
+    pub fn encode(&self, shape: Shape<'_>) -> Vec<u8> {
+        assert_eq!(shape.slots.len(), self.arrays.len(), "a slot per array");
+        let positional = shape.positional();
+        let mut out = Vec::with_capacity(index(self.encoded_len(shape)));
+        out.put_u8(match positional {
+            true => RECORD_VERSION,
+            false => RECORD_VERSION_SLOTTED,
+        });
         out.put_u32_le(u32_len(self.body.len()));
         out.put_slice(&self.body);
         out.put_u16_le(u16_len(self.arrays.len()));
-        for array in &self.arrays {
+        for (array, &slot) in self.arrays.iter().zip(shape.slots) {
+            if !positional {
+                out.put_u16_le(slot);
+            }
             out.put_u64_le(array.total);
             let mut flags = 0;
             if array.has_overflow {
@@ -126,7 +198,7 @@ impl ParentRecord {
         // The record limit was checked against `encoded_len`: the bytes must be what it said.
         assert_eq!(
             out.len() as u64,
-            self.encoded_len(),
+            self.encoded_len(shape),
             "a record encodes to its length"
         );
         assert!(
@@ -137,9 +209,9 @@ impl ParentRecord {
     }
 
     #[cfg(any(test, feature = "testing"))]
-    /// Decodes a record of a collection with `arrays` array fields.
-    pub fn decode(bytes: Bytes, arrays: usize) -> Result<Self, String> {
-        Self::decode_fields(bytes, arrays, |_| true)
+    /// Decodes a record of a collection of `shape`.
+    pub fn decode(bytes: Bytes, shape: Shape<'_>) -> Result<Self, String> {
+        Self::decode_fields(bytes, shape, |_| true)
     }
 
     /// Decodes a record, building the inline items of the array fields `wanted` names (by
@@ -148,11 +220,11 @@ impl ParentRecord {
     /// a record must not be written back.
     pub fn decode_fields(
         bytes: Bytes,
-        arrays: usize,
+        shape: Shape<'_>,
         wanted: impl Fn(usize) -> bool,
     ) -> Result<Self, String> {
-        collected(bytes, arrays, |bytes, push| {
-            decode_with(bytes, arrays, push, |field, list| {
+        collected(bytes, shape, |bytes, push| {
+            decode_with(bytes, shape, push, |field, list| {
                 wanted(field).then(|| item::decode_items(list)).transpose()
             })
         })
@@ -163,13 +235,13 @@ impl ParentRecord {
     /// its items: for a page of one array. Only for reads.
     pub fn decode_field_with(
         bytes: Bytes,
-        arrays: usize,
+        shape: Shape<'_>,
         field: usize,
         build: impl FnOnce(&mut Bytes) -> Result<Vec<Stored>, String>,
     ) -> Result<Self, String> {
         let mut build = Some(build);
-        collected(bytes, arrays, |bytes, push| {
-            decode_with(bytes, arrays, push, |at, list| {
+        collected(bytes, shape, |bytes, push| {
+            decode_with(bytes, shape, push, |at, list| {
                 let build = if at == field { build.take() } else { None };
                 build.map(|build| build(list)).transpose()
             })
@@ -182,11 +254,11 @@ impl ParentRecord<Item> {
     /// (key, push) order, without their sequence numbers.
     pub fn decode_read(
         bytes: Bytes,
-        arrays: usize,
+        shape: Shape<'_>,
         wanted: impl Fn(usize) -> bool,
     ) -> Result<Self, String> {
-        collected(bytes, arrays, |bytes, push| {
-            decode_read_each(bytes, arrays, wanted, push)
+        collected(bytes, shape, |bytes, push| {
+            decode_read_each(bytes, shape, wanted, push)
         })
     }
 }
@@ -195,11 +267,11 @@ impl ParentRecord<Item> {
 /// instead of collecting them (a document builds its views from them); returns the body.
 pub(crate) fn decode_read_each(
     bytes: Bytes,
-    arrays: usize,
+    shape: Shape<'_>,
     wanted: impl Fn(usize) -> bool,
     push: impl FnMut(ArrayState<Item>),
 ) -> Result<Bytes, String> {
-    decode_with(bytes, arrays, push, |field, list| {
+    decode_with(bytes, shape, push, |field, list| {
         wanted(field)
             .then(|| item::decode_read_items(list))
             .transpose()
@@ -209,10 +281,10 @@ pub(crate) fn decode_read_each(
 /// A record decoded by `decode` (as [`decode_with`] does) with its arrays collected.
 fn collected<T>(
     bytes: Bytes,
-    arrays: usize,
+    shape: Shape<'_>,
     decode: impl FnOnce(Bytes, &mut dyn FnMut(ArrayState<T>)) -> Result<Bytes, String>,
 ) -> Result<ParentRecord<T>, String> {
-    let mut states = Vec::with_capacity(arrays);
+    let mut states = Vec::with_capacity(shape.slots.len());
     let body = decode(bytes, &mut |state| states.push(state))?;
     Ok(ParentRecord {
         body,
@@ -221,13 +293,14 @@ fn collected<T>(
 }
 
 /// Decodes a record: returns its body and hands each array's state to `push`, in field
-/// order (on an error, some may have been handed over). `inline(field, list)` builds the
-/// inline items of array `field` from its encoded item list and moves `list` past them, or
-/// returns `None` to leave them unread (the list is then stepped over by its length, its
-/// count checked).
+/// order, one per field of `shape` (on an error, some may have been handed over).
+/// `inline(field, list)` builds the inline items of array `field` from its encoded item list
+/// and moves `list` past them, or returns `None` to leave them unread (the list is then
+/// stepped over by its length, its count checked). A state whose slot is no field's is
+/// checked and stepped over; a field whose slot the record lacks gets an empty state.
 fn decode_with<T>(
     mut bytes: Bytes,
-    arrays: usize,
+    shape: Shape<'_>,
     mut push: impl FnMut(ArrayState<T>),
     mut inline: impl FnMut(usize, &mut Bytes) -> Result<Option<Vec<T>>, String>,
 ) -> Result<Bytes, String> {
@@ -238,19 +311,20 @@ fn decode_with<T>(
         return Err("record truncated".to_string());
     }
     let version = bytes.get_u8();
-    if !(RECORD_VERSION_UNSIZED..=RECORD_VERSION).contains(&version) {
+    if !(RECORD_VERSION_UNSIZED..=RECORD_VERSION_SLOTTED).contains(&version) {
         return Err(format!("unknown record version {version}"));
     }
     let sized = version != RECORD_VERSION_UNSIZED;
+    let slotted = version == RECORD_VERSION_SLOTTED;
     let known_flags = HAS_OVERFLOW
         | BUCKET_OPEN
-        | if version == RECORD_VERSION {
+        | if version >= RECORD_VERSION {
             MORE_MASK
         } else {
             0
         };
-    // An unsized record's arrays lack the items' length.
-    let header_bytes = ARRAY_HEADER_BYTES - if sized { 0 } else { 4 };
+    // An unsized record's arrays lack the items' length; a slotted one's begin with a slot.
+    let header_bytes = ARRAY_HEADER_BYTES - if sized { 0 } else { 4 } + if slotted { 2 } else { 0 };
     let body_len = bytes.get_u32_le() as usize;
     if bytes.remaining() < body_len + 2 {
         return Err(format!(
@@ -259,15 +333,32 @@ fn decode_with<T>(
     }
     let body = bytes.split_to(body_len);
     let count = bytes.get_u16_le() as usize;
-    if count != arrays {
+    if count > shape.next_slot as usize {
         return Err(format!(
-            "record has {count} arrays where the schema has {arrays}"
+            "record has {count} arrays where the schema has given out {} slots",
+            shape.next_slot
         ));
     }
-    for field in 0..count {
+    // The next field to hand a state to, and the slot of the state read last.
+    let mut next_field = 0;
+    let mut last_slot = None;
+    for position in 0..count {
         if bytes.remaining() < header_bytes {
             return Err("array state truncated".to_string());
         }
+        let slot = match slotted {
+            true => bytes.get_u16_le(),
+            false => u16_len(position),
+        };
+        if last_slot.is_some_and(|last| slot <= last) || slot >= shape.next_slot {
+            return Err(format!("array slot {slot} out of order or never given out"));
+        }
+        last_slot = Some(slot);
+        while shape.slots.get(next_field).is_some_and(|&s| s < slot) {
+            push(ArrayState::default());
+            next_field += 1;
+        }
+        let field = (shape.slots.get(next_field) == Some(&slot)).then_some(next_field);
         let total = bytes.get_u64_le();
         let flags = bytes.get_u8();
         if flags & !known_flags != 0 {
@@ -280,6 +371,11 @@ fn decode_with<T>(
             return Err("a bucket start without an open bucket".to_string());
         }
         let summary = Summary::decode(&mut bytes, ((flags & MORE_MASK) >> MORE_SHIFT) as usize)?;
+        // A dropped array's state is checked as an unwanted one is, then left out.
+        let mut build = |list: &mut Bytes| match field {
+            Some(field) => inline(field, list),
+            None => Ok(None),
+        };
         let (inline_items, inline_count, inline_bytes) = if sized {
             // The header's fixed part was checked; the summary's further measures may have
             // taken the rest.
@@ -293,7 +389,7 @@ fn decode_with<T>(
                 ));
             }
             let mut list = bytes.split_to(list_len);
-            match inline(field, &mut list)? {
+            match build(&mut list)? {
                 Some(items) => {
                     if list.has_remaining() {
                         return Err("inline items shorter than their length".to_string());
@@ -305,7 +401,7 @@ fn decode_with<T>(
             }
         } else {
             let start = bytes.len();
-            match inline(field, &mut bytes)? {
+            match build(&mut bytes)? {
                 Some(items) => {
                     let count = items.len();
                     (items, count, start - bytes.len() - 4)
@@ -319,6 +415,10 @@ fn decode_with<T>(
         if inline_count as u64 > total || summary.items != total {
             return Err("array counts disagree".to_string());
         }
+        if field.is_none() {
+            continue;
+        }
+        next_field += 1;
         push(ArrayState {
             inline_bytes,
             total,
@@ -336,6 +436,9 @@ fn decode_with<T>(
             bytes.remaining()
         ));
     }
+    for _ in next_field..shape.slots.len() {
+        push(ArrayState::default());
+    }
     Ok(body)
 }
 
@@ -349,12 +452,14 @@ pub(crate) fn part_ends(record: &Bytes) -> Result<Vec<usize>, String> {
         return Err("record truncated".to_string());
     }
     let version = bytes.get_u8();
-    let header_bytes = ARRAY_HEADER_BYTES
-        - match version {
-            RECORD_VERSION | RECORD_VERSION_SIZED => 0,
-            RECORD_VERSION_UNSIZED => 4,
-            version => return Err(format!("unknown record version {version}")),
-        };
+    let header_bytes = match version {
+        RECORD_VERSION_SLOTTED => ARRAY_HEADER_BYTES + 2,
+        RECORD_VERSION | RECORD_VERSION_SIZED => ARRAY_HEADER_BYTES,
+        RECORD_VERSION_UNSIZED => ARRAY_HEADER_BYTES - 4,
+        version => return Err(format!("unknown record version {version}")),
+    };
+    // Where the flags byte is in an array state.
+    let flags_at = 8 + usize::from(version == RECORD_VERSION_SLOTTED) * 2;
     let body_len = bytes.get_u32_le() as usize;
     if bytes.remaining() < body_len + 2 {
         return Err("record body past the record's end".to_string());
@@ -373,7 +478,9 @@ pub(crate) fn part_ends(record: &Bytes) -> Result<Vec<usize>, String> {
         // The flags byte, 8 bytes in, says how many further measure summaries there are
         // (always none before the current version).
         let more = match version {
-            RECORD_VERSION => ((bytes[8] & MORE_MASK) >> MORE_SHIFT) as usize,
+            RECORD_VERSION | RECORD_VERSION_SLOTTED => {
+                ((bytes[flags_at] & MORE_MASK) >> MORE_SHIFT) as usize
+            }
             _ => 0,
         };
         let header_bytes = header_bytes + more * item::MEASURE_SUMMARY_BYTES;
@@ -416,23 +523,29 @@ mod tests {
         record.arrays[1].bucket_start = Some(-60);
         record.arrays[1].inline_bytes = crate::item::stored_len(&item);
         record.arrays[1].inline.push(Stored { item, seq: 2 });
-        let bytes = record.encode();
-        assert_eq!(bytes.len() as u64, record.encoded_len());
+        let bytes = record.encode(Shape::identity(2));
+        assert_eq!(bytes.len() as u64, record.encoded_len(Shape::identity(2)));
         assert_eq!(
-            ParentRecord::decode(Bytes::from(bytes.clone()), 2).unwrap(),
+            ParentRecord::decode(Bytes::from(bytes.clone()), Shape::identity(2)).unwrap(),
             record
         );
-        assert!(ParentRecord::decode(Bytes::from(bytes.clone()), 1).is_err());
+        assert!(ParentRecord::decode(Bytes::from(bytes.clone()), Shape::identity(1)).is_err());
         // The first array has no open bucket: its bucket start must be 0, so that every
         // record that decodes encodes back to the same bytes.
         let mut stray = bytes.clone();
         stray[1 + 4 + 5 + 2 + 8 + 1 + 8 + 4] = 1;
-        assert!(ParentRecord::decode(Bytes::from(stray), 2).is_err());
+        assert!(ParentRecord::decode(Bytes::from(stray), Shape::identity(2)).is_err());
         for len in 0..bytes.len() {
-            assert!(ParentRecord::decode(Bytes::copy_from_slice(&bytes[..len]), 2).is_err());
+            assert!(
+                ParentRecord::decode(Bytes::copy_from_slice(&bytes[..len]), Shape::identity(2))
+                    .is_err()
+            );
         }
         let plain = ParentRecord::new(Bytes::from_static(b"x"), 0);
-        assert_eq!(plain.encoded_len() as usize, 1 + RECORD_OVERHEAD_BYTES);
+        assert_eq!(
+            plain.encoded_len(Shape::identity(0)) as usize,
+            1 + RECORD_OVERHEAD_BYTES
+        );
     }
 
     /// A record with two arrays of `items` inline items each.
@@ -460,7 +573,7 @@ mod tests {
 
     /// The same record in the unsized version: no items' length before each item list.
     fn unsized_encoding(record: &ParentRecord) -> Vec<u8> {
-        let sized = record.encode();
+        let sized = record.encode(Shape::identity(2));
         let mut out = vec![RECORD_VERSION_UNSIZED];
         let mut at = 1 + 4 + record.body.len() + 2;
         out.extend_from_slice(&sized[1..at]);
@@ -480,13 +593,14 @@ mod tests {
     fn unsized_records_still_read_and_are_written_sized() {
         let record = two_arrays(5);
         let old = unsized_encoding(&record);
-        assert_eq!(old.len() + 8, record.encode().len());
+        assert_eq!(old.len() + 8, record.encode(Shape::identity(2)).len());
         assert_eq!(
-            ParentRecord::decode(Bytes::from(old.clone()), 2).unwrap(),
+            ParentRecord::decode(Bytes::from(old.clone()), Shape::identity(2)).unwrap(),
             record
         );
         let projected =
-            ParentRecord::decode_fields(Bytes::from(old.clone()), 2, |f| f == 1).unwrap();
+            ParentRecord::decode_fields(Bytes::from(old.clone()), Shape::identity(2), |f| f == 1)
+                .unwrap();
         assert!(projected.arrays[0].inline.is_empty());
         assert_eq!(projected.arrays[1], record.arrays[1]);
         assert_eq!(
@@ -496,7 +610,10 @@ mod tests {
         let ends = part_ends(&Bytes::from(old.clone())).unwrap();
         assert_eq!(ends.last(), Some(&old.len()));
         for len in 0..old.len() {
-            assert!(ParentRecord::decode(Bytes::copy_from_slice(&old[..len]), 2).is_err());
+            assert!(
+                ParentRecord::decode(Bytes::copy_from_slice(&old[..len]), Shape::identity(2))
+                    .is_err()
+            );
         }
     }
 
@@ -505,23 +622,33 @@ mod tests {
     #[test]
     fn projections_step_over_unwanted_items() {
         let record = two_arrays(4);
-        let mut bytes = record.encode();
+        let mut bytes = record.encode(Shape::identity(2));
         let list_at = 1 + 4 + record.body.len() + 2 + ARRAY_HEADER_BYTES - 4;
         // The first item's flags byte of the first array.
         bytes[list_at + 4 + 16] = 0x7f;
-        assert!(ParentRecord::decode(Bytes::from(bytes.clone()), 2).is_err());
-        assert!(ParentRecord::decode_fields(Bytes::from(bytes.clone()), 2, |f| f == 0).is_err());
+        assert!(ParentRecord::decode(Bytes::from(bytes.clone()), Shape::identity(2)).is_err());
+        assert!(
+            ParentRecord::decode_fields(Bytes::from(bytes.clone()), Shape::identity(2), |f| f == 0)
+                .is_err()
+        );
         let projected =
-            ParentRecord::decode_fields(Bytes::from(bytes.clone()), 2, |f| f == 1).unwrap();
+            ParentRecord::decode_fields(Bytes::from(bytes.clone()), Shape::identity(2), |f| f == 1)
+                .unwrap();
         assert_eq!(projected.arrays[0].total, 4);
         assert_eq!(projected.arrays[1], record.arrays[1]);
         // A count the length cannot hold is refused all the same.
         bytes[list_at..list_at + 4].copy_from_slice(&1000u32.to_le_bytes());
-        assert!(ParentRecord::decode_fields(Bytes::from(bytes.clone()), 2, |f| f == 1).is_err());
+        assert!(
+            ParentRecord::decode_fields(Bytes::from(bytes.clone()), Shape::identity(2), |f| f == 1)
+                .is_err()
+        );
         // So is a length past the record's end.
-        let mut bytes = record.encode();
+        let mut bytes = record.encode(Shape::identity(2));
         bytes[list_at - 4..list_at].copy_from_slice(&u32::MAX.to_le_bytes());
-        assert!(ParentRecord::decode_fields(Bytes::from(bytes), 2, |f| f == 1).is_err());
+        assert!(
+            ParentRecord::decode_fields(Bytes::from(bytes), Shape::identity(2), |f| f == 1)
+                .is_err()
+        );
     }
 
     /// A page of one array builds that array's items with the builder given, once, and
@@ -529,23 +656,84 @@ mod tests {
     #[test]
     fn a_page_builds_one_arrays_items() {
         let record = two_arrays(4);
-        let bytes = Bytes::from(record.encode());
+        let bytes = Bytes::from(record.encode(Shape::identity(2)));
         for field in 0..2 {
             let mut calls = 0;
-            let page = ParentRecord::decode_field_with(bytes.clone(), 2, field, |list| {
-                calls += 1;
-                let mut items = crate::item::decode_items(list)?;
-                items.truncate(1);
-                Ok(items)
-            })
-            .unwrap();
+            let page =
+                ParentRecord::decode_field_with(bytes.clone(), Shape::identity(2), field, |list| {
+                    calls += 1;
+                    let mut items = crate::item::decode_items(list)?;
+                    items.truncate(1);
+                    Ok(items)
+                })
+                .unwrap();
             assert_eq!(calls, 1);
             assert_eq!(page.arrays[field].inline, record.arrays[field].inline[..1]);
             assert!(page.arrays[1 - field].inline.is_empty());
             assert_eq!(page.arrays[1 - field].total, record.arrays[1 - field].total);
         }
         // A builder that leaves bytes of its list unread is refused.
-        let short = ParentRecord::decode_field_with(bytes, 2, 1, |_| Ok(Vec::new()));
+        let short =
+            ParentRecord::decode_field_with(bytes, Shape::identity(2), 1, |_| Ok(Vec::new()));
         assert!(short.is_err());
+    }
+
+    /// A record keeps the states of the slots it was written with: a field added after it
+    /// reads as empty, a dropped field's state is stepped over, and a record of a collection
+    /// whose slots are not 0, 1, 2, ... says each state's slot.
+    #[test]
+    fn states_follow_their_slots() {
+        let record = two_arrays(3);
+        let positional = Bytes::from(record.encode(Shape::identity(2)));
+        assert_eq!(positional[0], RECORD_VERSION);
+        // Field 1 dropped, then a field added: slots 0 and 2 of 3.
+        let later = Shape {
+            slots: &[0, 2],
+            next_slot: 3,
+        };
+        let read = ParentRecord::decode(positional.clone(), later).unwrap();
+        assert_eq!(read.arrays[0], record.arrays[0]);
+        let read_first_inline = read.arrays[0].inline.clone();
+        assert_eq!(read.arrays[1], ArrayState::default());
+        // Written again under that shape: slotted, and reads back the same.
+        let slotted = read.encode(later);
+        assert_eq!(slotted[0], RECORD_VERSION_SLOTTED);
+        assert_eq!(slotted.len() as u64, read.encoded_len(later));
+        assert_eq!(
+            ParentRecord::decode(Bytes::from(slotted.clone()), later).unwrap(),
+            read
+        );
+        let ends = part_ends(&Bytes::from(slotted.clone())).unwrap();
+        assert_eq!(ends.last(), Some(&slotted.len()));
+        // Only field 1 kept (slot 1): the other state is stepped over, even unwanted.
+        let kept = Shape {
+            slots: &[1],
+            next_slot: 2,
+        };
+        let read = ParentRecord::decode(positional.clone(), kept).unwrap();
+        assert_eq!(read.arrays, [record.arrays[1].clone()]);
+        // No field left: the body alone.
+        let none = Shape {
+            slots: &[],
+            next_slot: 3,
+        };
+        let read = ParentRecord::decode(Bytes::from(slotted.clone()), none).unwrap();
+        assert_eq!((read.body, read.arrays.len()), (record.body.clone(), 0));
+        // A slot never given out, or slots out of order, are refused.
+        let older = Shape {
+            slots: &[0],
+            next_slot: 1,
+        };
+        assert!(ParentRecord::decode(positional, older).is_err());
+        assert!(ParentRecord::decode(Bytes::from(slotted.clone()), older).is_err());
+        let state_at = 1 + 4 + record.body.len() + 2;
+        let second =
+            state_at + 2 + ARRAY_HEADER_BYTES - 4 + crate::item::items_len(&read_first_inline);
+        let mut swapped = slotted.clone();
+        swapped[second..second + 2].copy_from_slice(&0u16.to_le_bytes());
+        assert!(ParentRecord::decode(Bytes::from(swapped), later).is_err());
+        for len in 0..slotted.len() {
+            assert!(ParentRecord::decode(Bytes::copy_from_slice(&slotted[..len]), later).is_err());
+        }
     }
 }

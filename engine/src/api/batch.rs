@@ -131,6 +131,29 @@ impl Batch {
 
     super::writes::write_methods!();
 
+    /// Changes `collection`'s schema with the batch (see [`crate::Alteration`]): operations
+    /// queued after it see the new schema; a batch that wrote to the collection before it is
+    /// refused (`Error::InvalidSchema`).
+    pub fn alter_collection(
+        &mut self,
+        collection: &str,
+        alteration: crate::alter::Alteration,
+    ) -> &mut Self {
+        let collection = self.name(collection);
+        self.ops.push(BatchOp::AlterCollection {
+            collection,
+            alteration,
+        });
+        self
+    }
+
+    /// Drops `collection` with the batch (see [`crate::Db::drop_collection`]).
+    pub fn drop_collection(&mut self, collection: &str) -> &mut Self {
+        let collection = self.name(collection);
+        self.ops.push(BatchOp::DropCollection { collection });
+        self
+    }
+
     /// The batch these writes queue into: this one.
     fn queue(&mut self) -> &mut Batch {
         self

@@ -27,7 +27,9 @@ const EXPIRY_BATCH_PARENTS: usize = 1_000;
 /// The reads of one collection at one version.
 pub(crate) struct At<'a> {
     pub shared: &'a Engine,
-    pub info: &'a Arc<CollectionInfo>,
+    /// The collection as `version` knows it: a handle made before a schema change reads
+    /// under the new schema.
+    pub info: Arc<CollectionInfo>,
     pub version: Arc<Version>,
 }
 
@@ -43,20 +45,20 @@ pub(crate) fn field_index(info: &CollectionInfo, field: &str) -> Result<usize> {
 impl At<'_> {
     pub(crate) fn get(&self, key: &[u8]) -> Result<Option<Document>> {
         check_key(key)?;
-        self.shared.reads().document(&self.version, self.info, key)
+        self.shared.reads().document(&self.version, &self.info, key)
     }
 
     pub(crate) fn get_projected(&self, key: &[u8], fields: &[&str]) -> Result<Option<Document>> {
         let mut wanted = vec![false; self.info.spec.arrays().len()];
         for field in fields {
-            wanted[field_index(self.info, field)?] = true;
+            wanted[field_index(&self.info, field)?] = true;
         }
         check_key(key)?;
         let record = self
             .shared
             .reads()
-            .read_record(&self.version, self.info, key, |index| wanted[index])?;
-        Ok(record.map(|(key, record)| Document::new(self.info, key, record)))
+            .read_record(&self.version, &self.info, key, |index| wanted[index])?;
+        Ok(record.map(|(key, record)| Document::new(&self.info, key, record)))
     }
 
     pub(crate) fn items(
@@ -66,10 +68,10 @@ impl At<'_> {
         query: &ItemQuery,
     ) -> Result<Option<ItemPage>> {
         check_key(key)?;
-        let field = field_index(self.info, field)?;
+        let field = field_index(&self.info, field)?;
         self.shared
             .reads()
-            .items(&self.version, self.info, key, field, query)
+            .items(&self.version, &self.info, key, field, query)
     }
 
     pub(crate) fn summary(
@@ -79,10 +81,10 @@ impl At<'_> {
         range: (Bound<i64>, Bound<i64>),
     ) -> Result<Option<Summary>> {
         check_key(key)?;
-        let field = field_index(self.info, field)?;
+        let field = field_index(&self.info, field)?;
         self.shared
             .reads()
-            .summary(&self.version, self.info, key, field, range)
+            .summary(&self.version, &self.info, key, field, range)
     }
 
     /// [`CollectionHandle::summary_windows`] at this version.
@@ -133,10 +135,10 @@ impl At<'_> {
     }
 
     pub(crate) fn outliers(&self, field: &str) -> Result<Vec<Outlier>> {
-        let field = field_index(self.info, field)?;
+        let field = field_index(&self.info, field)?;
         self.shared
             .reads()
-            .outliers(&self.version, self.info, field)
+            .outliers(&self.version, &self.info, field)
     }
 
     pub(crate) fn scan(self, range: impl KeyRange) -> Result<Scan> {
@@ -286,10 +288,19 @@ impl<V: View> CollectionHandle<V> {
 
     /// Reads at the view's version.
     fn at(&self) -> Result<At<'_>> {
+        let version = self.view.version(&self.info)?;
+        let info = match version.catalog.by_name.get(self.name()) {
+            Some(known) if known.id == self.info.id => known.clone(),
+            _ => {
+                return Err(Error::UnknownCollection {
+                    name: self.name().to_string(),
+                });
+            }
+        };
         Ok(At {
             shared: self.view.engine(),
-            info: &self.info,
-            version: self.view.version(&self.info)?,
+            info,
+            version,
         })
     }
 
@@ -380,8 +391,8 @@ impl<V: View> CollectionHandle<V> {
     pub fn outliers(&self, field: &str) -> Result<Vec<Outlier>> {
         let index = field_index(&self.info, field)?;
         self.view.note_range(|| {
-            let start = Bytes::from(keys::outliers(self.info.id, index));
-            let end = keys::outliers_end(self.info.id, index);
+            let start = Bytes::from(keys::outliers(self.info.id, self.info.slot(index)));
+            let end = keys::outliers_end(self.info.id, self.info.slot(index));
             (Bound::Included(start), Bound::Excluded(end))
         })?;
         self.at()?.outliers(field)

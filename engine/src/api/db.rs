@@ -8,6 +8,7 @@ use super::collection::{Collection, CollectionHandle};
 use super::snapshot::Snapshot;
 use super::transaction::Transaction;
 use super::view::Latest;
+use crate::alter::Alteration;
 use crate::catalog::CollectionSpec;
 use crate::storage::{FsStorage, Storage};
 use crate::store::{BatchOp, Engine};
@@ -112,6 +113,41 @@ impl Db {
         self.engine
             .commit(vec![BatchOp::CreateCollection(spec)], Durability::Immediate)?;
         self.collection(&name)
+    }
+
+    /// Changes collection `name`'s schema, atomically and durably (see
+    /// [`crate::Alteration`]); returns the collection under its (perhaps new) name. Handles
+    /// opened before keep reading under the new schema (or answer
+    /// `Error::UnknownCollection` after a rename). Errors: `UnknownCollection`,
+    /// `UnknownField` (an array to drop or measure that it lacks), `InvalidSchema`,
+    /// `InvalidName`, `SchemaConflict` (a rename to a name another collection has).
+    pub fn alter_collection(&self, name: &str, alteration: Alteration) -> Result<Collection> {
+        let to = alteration.new_name().unwrap_or(name).to_string();
+        let mut batch = self.batch();
+        batch
+            .durability(Durability::Immediate)
+            .alter_collection(name, alteration);
+        batch.commit()?;
+        self.collection(&to)
+    }
+
+    /// Renames collection `from` to `to`: [`Db::alter_collection`] with
+    /// [`Alteration::rename`].
+    pub fn rename_collection(&self, from: &str, to: &str) -> Result<Collection> {
+        self.alter_collection(from, Alteration::new().rename(to))
+    }
+
+    /// Drops collection `name`, atomically and durably: it is gone for every reader at
+    /// once (handles answer `Error::UnknownCollection`; a snapshot taken before still reads
+    /// it) and its name is free. Returns without touching its records: the maintenance
+    /// thread deletes them in steps after (see `format-spec/checkpoint.md`, retired
+    /// records), and compaction gives their space back. Error: `UnknownCollection`.
+    pub fn drop_collection(&self, name: &str) -> Result<()> {
+        let mut batch = self.batch();
+        batch
+            .durability(Durability::Immediate)
+            .drop_collection(name);
+        batch.commit()
     }
 
     /// The collection named `name`.

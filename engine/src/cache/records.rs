@@ -585,6 +585,29 @@ impl<D: Clone> RecordCache<D> {
         }
     }
 
+    /// Forgets every record of `collection` (a schema change is changing how they read).
+    pub fn remove_collection(&self, collection: u32) {
+        if self.budget == 0 {
+            return;
+        }
+        for shard in self.shards.iter() {
+            let mut shard = shard.lock();
+            for at in 0..shard.table.num_buckets() {
+                if shard
+                    .table
+                    .get_bucket(at)
+                    .is_some_and(|slot| slot.collection == collection)
+                {
+                    let (weight, collection) = shard.take(at);
+                    self.resident.fetch_sub(weight, Ordering::AcqRel);
+                    let counts = shard.counts(collection);
+                    counts.tier.resident_bytes -= weight;
+                    counts.invalidations += 1;
+                }
+            }
+        }
+    }
+
     /// Every counter by collection id, summed over the shards.
     pub fn counts_by_collection(&self) -> std::collections::BTreeMap<u32, RecordCounts> {
         let mut all = std::collections::BTreeMap::new();

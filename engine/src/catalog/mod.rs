@@ -11,10 +11,15 @@ use bytes::{Buf, BufMut, Bytes};
 
 use crate::error::{Error, Result};
 use crate::limits::widths::{u8_len, u16_len, u32_len};
+use crate::record::Shape;
 
 mod layout;
 
 pub use layout::{Layout, MAX_INLINE_ITEMS};
+
+/// The most array slots a collection gives out in its life: a tree key's slot stays below
+/// the byte that ends a parent's array records (`keys::parent_arrays_end`).
+pub const MAX_SLOTS: u16 = 0xff00;
 
 /// The longest collection name, in bytes.
 pub const MAX_COLLECTION_NAME_BYTES: usize = 255;
@@ -275,6 +280,9 @@ pub(crate) enum SpecForm {
     Formatted,
     /// Measures, the document format, then the document map (checkpoint version 7, op 10).
     Mapped,
+    /// The mapped form; in a catalog, each collection's array slots follow its spec, and the
+    /// retired collections and arrays follow the collections (checkpoint version 8).
+    Slotted,
 }
 
 /// A collection's name and schema.
@@ -369,6 +377,29 @@ impl CollectionSpec {
     /// The collection's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Takes array field `index` out, with its entry in the document map (a schema change).
+    pub(crate) fn remove_array(&mut self, index: usize) {
+        let array = self.arrays.remove(index);
+        if let Some(map) = &mut self.map {
+            map.arrays.retain(|a| a.array != array.field);
+        }
+    }
+
+    /// Adds an array field after the others (a schema change; checked by `validate`).
+    pub(crate) fn push_array(&mut self, array: ArraySpec) {
+        self.arrays.push(array);
+    }
+
+    /// Adds a measure after the others of array field `index` (checked by `validate`).
+    pub(crate) fn push_measure(&mut self, index: usize, measure: String) {
+        self.arrays[index].measures.push(measure);
+    }
+
+    /// Renames the collection (checked by `validate`).
+    pub(crate) fn rename(&mut self, name: String) {
+        self.name = name;
     }
 
     /// The array fields, in declaration order (the order of arrays in parent records).
@@ -515,7 +546,8 @@ impl CollectionSpec {
         described
     }
 
-    /// Writes the spec in its newest form, [`SpecForm::Mapped`].
+    /// Writes the spec in its newest form, [`SpecForm::Mapped`] (a catalog's
+    /// [`SpecForm::Slotted`] adds its slots after it).
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         put_name(out, &self.name);
         out.put_u16_le(u16_len(self.arrays.len()));
@@ -644,13 +676,102 @@ fn decode_measures(bytes: &mut Bytes) -> Result<Vec<String>, String> {
 pub struct CollectionInfo {
     pub id: CollectionId,
     pub spec: CollectionSpec,
+    /// Each array field's slot, in field order, increasing: the number its records' states
+    /// and its tree keys carry for it (`record::Shape`). A collection created with `n` arrays
+    /// has slots 0 to `n - 1`; an array added later gets `next_slot`; a dropped array's slot
+    /// is never given out again.
+    pub slots: Vec<u16>,
+    /// The slot the next array added gets.
+    pub next_slot: u16,
 }
+
+impl CollectionInfo {
+    /// Collection `id` as created with `spec`: its arrays in slots 0, 1, 2, ...
+    pub fn new(id: CollectionId, spec: CollectionSpec) -> Self {
+        let arrays = spec.arrays.len();
+        CollectionInfo {
+            id,
+            spec,
+            slots: (0..u16_len(arrays)).collect(),
+            next_slot: u16_len(arrays),
+        }
+    }
+
+    /// Where its records' array states go.
+    pub(crate) fn shape(&self) -> Shape<'_> {
+        Shape {
+            slots: &self.slots,
+            next_slot: self.next_slot,
+        }
+    }
+
+    /// The slot of array field `field` (its index): what its tree keys carry.
+    pub fn slot(&self, field: usize) -> usize {
+        usize::from(self.slots[field])
+    }
+
+    /// The array field whose slot is `slot`, if it is a live one.
+    pub fn field_of_slot(&self, slot: usize) -> Option<usize> {
+        self.slots.iter().position(|&s| usize::from(s) == slot)
+    }
+
+    pub(crate) fn encode_slots(&self, out: &mut Vec<u8>) {
+        out.put_u16_le(self.next_slot);
+        for slot in &self.slots {
+            out.put_u16_le(*slot);
+        }
+    }
+
+    /// Reads the slots [`CollectionInfo::encode_slots`] wrote after `spec`.
+    pub(crate) fn decode_slots(
+        id: CollectionId,
+        spec: CollectionSpec,
+        bytes: &mut Bytes,
+    ) -> Result<Self, String> {
+        let arrays = spec.arrays.len();
+        if bytes.remaining() < 2 + 2 * arrays {
+            return Err("collection slots truncated".to_string());
+        }
+        let next_slot = bytes.get_u16_le();
+        let slots: Vec<u16> = (0..arrays).map(|_| bytes.get_u16_le()).collect();
+        if slots.windows(2).any(|w| w[0] >= w[1])
+            || slots.last().is_some_and(|&s| s >= next_slot)
+            || next_slot > MAX_SLOTS
+        {
+            return Err(format!(
+                "collection {:?}: array slots {slots:?} out of order or past {next_slot}",
+                spec.name
+            ));
+        }
+        Ok(CollectionInfo {
+            id,
+            spec,
+            slots,
+            next_slot,
+        })
+    }
+}
+
+/// What a schema change left to be reclaimed: every record of a dropped collection, or the
+/// states, tails, chunks and markers of a dropped array's slot. Readers never see it; the
+/// maintenance thread deletes it in steps, then takes it off the list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Retired {
+    pub collection: CollectionId,
+    /// The dropped array's slot; `None` for the whole collection.
+    pub slot: Option<u16>,
+}
+
+/// The slot a retired whole collection is written with.
+const WHOLE_COLLECTION: u16 = u16::MAX;
 
 /// All collections, by name.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Catalog {
     pub by_name: BTreeMap<String, Arc<CollectionInfo>>,
     pub next_id: CollectionId,
+    /// What dropped collections and arrays left to reclaim, in order.
+    pub retired: Vec<Retired>,
 }
 
 impl Catalog {
@@ -671,16 +792,81 @@ impl Catalog {
         self.by_name.insert(info.spec.name.clone(), Arc::new(info));
     }
 
+    /// Sets the schema of collection `info.id`, under its (perhaps new) name; adds it when
+    /// the catalog lacks it. Fails when another collection has that name.
+    pub fn set(&mut self, info: CollectionInfo) -> Result<(), String> {
+        if let Some(other) = self.by_name.get(&info.spec.name)
+            && other.id != info.id
+        {
+            return Err(format!(
+                "collection {} set under the name of collection {}",
+                info.id, other.id
+            ));
+        }
+        self.by_name.retain(|_, known| known.id != info.id);
+        self.insert(info);
+        Ok(())
+    }
+
+    /// Drops collection `id`: gone from the catalog, its records retired. Fails when the
+    /// catalog lacks it.
+    pub fn drop_collection(&mut self, id: CollectionId) -> Result<(), String> {
+        let before = self.by_name.len();
+        self.by_name.retain(|_, known| known.id != id);
+        if self.by_name.len() == before {
+            return Err(format!("collection {id} dropped but not there"));
+        }
+        // The whole collection's reclaim takes its dropped arrays' too.
+        self.retired.retain(|r| r.collection != id);
+        self.retired.push(Retired {
+            collection: id,
+            slot: None,
+        });
+        Ok(())
+    }
+
+    /// Lists `retired` to be reclaimed (once).
+    pub fn retire(&mut self, retired: Retired) {
+        if !self.retired.contains(&retired) {
+            self.retired.push(retired);
+        }
+    }
+
+    /// Takes `retired` off the list: what it names is gone.
+    pub fn reclaimed(&mut self, retired: Retired) {
+        self.retired.retain(|r| *r != retired);
+    }
+
+    /// Whether tree records of collection `id` (of its array `slot` when given) are what a
+    /// drop left to reclaim.
+    pub fn is_retired(&self, id: CollectionId, slot: Option<usize>) -> bool {
+        self.retired.iter().any(|r| {
+            r.collection == id
+                && match (r.slot, slot) {
+                    (None, _) => true,
+                    (Some(retired), Some(slot)) => usize::from(retired) == slot,
+                    (Some(_), None) => false,
+                }
+        })
+    }
+
     pub fn encode(&self, out: &mut Vec<u8>) {
         out.put_u32_le(self.next_id);
         out.put_u32_le(u32_len(self.by_name.len()));
         for info in self.by_name.values() {
             out.put_u32_le(info.id);
             info.spec.encode(out);
+            info.encode_slots(out);
+        }
+        out.put_u32_le(u32_len(self.retired.len()));
+        for retired in &self.retired {
+            out.put_u32_le(retired.collection);
+            out.put_u16_le(retired.slot.unwrap_or(WHOLE_COLLECTION));
         }
     }
 
-    /// Reads a catalog whose specs are in `form`.
+    /// Reads a catalog whose specs are in `form` (slots and retired records only in
+    /// [`SpecForm::Slotted`]).
     pub(crate) fn decode(bytes: &mut Bytes, form: SpecForm) -> Result<Self, String> {
         if bytes.remaining() < 8 {
             return Err("catalog truncated".to_string());
@@ -693,13 +879,14 @@ impl Catalog {
         let mut catalog = Catalog {
             by_name: BTreeMap::new(),
             next_id,
+            retired: Vec::new(),
         };
         for _ in 0..count {
             if bytes.remaining() < 4 {
                 return Err("catalog truncated".to_string());
             }
             let id = bytes.get_u32_le();
-            let spec = CollectionSpec::decode(bytes, form)?;
+            let spec = CollectionSpec::decode(bytes, form.min(SpecForm::Mapped))?;
             if id >= next_id
                 || catalog.by_id(id).is_some()
                 || catalog.by_name.contains_key(&spec.name)
@@ -709,149 +896,40 @@ impl Catalog {
                     spec.name
                 ));
             }
+            let info = match form {
+                SpecForm::Slotted => CollectionInfo::decode_slots(id, spec, bytes)?,
+                _ => CollectionInfo::new(id, spec),
+            };
             catalog
                 .by_name
-                .insert(spec.name.clone(), Arc::new(CollectionInfo { id, spec }));
+                .insert(info.spec.name.clone(), Arc::new(info));
+        }
+        if form == SpecForm::Slotted {
+            if bytes.remaining() < 4 {
+                return Err("catalog truncated".to_string());
+            }
+            let count = bytes.get_u32_le() as usize;
+            if count > bytes.remaining() / 6 {
+                return Err(format!("catalog claims {count} retired records"));
+            }
+            for _ in 0..count {
+                let collection = bytes.get_u32_le();
+                let slot = bytes.get_u16_le();
+                let retired = Retired {
+                    collection,
+                    slot: (slot != WHOLE_COLLECTION).then_some(slot),
+                };
+                if collection >= next_id || catalog.retired.contains(&retired) {
+                    return Err(format!(
+                        "retired record {retired:?} duplicate or out of range"
+                    ));
+                }
+                catalog.retired.push(retired);
+            }
         }
         Ok(catalog)
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn layouts_parse_from_their_names_and_print_back() {
-        for text in [
-            "embed",
-            "reference",
-            "subset:5",
-            "outlier:0",
-            "outlier:1000",
-            "bucket:60",
-            "bucket:60:3600",
-            "bucket:1:9223372036854775807",
-        ] {
-            assert_eq!(Layout::parse(text).unwrap().describe(), text);
-        }
-    }
-
-    #[test]
-    fn specs_read_back_in_every_form() {
-        let spec = CollectionSpec::new("sensors")
-            .array_with_measures("readings", Layout::Subset { keep: 3 }, ["t", "h"])
-            .array("tags", Layout::Embed);
-        for format in [DocumentFormat::Bytes, DocumentFormat::Bson] {
-            let spec = spec.clone().stored_as(format);
-            let mut out = Vec::new();
-            spec.encode(&mut out);
-            assert_eq!(out.last(), Some(&0), "no document map");
-            let back = CollectionSpec::decode(&mut Bytes::from(out.clone()), SpecForm::Mapped);
-            assert_eq!(back.unwrap(), spec);
-            // The formatted form is the same bytes without the map's tag.
-            let formatted = Bytes::copy_from_slice(&out[..out.len() - 1]);
-            assert_eq!(formatted.last(), Some(&format.tag()));
-            let back = CollectionSpec::decode(&mut formatted.clone(), SpecForm::Formatted);
-            assert_eq!(back.unwrap(), spec);
-            // The measured form is the same bytes without the format: a `Bytes` collection.
-            let measured = Bytes::copy_from_slice(&out[..out.len() - 2]);
-            let back = CollectionSpec::decode(&mut measured.clone(), SpecForm::Measured).unwrap();
-            assert_eq!(back, spec.clone().stored_as(DocumentFormat::Bytes));
-            // Cut short, or with a format no build knows, it is refused.
-            let error = CollectionSpec::decode(&mut measured.clone(), SpecForm::Formatted);
-            assert!(error.unwrap_err().contains("truncated"));
-            let error = CollectionSpec::decode(&mut formatted.clone(), SpecForm::Mapped);
-            assert!(error.unwrap_err().contains("truncated"));
-            let mut unknown = formatted.to_vec();
-            *unknown.last_mut().unwrap() = 7;
-            let error = CollectionSpec::decode(&mut Bytes::from(unknown), SpecForm::Formatted);
-            assert!(error.unwrap_err().contains("unknown document format 7"));
-        }
-    }
-
-    #[test]
-    fn document_maps_read_back_and_are_checked() {
-        let hourly = Layout::Bucket {
-            max_items: 360,
-            span: Some(3_600_000),
-        };
-        let spec = CollectionSpec::new("sensors")
-            .stored_as(DocumentFormat::Bson)
-            .array_with_measures("readings", hourly, ["temp", "rh"])
-            .array("tags", Layout::Embed);
-        let map = DocumentMap::new("_id")
-            .array("readings", Some("t"), true)
-            .array("tags", None, false);
-        let mapped = spec.clone().mapped(map.clone());
-        mapped.validate().unwrap();
-        let mut out = Vec::new();
-        mapped.encode(&mut out);
-        let back = CollectionSpec::decode(&mut Bytes::from(out.clone()), SpecForm::Mapped).unwrap();
-        assert_eq!(back, mapped);
-        let read = back.document_map().unwrap();
-        assert_eq!(read.key_field(), "_id");
-        assert_eq!(read.item_key_field("readings"), Some("t"));
-        assert_eq!(read.item_key_field("tags"), None);
-        assert_eq!(read.item_key_field("absent"), None);
-        assert!(read.measures_from_fields("readings"));
-        assert!(!read.measures_from_fields("tags"));
-        // A conflict's message tells two specs apart by their maps too.
-        assert_eq!(
-            mapped.describe(),
-            "readings=bucket:360:3600000 [temp rh], tags=embed, stored as bson, keyed by _id, \
-             readings keyed by t with measures from fields"
-        );
-        assert_eq!(
-            spec.describe(),
-            "readings=bucket:360:3600000 [temp rh], tags=embed, stored as bson"
-        );
-        // Every cut of the bytes is refused, never misread.
-        for cut in 0..out.len() {
-            let short =
-                CollectionSpec::decode(&mut Bytes::copy_from_slice(&out[..cut]), SpecForm::Mapped);
-            assert!(short.is_err(), "cut at {cut}");
-        }
-        // Flags no build knows, and a map tag no build knows, are refused.
-        let mut flags = out.clone();
-        *flags.last_mut().unwrap() = 2;
-        let error = CollectionSpec::decode(&mut Bytes::from(flags), SpecForm::Mapped);
-        assert!(error.unwrap_err().contains("flags"));
-        // Checked against the spec: bytes format, an unknown array, an array twice, bad names.
-        let schema = |spec: CollectionSpec| spec.validate().unwrap_err().to_string();
-        let on_bytes = spec.clone().stored_as(DocumentFormat::Bytes).mapped(map);
-        assert!(schema(on_bytes).contains("stored as bson"));
-        let unknown = spec
-            .clone()
-            .mapped(DocumentMap::new("_id").array("nope", None, true));
-        assert!(schema(unknown).contains("lacks"));
-        let twice = DocumentMap::new("_id")
-            .array("tags", None, true)
-            .array("tags", None, false);
-        assert!(schema(spec.clone().mapped(twice)).contains("twice"));
-        assert!(schema(spec.clone().mapped(DocumentMap::new(""))).contains("empty"));
-        let nul = DocumentMap::new("_id").array("tags", Some("a\0b"), false);
-        assert!(schema(spec.clone().mapped(nul)).contains("NUL"));
-        let long = DocumentMap::new("k".repeat(256));
-        assert!(schema(spec.mapped(long)).contains("longer than 255"));
-    }
-
-    #[test]
-    fn bad_layouts_say_what_is_wrong() {
-        let error = |text: &str| Layout::parse(text).unwrap_err();
-        assert!(
-            error("bucket:10:-5").contains("cannot be negative"),
-            "{}",
-            error("bucket:10:-5")
-        );
-        assert!(error("bucket:10:0").contains("must be positive"));
-        assert!(error("bucket:10:x").contains("whole number"));
-        assert!(error("bucket:10:9223372036854775808").contains("too large"));
-        assert!(error("subset:0").contains("from 1"));
-        assert!(error("subset:-1").contains("cannot be negative"));
-        assert!(error("subset:4294967296").contains("too large"));
-        assert!(error("subset").contains("needs N"));
-        assert!(error("subset:1:2").contains("too many parts"));
-        assert!(error("tree").contains("unknown layout"));
-    }
-}
+mod tests;

@@ -19,9 +19,14 @@ use crate::storage::Storage;
 pub const CHECKPOINT_FILE: &str = "checkpoint";
 pub const CHECKPOINT_TEMP_FILE: &str = "checkpoint.tmp";
 const MAGIC: &[u8; 8] = b"SKEWCKPT";
-/// Version 7: the catalog's specs carry their document maps (`SpecForm::Mapped`); the
-/// checkpoint is otherwise version 6's.
-pub const CHECKPOINT_VERSION: u32 = 7;
+/// Version 8: the catalog carries each collection's array slots and what dropped
+/// collections and arrays left to reclaim (`SpecForm::Slotted`); the checkpoint is
+/// otherwise version 7's.
+pub const CHECKPOINT_VERSION: u32 = 8;
+/// Version 7: the catalog's specs carry their document maps (`SpecForm::Mapped`), its
+/// collections have their arrays in slots 0, 1, 2, ... and nothing is retired. Still read,
+/// never written.
+const CHECKPOINT_VERSION_UNSLOTTED: u32 = 7;
 /// Version 6: the pages may hold slotted leaves (kind 3), which a build from before it
 /// cannot read; the catalog lacks document maps. Still read, never written.
 const CHECKPOINT_VERSION_UNMAPPED: u32 = 6;
@@ -144,7 +149,8 @@ impl Checkpoint {
         header.advance(8);
         let version = header.get_u32_le();
         let form = match version {
-            CHECKPOINT_VERSION => Some(SpecForm::Mapped),
+            CHECKPOINT_VERSION => Some(SpecForm::Slotted),
+            CHECKPOINT_VERSION_UNSLOTTED => Some(SpecForm::Mapped),
             CHECKPOINT_VERSION_UNMAPPED | CHECKPOINT_VERSION_WALKED_LEAVES => {
                 Some(SpecForm::Formatted)
             }
@@ -325,10 +331,7 @@ mod tests {
 
     fn sample() -> Checkpoint {
         let mut catalog = Catalog::default();
-        catalog.insert(CollectionInfo {
-            id: 0,
-            spec: CollectionSpec::new("users"),
-        });
+        catalog.insert(CollectionInfo::new(0, CollectionSpec::new("users")));
         Checkpoint {
             sequence: 2,
             page_bytes: 16384,
@@ -377,9 +380,10 @@ mod tests {
         out
     }
 
-    /// `bytes` (the sample's, of one collection) as a version 5 or 6 build wrote them: its
-    /// collection's spec without the document map's tag.
-    fn unmapped(bytes: &[u8], version: u32) -> Vec<u8> {
+    /// `bytes` (the sample's, of one collection) as a build of `version` wrote them: its
+    /// catalog without slots and retired records (7), and its collection's spec without the
+    /// document map's tag too (5 and 6).
+    fn older(bytes: &[u8], version: u32) -> Vec<u8> {
         let mut catalog = Vec::new();
         sample().catalog.encode(&mut catalog);
         let mut payload = bytes[HEADER_BYTES..].to_vec();
@@ -387,26 +391,34 @@ mod tests {
             .windows(catalog.len())
             .position(|w| w == catalog)
             .expect("the catalog is in the payload");
-        let tag = payload.remove(at + catalog.len() - 1);
-        assert_eq!(tag, 0, "the sample's collection has no map");
+        // The one collection's slots (next slot, no arrays) and the empty retired list.
+        let end = at + catalog.len();
+        assert_eq!(payload[end - 6..end], [0, 0, 0, 0, 0, 0]);
+        payload.drain(end - 6..end);
+        if version < 7 {
+            let tag = payload.remove(end - 7);
+            assert_eq!(tag, 0, "the sample's collection has no map");
+        }
         framed(version, &payload)
     }
 
-    /// Versions 5 (pages without slotted leaves) and 6 (specs without document maps) read as
-    /// version 7 and are written as 7; a version past this build's is refused by its number.
+    /// Versions 5 (pages without slotted leaves), 6 (specs without document maps) and 7
+    /// (catalogs without slots) read as version 8 and are written as 8; a version past this
+    /// build's is refused by its number.
     #[test]
-    fn versions_5_and_6_are_read_and_a_newer_one_refused() {
+    fn versions_5_to_7_are_read_and_a_newer_one_refused() {
         let bytes = sample().encode();
-        for version in [5, 6] {
-            let old = Checkpoint::decode(&unmapped(&bytes, version)).unwrap();
+        for version in [5, 6, 7] {
+            let old = Checkpoint::decode(&older(&bytes, version)).unwrap();
             assert_eq!(old.encode(), bytes, "version {version}");
-            // Its bytes read as today's are refused, not misread.
-            assert!(Checkpoint::decode(&with_version(&unmapped(&bytes, version), 7)).is_err());
+            // Its bytes read as the next version's are refused, not misread.
+            let next = with_version(&older(&bytes, version), version.max(6) + 1);
+            assert!(Checkpoint::decode(&next).is_err(), "version {version}");
         }
         match Checkpoint::decode(&with_version(&bytes, CHECKPOINT_VERSION + 1)) {
             Err(Error::UnsupportedVersion {
                 found, supported, ..
-            }) => assert_eq!((found, supported), (8, 7)),
+            }) => assert_eq!((found, supported), (9, 8)),
             other => panic!("{other:?}"),
         }
     }

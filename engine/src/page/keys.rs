@@ -145,6 +145,24 @@ fn put_array(out: &mut Vec<u8>, collection: CollectionId, key: &[u8], field: usi
 /// collection (4), the parent key's length (2), the field (2) and the kind (1).
 const ARRAY_KEY_FIXED: usize = 4 + 2 + 2 + 1;
 
+/// The range of one array slot's records of one parent: its tail and chunk entries.
+pub fn array_slot(collection: CollectionId, key: &[u8], field: usize) -> (Bytes, Bytes) {
+    let start = array(collection, key, field, KIND_TAIL, 0);
+    let end = array(collection, key, field + 1, KIND_TAIL, 0);
+    (Bytes::from(start), Bytes::from(end))
+}
+
+/// The three ranges of a collection's tree keys, in key order: its parent records, outlier
+/// markers and array records, each `[start, end)`.
+pub fn collection_spaces(collection: CollectionId) -> [(Bytes, Bytes); 3] {
+    [0, OUTLIER_SPACE, ARRAY_SPACE].map(|space| {
+        let lead = collection | space;
+        let start = Bytes::copy_from_slice(&lead.to_be_bytes());
+        let end = Bytes::copy_from_slice(&(lead + 1).to_be_bytes());
+        (start, end)
+    })
+}
+
 /// The first key after every array record of one parent.
 pub fn parent_arrays_end(collection: CollectionId, key: &[u8]) -> Bytes {
     let mut out = parent_arrays(collection, key);

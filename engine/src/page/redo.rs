@@ -3,7 +3,7 @@
 
 use bytes::{Buf, BufMut, Bytes};
 
-use crate::catalog::{CollectionId, CollectionSpec, SpecForm};
+use crate::catalog::{CollectionId, CollectionInfo, CollectionSpec, Retired, SpecForm};
 use crate::cold::ChunkLoc;
 use crate::limits::MAX_RECORD_BYTES;
 use crate::limits::widths::{u16_len, u32_len};
@@ -25,6 +25,17 @@ const OP_CREATE_FORMATTED: u8 = 9;
 /// A collection created, its spec with measures, document format and document map (op 9's
 /// lacks the map: none). Written since hot log version 5.
 const OP_CREATE_MAPPED: u8 = 10;
+/// A collection's schema set (created, renamed, its arrays added or dropped, a measure
+/// added): its id, spec and array slots. Written since hot log version 6, as are 12 to 14.
+const OP_SET_COLLECTION: u8 = 11;
+/// A collection dropped: gone from the catalog, its records retired.
+const OP_DROP_COLLECTION: u8 = 12;
+/// An array slot of a collection retired (the array was dropped).
+const OP_RETIRE_ARRAY: u8 = 13;
+/// What a drop retired is reclaimed: off the retired list.
+const OP_RECLAIMED: u8 = 14;
+/// The slot a retired record of a whole collection carries in ops 13 and 14.
+const WHOLE_COLLECTION: u16 = u16::MAX;
 
 /// One change to the database. Physical at the record level (a patch edits bytes): replay
 /// never recomputes.
@@ -34,6 +45,16 @@ pub enum Op {
         id: CollectionId,
         spec: CollectionSpec,
     },
+    /// Sets the schema of collection `info.id` (adding it when the catalog lacks it).
+    SetCollection(CollectionInfo),
+    /// Drops collection `id`: its records are retired.
+    DropCollection {
+        id: CollectionId,
+    },
+    /// Retires what a dropped array left (`slot` is `Some`).
+    Retire(Retired),
+    /// Takes a retired collection or array off the list: its records are gone.
+    Reclaimed(Retired),
     /// Sets the tree record under `key` (a full tree key) to `value`.
     Put {
         key: Bytes,
@@ -100,6 +121,27 @@ impl Op {
                 spec.encode(out);
                 0
             }
+            Op::SetCollection(info) => {
+                out.put_u8(OP_SET_COLLECTION);
+                out.put_u32_le(info.id);
+                info.spec.encode(out);
+                info.encode_slots(out);
+                0
+            }
+            Op::DropCollection { id } => {
+                out.put_u8(OP_DROP_COLLECTION);
+                out.put_u32_le(*id);
+                0
+            }
+            Op::Retire(retired) | Op::Reclaimed(retired) => {
+                out.put_u8(match op_is_retire(self) {
+                    true => OP_RETIRE_ARRAY,
+                    false => OP_RECLAIMED,
+                });
+                out.put_u32_le(retired.collection);
+                out.put_u16_le(retired.slot.unwrap_or(WHOLE_COLLECTION));
+                0
+            }
             Op::Put { key, value } => {
                 out.put_u8(OP_PUT);
                 put_key(out, key);
@@ -159,6 +201,9 @@ impl Op {
     pub fn encoded_len(&self) -> usize {
         1 + match self {
             Op::CreateCollection { spec, .. } => 4 + spec.encoded_len(),
+            Op::SetCollection(info) => 4 + info.spec.encoded_len() + 2 + 2 * info.slots.len(),
+            Op::DropCollection { .. } => 4,
+            Op::Retire(_) | Op::Reclaimed(_) => 6,
             Op::Put { key, value } => 2 + key.len() + 4 + value.len(),
             Op::Delete { key } => 2 + key.len(),
             Op::DeleteRange { start, end } => 4 + start.len() + end.len(),
@@ -214,6 +259,34 @@ impl Op {
                     Op::CreateCollection {
                         id,
                         spec: CollectionSpec::decode(&mut bytes, form)?,
+                    }
+                }
+                OP_SET_COLLECTION => {
+                    need(&bytes, 4)?;
+                    let id = bytes.get_u32_le();
+                    let spec = CollectionSpec::decode(&mut bytes, SpecForm::Mapped)?;
+                    Op::SetCollection(CollectionInfo::decode_slots(id, spec, &mut bytes)?)
+                }
+                OP_DROP_COLLECTION => {
+                    need(&bytes, 4)?;
+                    Op::DropCollection {
+                        id: bytes.get_u32_le(),
+                    }
+                }
+                OP_RETIRE_ARRAY | OP_RECLAIMED => {
+                    need(&bytes, 6)?;
+                    let collection = bytes.get_u32_le();
+                    let slot = bytes.get_u16_le();
+                    let retired = Retired {
+                        collection,
+                        slot: (slot != WHOLE_COLLECTION).then_some(slot),
+                    };
+                    match tag {
+                        OP_RETIRE_ARRAY if retired.slot.is_none() => {
+                            return Err("an array retired without its slot".to_string());
+                        }
+                        OP_RETIRE_ARRAY => Op::Retire(retired),
+                        _ => Op::Reclaimed(retired),
                     }
                 }
                 OP_PUT => {
@@ -279,6 +352,10 @@ impl Op {
         }
         Ok(ops)
     }
+}
+
+fn op_is_retire(op: &Op) -> bool {
+    matches!(op, Op::Retire(_))
 }
 
 /// The length of a value `old_len` long after `edits`, checking that they are in order,
@@ -531,6 +608,27 @@ mod tests {
                     },
                 ],
             },
+            Op::SetCollection(CollectionInfo {
+                id: 5,
+                spec: CollectionSpec::new("renamed")
+                    .array("a", crate::catalog::Layout::Embed)
+                    .array("b", crate::catalog::Layout::Reference),
+                slots: vec![1, 3],
+                next_slot: 4,
+            }),
+            Op::Retire(Retired {
+                collection: 5,
+                slot: Some(0),
+            }),
+            Op::DropCollection { id: 5 },
+            Op::Reclaimed(Retired {
+                collection: 5,
+                slot: None,
+            }),
+            Op::Reclaimed(Retired {
+                collection: 5,
+                slot: Some(2),
+            }),
         ];
         let mut payload = Vec::new();
         let mut offsets = Vec::new();
@@ -552,6 +650,40 @@ mod tests {
             let cut = Op::decode_all(Bytes::copy_from_slice(&payload[..len]));
             assert_eq!(cut.is_ok(), boundaries.contains(&len), "cut at {len}");
         }
+    }
+
+    /// A set-collection op whose slots are out of order, or a retire op of a whole
+    /// collection, is refused.
+    #[test]
+    fn schema_ops_with_bad_slots_are_refused() {
+        let info = CollectionInfo {
+            id: 1,
+            spec: CollectionSpec::new("c")
+                .array("a", crate::catalog::Layout::Embed)
+                .array("b", crate::catalog::Layout::Embed),
+            slots: vec![2, 1],
+            next_slot: 3,
+        };
+        let mut payload = Vec::new();
+        Op::SetCollection(info.clone()).encode(&mut payload);
+        assert!(Op::decode_all(Bytes::from(payload)).is_err());
+        for (slots, next_slot) in [(vec![0, 3], 3), (vec![0, 1], 0xff01)] {
+            let mut payload = Vec::new();
+            Op::SetCollection(CollectionInfo {
+                slots,
+                next_slot,
+                ..info.clone()
+            })
+            .encode(&mut payload);
+            assert!(Op::decode_all(Bytes::from(payload)).is_err());
+        }
+        let mut payload = Vec::new();
+        Op::Retire(Retired {
+            collection: 1,
+            slot: None,
+        })
+        .encode(&mut payload);
+        assert!(Op::decode_all(Bytes::from(payload)).is_err());
     }
 
     /// A create-collection op as hot log version 4 wrote it (op 9: the spec without its

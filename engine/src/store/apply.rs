@@ -22,6 +22,9 @@ pub(crate) struct Txn {
     /// Parent records the transaction put, patched or deleted: what its commit takes out of
     /// the record tier.
     pub written: Vec<Bytes>,
+    /// Collections whose schema the transaction changed: their every record leaves the
+    /// record tier (what a reader built from one was built under the old schema).
+    pub schema_changed: Vec<crate::catalog::CollectionId>,
 }
 
 impl Txn {
@@ -30,6 +33,7 @@ impl Txn {
             tree,
             catalog,
             written: Vec::new(),
+            schema_changed: Vec::new(),
         }
     }
 
@@ -55,7 +59,13 @@ pub(crate) fn apply(
         | Op::Delete { key }
         | Op::DeleteRange { start: key, .. }
         | Op::Patch { key, .. } => Some(key),
-        Op::CreateCollection { .. } | Op::ColdChunk(_) | Op::ColdBytes { .. } => None,
+        Op::CreateCollection { .. }
+        | Op::SetCollection(_)
+        | Op::DropCollection { .. }
+        | Op::Retire(_)
+        | Op::Reclaimed(_)
+        | Op::ColdChunk(_)
+        | Op::ColdBytes { .. } => None,
     };
     let pages = &pages.reading(key.map_or(Owner::NONE, |key| keys::owner_of(key)));
     if let Op::Put { key, .. } | Op::Delete { key } | Op::Patch { key, .. } = op {
@@ -63,11 +73,22 @@ pub(crate) fn apply(
     }
     match op {
         Op::CreateCollection { id, spec } => {
-            Arc::make_mut(&mut txn.catalog).insert(CollectionInfo {
-                id: *id,
-                spec: spec.clone(),
-            });
+            Arc::make_mut(&mut txn.catalog).insert(CollectionInfo::new(*id, spec.clone()));
         }
+        Op::SetCollection(info) => {
+            Arc::make_mut(&mut txn.catalog)
+                .set(info.clone())
+                .map_err(|reason| Error::corruption("hot log", 0, reason))?;
+            txn.schema_changed.push(info.id);
+        }
+        Op::DropCollection { id } => {
+            Arc::make_mut(&mut txn.catalog)
+                .drop_collection(*id)
+                .map_err(|reason| Error::corruption("hot log", 0, reason))?;
+            txn.schema_changed.push(*id);
+        }
+        Op::Retire(retired) => Arc::make_mut(&mut txn.catalog).retire(*retired),
+        Op::Reclaimed(retired) => Arc::make_mut(&mut txn.catalog).reclaimed(*retired),
         Op::Put { key, value } => {
             let value = match large {
                 Some(large) => Value::Large(large),

@@ -22,6 +22,10 @@ impl Background {
         let weak: Weak<Shared> = Arc::downgrade(shared);
         let mailbox = shared.maintenance.clone();
         mailbox.set_running(true);
+        // What drops retired before the last close is reclaimed from the start.
+        if !shared.current().catalog.retired.is_empty() {
+            mailbox.wake();
+        }
         let thread = std::thread::Builder::new()
             .name("skewdb-maintenance".to_string())
             .spawn(move || run(&mailbox, &weak));

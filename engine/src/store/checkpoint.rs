@@ -133,6 +133,10 @@ impl Shared {
         if self.options.reclaim {
             self.reclaim_step()?;
         }
+        // What a drop retired goes a step at a time, the thread woken again for each.
+        if self.retired_step()? {
+            self.maintenance.wake();
+        }
         Ok(())
     }
 

@@ -224,6 +224,8 @@ impl Shared {
     ) -> Result<()> {
         let bytes = group.bytes() as u64;
         let cold_bytes = cold.mark() as u64;
+        // A drop leaves records for the maintenance thread to reclaim.
+        let retires = !txn.schema_changed.is_empty() && !txn.catalog.retired.is_empty();
         self.cold.append(cold)?;
         writer.log.append(group)?;
         if durability == Durability::Immediate {
@@ -242,8 +244,12 @@ impl Shared {
                 own_chunks: None,
             },
             &txn.written,
+            &txn.schema_changed,
         );
         writer.committed_group(bytes, cold_bytes);
+        if retires {
+            self.maintenance.wake();
+        }
         Ok(())
     }
 
@@ -423,9 +429,17 @@ impl Shared {
     /// that read before it turned odd adds nothing after (its check of the epoch and its
     /// insertion are under a shard lock, as is each removal here): every record in the tier
     /// is the current version's, as of the generation it carries.
-    pub(super) fn publish_changes(&self, mut version: Version, written: &[Bytes]) {
+    pub(super) fn publish_changes(
+        &self,
+        mut version: Version,
+        written: &[Bytes],
+        schema_changed: &[crate::catalog::CollectionId],
+    ) {
         let records = self.pages.cache.records();
         let epoch = self.versions.begin_record_change();
+        for collection in schema_changed {
+            records.remove_collection(*collection);
+        }
         for key in written {
             if let Some((collection, key)) = crate::page::keys::split_parent(key) {
                 records.remove(collection, key);

@@ -347,6 +347,8 @@ impl Shared {
             cold_bytes_before: cold_bytes()?,
             ..CompactReport::default()
         };
+        // What drops retired goes first: the chunks it pointed at are then dead.
+        self.reclaim_retired()?;
         {
             let _writer = self.commits.lock();
             self.seal_cold_if_dead(&self.current().tree)?;

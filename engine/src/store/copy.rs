@@ -11,6 +11,7 @@ use bytes::Bytes;
 use super::apply::Txn;
 use super::shared::Shared;
 use super::versions::Version;
+use crate::catalog::CollectionInfo;
 use crate::cold::chunk::ChunkRef;
 use crate::error::{Error, Result};
 use crate::page::keys;
@@ -35,6 +36,9 @@ impl Shared {
         let tree = &version.tree;
         let mut cursor = tree.cursor(&self.pages.maintaining(), Bound::Unbounded)?;
         while let Some((key, value)) = cursor.next(tree, &self.pages.maintaining())? {
+            if is_retired(version, &key) {
+                continue;
+            }
             let value = self.pages.value_bytes_uncached(&value)?;
             let chunk = match keys::is_chunk_entry(&key) {
                 true => {
@@ -48,6 +52,41 @@ impl Shared {
             each(CopiedRecord { key, value, chunk })?;
         }
         Ok(())
+    }
+
+    /// Gives collection `id` (just created, with no records yet) the array slots of
+    /// `backed_up`, a collection of the same spec in another database, whose records are
+    /// about to be loaded: their states name those slots.
+    pub(crate) fn set_slots(
+        &self,
+        id: crate::catalog::CollectionId,
+        backed_up: &CollectionInfo,
+    ) -> Result<()> {
+        let mut writer = self.commits.lock();
+        let base = self.current();
+        let Some(info) = base.catalog.by_id(id) else {
+            return Err(Error::UnknownCollection {
+                name: backed_up.spec.name().to_string(),
+            });
+        };
+        if (&info.slots, info.next_slot) == (&backed_up.slots, backed_up.next_slot) {
+            return Ok(());
+        }
+        let info = CollectionInfo {
+            slots: backed_up.slots.clone(),
+            next_slot: backed_up.next_slot,
+            ..info.as_ref().clone()
+        };
+        let txn = Txn::new(base.tree.clone(), base.catalog.clone());
+        self.cold_synced_before_roll(&writer)?;
+        let cold = self.cold.group()?;
+        let group = writer.log.group()?;
+        self.write_own_redo(
+            &mut writer,
+            &base,
+            (txn, group, cold),
+            &[Op::SetCollection(info)],
+        )
     }
 
     /// Writes `records` into this database as one commit group: each chunk appended to the
@@ -91,4 +130,21 @@ impl Shared {
         }
         self.write_own_redo(&mut writer, &base, (txn, group, cold), &redo)
     }
+}
+
+/// Whether tree record `key` is one a drop retired: of a collection the version's catalog
+/// lacks, or of an array slot none of its collection's fields holds. A backup leaves it out.
+fn is_retired(version: &Version, key: &Bytes) -> bool {
+    let Some(collection) = keys::collection_of(key) else {
+        return false;
+    };
+    let Some(info) = version.catalog.by_id(collection) else {
+        return true;
+    };
+    let slot = match keys::lead_of(key) {
+        Some(lead) if lead & keys::ARRAY_SPACE != 0 => keys::split_array(key).map(|(_, s, _, _)| s),
+        Some(lead) if lead & keys::OUTLIER_SPACE != 0 => keys::split_outlier(key).map(|(s, _)| s),
+        _ => None,
+    };
+    slot.is_some_and(|slot| info.field_of_slot(slot).is_none())
 }

@@ -40,7 +40,7 @@ pub(crate) fn decode_record_fields(
     key: &[u8],
     wanted: impl Fn(usize) -> bool,
 ) -> Result<ParentRecord> {
-    ParentRecord::decode_fields(bytes, info.spec.arrays().len(), wanted)
+    ParentRecord::decode_fields(bytes, info.shape(), wanted)
         .map_err(|reason| record_corruption(info, key, reason))
 }
 
@@ -114,13 +114,12 @@ pub(crate) fn decode_record_page(
     field: usize,
     query: &ItemQuery,
 ) -> Result<ParentRecord> {
-    let arrays = info.spec.arrays().len();
     let page = |list: &mut Bytes| {
         // The page's other items join these (`Shared::items`): room for them too.
         let mut items = Vec::with_capacity(page_room(query));
         wanted_items(list, query, &mut items).map(|()| items)
     };
-    ParentRecord::decode_field_with(bytes, arrays, field, page)
+    ParentRecord::decode_field_with(bytes, info.shape(), field, page)
         .map_err(|reason| record_corruption(info, key, reason))
 }
 
@@ -151,7 +150,7 @@ pub(crate) fn decode_read_record(
     key: &[u8],
     wanted: impl Fn(usize) -> bool,
 ) -> Result<ParentRecord<Item>> {
-    ParentRecord::decode_read(bytes, info.spec.arrays().len(), wanted)
+    ParentRecord::decode_read(bytes, info.shape(), wanted)
         .map_err(|reason| record_corruption(info, key, reason))
 }
 
@@ -161,9 +160,8 @@ pub(crate) fn decode_document(
     key: Bytes,
     bytes: Bytes,
 ) -> Result<Document> {
-    let arrays = info.spec.arrays().len();
     let decoded = Document::build(info, key.clone(), |push| {
-        record::decode_read_each(bytes, arrays, |_| true, push)
+        record::decode_read_each(bytes, info.shape(), |_| true, push)
     });
     decoded.map_err(|reason| record_corruption(info, &key, reason))
 }

@@ -41,6 +41,7 @@ mod read;
 mod read_only;
 mod reads;
 mod recovery;
+mod retired;
 mod segments;
 mod shared;
 mod space;

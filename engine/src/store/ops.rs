@@ -7,6 +7,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 
 use super::reads::ReadSet;
+use crate::alter::Alteration;
 use crate::catalog::CollectionSpec;
 use crate::error::{Error, Result};
 use crate::item::NewItem;
@@ -17,6 +18,13 @@ use crate::options::Durability;
 #[derive(Clone, Debug)]
 pub(crate) enum BatchOp {
     CreateCollection(CollectionSpec),
+    AlterCollection {
+        collection: Arc<str>,
+        alteration: Alteration,
+    },
+    DropCollection {
+        collection: Arc<str>,
+    },
     Put {
         collection: Arc<str>,
         key: Bytes,

@@ -84,7 +84,7 @@ mod tests {
                 seq: i as u64,
             });
         }
-        Bytes::from(record.encode())
+        Bytes::from(record.encode(crate::record::Shape::identity(1)))
     }
 
     #[test]

@@ -274,7 +274,7 @@ impl Reads<'_> {
         query: &ItemQuery,
         out: &mut Vec<Stored>,
     ) -> Result<()> {
-        let tail_key = keys::tail(info.id, key, field);
+        let tail_key = keys::tail(info.id, key, info.slot(field));
         match self.read_tree(version, &tail_key, Owner::collection(info.id))? {
             Some(bytes) => decode_wanted_items(bytes, &tail_key, query, out)
                 .map_err(|e| self.placed(e, &version.tree, &tail_key)),
@@ -333,11 +333,13 @@ impl Reads<'_> {
         from: Bound<i64>,
     ) -> Result<(crate::page::tree::Cursor, Bytes)> {
         let start = match from {
-            Bound::Included(k) | Bound::Excluded(k) => keys::chunk(info.id, key, field, k, 0),
-            Bound::Unbounded => Bytes::from(keys::chunks(info.id, key, field)),
+            Bound::Included(k) | Bound::Excluded(k) => {
+                keys::chunk(info.id, key, info.slot(field), k, 0)
+            }
+            Bound::Unbounded => Bytes::from(keys::chunks(info.id, key, info.slot(field))),
         };
         let cursor = tree.cursor(&pages_for(self.pages, info), Bound::Included(&start))?;
-        Ok((cursor, keys::chunks_end(info.id, key, field)))
+        Ok((cursor, keys::chunks_end(info.id, key, info.slot(field))))
     }
 
     pub fn items(
@@ -434,7 +436,7 @@ impl Reads<'_> {
         limit: usize,
         found: &mut Vec<Stored>,
     ) -> Result<()> {
-        let keys = keys::ArrayKeys::new(info.id, key, field);
+        let keys = keys::ArrayKeys::new(info.id, key, info.slot(field));
         let pages = pages_for(self.pages, info);
         let mut cursor = version
             .tree
@@ -564,8 +566,8 @@ impl Reads<'_> {
         info: &CollectionInfo,
         field: usize,
     ) -> Result<Vec<Outlier>> {
-        let start = Bytes::from(keys::outliers(info.id, field));
-        let end = keys::outliers_end(info.id, field);
+        let start = Bytes::from(keys::outliers(info.id, info.slot(field)));
+        let end = keys::outliers_end(info.id, info.slot(field));
         let pages = pages_for(self.pages, info);
         let mut cursor = version.tree.cursor(&pages, Bound::Included(&start))?;
         let mut parents = Vec::new();
@@ -580,7 +582,7 @@ impl Reads<'_> {
             let record = self
                 .parent_record(version, info, &key, |_| false)?
                 .ok_or_else(|| {
-                    let marker = keys::outlier(info.id, field, &key);
+                    let marker = keys::outlier(info.id, info.slot(field), &key);
                     let reason = format!("outlier marker for missing parent {key:x?}");
                     self.placed(
                         Error::corruption(UNPLACED, 0, reason),

@@ -25,6 +25,10 @@ pub(crate) struct Shared {
     pub(super) versions: Versions,
     pub(super) commits: GroupCommit,
     pub(crate) maintenance: Arc<Maintenance>,
+    /// Where reclaiming the first retired entry has got to: the key its next step starts
+    /// at. In memory only: after a reopen the walk starts again from the beginning (what
+    /// was deleted is not met again).
+    pub(super) reclaim_cursor: parking_lot::Mutex<Option<(crate::catalog::Retired, bytes::Bytes)>>,
     _lock: Box<dyn LockGuard>,
 }
 
@@ -50,6 +54,7 @@ impl Shared {
             versions: Versions::new(first),
             commits: GroupCommit::new(writer),
             maintenance: Arc::default(),
+            reclaim_cursor: parking_lot::Mutex::default(),
             _lock: lock,
         }
     }

@@ -12,7 +12,7 @@ use super::apply::Txn;
 use super::ops::{BatchOp, Expired, check_key};
 use super::shared::Shared;
 use super::work::{Base, ParentWork};
-use crate::catalog::{Catalog, CollectionId, CollectionInfo, Layout};
+use crate::catalog::{Catalog, CollectionId, CollectionInfo, Layout, Retired};
 use crate::error::{Error, Result};
 use crate::page::redo::Op;
 use crate::pattern::{self, Operation};
@@ -50,6 +50,21 @@ impl<'a> Stager<'a> {
         }
         let info = self.catalog.get(name)?.clone();
         self.last_collection = Some(info.clone());
+        Ok(info)
+    }
+
+    /// Collection `name`, about to have its schema changed: not yet written to by the batch
+    /// (whose work on it would be under the old schema).
+    fn schema_change(&mut self, name: &str) -> Result<Arc<CollectionInfo>> {
+        let info = self.catalog.get(name)?.clone();
+        if self.parents.keys().any(|(id, _)| *id == info.id) {
+            return Err(Error::InvalidSchema {
+                collection: name.to_string(),
+                reason: "a batch changes a collection's schema before it writes to it, not after"
+                    .to_string(),
+            });
+        }
+        self.last_collection = None;
         Ok(info)
     }
 
@@ -104,10 +119,7 @@ impl<'a> Stager<'a> {
                         });
                     }
                     None => {
-                        let info = CollectionInfo {
-                            id: self.catalog.next_id,
-                            spec: spec.clone(),
-                        };
+                        let info = CollectionInfo::new(self.catalog.next_id, spec.clone());
                         self.created.push(Op::CreateCollection {
                             id: info.id,
                             spec: spec.clone(),
@@ -115,6 +127,39 @@ impl<'a> Stager<'a> {
                         Arc::make_mut(&mut self.catalog).insert(info);
                     }
                 }
+            }
+            BatchOp::AlterCollection {
+                collection,
+                alteration,
+            } => {
+                let info = self.schema_change(&collection)?;
+                let (altered, dropped) = info.altered(&alteration)?;
+                if let Some(other) = self.catalog.by_name.get(altered.spec.name())
+                    && other.id != info.id
+                {
+                    return Err(Error::SchemaConflict {
+                        name: altered.spec.name().to_string(),
+                        reason: format!("{collection:?} cannot be renamed to it"),
+                    });
+                }
+                let catalog = Arc::make_mut(&mut self.catalog);
+                self.created.push(Op::SetCollection(altered.clone()));
+                catalog.set(altered).expect("the new name checked");
+                for slot in dropped {
+                    let retired = Retired {
+                        collection: info.id,
+                        slot: Some(slot),
+                    };
+                    self.created.push(Op::Retire(retired));
+                    catalog.retire(retired);
+                }
+            }
+            BatchOp::DropCollection { collection } => {
+                let info = self.schema_change(&collection)?;
+                self.created.push(Op::DropCollection { id: info.id });
+                Arc::make_mut(&mut self.catalog)
+                    .drop_collection(info.id)
+                    .expect("a known collection");
             }
             BatchOp::Put {
                 collection,

@@ -34,6 +34,9 @@ pub struct Stats {
     pub log_segments: u64,
     /// Bytes of them.
     pub log_bytes: u64,
+    /// Dropped collections and arrays whose records are not all reclaimed yet (the
+    /// maintenance thread deletes them in steps; `Db::compact` finishes the work).
+    pub retired: u64,
 }
 
 impl Shared {
@@ -76,6 +79,7 @@ impl Shared {
             durable_lsn,
             log_segments: segments.len() as u64,
             log_bytes,
+            retired: version.catalog.retired.len() as u64,
         })
     }
 }

@@ -311,18 +311,22 @@ impl Shared {
     ) -> Result<(), Check> {
         let space = keys::lead_of(key).ok_or_else(|| Check::Bad("short tree key".to_string()))?;
         let collection = space & !(keys::ARRAY_SPACE | keys::OUTLIER_SPACE);
-        let info = version
-            .catalog
-            .by_id(collection)
-            .ok_or_else(|| Check::Bad("record of an unknown collection".to_string()))?
-            .clone();
-        let arrays = info.spec.arrays().len();
-        if space & keys::ARRAY_SPACE != 0 {
-            let (parent, field, kind, rest) = keys::split_array(key)
-                .ok_or_else(|| Check::Bad("malformed array key".to_string()))?;
-            if field >= arrays {
-                return Err(Check::Bad("array record of an unknown field".to_string()));
+        let catalog = &version.catalog;
+        let Some(info) = catalog.by_id(collection).cloned() else {
+            if catalog.is_retired(collection, None) {
+                return self.check_retired(checker, key, bytes);
             }
+            return Err(Check::Bad("record of an unknown collection".to_string()));
+        };
+        if space & keys::ARRAY_SPACE != 0 {
+            let (parent, slot, kind, rest) = keys::split_array(key)
+                .ok_or_else(|| Check::Bad("malformed array key".to_string()))?;
+            let Some(field) = info.field_of_slot(slot) else {
+                if catalog.is_retired(collection, Some(slot)) {
+                    return self.check_retired(checker, key, bytes);
+                }
+                return Err(Check::Bad("array record of an unknown field".to_string()));
+            };
             // The checker holds keys until the end of the walk: copies, not views of the
             // pages they were read from (which would keep every page walked in memory).
             let id = (collection, Bytes::copy_from_slice(&parent), field);
@@ -350,8 +354,14 @@ impl Shared {
                 _ => return Err(Check::Bad("unknown array record kind".to_string())),
             }
         } else if space & keys::OUTLIER_SPACE != 0 {
-            let (field, parent) = keys::split_outlier(key)
+            let (slot, parent) = keys::split_outlier(key)
                 .ok_or_else(|| Check::Bad("malformed outlier marker".to_string()))?;
+            let Some(field) = info.field_of_slot(slot) else {
+                if catalog.is_retired(collection, Some(slot)) {
+                    return Ok(());
+                }
+                return Err(Check::Bad("outlier marker of an unknown field".to_string()));
+            };
             checker
                 .markers
                 .insert((collection, Bytes::copy_from_slice(&parent), field));
@@ -381,6 +391,19 @@ impl Shared {
                     (array.summary.clone(), inline),
                 );
             }
+        }
+        Ok(())
+    }
+}
+
+impl Shared {
+    /// A record a dropped collection or array left, not yet reclaimed: no reader sees it,
+    /// but a chunk it points at still holds its cold bytes until it goes.
+    fn check_retired(&self, checker: &mut Checker, key: &Bytes, bytes: Bytes) -> Result<(), Check> {
+        if keys::is_chunk_entry(key) {
+            let entry = ChunkRef::decode(bytes).map_err(Check::Bad)?;
+            checker.chunks += 1;
+            *checker.cold_live.entry(entry.loc.segment_id).or_default() += entry.loc.len as u64;
         }
         Ok(())
     }

@@ -232,7 +232,7 @@ impl ParentWork {
         match self.tails.entry(index) {
             Entry::Occupied(tail) => Ok(tail.into_mut()),
             Entry::Vacant(vacant) => {
-                let tail_key = keys::tail(self.info.id, &self.key, index);
+                let tail_key = keys::tail(self.info.id, &self.key, self.info.slot(index));
                 let stored = match base.read(&tail_key)? {
                     Some(bytes) if !self.deleted => Some(bytes),
                     _ => None,
@@ -599,7 +599,7 @@ impl ParentWork {
             });
             for index in &self.stored_markers {
                 ops.push(Op::Delete {
-                    key: keys::outlier(id, *index, &self.key),
+                    key: keys::outlier(id, self.info.slot(*index), &self.key),
                 });
             }
         }
@@ -616,7 +616,7 @@ impl ParentWork {
                 "items outside a parent not flagged"
             );
         }
-        let size = record.encoded_len();
+        let size = record.encoded_len(self.info.shape());
         if size > MAX_RECORD_BYTES as u64 {
             return Err(Error::RecordTooLarge {
                 size,
@@ -627,7 +627,7 @@ impl ParentWork {
         let stored = |bytes: Option<&Bytes>| bytes.filter(|_| !self.deleted).cloned();
         let put = Op::Put {
             key: parent_key,
-            value: Bytes::from(record.encode()),
+            value: Bytes::from(record.encode(self.info.shape())),
         };
         ops.push(patch_or_put(
             put,
@@ -638,7 +638,7 @@ impl ParentWork {
         ));
         let tail_limit = crate::page::max_inline_record(page_bytes);
         for index in &self.dirty_tails {
-            let key = keys::tail(id, &self.key, *index);
+            let key = keys::tail(id, &self.key, self.info.slot(*index));
             let Tail { items: tail, bytes } = &self.tails[index];
             assert_eq!(*bytes, item::items_len(tail), "a tail's size kept current");
             assert!(
@@ -676,18 +676,24 @@ impl ParentWork {
             ops.push(Op::ColdChunk(chunk.loc));
             let max_key = chunk.summary.max_key.unwrap_or(i64::MIN);
             ops.push(Op::Put {
-                key: keys::chunk(id, &self.key, pending.index, max_key, pending.number),
+                key: keys::chunk(
+                    id,
+                    &self.key,
+                    self.info.slot(pending.index),
+                    max_key,
+                    pending.number,
+                ),
                 value: chunk.encode(),
             });
         }
         for index in &self.dropped_markers {
             ops.push(Op::Delete {
-                key: keys::outlier(id, *index, &self.key),
+                key: keys::outlier(id, self.info.slot(*index), &self.key),
             });
         }
         for index in &self.new_markers {
             ops.push(Op::Put {
-                key: keys::outlier(id, *index, &self.key),
+                key: keys::outlier(id, self.info.slot(*index), &self.key),
                 value: Bytes::new(),
             });
         }

@@ -1,0 +1,151 @@
+//! Schema changes: what an [`Alteration`] does to a collection's spec and array slots. The
+//! catalog's bytes for them: `format-spec/checkpoint.md` and the set-collection and retire
+//! ops of `format-spec/hot-log.md`.
+
+use crate::catalog::{ArraySpec, CollectionInfo, DEFAULT_MEASURE, Layout, MAX_SLOTS};
+use crate::error::{Error, Result};
+
+/// A change to a collection's schema, committed at once and whole by
+/// [`crate::Db::alter_collection`] (or a batch's `alter_collection`): every reader sees the
+/// collection before it or after it. Applied in this order: arrays dropped, arrays added,
+/// measures added, then the rename.
+///
+/// - A dropped array is gone for every reader at once (its inline items, tails, chunks,
+///   summaries and outlier markers); the maintenance thread reclaims its space after.
+/// - An added array reads as empty in every parent already stored (total 0, an empty
+///   summary). Dropping an array and adding one of the same name in one alteration empties
+///   it.
+/// - An added measure has no value in any item already stored.
+/// - A rename keeps every record; handles opened under the old name answer
+///   `Error::UnknownCollection`.
+///
+/// ```
+/// use skewdb::{Alteration, CollectionSpec, Db, Layout, Options};
+///
+/// let dir = tempfile::tempdir()?;
+/// let db = Db::open(dir.path(), Options::new())?;
+/// db.create_collection(CollectionSpec::new("products").array("reviews", Layout::Embed))?;
+/// let products = db.alter_collection(
+///     "products",
+///     Alteration::new()
+///         .add_array("questions", Layout::Subset { keep: 3 })
+///         .add_measure("reviews", "stars")
+///         .rename("catalog"),
+/// )?;
+/// assert_eq!(products.spec().describe_arrays(), "reviews=embed [value stars], questions=subset:3");
+/// assert!(db.collection("products").is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Alteration {
+    rename: Option<String>,
+    drop_arrays: Vec<String>,
+    add_arrays: Vec<ArraySpec>,
+    add_measures: Vec<(String, String)>,
+}
+
+impl Alteration {
+    /// An alteration that changes nothing yet.
+    pub fn new() -> Self {
+        Alteration::default()
+    }
+
+    /// Renames the collection to `to` (a name no other collection has).
+    pub fn rename(mut self, to: impl Into<String>) -> Self {
+        self.rename = Some(to.into());
+        self
+    }
+
+    /// Adds array field `field` with `layout` and the one measure [`DEFAULT_MEASURE`].
+    pub fn add_array(self, field: impl Into<String>, layout: Layout) -> Self {
+        self.add_array_with_measures(field, layout, [DEFAULT_MEASURE])
+    }
+
+    /// Adds array field `field` with `layout` and named measures.
+    pub fn add_array_with_measures<M: Into<String>>(
+        mut self,
+        field: impl Into<String>,
+        layout: Layout,
+        measures: impl IntoIterator<Item = M>,
+    ) -> Self {
+        self.add_arrays.push(ArraySpec {
+            field: field.into(),
+            layout,
+            measures: measures.into_iter().map(Into::into).collect(),
+        });
+        self
+    }
+
+    /// Drops array field `field` with everything it holds.
+    pub fn drop_array(mut self, field: impl Into<String>) -> Self {
+        self.drop_arrays.push(field.into());
+        self
+    }
+
+    /// Adds measure `measure` to array field `field`, after its others.
+    pub fn add_measure(mut self, field: impl Into<String>, measure: impl Into<String>) -> Self {
+        self.add_measures.push((field.into(), measure.into()));
+        self
+    }
+
+    /// The name the alteration renames the collection to, if it does.
+    pub fn new_name(&self) -> Option<&str> {
+        self.rename.as_deref()
+    }
+
+    /// Whether the alteration changes nothing.
+    pub fn is_empty(&self) -> bool {
+        self.rename.is_none()
+            && self.drop_arrays.is_empty()
+            && self.add_arrays.is_empty()
+            && self.add_measures.is_empty()
+    }
+}
+
+impl CollectionInfo {
+    /// The collection after `alteration`, and the slots of the arrays it drops. Checks
+    /// everything but the new name's uniqueness, which the catalog knows:
+    /// `Error::UnknownField` for an array to drop or to measure that the collection lacks,
+    /// `Error::InvalidSchema` for a schema that would not be valid (an array added twice,
+    /// a measure twice or a ninth), `Error::InvalidName` for a bad name.
+    pub(crate) fn altered(&self, alteration: &Alteration) -> Result<(CollectionInfo, Vec<u16>)> {
+        let name = self.spec.name().to_string();
+        let unknown = |field: &str| Error::UnknownField {
+            collection: name.clone(),
+            field: field.to_string(),
+        };
+        let mut altered = self.clone();
+        let mut dropped = Vec::new();
+        for field in &alteration.drop_arrays {
+            let index = altered
+                .spec
+                .field_index(field)
+                .ok_or_else(|| unknown(field))?;
+            altered.spec.remove_array(index);
+            dropped.push(altered.slots.remove(index));
+        }
+        for array in &alteration.add_arrays {
+            if altered.next_slot >= MAX_SLOTS {
+                return Err(Error::InvalidSchema {
+                    collection: name,
+                    reason: format!("every array slot has been given out ({MAX_SLOTS})"),
+                });
+            }
+            altered.spec.push_array(array.clone());
+            altered.slots.push(altered.next_slot);
+            altered.next_slot += 1;
+        }
+        for (field, measure) in &alteration.add_measures {
+            let index = altered
+                .spec
+                .field_index(field)
+                .ok_or_else(|| unknown(field))?;
+            altered.spec.push_measure(index, measure.clone());
+        }
+        if let Some(to) = &alteration.rename {
+            altered.spec.rename(to.clone());
+        }
+        altered.spec.validate()?;
+        Ok((altered, dropped))
+    }
+}
