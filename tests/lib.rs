@@ -524,3 +524,81 @@ pub fn sim() -> (SimStorage, Arc<dyn Storage>) {
     let storage: Arc<dyn Storage> = Arc::new(sim.clone());
     (sim, storage)
 }
+
+/// What the format fixtures (`tests/fixtures/`) check a database against: every
+/// collection's schema, parents, arrays (totals, overflow, every measure's summary whole and
+/// over keys 100..=400) and items (key, every measure's value, payload), one line each, with
+/// doubles as their bits.
+pub fn dump(db: &Db) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let bits = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{:x}", v.to_bits()));
+    for name in db.collection_names() {
+        let collection = db.collection(&name).unwrap();
+        writeln!(out, "collection {name}: {}", collection.spec().describe()).unwrap();
+        for document in collection.scan(..).unwrap() {
+            let document = document.unwrap();
+            let key = String::from_utf8_lossy(document.key()).into_owned();
+            writeln!(
+                out,
+                "  {key}: {:?}",
+                String::from_utf8_lossy(document.body())
+            )
+            .unwrap();
+            for array in document.arrays() {
+                let field = &array.field;
+                let measures = collection.array(field).unwrap().measures().len();
+                writeln!(
+                    out,
+                    "    {field} total {} overflow {} inline {}",
+                    array.total,
+                    array.has_overflow,
+                    array.inline.len()
+                )
+                .unwrap();
+                for (what, summary) in [
+                    ("all", collection.summary(&key, field, ..).unwrap().unwrap()),
+                    (
+                        "100..=400",
+                        collection.summary(&key, field, 100..=400).unwrap().unwrap(),
+                    ),
+                ] {
+                    write!(
+                        out,
+                        "    {what}: {} items, keys {:?}..{:?}",
+                        summary.items, summary.min_key, summary.max_key
+                    )
+                    .unwrap();
+                    for index in 0..measures {
+                        let m = summary.measure(index);
+                        let sum = format!("{:x}", m.sum.to_bits());
+                        write!(out, "; {} {sum} {} {}", m.count, bits(m.min), bits(m.max)).unwrap();
+                    }
+                    writeln!(out).unwrap();
+                }
+                let page = collection.items(&key, field, &ItemQuery::new()).unwrap();
+                for item in page.unwrap().items {
+                    let values: Vec<String> =
+                        (0..measures).map(|i| bits(item.measure(i))).collect();
+                    writeln!(
+                        out,
+                        "      {} [{}] {:?}",
+                        item.key,
+                        values.join(" "),
+                        String::from_utf8_lossy(&item.payload)
+                    )
+                    .unwrap();
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Copies the files of directory `from` into `to` (a fixture into a scratch directory).
+pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
+}

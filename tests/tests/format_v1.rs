@@ -6,10 +6,10 @@
 //! `SKEWDB_WRITE_FIXTURES=1 cargo test -p skewdb-tests --test format_v1 -- --ignored`.
 //! Never regenerate them to make the other tests pass: they are what v1 wrote.
 
-use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use skewdb::{CollectionSpec, Db, ItemQuery, Layout, NewItem, Options};
+use skewdb::{CollectionSpec, Db, Layout, NewItem, Options};
+use skewdb_tests::{copy_dir, dump};
 
 /// One fixture per layout, each with a second measure so that every summary form appears.
 const LAYOUTS: [(&str, Layout); 5] = [
@@ -34,74 +34,6 @@ fn options() -> Options {
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/v1")
-}
-
-/// Every collection's schema, parents, arrays (totals, overflow, every measure's summary
-/// whole and over keys 100..=400) and items (key, every measure's value, payload), one line
-/// each, with doubles as their bits.
-fn dump(db: &Db) -> String {
-    let mut out = String::new();
-    let bits = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{:x}", v.to_bits()));
-    for name in db.collection_names() {
-        let collection = db.collection(&name).unwrap();
-        writeln!(out, "collection {name}: {}", collection.spec().describe()).unwrap();
-        for document in collection.scan(..).unwrap() {
-            let document = document.unwrap();
-            let key = String::from_utf8_lossy(document.key()).into_owned();
-            writeln!(
-                out,
-                "  {key}: {:?}",
-                String::from_utf8_lossy(document.body())
-            )
-            .unwrap();
-            for array in document.arrays() {
-                let field = &array.field;
-                let measures = collection.array(field).unwrap().measures().len();
-                writeln!(
-                    out,
-                    "    {field} total {} overflow {} inline {}",
-                    array.total,
-                    array.has_overflow,
-                    array.inline.len()
-                )
-                .unwrap();
-                for (what, summary) in [
-                    ("all", collection.summary(&key, field, ..).unwrap().unwrap()),
-                    (
-                        "100..=400",
-                        collection.summary(&key, field, 100..=400).unwrap().unwrap(),
-                    ),
-                ] {
-                    write!(
-                        out,
-                        "    {what}: {} items, keys {:?}..{:?}",
-                        summary.items, summary.min_key, summary.max_key
-                    )
-                    .unwrap();
-                    for index in 0..measures {
-                        let m = summary.measure(index);
-                        let sum = format!("{:x}", m.sum.to_bits());
-                        write!(out, "; {} {sum} {} {}", m.count, bits(m.min), bits(m.max)).unwrap();
-                    }
-                    writeln!(out).unwrap();
-                }
-                let page = collection.items(&key, field, &ItemQuery::new()).unwrap();
-                for item in page.unwrap().items {
-                    let values: Vec<String> =
-                        (0..measures).map(|i| bits(item.measure(i))).collect();
-                    writeln!(
-                        out,
-                        "      {} [{}] {:?}",
-                        item.key,
-                        values.join(" "),
-                        String::from_utf8_lossy(&item.payload)
-                    )
-                    .unwrap();
-                }
-            }
-        }
-    }
-    out
 }
 
 /// The fixture's contents: 12 parents with 0 to 72 items each (item keys 10 apart, so that
@@ -172,13 +104,6 @@ fn write_v1_fixtures() {
         copy_dir(&db_dir, copy.path());
         let db = Db::open(copy.path(), options()).unwrap();
         std::fs::write(root.join("expected.txt"), dump(&db)).unwrap();
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
     }
 }
 
