@@ -111,6 +111,11 @@ pub enum Operation {
         field: u8,
         key: i16,
     },
+    /// Drops an array field and adds it again, empty, in a batch of its own.
+    ClearArray {
+        parent: u8,
+        field: u8,
+    },
     Commit,
     Checkpoint,
     Compact,
@@ -195,15 +200,28 @@ pub fn model(data: &[u8]) {
                 let field = fields[field as usize % fields.len()].0;
                 batch.push(Step::Remove(collection, parent_key, field, key as i64));
             }
+            Operation::ClearArray { parent: p, field } => {
+                let collection = parent(p).0;
+                let fields = arrays_of(collection);
+                let field = fields[field as usize % fields.len()].0;
+                let steps = [Step::ClearArray(collection, field)];
+                committed(
+                    live,
+                    &steps,
+                    durability,
+                    &mut candidates,
+                    &mut since_durable,
+                );
+            }
             Operation::Commit => {
                 let steps = std::mem::take(&mut batch);
-                let result = commit(live, &steps);
-                possible_states(&mut candidates, &steps, &result);
-                if durability == Durability::Immediate && result.is_ok() {
-                    since_durable = candidates.clone();
-                } else {
-                    extend(&mut since_durable, &candidates);
-                }
+                committed(
+                    live,
+                    &steps,
+                    durability,
+                    &mut candidates,
+                    &mut since_durable,
+                );
             }
             Operation::Checkpoint | Operation::Compact => {
                 let result = match operation {
@@ -242,6 +260,24 @@ pub fn model(data: &[u8]) {
     sim.clear_faults();
     let reopened = open(&sim);
     check(&reopened, &candidates, "final reopen");
+}
+
+/// Commits `steps` as one batch and moves the states the database may hold (and those a
+/// power loss may bring back) past it.
+fn committed(
+    db: &Db,
+    steps: &[Step],
+    durability: Durability,
+    candidates: &mut Vec<Model>,
+    since_durable: &mut Vec<Model>,
+) {
+    let result = commit(db, steps);
+    possible_states(candidates, steps, &result);
+    if durability == Durability::Immediate && result.is_ok() {
+        *since_durable = candidates.clone();
+    } else {
+        extend(since_durable, candidates);
+    }
 }
 
 /// Adds the states of `more` that `into` lacks.

@@ -39,6 +39,9 @@ pub enum Step {
     Push(&'static str, Vec<u8>, &'static str, ModelItem),
     /// Removes every item with this key from the array.
     Remove(&'static str, Vec<u8>, &'static str, i64),
+    /// Drops the array field and adds it again, as it was and empty (a schema change, which
+    /// must come before the batch's writes to the collection).
+    ClearArray(&'static str, &'static str),
 }
 
 pub const COLLECTIONS: [&str; 2] = ["users", "products"];
@@ -244,6 +247,21 @@ pub fn commit(db: &Db, steps: &[Step]) -> Result<()> {
             Step::Remove(collection, key, field, item_key) => {
                 batch.remove(collection, key, field, *item_key)
             }
+            Step::ClearArray(collection, field) => {
+                let layout = arrays_of(collection)
+                    .into_iter()
+                    .find(|(f, _)| f == field)
+                    .expect("one of the workload's arrays")
+                    .1;
+                let measures: &[&str] = match *collection == MIRRORED {
+                    true => &["value", "mirror"],
+                    false => &["value"],
+                };
+                let alteration = skewdb::Alteration::new()
+                    .drop_array(*field)
+                    .add_array_with_measures(*field, layout, measures.iter().copied());
+                batch.alter_collection(collection, alteration)
+            }
         };
     }
     batch.commit()
@@ -290,6 +308,15 @@ pub fn apply(model: &mut Model, steps: &[Step]) {
                 // Key order, ties in push order: after every item with a key not above it.
                 let at = items.partition_point(|i| i.0 <= item.0);
                 items.insert(at, item.clone());
+            }
+            Step::ClearArray(collection, field) => {
+                for doc in model
+                    .entry(collection.to_string())
+                    .or_default()
+                    .values_mut()
+                {
+                    doc.arrays.remove(*field);
+                }
             }
             Step::Remove(collection, key, field, item_key) => {
                 let doc = model

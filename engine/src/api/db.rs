@@ -107,7 +107,9 @@ impl Db {
     }
 
     /// Creates a collection with its schema, durably. Creating one that exists with the same
-    /// schema does nothing; with a different schema it is `Error::SchemaConflict`.
+    /// schema does nothing (the same array fields, layouts and measures in any order: a
+    /// schema change may have moved one); with a different schema it is
+    /// `Error::SchemaConflict`.
     pub fn create_collection(&self, spec: CollectionSpec) -> Result<Collection> {
         let name = spec.name().to_string();
         self.engine

@@ -379,6 +379,27 @@ impl CollectionSpec {
         &self.name
     }
 
+    /// Whether `other` declares the same collection: the same name, document format and
+    /// map, and the same array fields with the same layouts and measures, in any order (a
+    /// schema change that drops an array and adds it again moves it last).
+    pub(crate) fn same_schema(&self, other: &CollectionSpec) -> bool {
+        fn sorted(spec: &CollectionSpec) -> Vec<&ArraySpec> {
+            let mut arrays: Vec<&ArraySpec> = spec.arrays.iter().collect();
+            arrays.sort_by(|a, b| a.field.cmp(&b.field));
+            arrays
+        }
+        let map = |spec: &CollectionSpec| {
+            spec.map.clone().map(|mut map| {
+                map.arrays.sort_by(|a, b| a.array.cmp(&b.array));
+                map
+            })
+        };
+        self.name == other.name
+            && self.format == other.format
+            && map(self) == map(other)
+            && sorted(self) == sorted(other)
+    }
+
     /// Takes array field `index` out, with its entry in the document map (a schema change).
     pub(crate) fn remove_array(&mut self, index: usize) {
         let array = self.arrays.remove(index);

@@ -107,7 +107,7 @@ impl<'a> Stager<'a> {
             BatchOp::CreateCollection(spec) => {
                 spec.validate()?;
                 match self.catalog.by_name.get(spec.name()) {
-                    Some(info) if info.spec == spec => {}
+                    Some(info) if info.spec.same_schema(&spec) => {}
                     Some(info) => {
                         return Err(Error::SchemaConflict {
                             name: spec.name().to_string(),
