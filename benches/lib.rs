@@ -62,3 +62,25 @@ pub fn readings_db_with(options: Options, humidity: bool) -> (tempfile::TempDir,
     }
     (dir, db, MINUTES)
 }
+
+/// Latency percentiles of a sample, in microseconds.
+pub struct Latency {
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+pub fn latency(samples: Vec<std::time::Duration>) -> Latency {
+    // Nanoseconds up to about an hour (2^42), at 3 significant figures.
+    let mut histogram = hdrhistogram::Histogram::<u64>::new_with_max(1 << 42, 3)
+        .expect("a range and precision hdrhistogram takes");
+    for sample in samples {
+        histogram.saturating_record(u64::try_from(sample.as_nanos()).unwrap_or(u64::MAX));
+    }
+    let micros = |nanos: u64| nanos as f64 / 1e3;
+    Latency {
+        p50: micros(histogram.value_at_quantile(0.5)),
+        p99: micros(histogram.value_at_quantile(0.99)),
+        max: micros(histogram.max()),
+    }
+}

@@ -18,34 +18,13 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use skewdb::{CollectionSpec, Db, Durability, Layout, NewItem, Options};
+use skewdb_benches::{Latency, latency};
 
 const BODY_BYTES: usize = 200;
 const BATCH: u64 = 10_000;
-
-/// Latency percentiles of a sample, in microseconds.
-struct Latency {
-    p50: f64,
-    p99: f64,
-    max: f64,
-}
-
-fn latency(samples: Vec<Duration>) -> Latency {
-    // Nanoseconds up to about an hour (2^42), at 3 significant figures.
-    let mut histogram = hdrhistogram::Histogram::<u64>::new_with_max(1 << 42, 3)
-        .expect("a range and precision hdrhistogram takes");
-    for sample in samples {
-        histogram.saturating_record(u64::try_from(sample.as_nanos()).unwrap_or(u64::MAX));
-    }
-    let micros = |nanos: u64| nanos as f64 / 1e3;
-    Latency {
-        p50: micros(histogram.value_at_quantile(0.5)),
-        p99: micros(histogram.value_at_quantile(0.99)),
-        max: micros(histogram.max()),
-    }
-}
 
 struct Outcome {
     steady: f64,
