@@ -115,6 +115,7 @@ fn main() {
         std::thread::spawn(move || write_until(&db, &stop, 1 << 40))
     };
     std::thread::sleep(Duration::from_millis(100));
+    let checkpoints = db.stats().expect("stats").checkpoints;
     let dropping = Instant::now();
     db.drop_collection("big").expect("drop");
     let returned = dropping.elapsed();
@@ -130,6 +131,10 @@ fn main() {
         returned.as_secs_f64() * 1e3,
         reclaimed.as_secs_f64(),
         parents as f64 / reclaimed.as_secs_f64()
+    );
+    println!(
+        "checkpoints while reclaiming: {}",
+        db.stats().expect("stats").checkpoints - checkpoints
     );
     show(
         "commits before the drop",

@@ -4,6 +4,7 @@
 pub mod checkpoint;
 pub mod keys;
 pub mod node;
+mod range;
 pub mod redo;
 pub mod table;
 pub mod tree;

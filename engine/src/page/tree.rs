@@ -99,7 +99,7 @@ impl Tree {
 
     /// Counts a large record, a held record or a chunk named by a chunk index entry, in
     /// (`added`) or out of the tree.
-    fn account(&mut self, key: &Bytes, value: &Value, added: bool) {
+    pub(super) fn account(&mut self, key: &Bytes, value: &Value, added: bool) {
         let (live, segment_id, bytes) = match value {
             Value::Held(bytes) => {
                 let held = bytes.len() as u64;
@@ -243,7 +243,7 @@ impl Tree {
     }
 
     /// The node `id` for changing: made dirty in this version, copied if shared.
-    fn node_mut(&mut self, store: &Pages<'_>, id: PageId) -> Result<&mut Node> {
+    pub(super) fn node_mut(&mut self, store: &Pages<'_>, id: PageId) -> Result<&mut Node> {
         if !matches!(self.table.get(id), Slot::Dirty(_)) {
             let node = self.node(store, id)?;
             self.replace_slot(id, Slot::Dirty(node));
@@ -633,7 +633,7 @@ impl Tree {
     }
 
     /// While the root is an internal page with one child, that child becomes the root.
-    fn collapse_root(&mut self, store: &Pages<'_>) -> Result<()> {
+    pub(super) fn collapse_root(&mut self, store: &Pages<'_>) -> Result<()> {
         loop {
             let root = self.node(store, self.root)?;
             match root.as_ref() {
@@ -711,7 +711,7 @@ impl Default for Tree {
 }
 
 /// No valid tree is deeper: with at least two entries per page, 64 levels hold 2^64 keys.
-const MAX_DEPTH: usize = 64;
+pub(super) const MAX_DEPTH: usize = 64;
 
 /// Whether the entry just inserted at `index` continues an ascending run of its key space
 /// (`keys::space_of`: collection and record kind) and ends it: the entry before

@@ -100,16 +100,7 @@ pub(crate) fn apply(
             txn.tree.remove(pages, key)?;
         }
         Op::DeleteRange { start, end } => {
-            let mut doomed = Vec::new();
-            let mut cursor = txn.tree.cursor(pages, std::ops::Bound::Included(start))?;
-            while let Some((key, _)) = cursor.next(&txn.tree, pages)? {
-                if key >= *end {
-                    break;
-                }
-                doomed.push(key);
-            }
-            for key in doomed {
-                txn.tree.remove(pages, &key)?;
+            for key in txn.tree.remove_range(pages, start, end)? {
                 txn.note_written(&key);
             }
         }

@@ -1,8 +1,9 @@
 //! Reclaiming what schema changes retired (`Catalog::retired`): the records of a dropped
 //! collection, and the tails, chunk entries, outlier markers and record states of a dropped
 //! array. No reader sees them from the commit that retired them; this deletes them in
-//! bounded steps, each a commit of the engine's own under the commit lock (a step reads and
-//! rewrites records that users write too), and takes each off the list once it is gone.
+//! bounded steps, each a commit of the engine's own under the commit lock (an array's step
+//! reads and rewrites records that users write too; a collection's is ranges whose pages the
+//! tree frees whole), and takes each off the list once it is gone.
 //! The chunks they pointed at are then dead, and cold compaction gives their bytes back.
 //! See `format-spec/checkpoint.md`, retired records.
 
@@ -23,6 +24,11 @@ use crate::page::redo::Op;
 /// so that no commit waits long behind it.
 const STEP_RECORDS: usize = 1_024;
 
+/// Tree records of a dropped collection deleted per step: one range each, whose pages are
+/// freed whole, not rewritten (`Tree::remove_range`); the step's walk to find its end runs
+/// before it takes the commit lock.
+const STEP_COLLECTION_RECORDS: usize = 16 * STEP_RECORDS;
+
 /// Tree keys a step walks past without deleting (a dropped array's records among the live
 /// arrays' records of its parents).
 const STEP_WALKED: usize = 16 * STEP_RECORDS;
@@ -36,28 +42,37 @@ impl Shared {
 
     /// One step of reclaiming the first retired entry; returns whether any is left after it.
     pub(super) fn retired_step(&self) -> Result<bool> {
-        let mut writer = self.commits.lock();
-        writer.log.check_writable()?;
-        let base = self.current();
-        let Some(&retired) = base.catalog.retired.first() else {
+        let Some(&retired) = self.current().catalog.retired.first() else {
             return Ok(false);
         };
-        let mut cursor = self.reclaim_cursor.lock();
-        let from = match &*cursor {
+        let from = match &*self.reclaim_cursor.lock() {
             Some((at, key)) if *at == retired => Some(key.clone()),
             _ => None,
         };
-        let (redo, last) = match retired.slot {
-            None => self.collection_redo(&base, retired, from)?,
-            Some(slot) => match base.catalog.by_id(retired.collection) {
+        // A dropped collection's records change no more: the walk needs no lock.
+        let walked = match retired.slot {
+            None => Some(self.collection_redo(&self.current(), retired, from.clone())?),
+            Some(_) => None,
+        };
+        let mut writer = self.commits.lock();
+        writer.log.check_writable()?;
+        let base = self.current();
+        if base.catalog.retired.first() != Some(&retired) {
+            // Another step (compaction's, beside the maintenance thread's) got there first.
+            return Ok(!base.catalog.retired.is_empty());
+        }
+        let (mut redo, next) = match (walked, retired.slot) {
+            (Some(walked), _) => walked,
+            (None, Some(slot)) => match base.catalog.by_id(retired.collection) {
                 Some(info) => self.array_redo(&base, info, usize::from(slot), from)?,
                 // The collection went after its array (a drop takes its arrays' entries off).
                 None => (Vec::new(), None),
             },
+            (None, None) => unreachable!("a collection's step is walked before the lock"),
         };
-        let mut redo = redo;
-        match last {
-            Some(last) => *cursor = Some((retired, last)),
+        let mut cursor = self.reclaim_cursor.lock();
+        match next {
+            Some(next) => *cursor = Some((retired, next)),
             None => {
                 redo.push(Op::Reclaimed(retired));
                 *cursor = None;
@@ -72,8 +87,9 @@ impl Shared {
         Ok(!self.current().catalog.retired.is_empty())
     }
 
-    /// The deletes of the next records of a dropped collection, from `from` on; with the
-    /// key the next step starts at, or `None` when these are its last.
+    /// The deletes of the next records of a dropped collection, from `from` on: a range
+    /// per key space, of at most [`STEP_COLLECTION_RECORDS`] records in all; with the key
+    /// the next step starts at, or `None` when these are its last.
     fn collection_redo(
         &self,
         base: &Version,
@@ -82,6 +98,7 @@ impl Shared {
     ) -> Result<(Vec<Op>, Option<Bytes>)> {
         let pages = self.pages.maintaining();
         let mut redo = Vec::new();
+        let mut records = 0;
         for (start, end) in keys::collection_spaces(retired.collection) {
             let start = match &from {
                 Some(from) if *from >= end => continue,
@@ -89,14 +106,23 @@ impl Shared {
                 _ => start,
             };
             let mut walk = base.tree.cursor(&pages, Bound::Included(start.as_ref()))?;
+            let mut stop = None;
             while let Some((key, _)) = walk.next(&base.tree, &pages)? {
                 if key >= end {
                     break;
                 }
-                if redo.len() == STEP_RECORDS {
-                    return Ok((redo, Some(key)));
+                if records == STEP_COLLECTION_RECORDS {
+                    stop = Some(key);
+                    break;
                 }
-                redo.push(Op::Delete { key });
+                records += 1;
+            }
+            redo.push(Op::DeleteRange {
+                start,
+                end: stop.clone().unwrap_or(end),
+            });
+            if stop.is_some() {
+                return Ok((redo, stop));
             }
         }
         Ok((redo, None))
