@@ -1,14 +1,15 @@
-//! Schema changes: what an [`Alteration`] does to a collection's spec and array slots. The
+//! Schema changes: what an [`Alteration`] does to a collection's spec, array slots and layout
+//! states. The
 //! catalog's bytes for them: `format-spec/checkpoint.md` and the set-collection and retire
 //! ops of `format-spec/hot-log.md`.
 
-use crate::catalog::{ArraySpec, CollectionInfo, DEFAULT_MEASURE, Layout, MAX_SLOTS};
+use crate::catalog::{ArraySpec, CollectionInfo, DEFAULT_MEASURE, Layout, LayoutState, MAX_SLOTS};
 use crate::error::{Error, Result};
 
 /// A change to a collection's schema, committed at once and whole by
 /// [`crate::Db::alter_collection`] (or a batch's `alter_collection`): every reader sees the
 /// collection before it or after it. Applied in this order: arrays dropped, arrays added,
-/// measures added, then the rename.
+/// measures added, layouts set, then the rename.
 ///
 /// - A dropped array is gone for every reader at once (its inline items, tails, chunks,
 ///   summaries and outlier markers); the maintenance thread reclaims its space after.
@@ -42,6 +43,7 @@ pub struct Alteration {
     drop_arrays: Vec<String>,
     add_arrays: Vec<ArraySpec>,
     add_measures: Vec<(String, String)>,
+    set_layouts: Vec<(String, Layout)>,
 }
 
 impl Alteration {
@@ -88,6 +90,18 @@ impl Alteration {
         self
     }
 
+    /// Moves array field `field` to `layout` (any layout, any parameters), on the live
+    /// database: the change commits at once and every parent is migrated after it, by the
+    /// maintenance thread in batches, or first by any write to its array. Every read answers
+    /// what it answered before throughout (only where items live, and what `get` carries
+    /// inline, changes). Setting the layout a migration is moving the array from cancels it:
+    /// the parents already moved move back. Setting a third layout while one runs is
+    /// `Error::InvalidSchema`. See `format-spec/arrays.md`, layout changes.
+    pub fn set_layout(mut self, field: impl Into<String>, layout: Layout) -> Self {
+        self.set_layouts.push((field.into(), layout));
+        self
+    }
+
     /// The name the alteration renames the collection to, if it does.
     pub fn new_name(&self) -> Option<&str> {
         self.rename.as_deref()
@@ -99,6 +113,7 @@ impl Alteration {
             && self.drop_arrays.is_empty()
             && self.add_arrays.is_empty()
             && self.add_measures.is_empty()
+            && self.set_layouts.is_empty()
     }
 }
 
@@ -122,6 +137,7 @@ impl CollectionInfo {
                 .field_index(field)
                 .ok_or_else(|| unknown(field))?;
             altered.spec.remove_array(index);
+            altered.layouts.remove(index);
             dropped.push(altered.slots.remove(index));
         }
         for array in &alteration.add_arrays {
@@ -133,6 +149,7 @@ impl CollectionInfo {
             }
             altered.spec.push_array(array.clone());
             altered.slots.push(altered.next_slot);
+            altered.layouts.push(crate::catalog::LayoutState::default());
             altered.next_slot += 1;
         }
         for (field, measure) in &alteration.add_measures {
@@ -141,6 +158,38 @@ impl CollectionInfo {
                 .field_index(field)
                 .ok_or_else(|| unknown(field))?;
             altered.spec.push_measure(index, measure.clone());
+        }
+        for (field, layout) in &alteration.set_layouts {
+            let index = altered
+                .spec
+                .field_index(field)
+                .ok_or_else(|| unknown(field))?;
+            let current = altered.spec.arrays()[index].layout;
+            let state = &mut altered.layouts[index];
+            if *layout == current {
+                continue;
+            }
+            if let Some(previous) = state.previous
+                && previous != *layout
+            {
+                return Err(Error::InvalidSchema {
+                    collection: name,
+                    reason: format!(
+                        "array field {field:?} is moving from {} to {}: set it back to {} to \
+                         cancel, or wait for the move to finish",
+                        previous.describe(),
+                        current.describe(),
+                        previous.describe()
+                    ),
+                });
+            }
+            // The states under the current layout keep their parity; those of the other
+            // (none yet, or those a cancelled move had moved) are under `current` now.
+            *state = LayoutState {
+                parity: !state.parity,
+                previous: Some(current),
+            };
+            altered.spec.set_layout(index, *layout);
         }
         if let Some(to) = &alteration.rename {
             altered.spec.rename(to.clone());

@@ -25,7 +25,10 @@ use crate::{
 pub const BACKUP_MAGIC: [u8; 8] = *b"SKEWDBBK";
 /// The version this build writes. Version 1 (items replayed as pushes, which lost
 /// placement after removals) was never released; it is refused.
-const BACKUP_VERSION: u32 = 4;
+const BACKUP_VERSION: u32 = 5;
+/// Backups whose collection frames lack the arrays' layout states (`SpecForm::Slotted`):
+/// still read, never written.
+const BACKUP_VERSION_UNMIGRATING: u32 = 4;
 /// Backups whose collection frames lack the array slots (`SpecForm::Mapped`: each
 /// collection's arrays in slots 0, 1, 2, ...): still read, never written.
 const BACKUP_VERSION_UNSLOTTED: u32 = 3;
@@ -241,7 +244,7 @@ impl<R: Read> Frames<R> {
             input,
             file,
             offset: 0,
-            form: SpecForm::Slotted,
+            form: SpecForm::Migrating,
         };
         frames.header()?;
         Ok(frames)
@@ -255,7 +258,8 @@ impl<R: Read> Frames<R> {
         }
         let version = u32::from_le_bytes(header[8..].try_into().expect("4 bytes"));
         self.form = match version {
-            BACKUP_VERSION => SpecForm::Slotted,
+            BACKUP_VERSION => SpecForm::Migrating,
+            BACKUP_VERSION_UNMIGRATING => SpecForm::Slotted,
             BACKUP_VERSION_UNSLOTTED => SpecForm::Mapped,
             BACKUP_VERSION_UNMAPPED => SpecForm::Formatted,
             _ => {
@@ -374,8 +378,8 @@ fn load<R: Read>(engine: &Engine, frames: &mut Frames<R>) -> Result<()> {
                 let spec = CollectionSpec::decode(&mut payload, form).map_err(&bad)?;
                 let name = spec.name().to_string();
                 let info = match frames.form {
-                    SpecForm::Slotted => {
-                        CollectionInfo::decode_slots(old, spec.clone(), &mut payload)
+                    SpecForm::Slotted | SpecForm::Migrating => {
+                        CollectionInfo::decode_slots(old, spec.clone(), &mut payload, frames.form)
                             .map_err(&bad)?
                     }
                     _ => CollectionInfo::new(old, spec.clone()),

@@ -73,7 +73,7 @@ pub use limits::{MAX_BATCH_BYTES, MAX_KEY_BYTES, MAX_RECORD_BYTES};
 pub use options::{Durability, Options};
 pub use record::RECORD_OVERHEAD_BYTES;
 pub use store::{CompactReport, Expired, SegmentSpace, SpaceStats, TierSpace};
-pub use store::{Inspection, SegmentInfo, Stats, VerifyReport};
+pub use store::{Inspection, MigrationProgress, SegmentInfo, Stats, VerifyReport};
 
 /// The README's example, compiled as a doctest so that it stays true.
 #[doc = include_str!("../../README.md")]

@@ -88,6 +88,9 @@ impl Shape<'_> {
 
 const HAS_OVERFLOW: u8 = 1;
 const BUCKET_OPEN: u8 = 2;
+/// Bit 7 of the flags: the state's layout parity (see `LayoutState`): which of an array's
+/// two layouts it is under while a migration runs.
+const LAYOUT_PARITY: u8 = 0x80;
 /// Bits 4 to 6 of the flags: how many summaries of further measures follow the first's.
 const MORE_SHIFT: u32 = 4;
 const MORE_MASK: u8 = 0x70;
@@ -113,6 +116,8 @@ pub(crate) struct ArrayState<T = Stored> {
     pub inline: Vec<T>,
     /// The stored size of the inline items (not encoded; kept current by the write rules).
     pub inline_bytes: usize,
+    /// The layout parity the state was written under (see `catalog::LayoutState`).
+    pub parity: bool,
 }
 
 impl<T> Default for ArrayState<T> {
@@ -126,6 +131,7 @@ impl<T> Default for ArrayState<T> {
             bucket_start: None,
             inline: Vec::new(),
             inline_bytes: 0,
+            parity: false,
         }
     }
 }
@@ -185,6 +191,9 @@ impl ParentRecord {
             }
             if array.bucket_start.is_some() {
                 flags |= BUCKET_OPEN;
+            }
+            if array.parity {
+                flags |= LAYOUT_PARITY;
             }
             flags |= u8_len(array.summary.stored_more()) << MORE_SHIFT;
             out.put_u8(flags);
@@ -319,7 +328,7 @@ fn decode_with<T>(
     let known_flags = HAS_OVERFLOW
         | BUCKET_OPEN
         | if version >= RECORD_VERSION {
-            MORE_MASK
+            MORE_MASK | LAYOUT_PARITY
         } else {
             0
         };
@@ -428,6 +437,7 @@ fn decode_with<T>(
             next_chunk,
             bucket_start: (flags & BUCKET_OPEN != 0).then_some(bucket_start),
             inline: inline_items,
+            parity: flags & LAYOUT_PARITY != 0,
         });
     }
     if bytes.has_remaining() {

@@ -217,3 +217,52 @@ impl Layout {
         Ok(layout)
     }
 }
+
+/// Where an array field's layout stands: the parity bit of the array states under its
+/// current layout (`ArraySpec::layout`), and, while a migration to it runs, the layout the
+/// states of the other parity are still under. See `format-spec/arrays.md`, layout changes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LayoutState {
+    /// The parity of the states under the current layout.
+    pub parity: bool,
+    /// The layout a migration is moving the array from: states of the other parity are
+    /// under it. `None` when no migration runs (every state is under the current layout).
+    pub previous: Option<Layout>,
+}
+
+const STATE_PARITY: u8 = 1;
+const STATE_MIGRATING: u8 = 2;
+
+impl LayoutState {
+    pub(super) fn encode(&self, out: &mut Vec<u8>) {
+        let mut flags = 0;
+        if self.parity {
+            flags |= STATE_PARITY;
+        }
+        if self.previous.is_some() {
+            flags |= STATE_MIGRATING;
+        }
+        out.put_u8(flags);
+        if let Some(previous) = self.previous {
+            previous.encode(out);
+        }
+    }
+
+    pub(super) fn decode(bytes: &mut Bytes) -> Result<LayoutState, String> {
+        if !bytes.has_remaining() {
+            return Err("layout state truncated".to_string());
+        }
+        let flags = bytes.get_u8();
+        if flags & !(STATE_PARITY | STATE_MIGRATING) != 0 {
+            return Err(format!("layout state flags {flags:#x} unknown"));
+        }
+        let previous = match flags & STATE_MIGRATING {
+            0 => None,
+            _ => Some(Layout::decode(bytes)?),
+        };
+        Ok(LayoutState {
+            parity: flags & STATE_PARITY != 0,
+            previous,
+        })
+    }
+}

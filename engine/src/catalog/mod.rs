@@ -15,7 +15,7 @@ use crate::record::Shape;
 
 mod layout;
 
-pub use layout::{Layout, MAX_INLINE_ITEMS};
+pub use layout::{Layout, LayoutState, MAX_INLINE_ITEMS};
 
 /// The most array slots a collection gives out in its life: a tree key's slot stays below
 /// the byte that ends a parent's array records (`keys::parent_arrays_end`).
@@ -281,8 +281,12 @@ pub(crate) enum SpecForm {
     /// Measures, the document format, then the document map (checkpoint version 7, op 10).
     Mapped,
     /// The mapped form; in a catalog, each collection's array slots follow its spec, and the
-    /// retired collections and arrays follow the collections (checkpoint version 8).
+    /// retired collections and arrays follow the collections (checkpoint version 8, op 11,
+    /// backup version 4).
     Slotted,
+    /// The slotted form, each array's slot followed by its layout state (checkpoint
+    /// version 9, op 15, backup version 5).
+    Migrating,
 }
 
 /// A collection's name and schema.
@@ -416,6 +420,11 @@ impl CollectionSpec {
     /// Adds a measure after the others of array field `index` (checked by `validate`).
     pub(crate) fn push_measure(&mut self, index: usize, measure: String) {
         self.arrays[index].measures.push(measure);
+    }
+
+    /// Sets array field `index`'s layout (a schema change; checked by `validate`).
+    pub(crate) fn set_layout(&mut self, index: usize, layout: Layout) {
+        self.arrays[index].layout = layout;
     }
 
     /// Renames the collection (checked by `validate`).
@@ -704,6 +713,9 @@ pub struct CollectionInfo {
     pub slots: Vec<u16>,
     /// The slot the next array added gets.
     pub next_slot: u16,
+    /// Each array field's layout state, in field order: the parity its states under the
+    /// current layout carry, and the previous layout while a migration runs.
+    pub layouts: Vec<LayoutState>,
 }
 
 impl CollectionInfo {
@@ -715,6 +727,7 @@ impl CollectionInfo {
             spec,
             slots: (0..u16_len(arrays)).collect(),
             next_slot: u16_len(arrays),
+            layouts: vec![LayoutState::default(); arrays],
         }
     }
 
@@ -736,25 +749,41 @@ impl CollectionInfo {
         self.slots.iter().position(|&s| usize::from(s) == slot)
     }
 
+    /// Writes the slots and layout states (the [`SpecForm::Migrating`] form).
     pub(crate) fn encode_slots(&self, out: &mut Vec<u8>) {
         out.put_u16_le(self.next_slot);
-        for slot in &self.slots {
+        for (slot, state) in self.slots.iter().zip(&self.layouts) {
             out.put_u16_le(*slot);
+            state.encode(out);
         }
     }
 
-    /// Reads the slots [`CollectionInfo::encode_slots`] wrote after `spec`.
+    /// Reads the slots (and, in [`SpecForm::Migrating`], the layout states)
+    /// [`CollectionInfo::encode_slots`] wrote after `spec`.
     pub(crate) fn decode_slots(
         id: CollectionId,
         spec: CollectionSpec,
         bytes: &mut Bytes,
+        form: SpecForm,
     ) -> Result<Self, String> {
         let arrays = spec.arrays.len();
-        if bytes.remaining() < 2 + 2 * arrays {
-            return Err("collection slots truncated".to_string());
+        let truncated = || "collection slots truncated".to_string();
+        if bytes.remaining() < 2 {
+            return Err(truncated());
         }
         let next_slot = bytes.get_u16_le();
-        let slots: Vec<u16> = (0..arrays).map(|_| bytes.get_u16_le()).collect();
+        let mut slots = Vec::with_capacity(arrays);
+        let mut layouts = Vec::with_capacity(arrays);
+        for _ in 0..arrays {
+            if bytes.remaining() < 2 {
+                return Err(truncated());
+            }
+            slots.push(bytes.get_u16_le());
+            layouts.push(match form {
+                SpecForm::Migrating => LayoutState::decode(bytes)?,
+                _ => LayoutState::default(),
+            });
+        }
         if slots.windows(2).any(|w| w[0] >= w[1])
             || slots.last().is_some_and(|&s| s >= next_slot)
             || next_slot > MAX_SLOTS
@@ -769,6 +798,7 @@ impl CollectionInfo {
             spec,
             slots,
             next_slot,
+            layouts,
         })
     }
 }
@@ -918,14 +948,16 @@ impl Catalog {
                 ));
             }
             let info = match form {
-                SpecForm::Slotted => CollectionInfo::decode_slots(id, spec, bytes)?,
+                SpecForm::Slotted | SpecForm::Migrating => {
+                    CollectionInfo::decode_slots(id, spec, bytes, form)?
+                }
                 _ => CollectionInfo::new(id, spec),
             };
             catalog
                 .by_name
                 .insert(info.spec.name.clone(), Arc::new(info));
         }
-        if form == SpecForm::Slotted {
+        if form >= SpecForm::Slotted {
             if bytes.remaining() < 4 {
                 return Err("catalog truncated".to_string());
             }

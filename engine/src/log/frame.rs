@@ -13,7 +13,7 @@ pub const MAX_FRAME_PAYLOAD: usize = MAX_RECORD_BYTES + 64 * 1024;
 pub const SEGMENT_HEADER_BYTES: usize = 32;
 const SEGMENT_MAGIC: &[u8; 8] = b"SKEWHOT\0";
 /// The hot log format version this build writes.
-pub const LOG_VERSION: u32 = 6;
+pub const LOG_VERSION: u32 = 7;
 /// The oldest version this build reads. Frames of every version are alike; a version marks
 /// the redo a log may hold, so that a build from before it refuses such a log by its version
 /// instead of failing on the first op or byte it does not know: 2, redo ops 6 (patch) and 7
@@ -21,7 +21,8 @@ pub const LOG_VERSION: u32 = 6;
 /// alike); 3, op 8 (a collection with measures), and items, records and chunks with values
 /// of several measures; 4, op 9 (a collection with its document format); 5, op 10 (a
 /// collection with its document map); 6, ops 11 to 14 (schema changes) and parent records
-/// whose array states carry their slots.
+/// whose array states carry their slots; 7, op 15 (a collection's schema with its arrays'
+/// layout states) and array states with a layout parity.
 pub const OLDEST_LOG_VERSION: u32 = 1;
 
 /// What a frame carries.
@@ -297,13 +298,13 @@ mod tests {
     }
 
     #[test]
-    fn versions_one_to_six_are_read_and_others_refused() {
+    fn versions_one_to_seven_are_read_and_others_refused() {
         let header = SegmentHeader {
             segment_id: 4,
             first_lsn: 99,
         };
         let written = encode_segment_header(header);
-        assert_eq!(u32::from_le_bytes(written[8..12].try_into().unwrap()), 6);
+        assert_eq!(u32::from_le_bytes(written[8..12].try_into().unwrap()), 7);
         let with_version = |version: u32| {
             let mut bytes = written;
             bytes[8..12].copy_from_slice(&version.to_le_bytes());
@@ -317,11 +318,12 @@ mod tests {
         assert_eq!(with_version(4).unwrap(), header);
         assert_eq!(with_version(5).unwrap(), header);
         assert_eq!(with_version(6).unwrap(), header);
-        for version in [0, 7, u32::MAX] {
+        assert_eq!(with_version(7).unwrap(), header);
+        for version in [0, 8, u32::MAX] {
             match with_version(version) {
                 Err(Error::UnsupportedVersion {
                     found, supported, ..
-                }) => assert_eq!((found, supported), (version, 6)),
+                }) => assert_eq!((found, supported), (version, 7)),
                 other => panic!("version {version}: {other:?}"),
             }
         }

@@ -30,6 +30,9 @@ const OP_CREATE_MAPPED: u8 = 10;
 const OP_SET_COLLECTION: u8 = 11;
 /// A collection dropped: gone from the catalog, its records retired.
 const OP_DROP_COLLECTION: u8 = 12;
+/// A collection's schema set, as op 11, each array's layout state after its slot. Written
+/// since hot log version 7 (op 11 is read, no longer written).
+const OP_SET_COLLECTION_MIGRATING: u8 = 15;
 /// An array slot of a collection retired (the array was dropped).
 const OP_RETIRE_ARRAY: u8 = 13;
 /// What a drop retired is reclaimed: off the retired list.
@@ -122,7 +125,7 @@ impl Op {
                 0
             }
             Op::SetCollection(info) => {
-                out.put_u8(OP_SET_COLLECTION);
+                out.put_u8(OP_SET_COLLECTION_MIGRATING);
                 out.put_u32_le(info.id);
                 info.spec.encode(out);
                 info.encode_slots(out);
@@ -201,7 +204,11 @@ impl Op {
     pub fn encoded_len(&self) -> usize {
         1 + match self {
             Op::CreateCollection { spec, .. } => 4 + spec.encoded_len(),
-            Op::SetCollection(info) => 4 + info.spec.encoded_len() + 2 + 2 * info.slots.len(),
+            Op::SetCollection(info) => {
+                let mut slots = Vec::new();
+                info.encode_slots(&mut slots);
+                4 + info.spec.encoded_len() + slots.len()
+            }
             Op::DropCollection { .. } => 4,
             Op::Retire(_) | Op::Reclaimed(_) => 6,
             Op::Put { key, value } => 2 + key.len() + 4 + value.len(),
@@ -261,11 +268,15 @@ impl Op {
                         spec: CollectionSpec::decode(&mut bytes, form)?,
                     }
                 }
-                OP_SET_COLLECTION => {
+                OP_SET_COLLECTION | OP_SET_COLLECTION_MIGRATING => {
                     need(&bytes, 4)?;
                     let id = bytes.get_u32_le();
                     let spec = CollectionSpec::decode(&mut bytes, SpecForm::Mapped)?;
-                    Op::SetCollection(CollectionInfo::decode_slots(id, spec, &mut bytes)?)
+                    let form = match tag {
+                        OP_SET_COLLECTION => SpecForm::Slotted,
+                        _ => SpecForm::Migrating,
+                    };
+                    Op::SetCollection(CollectionInfo::decode_slots(id, spec, &mut bytes, form)?)
                 }
                 OP_DROP_COLLECTION => {
                     need(&bytes, 4)?;
@@ -615,6 +626,13 @@ mod tests {
                     .array("b", crate::catalog::Layout::Reference),
                 slots: vec![1, 3],
                 next_slot: 4,
+                layouts: vec![
+                    crate::catalog::LayoutState::default(),
+                    crate::catalog::LayoutState {
+                        parity: true,
+                        previous: Some(crate::catalog::Layout::Subset { keep: 2 }),
+                    },
+                ],
             }),
             Op::Retire(Retired {
                 collection: 5,
@@ -663,6 +681,7 @@ mod tests {
                 .array("b", crate::catalog::Layout::Embed),
             slots: vec![2, 1],
             next_slot: 3,
+            layouts: vec![crate::catalog::LayoutState::default(); 2],
         };
         let mut payload = Vec::new();
         Op::SetCollection(info.clone()).encode(&mut payload);

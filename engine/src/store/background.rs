@@ -22,8 +22,14 @@ impl Background {
         let weak: Weak<Shared> = Arc::downgrade(shared);
         let mailbox = shared.maintenance.clone();
         mailbox.set_running(true);
-        // What drops retired before the last close is reclaimed from the start.
-        if !shared.current().catalog.retired.is_empty() {
+        // What drops retired before the last close is reclaimed from the start, and the
+        // migrations then running go on.
+        let catalog = &shared.current().catalog;
+        let migrating = catalog
+            .by_name
+            .values()
+            .any(|info| info.layouts.iter().any(|s| s.previous.is_some()));
+        if !catalog.retired.is_empty() || migrating {
             mailbox.wake();
         }
         let thread = std::thread::Builder::new()

@@ -133,8 +133,9 @@ impl Shared {
         if self.options.reclaim {
             self.reclaim_step()?;
         }
-        // What a drop retired goes a step at a time, the thread woken again for each.
-        if self.retired_step()? {
+        // What a drop retired goes a step at a time, the thread woken again for each; so do
+        // the parents a layout change moves.
+        if self.retired_step()? | self.migration_step()? {
             self.maintenance.wake();
         }
         Ok(())

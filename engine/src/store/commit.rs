@@ -224,8 +224,9 @@ impl Shared {
     ) -> Result<()> {
         let bytes = group.bytes() as u64;
         let cold_bytes = cold.mark() as u64;
-        // A drop leaves records for the maintenance thread to reclaim.
-        let retires = !txn.schema_changed.is_empty() && !txn.catalog.retired.is_empty();
+        // A drop leaves records for the maintenance thread to reclaim, a layout change
+        // parents for it to move.
+        let retires = !txn.schema_changed.is_empty();
         self.cold.append(cold)?;
         writer.log.append(group)?;
         if durability == Durability::Immediate {

@@ -347,8 +347,10 @@ impl Shared {
             cold_bytes_before: cold_bytes()?,
             ..CompactReport::default()
         };
-        // What drops retired goes first: the chunks it pointed at are then dead.
+        // What drops retired goes first (the chunks it pointed at are then dead), and every
+        // migration is finished (the chunks parents moved out of are dead too).
         self.reclaim_retired()?;
+        while self.migration_step()? {}
         {
             let _writer = self.commits.lock();
             self.seal_cold_if_dead(&self.current().tree)?;

@@ -54,8 +54,8 @@ impl Shared {
         Ok(())
     }
 
-    /// Gives collection `id` (just created, with no records yet) the array slots of
-    /// `backed_up`, a collection of the same spec in another database, whose records are
+    /// Gives collection `id` (just created, with no records yet) the array slots and layout
+    /// states of `backed_up`, a collection of the same spec in another database, whose records are
     /// about to be loaded: their states name those slots.
     pub(crate) fn set_slots(
         &self,
@@ -69,12 +69,15 @@ impl Shared {
                 name: backed_up.spec.name().to_string(),
             });
         };
-        if (&info.slots, info.next_slot) == (&backed_up.slots, backed_up.next_slot) {
+        let same = (&info.slots, info.next_slot, &info.layouts)
+            == (&backed_up.slots, backed_up.next_slot, &backed_up.layouts);
+        if same {
             return Ok(());
         }
         let info = CollectionInfo {
             slots: backed_up.slots.clone(),
             next_slot: backed_up.next_slot,
+            layouts: backed_up.layouts.clone(),
             ..info.as_ref().clone()
         };
         let txn = Txn::new(base.tree.clone(), base.catalog.clone());

@@ -35,8 +35,10 @@ mod copy;
 pub(crate) mod decode;
 mod engine;
 mod mailbox;
+mod migrate;
 mod ops;
 mod patch;
+mod progress;
 mod read;
 mod read_only;
 mod reads;
@@ -62,6 +64,7 @@ pub(crate) use versions::Version;
 
 pub use compact::CompactReport;
 pub use ops::Expired;
+pub use progress::MigrationProgress;
 pub use space::{SegmentSpace, SpaceStats, TierSpace};
 pub use stats::Stats;
 pub use verify::{Inspection, SegmentInfo, VerifyReport};

@@ -25,6 +25,19 @@ pub(crate) enum BatchOp {
     DropCollection {
         collection: Arc<str>,
     },
+    /// Ends the migration of array `slot` of collection `collection` (every parent moved), if
+    /// its layout state is still `state`.
+    FinishMigration {
+        collection: crate::catalog::CollectionId,
+        slot: usize,
+        state: crate::catalog::LayoutState,
+    },
+    /// Moves array `field` of parent `key` to its current layout, if it is not there yet.
+    Migrate {
+        collection: Arc<str>,
+        key: Bytes,
+        field: Arc<str>,
+    },
     Put {
         collection: Arc<str>,
         key: Bytes,

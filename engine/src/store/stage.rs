@@ -79,7 +79,8 @@ impl<'a> Stager<'a> {
     }
 
     /// The work of parent `key` with the index and layout of its array `field`, once the
-    /// layout is known to support `operation`. The array's tail is read on demand: most
+    /// layout is known to support `operation`, and the array is under that layout (a
+    /// migration moves it first, in this batch). The array's tail is read on demand: most
     /// pushes leave it alone.
     fn array(
         &mut self,
@@ -87,6 +88,7 @@ impl<'a> Stager<'a> {
         key: &Bytes,
         field: &str,
         operation: Operation,
+        cold: &mut crate::cold::ColdGroup,
     ) -> Result<(&mut ParentWork, usize, Layout)> {
         let info = self.collection(collection)?;
         let index = info
@@ -98,7 +100,13 @@ impl<'a> Stager<'a> {
             })?;
         let layout = info.spec.arrays()[index].layout;
         pattern::check_supports(layout, operation, collection, field)?;
-        Ok((self.work(collection, key)?, index, layout))
+        let base = self.base;
+        let work = self.work(collection, key)?;
+        let state = info.layouts[index];
+        if state.previous.is_some() {
+            work.migrate(base, index, layout, state.parity, cold)?;
+        }
+        Ok((work, index, layout))
     }
 
     pub fn apply(&mut self, op: BatchOp, cold: &mut crate::cold::ColdGroup) -> Result<()> {
@@ -161,6 +169,48 @@ impl<'a> Stager<'a> {
                     .drop_collection(info.id)
                     .expect("a known collection");
             }
+            BatchOp::FinishMigration {
+                collection,
+                slot,
+                state,
+            } => {
+                let Some(info) = self.catalog.by_id(collection) else {
+                    return Ok(());
+                };
+                let Some(index) = info.field_of_slot(slot) else {
+                    return Ok(());
+                };
+                if info.layouts[index] != state {
+                    // Set again (or cancelled) since the walk: another walk finishes it.
+                    return Ok(());
+                }
+                let mut finished = info.as_ref().clone();
+                finished.layouts[index].previous = None;
+                self.created.push(Op::SetCollection(finished.clone()));
+                Arc::make_mut(&mut self.catalog)
+                    .set(finished)
+                    .expect("the collection's own name");
+                self.last_collection = None;
+            }
+            BatchOp::Migrate {
+                collection,
+                key,
+                field,
+            } => {
+                let info = self.collection(&collection)?;
+                let index = info
+                    .spec
+                    .field_index(&field)
+                    .ok_or_else(|| Error::UnknownField {
+                        collection: collection.to_string(),
+                        field: field.to_string(),
+                    })?;
+                let layout = info.spec.arrays()[index].layout;
+                let state = info.layouts[index];
+                // A parent gone since the pass found it has nothing to move.
+                let work = self.work(&collection, &key)?;
+                work.migrate(base, index, layout, state.parity, cold)?;
+            }
             BatchOp::Put {
                 collection,
                 key,
@@ -179,7 +229,7 @@ impl<'a> Stager<'a> {
                     });
                 }
                 let (work, index, layout) =
-                    self.array(&collection, &key, &field, Operation::Push)?;
+                    self.array(&collection, &key, &field, Operation::Push, cold)?;
                 work.push(base, index, layout, item, cold)?;
             }
             BatchOp::Remove {
@@ -190,7 +240,7 @@ impl<'a> Stager<'a> {
                 seq,
             } => {
                 let (work, index, layout) =
-                    self.array(&collection, &key, &field, Operation::Remove)?;
+                    self.array(&collection, &key, &field, Operation::Remove, cold)?;
                 work.remove(base, index, layout, item_key, seq, cold)?;
             }
             BatchOp::ExpireBuckets {
@@ -200,7 +250,7 @@ impl<'a> Stager<'a> {
                 before,
             } => {
                 let (work, index, _) =
-                    self.array(&collection, &key, &field, Operation::ExpireBuckets)?;
+                    self.array(&collection, &key, &field, Operation::ExpireBuckets, cold)?;
                 let (buckets, items) = work.expire_buckets(base, index, before, cold)?;
                 self.expired.buckets += buckets;
                 self.expired.items += items;

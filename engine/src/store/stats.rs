@@ -37,6 +37,9 @@ pub struct Stats {
     /// Dropped collections and arrays whose records are not all reclaimed yet (the
     /// maintenance thread deletes them in steps; `Db::compact` finishes the work).
     pub retired: u64,
+    /// The layout changes running, with how far the maintenance thread has moved their
+    /// parents.
+    pub migrations: Vec<super::progress::MigrationProgress>,
 }
 
 impl Shared {
@@ -80,6 +83,7 @@ impl Shared {
             log_segments: segments.len() as u64,
             log_bytes,
             retired: version.catalog.retired.len() as u64,
+            migrations: self.migrations(),
         })
     }
 }

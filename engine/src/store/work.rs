@@ -29,6 +29,11 @@ use crate::{
     limits::MAX_RECORD_BYTES,
 };
 
+/// Whether an array state holds nothing, anywhere: every layout reads it alike.
+pub(super) fn is_empty<T>(array: &ArrayState<T>) -> bool {
+    array.total == 0 && !array.has_overflow && array.bucket_start.is_none()
+}
+
 /// Reads of the state a batch starts from: the group's transaction so far.
 #[derive(Clone, Copy)]
 pub(super) struct Base<'a> {
@@ -268,7 +273,6 @@ impl ParentWork {
                 field: spec.field.clone(),
                 measure,
             })?;
-        let tail_limit = crate::page::max_inline_record(base.shared.pages.page_bytes);
         let array = &mut self.record_or_new().arrays[index];
         let item_key = new
             .key
@@ -291,6 +295,22 @@ impl ParentWork {
             seq: array.next_seq,
         };
         array.next_seq += 1;
+        self.place(base, index, layout, stored, cold)
+    }
+
+    /// Puts `stored` (its seq assigned) into array `index` by `layout`'s push rule: an item
+    /// the rule sends out goes to the tail, whose older items are written as a chunk when it
+    /// would outgrow its bound; a bucket the rule seals is written as a chunk.
+    fn place(
+        &mut self,
+        base: Base,
+        index: usize,
+        layout: Layout,
+        stored: Stored,
+        cold: &mut ColdGroup,
+    ) -> Result<()> {
+        let tail_limit = crate::page::max_inline_record(base.shared.pages.page_bytes);
+        let array = self.array(index);
         let outcome = pattern::push(layout, array, stored);
         if outcome.overflowed {
             self.new_markers.insert(index);
@@ -400,6 +420,71 @@ impl ParentWork {
             self.settle(index, history, cold);
         }
         Ok((buckets, items))
+    }
+
+    /// Moves array `index` to `layout` (see `format-spec/arrays.md`, layout changes): every
+    /// item, wherever it lives, taken out and placed again in push order by `layout`'s rule,
+    /// keeping its sequence number; the array's total, summary (to the bit), next sequence
+    /// number and chunk numbering are kept, and its state takes `parity`. Its old chunk
+    /// entries, tail and outlier marker go with this batch. Does nothing when the state is
+    /// under `parity` already, or holds nothing.
+    pub fn migrate(
+        &mut self,
+        base: Base,
+        index: usize,
+        layout: Layout,
+        parity: bool,
+        cold: &mut ColdGroup,
+    ) -> Result<()> {
+        let Some(record) = &mut self.record else {
+            return Ok(());
+        };
+        let array = &mut record.arrays[index];
+        if array.parity == parity || is_empty(array) {
+            array.parity = parity;
+            return Ok(());
+        }
+        let Some(mut history) = self.open_history(base, index)? else {
+            return Ok(());
+        };
+        let mut items = Vec::new();
+        let mut gone_pending = Vec::new();
+        for chunk in &mut history {
+            items.append(self.load_chunk(base, chunk)?);
+            match &chunk.source {
+                ChunkSource::Stored(tree_key) => {
+                    self.dropped_chunks.insert(tree_key.clone());
+                }
+                ChunkSource::Pending(at) => gone_pending.push(*at),
+            }
+        }
+        gone_pending.sort_unstable();
+        for at in gone_pending.into_iter().rev() {
+            self.chunks.remove(at);
+        }
+        let tail = self.load_tail(base, index)?;
+        items.append(&mut tail.items);
+        *tail = Tail::new(Vec::new());
+        self.dirty_tails.insert(index);
+        self.new_markers.remove(&index);
+        let array = self.array(index);
+        items.append(&mut array.inline);
+        items.sort_unstable_by_key(|s| s.seq);
+        let kept = (array.total, array.summary.clone(), array.next_seq);
+        *array = ArrayState {
+            next_chunk: array.next_chunk,
+            ..ArrayState::default()
+        };
+        for stored in items {
+            self.place(base, index, layout, stored, cold)?;
+        }
+        let array = self.array(index);
+        assert_eq!(array.total, kept.0, "a migration places every item");
+        (array.summary, array.next_seq, array.parity) = (kept.1, kept.2, parity);
+        if !array.has_overflow && self.stored_markers.contains(&index) {
+            self.dropped_markers.insert(index);
+        }
+        Ok(())
     }
 
     /// Writes what a remove or an expiry left of array `index`: changed chunks lose their
@@ -577,7 +662,7 @@ impl ParentWork {
     /// Appends the parent's redo to `ops` (and the value of each `Patch` to `patched`);
     /// fails when its record would exceed the limit.
     pub fn emit(
-        self,
+        mut self,
         page_bytes: usize,
         ops: &mut Vec<Op>,
         patched: &mut Vec<Bytes>,
@@ -601,6 +686,15 @@ impl ParentWork {
                 ops.push(Op::Delete {
                     key: keys::outlier(id, self.info.slot(*index), &self.key),
                 });
+            }
+        }
+        // A state outside any migration, or one holding nothing (which every layout reads
+        // alike), is under its array's current layout.
+        if let Some(record) = &mut self.record {
+            for (array, state) in record.arrays.iter_mut().zip(&self.info.layouts) {
+                if state.previous.is_none() || is_empty(array) {
+                    array.parity = state.parity;
+                }
             }
         }
         let Some(record) = &self.record else {

@@ -1,0 +1,205 @@
+//! The background half of a layout change (`Alteration::set_layout`): the maintenance
+//! thread walks the parents of a collection whose array is moving, in key order, and moves
+//! those whose state is not yet under the array's current layout, a batch of them at a
+//! time, as ordinary commits (which group with the users' and wait for nothing else). A
+//! write to a parent moves it first itself (`ParentWork::migrate`). Once a walk has passed
+//! the last parent with none left to move, a commit ends the migration: the array's previous
+//! layout goes from the catalog. See `format-spec/arrays.md`, layout changes.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::decode::decode_record_fields;
+use super::ops::BatchOp;
+use super::progress::{MigrationCursor, MigrationProgress};
+use super::shared::Shared;
+use super::work::is_empty;
+use crate::catalog::CollectionInfo;
+use crate::error::{Error, Result};
+use crate::page::keys;
+
+/// Parents moved per batch.
+const STEP_PARENTS: usize = 64;
+
+/// Parents a step walks past at most (those already moved cost a read each).
+const STEP_WALKED: usize = 4_096;
+
+impl Shared {
+    /// The migrations running, with the progress of the one being walked.
+    pub(crate) fn migrations(&self) -> Vec<MigrationProgress> {
+        let version = self.current();
+        let cursor = self.migration_cursor.lock().clone();
+        let mut all = Vec::new();
+        for info in version.catalog.by_name.values() {
+            for (index, state) in info.layouts.iter().enumerate() {
+                let Some(from) = state.previous else {
+                    continue;
+                };
+                let walked = cursor.as_ref().filter(|c| {
+                    c.collection == info.id && c.slot == info.slot(index) && c.state == *state
+                });
+                all.push(match walked {
+                    Some(cursor) => cursor.progress.clone(),
+                    None => MigrationProgress {
+                        collection: info.spec.name().to_string(),
+                        field: info.spec.arrays()[index].field.clone(),
+                        from,
+                        to: info.spec.arrays()[index].layout,
+                        parents_walked: 0,
+                        parents_moved: 0,
+                        parents_total: 0,
+                        refused: Vec::new(),
+                    },
+                });
+            }
+        }
+        all
+    }
+
+    /// One step of the first migration running; returns whether one still runs (and has
+    /// parents left to move).
+    pub(super) fn migration_step(&self) -> Result<bool> {
+        let version = self.current();
+        let running = version.catalog.by_name.values().find_map(|info| {
+            let index = info.layouts.iter().position(|s| s.previous.is_some())?;
+            Some((info.clone(), index))
+        });
+        let Some((info, index)) = running else {
+            *self.migration_cursor.lock() = None;
+            return Ok(false);
+        };
+        let state = info.layouts[index];
+        let mut cursor = match self.migration_cursor.lock().clone() {
+            Some(c)
+                if c.collection == info.id && c.slot == info.slot(index) && c.state == state =>
+            {
+                c
+            }
+            _ => self.begin_walk(&info, index)?,
+        };
+        let Some(from) = cursor.next.clone() else {
+            // The walk passed the last parent; only refused ones are left.
+            return Ok(false);
+        };
+        let (found, walked, next) = self.unmoved_parents(&info, index, &from)?;
+        cursor.progress.parents_walked += walked;
+        let collection: Arc<str> = Arc::from(info.spec.name());
+        let field: Arc<str> = Arc::from(info.spec.arrays()[index].field.as_str());
+        let migrate = |key: &Bytes| BatchOp::Migrate {
+            collection: collection.clone(),
+            key: key.clone(),
+            field: field.clone(),
+        };
+        let durability = self.options.durability;
+        let moved = match found.is_empty() {
+            true => Ok(()),
+            false => self.commit(found.iter().map(migrate).collect(), durability),
+        };
+        match moved {
+            Ok(()) => cursor.progress.parents_moved += found.len() as u64,
+            // One parent that cannot move refuses the batch: move them one by one.
+            Err(Error::RecordTooLarge { .. } | Error::BatchTooLarge { .. }) => {
+                for key in &found {
+                    match self.commit(vec![migrate(key)], durability) {
+                        Ok(()) => cursor.progress.parents_moved += 1,
+                        Err(Error::RecordTooLarge { .. } | Error::BatchTooLarge { .. }) => {
+                            cursor.progress.refused.push(key.clone());
+                        }
+                        Err(error) => return Err(error),
+                    }
+                }
+            }
+            Err(error) => return Err(error),
+        }
+        cursor.next = next;
+        let done = cursor.next.is_none() && cursor.progress.refused.is_empty();
+        *self.migration_cursor.lock() = Some(cursor);
+        if done {
+            self.commit(
+                vec![BatchOp::FinishMigration {
+                    collection: info.id,
+                    slot: info.slot(index),
+                    state,
+                }],
+                self.options.durability,
+            )?;
+            *self.migration_cursor.lock() = None;
+        }
+        Ok(true)
+    }
+
+    /// The walk of `info`'s array `index` from its first parent, with the parents counted.
+    fn begin_walk(&self, info: &CollectionInfo, index: usize) -> Result<MigrationCursor> {
+        let version = self.current();
+        let pages = self.pages.maintaining();
+        let start = keys::parent(info.id, &[]);
+        let end = keys::parents_end(info.id);
+        let mut walk = version
+            .tree
+            .cursor(&pages, Bound::Included(start.as_ref()))?;
+        let mut total = 0;
+        while let Some((key, _)) = walk.next(&version.tree, &pages)? {
+            if key >= end {
+                break;
+            }
+            total += 1;
+        }
+        let spec = &info.spec.arrays()[index];
+        let state = info.layouts[index];
+        Ok(MigrationCursor {
+            collection: info.id,
+            slot: info.slot(index),
+            state,
+            next: Some(Bytes::new()),
+            progress: MigrationProgress {
+                collection: info.spec.name().to_string(),
+                field: spec.field.clone(),
+                from: state.previous.unwrap_or(spec.layout),
+                to: spec.layout,
+                parents_walked: 0,
+                parents_moved: 0,
+                parents_total: total,
+                refused: Vec::new(),
+            },
+        })
+    }
+
+    /// From parent key `from` on: up to [`STEP_PARENTS`] parents whose array `index` is not
+    /// under its current layout, the parents walked, and the key to go on from (`None` past
+    /// the last parent).
+    fn unmoved_parents(
+        &self,
+        info: &CollectionInfo,
+        index: usize,
+        from: &Bytes,
+    ) -> Result<(Vec<Bytes>, u64, Option<Bytes>)> {
+        let version = self.current();
+        let pages = self.pages.maintaining();
+        let tree = &version.tree;
+        let start = keys::parent(info.id, from);
+        let end = keys::parents_end(info.id);
+        let parity = info.layouts[index].parity;
+        let mut walk = tree.cursor(&pages, Bound::Included(start.as_ref()))?;
+        let (mut found, mut walked) = (Vec::new(), 0);
+        while let Some((tree_key, value)) = walk.next(tree, &pages)? {
+            if tree_key >= end {
+                break;
+            }
+            let key = keys::parent_key_of(&tree_key);
+            if found.len() == STEP_PARENTS || walked == STEP_WALKED as u64 {
+                return Ok((found, walked, Some(key)));
+            }
+            walked += 1;
+            let bytes = pages.value_bytes(&value)?;
+            let record = decode_record_fields(bytes, info, &key, |_| false)
+                .map_err(|e| self.placed(e, tree, &tree_key))?;
+            let array = &record.arrays[index];
+            if array.parity != parity && !is_empty(array) {
+                found.push(key);
+            }
+        }
+        Ok((found, walked, None))
+    }
+}
