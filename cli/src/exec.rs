@@ -272,7 +272,8 @@ fn parse_line(line: &str, db: &Db, batch: &mut Batch) -> Result<bool, Failure> {
 
 /// Adds a schema change to the batch: `{"op":"drop","coll":..}`, or `{"op":"alter",
 /// "coll":.., "rename":.., "add_array":["FIELD=LAYOUT",..], "drop_array":["FIELD",..],
-/// "add_measure":["FIELD=NAME",..]}` with at least one change.
+/// "add_measure":["FIELD=NAME",..], "set_layout":["FIELD=LAYOUT",..]}` with at least one
+/// change.
 fn schema_change(op: &str, mut fields: Fields, batch: &mut Batch) -> Result<(), Failure> {
     let coll: String = fields.required("coll")?;
     if op == "drop" {
@@ -280,16 +281,24 @@ fn schema_change(op: &str, mut fields: Fields, batch: &mut Batch) -> Result<(), 
         batch.drop_collection(&coll);
         return Ok(());
     }
-    let rename: Option<String> = fields.optional("rename")?;
-    let drops: Vec<String> = fields.optional("drop_array")?.unwrap_or_default();
-    let adds: Vec<String> = fields.optional("add_array")?.unwrap_or_default();
-    let measures: Vec<String> = fields.optional("add_measure")?.unwrap_or_default();
+    let changes = crate::schema::Changes {
+        rename: fields.optional("rename")?,
+        drop_arrays: fields.optional("drop_array")?.unwrap_or_default(),
+        add_arrays: fields.optional("add_array")?.unwrap_or_default(),
+        add_measures: fields.optional("add_measure")?.unwrap_or_default(),
+        set_layouts: fields.optional("set_layout")?.unwrap_or_default(),
+    };
     fields.finish(op)?;
-    let names = ["field \"add_array\"", "field \"add_measure\""];
-    let alteration = crate::schema::alteration(rename, &drops, &adds, &measures, names)?;
+    let names = [
+        "field \"add_array\"",
+        "field \"add_measure\"",
+        "field \"set_layout\"",
+    ];
+    let alteration = crate::schema::alteration(changes, names)?;
     if alteration.is_empty() {
         return Err(Failure::invalid_input(
-            "an \"alter\" op needs rename, add_array, drop_array or add_measure".to_string(),
+            "an \"alter\" op needs rename, add_array, drop_array, add_measure or set_layout"
+                .to_string(),
         ));
     }
     batch.alter_collection(&coll, alteration);

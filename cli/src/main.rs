@@ -347,7 +347,7 @@ enum Command {
         collection: String,
     },
     /// Change a collection's schema, every change at once: rename it, add and drop array
-    /// fields (a dropped field's items are gone at once), add measures.
+    /// fields (a dropped field's items are gone at once), add measures, change layouts.
     #[command(group(clap::ArgGroup::new("change").required(true).multiple(true)))]
     Alter {
         #[command(flatten)]
@@ -367,6 +367,15 @@ enum Command {
         /// FIELD=NAME.
         #[arg(long = "add-measure", group = "change", value_name = "FIELD=NAME")]
         add_measures: Vec<String>,
+        /// A new layout for an array field, FIELD=LAYOUT: committed at once, every parent
+        /// then moved in the background while reads and writes go on (setting the layout it
+        /// moves from cancels a move).
+        #[arg(long = "set-layout", group = "change", value_name = "FIELD=LAYOUT")]
+        set_layouts: Vec<String>,
+        /// Return once every parent has moved (with a progress bar on a terminal), not as
+        /// soon as the change is committed.
+        #[arg(long)]
+        wait: bool,
     },
     /// Apply JSON-line operations from standard input, one batch per commit.
     #[command(long_about = EXEC_HELP)]
@@ -687,6 +696,54 @@ fn print_removed(removed: u64, what: &str, json: bool) -> Result<(), Failure> {
         out!("removed {removed} {what}{plural}");
         Ok(())
     }
+}
+
+/// Waits until no layout change is moving parents (a progress bar on a terminal, the
+/// parents moved out of those walked); a migration left with refused parents ends the wait
+/// with an error naming them.
+fn wait_for_migrations(db: &Db, json: bool) -> Result<(), Failure> {
+    let bar = (!json && std::io::stderr().is_terminal()).then(|| {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("moving {msg} {bar:30} {pos}/{len} parents")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    });
+    loop {
+        let migrations = db.stats()?.migrations;
+        let Some(first) = migrations.first() else {
+            break;
+        };
+        let walked_all = first.parents_total > 0 && first.parents_walked >= first.parents_total;
+        if walked_all && !first.refused.is_empty() {
+            if let Some(bar) = &bar {
+                bar.finish_and_clear();
+            }
+            return Err(Failure::new(
+                "record_too_large",
+                format!(
+                    "{} parents of {} cannot move to {} (their {} would pass the record \
+                     limit); they stay under {}: set the layout back to end the move",
+                    first.refused.len(),
+                    first.collection,
+                    first.to.describe(),
+                    first.field,
+                    first.from.describe()
+                ),
+            ));
+        }
+        if let Some(bar) = &bar {
+            bar.set_message(format!("{}.{}", first.collection, first.field));
+            bar.set_length(first.parents_total);
+            bar.set_position(first.parents_walked);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    Ok(())
 }
 
 /// Opens an existing database; only `create` makes new ones.
@@ -1508,15 +1565,23 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             add_arrays,
             drop_arrays,
             add_measures,
+            set_layouts,
+            wait,
         } => {
-            let alteration = skewdb_cli::schema::alteration(
+            let changes = skewdb_cli::schema::Changes {
                 rename,
-                &drop_arrays,
-                &add_arrays,
-                &add_measures,
-                ["--add-array", "--add-measure"],
-            )?;
-            let altered = open_existing(&db.db)?.alter_collection(&collection, alteration)?;
+                drop_arrays,
+                add_arrays,
+                add_measures,
+                set_layouts,
+            };
+            let names = ["--add-array", "--add-measure", "--set-layout"];
+            let alteration = skewdb_cli::schema::alteration(changes, names)?;
+            let handle = open_existing(&db.db)?;
+            let altered = handle.alter_collection(&collection, alteration)?;
+            if wait {
+                wait_for_migrations(&handle, json)?;
+            }
             if json {
                 print_value(&text::schema_json(altered.spec()))?;
             } else {

@@ -345,6 +345,16 @@ pub fn stats_json(stats: &Stats, space: &SpaceStats) -> Value {
         "log_segments": stats.log_segments,
         "log_bytes": stats.log_bytes,
         "retired": stats.retired,
+        "migrations": stats.migrations.iter().map(|m| json!({
+            "collection": m.collection,
+            "field": m.field,
+            "from": m.from.describe(),
+            "to": m.to.describe(),
+            "parents_walked": m.parents_walked,
+            "parents_moved": m.parents_moved,
+            "parents_total": m.parents_total,
+            "refused": m.refused.len(),
+        })).collect::<Vec<_>>(),
     })
 }
 
@@ -391,23 +401,38 @@ pub fn cache_text(cache: &CacheStats) -> String {
 }
 
 pub fn stats_text(stats: &Stats, space: &SpaceStats) -> String {
-    format!(
-        "{}{}log: {} segments, {} bytes, next lsn {}, durable lsn {}, {} syncs\ncommits {} in {} groups (this process), checkpoints {}, dirty pages {}, held records {} B, replayed at open {} B\ndropped collections and arrays not yet reclaimed: {}\n",
-        space_text(space),
-        cache_text(&stats.cache),
-        stats.log_segments,
-        stats.log_bytes,
-        stats.next_lsn,
-        stats.durable_lsn,
-        stats.log_syncs,
-        stats.commits,
-        stats.commit_groups,
-        stats.checkpoints,
-        stats.dirty_pages,
-        stats.held_bytes,
-        stats.replayed_bytes,
-        stats.retired
-    )
+    let mut migrations = String::new();
+    for m in &stats.migrations {
+        migrations += &format!(
+            "moving {}.{} from {} to {}: {} of {} parents walked, {} moved, {} refused\n",
+            m.collection,
+            m.field,
+            m.from.describe(),
+            m.to.describe(),
+            m.parents_walked,
+            m.parents_total,
+            m.parents_moved,
+            m.refused.len()
+        );
+    }
+    migrations
+        + &format!(
+            "{}{}log: {} segments, {} bytes, next lsn {}, durable lsn {}, {} syncs\ncommits {} in {} groups (this process), checkpoints {}, dirty pages {}, held records {} B, replayed at open {} B\ndropped collections and arrays not yet reclaimed: {}\n",
+            space_text(space),
+            cache_text(&stats.cache),
+            stats.log_segments,
+            stats.log_bytes,
+            stats.next_lsn,
+            stats.durable_lsn,
+            stats.log_syncs,
+            stats.commits,
+            stats.commit_groups,
+            stats.checkpoints,
+            stats.dirty_pages,
+            stats.held_bytes,
+            stats.replayed_bytes,
+            stats.retired
+        )
 }
 
 pub fn inspection_json(inspection: &Inspection) -> Value {
