@@ -7,7 +7,6 @@
 //! layout goes from the catalog. See `format-spec/arrays.md`, layout changes.
 
 use std::ops::Bound;
-use std::sync::Arc;
 
 use bytes::Bytes;
 
@@ -85,12 +84,10 @@ impl Shared {
         };
         let (found, walked, next) = self.unmoved_parents(&info, index, &from)?;
         cursor.progress.parents_walked += walked;
-        let collection: Arc<str> = Arc::from(info.spec.name());
-        let field: Arc<str> = Arc::from(info.spec.arrays()[index].field.as_str());
         let migrate = |key: &Bytes| BatchOp::Migrate {
-            collection: collection.clone(),
+            collection: info.id,
             key: key.clone(),
-            field: field.clone(),
+            slot: info.slot(index),
         };
         let durability = self.options.durability;
         let moved = match found.is_empty() {

@@ -32,11 +32,13 @@ pub(crate) enum BatchOp {
         slot: usize,
         state: crate::catalog::LayoutState,
     },
-    /// Moves array `field` of parent `key` to its current layout, if it is not there yet.
+    /// Moves array slot `slot` of parent `key` of collection `collection` to its current
+    /// layout, if it is not there yet (by id and slot: a rename or a drop in between leaves
+    /// it nothing to do).
     Migrate {
-        collection: Arc<str>,
+        collection: crate::catalog::CollectionId,
         key: Bytes,
-        field: Arc<str>,
+        slot: usize,
     },
     Put {
         collection: Arc<str>,

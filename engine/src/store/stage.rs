@@ -195,20 +195,18 @@ impl<'a> Stager<'a> {
             BatchOp::Migrate {
                 collection,
                 key,
-                field,
+                slot,
             } => {
-                let info = self.collection(&collection)?;
-                let index = info
-                    .spec
-                    .field_index(&field)
-                    .ok_or_else(|| Error::UnknownField {
-                        collection: collection.to_string(),
-                        field: field.to_string(),
-                    })?;
+                let Some(info) = self.catalog.by_id(collection).cloned() else {
+                    return Ok(());
+                };
+                let Some(index) = info.field_of_slot(slot) else {
+                    return Ok(());
+                };
                 let layout = info.spec.arrays()[index].layout;
                 let state = info.layouts[index];
                 // A parent gone since the pass found it has nothing to move.
-                let work = self.work(&collection, &key)?;
+                let work = self.work(info.spec.name(), &key)?;
                 work.migrate(base, index, layout, state.parity, cold)?;
             }
             BatchOp::Put {
