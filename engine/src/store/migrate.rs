@@ -19,8 +19,12 @@ use crate::catalog::CollectionInfo;
 use crate::error::{Error, Result};
 use crate::page::keys;
 
-/// Parents moved per batch.
+/// Parents moved per batch at most.
 const STEP_PARENTS: usize = 64;
+
+/// Items moved per batch: a batch stops taking parents once it holds this many (a parent
+/// with more goes alone), so that the commits it groups with wait little for it.
+const STEP_ITEMS: u64 = 8_192;
 
 /// Parents a step walks past at most (those already moved cost a read each).
 const STEP_WALKED: usize = 4_096;
@@ -163,7 +167,8 @@ impl Shared {
         })
     }
 
-    /// From parent key `from` on: up to [`STEP_PARENTS`] parents whose array `index` is not
+    /// From parent key `from` on: up to [`STEP_PARENTS`] parents (and [`STEP_ITEMS`] items)
+    /// whose array `index` is not
     /// under its current layout, the parents walked, and the key to go on from (`None` past
     /// the last parent).
     fn unmoved_parents(
@@ -179,13 +184,13 @@ impl Shared {
         let end = keys::parents_end(info.id);
         let parity = info.layouts[index].parity;
         let mut walk = tree.cursor(&pages, Bound::Included(start.as_ref()))?;
-        let (mut found, mut walked) = (Vec::new(), 0);
+        let (mut found, mut walked, mut items) = (Vec::new(), 0, 0);
         while let Some((tree_key, value)) = walk.next(tree, &pages)? {
             if tree_key >= end {
                 break;
             }
             let key = keys::parent_key_of(&tree_key);
-            if found.len() == STEP_PARENTS || walked == STEP_WALKED as u64 {
+            if found.len() == STEP_PARENTS || walked == STEP_WALKED as u64 || items >= STEP_ITEMS {
                 return Ok((found, walked, Some(key)));
             }
             walked += 1;
@@ -194,6 +199,11 @@ impl Shared {
                 .map_err(|e| self.placed(e, tree, &tree_key))?;
             let array = &record.arrays[index];
             if array.parity != parity && !is_empty(array) {
+                if !found.is_empty() && items + array.total > STEP_ITEMS {
+                    // It goes first in the next batch.
+                    return Ok((found, walked - 1, Some(key)));
+                }
+                items += array.total;
                 found.push(key);
             }
         }
