@@ -200,28 +200,18 @@ pub fn model(data: &[u8]) {
                 let field = fields[field as usize % fields.len()].0;
                 batch.push(Step::Remove(collection, parent_key, field, key as i64));
             }
-            Operation::ClearArray { parent: p, field } => {
-                let collection = parent(p).0;
-                let fields = arrays_of(collection);
-                let field = fields[field as usize % fields.len()].0;
-                let steps = [Step::ClearArray(collection, field)];
-                committed(
-                    live,
-                    &steps,
-                    durability,
-                    &mut candidates,
-                    &mut since_durable,
-                );
-            }
-            Operation::Commit => {
-                let steps = std::mem::take(&mut batch);
-                committed(
-                    live,
-                    &steps,
-                    durability,
-                    &mut candidates,
-                    &mut since_durable,
-                );
+            Operation::ClearArray { .. } | Operation::Commit => {
+                let steps = match operation {
+                    Operation::ClearArray { parent: p, field } => {
+                        let collection = parent(p).0;
+                        let fields = arrays_of(collection);
+                        let field = fields[field as usize % fields.len()].0;
+                        vec![Step::ClearArray(collection, field)]
+                    }
+                    _ => std::mem::take(&mut batch),
+                };
+                let lists = (&mut candidates, &mut since_durable);
+                committed(live, &steps, durability, lists);
             }
             Operation::Checkpoint | Operation::Compact => {
                 let result = match operation {
@@ -268,8 +258,7 @@ fn committed(
     db: &Db,
     steps: &[Step],
     durability: Durability,
-    candidates: &mut Vec<Model>,
-    since_durable: &mut Vec<Model>,
+    (candidates, since_durable): (&mut Vec<Model>, &mut Vec<Model>),
 ) {
     let result = commit(db, steps);
     possible_states(candidates, steps, &result);

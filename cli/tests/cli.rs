@@ -1146,30 +1146,21 @@ fn alter_and_drop_change_the_schema_and_refuse_bad_changes() {
     // Bad changes: nothing asked for (a usage error), an unknown collection or field, a bad
     // layout, a field twice, a name taken.
     assert_eq!(skewdb(&["alter", &db, "people"]).status.code(), Some(2));
-    assert_user_error(
-        &skewdb(&["alter", &db, "nope", "--rename", "x"]),
-        "unknown collection",
-    );
-    assert_user_error(
-        &skewdb(&["alter", &db, "people", "--drop-array", "zz"]),
-        "no array field",
-    );
-    assert_user_error(
-        &skewdb(&["alter", &db, "people", "--add-array", "bad"]),
-        "is not FIELD=LAYOUT",
-    );
-    assert_user_error(
-        &skewdb(&["alter", &db, "people", "--add-array", "x=subset:0"]),
-        "from 1",
-    );
-    assert_user_error(
-        &skewdb(&["alter", &db, "people", "--add-array", "badges=embed"]),
-        "declared twice",
-    );
-    assert_user_error(
-        &skewdb(&["alter", &db, "people", "--add-measure", "followers"]),
-        "is not FIELD=NAME",
-    );
+    for (args, needle) in [
+        (["nope", "--rename", "x"], "unknown collection"),
+        (["people", "--drop-array", "zz"], "no array field"),
+        (["people", "--add-array", "bad"], "is not FIELD=LAYOUT"),
+        (["people", "--add-array", "x=subset:0"], "from 1"),
+        (["people", "--add-array", "badges=embed"], "declared twice"),
+        (
+            ["people", "--add-measure", "followers"],
+            "is not FIELD=NAME",
+        ),
+    ] {
+        let mut command = vec!["alter", db.as_str()];
+        command.extend(args);
+        assert_user_error(&skewdb(&command), needle);
+    }
     ok(&["create", &db, "--collection", "other"]);
     assert_user_error(
         &skewdb(&["alter", &db, "people", "--rename", "other"]),

@@ -125,6 +125,12 @@ fn answers(db: &Db) -> Vec<String> {
     out
 }
 
+/// How many items parent `key`'s array carries inline.
+fn inline_len(db: &Db, key: &str) -> usize {
+    let doc = db.collection("c").unwrap().get(key).unwrap().unwrap();
+    doc.array("a").unwrap().inline.len()
+}
+
 fn migrating(db: &Db) -> usize {
     db.stats().unwrap().migrations.len()
 }
@@ -214,18 +220,7 @@ fn a_migration_set_back_moves_its_parents_back() {
     batch.remove("c", parent(3), "a", -1);
     batch.remove("c", parent(7), "a", -1);
     batch.commit().unwrap();
-    assert_eq!(
-        db.collection("c")
-            .unwrap()
-            .get(parent(7))
-            .unwrap()
-            .unwrap()
-            .array("a")
-            .unwrap()
-            .inline
-            .len(),
-        2
-    );
+    assert_eq!(inline_len(&db, &parent(7)), 2);
     let third = Alteration::new().set_layout("a", Layout::Reference);
     assert!(matches!(
         db.alter_collection("c", third),
@@ -237,8 +232,7 @@ fn a_migration_set_back_moves_its_parents_back() {
     db.compact().unwrap();
     assert_eq!(migrating(&db), 0);
     assert!(answers(&db) == before);
-    let doc = db.collection("c").unwrap().get(parent(7)).unwrap().unwrap();
-    assert_eq!(doc.array("a").unwrap().inline.len(), 42);
+    assert_eq!(inline_len(&db, &parent(7)), 42);
     db.verify().unwrap();
 }
 
@@ -344,16 +338,7 @@ fn a_parent_too_large_for_the_new_layout_is_refused_and_reported() {
     assert_eq!(refused, [b"huge"]);
     assert_eq!(migrations[0].parents_moved, 1);
     let c = db.collection("c").unwrap();
-    assert_eq!(
-        c.get("small")
-            .unwrap()
-            .unwrap()
-            .array("a")
-            .unwrap()
-            .inline
-            .len(),
-        18
-    );
+    assert_eq!(inline_len(&db, "small"), 18);
     assert_eq!(
         c.items("huge", "a", &ItemQuery::new())
             .unwrap()
