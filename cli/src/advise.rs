@@ -102,6 +102,9 @@ pub struct FieldAdvice {
 pub struct Prediction {
     pub budget_bytes: u64,
     pub reads: u64,
+    /// The parent keys read, in order, the first `warmup` of them a warm-up.
+    pub stream: Vec<Vec<u8>>,
+    pub warmup: usize,
     pub recommended: Replay,
     pub embed: Replay,
 }
@@ -704,9 +707,34 @@ fn predict(
     Ok(Prediction {
         budget_bytes: request.budget_bytes,
         reads: (reads.len() - warmup.min(reads.len())) as u64,
+        warmup: warmup.min(reads.len()),
+        stream: reads,
         recommended,
         embed,
     })
+}
+
+/// The page cache hit ratio of the prediction's reads on collection `name` of the database
+/// at `dir` as it is, measured by the engine's own cache at the prediction's budget (the
+/// record tier off, as in the prediction): hits over requests after the warm-up.
+pub fn measure(dir: &Path, name: &str, prediction: &Prediction) -> Result<Option<f64>, Failure> {
+    let options = Options::new()
+        .cache_bytes(prediction.budget_bytes as usize)
+        .record_cache_percent(0)
+        .cache_what_if(false);
+    let db = Db::open_read_only(dir, options)?;
+    let collection = db.collection(name)?;
+    let (first, rest) = prediction.stream.split_at(prediction.warmup);
+    for key in first {
+        collection.get_projected(key, &[])?;
+    }
+    let before = db.cache_stats().total();
+    for key in rest {
+        collection.get_projected(key, &[])?;
+    }
+    let after = db.cache_stats().total();
+    let requests = after.requests - before.requests;
+    Ok((requests > 0).then(|| (after.hits - before.hits) as f64 / requests as f64))
 }
 
 /// One field's advice as `--json` prints it.

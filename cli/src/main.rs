@@ -505,6 +505,11 @@ enum Command {
         /// text), instead of Zipf(0.99) reads with the longest arrays read most.
         #[arg(long)]
         reads: Option<PathBuf>,
+        /// Move DB COLLECTION's arrays to the layouts advised (waiting until every parent has
+        /// moved), then replay the same reads on it and print the hit ratio measured beside
+        /// the one predicted.
+        #[arg(long, requires = "db")]
+        apply: bool,
     },
     /// Print a completion script for a shell (bash, elvish, fish, powershell, zsh).
     Completions {
@@ -1018,7 +1023,7 @@ fn advise_command(
     collection: Option<(PathBuf, String)>,
     json_array: bool,
     json: bool,
-) -> Result<(), Failure> {
+) -> Result<advise::Advice, Failure> {
     let talk = !json && std::io::stderr().is_terminal();
     let progress = |line: &str| {
         if talk {
@@ -1074,7 +1079,72 @@ fn advise_command(
     } else {
         print!("{}", advise::text(&advice));
     }
-    Ok(())
+    Ok(advice)
+}
+
+/// Moves collection `name`'s arrays to the layouts `advice` recommends, waits for every
+/// parent to move and compacts; then replays the prediction's reads on it and prints the hit
+/// ratio predicted beside the one measured.
+fn apply_advice(db: &Path, name: &str, advice: &advise::Advice, json: bool) -> Result<(), Failure> {
+    let handle = open_existing(db)?;
+    let spec = handle.collection(name)?.spec().clone();
+    let mut alteration = skewdb::Alteration::new();
+    let mut moved = Vec::new();
+    for field in &advice.fields {
+        let current = spec.arrays().iter().find(|a| a.field == field.field);
+        if let Some(current) = current
+            && current.layout != field.layout
+        {
+            alteration = alteration.set_layout(&field.field, field.layout);
+            moved.push(json!({
+                "field": field.field,
+                "from": current.layout.describe(),
+                "to": field.layout.describe(),
+            }));
+        }
+    }
+    if !alteration.is_empty() {
+        handle.alter_collection(name, alteration)?;
+        wait_for_migrations(&handle, json)?;
+        handle.compact()?;
+    }
+    handle.close()?;
+    let Some(prediction) = &advice.prediction else {
+        return Err(Failure::invalid_input(
+            "the advice has no prediction to check (no array field, or no parent)",
+        ));
+    };
+    let measured = advise::measure(db, name, prediction)?;
+    let predicted = prediction.recommended.hit_ratio;
+    if json {
+        print_value(&json!({
+            "applied": moved,
+            "predicted_hit_ratio": predicted,
+            "measured_hit_ratio": measured,
+        }))
+    } else {
+        let ratio = |r: Option<f64>| r.map_or("-".to_string(), |r| format!("{r:.3}"));
+        for m in &moved {
+            let text = |key: &str| m[key].as_str().unwrap_or_default().to_string();
+            out!(
+                "moved {} from {} to {}",
+                text("field"),
+                text("from"),
+                text("to")
+            );
+        }
+        if moved.is_empty() {
+            out!("every array already has the layout advised");
+        }
+        out!(
+            "hit ratio over the same {} reads at {} bytes: predicted {}, measured {}",
+            prediction.reads,
+            prediction.budget_bytes,
+            ratio(predicted),
+            ratio(measured)
+        );
+        Ok(())
+    }
 }
 
 fn print_value(value: &Value) -> Result<(), Failure> {
@@ -1168,6 +1238,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             budget,
             reads_newest,
             reads,
+            apply,
         } => {
             let mut newest = Vec::new();
             for given in &reads_newest {
@@ -1186,13 +1257,12 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 reads_newest: newest,
                 reads: reads.as_deref().map(advise::read_keys).transpose()?,
             };
-            advise_command(
-                &request,
-                file.as_deref(),
-                db.zip(collection),
-                json_array,
-                json,
-            )?;
+            let target = db.zip(collection);
+            let advice =
+                advise_command(&request, file.as_deref(), target.clone(), json_array, json)?;
+            if apply && let Some((db, name)) = target {
+                apply_advice(&db, &name, &advice, json)?;
+            }
         }
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "skewdb", &mut std::io::stdout());

@@ -1329,3 +1329,55 @@ fn advice_names_refusals_wants_a_sample_and_reads_only_imported_collections() {
         );
     }
 }
+
+/// `advise DB COLL --apply`: the collection, imported under Embed, moves to the layout the
+/// advice gives; its reads stay the same; the hit ratio measured on it after the move is
+/// printed beside the predicted one, and is near it.
+#[test]
+fn advise_apply_moves_the_collection_to_the_advice_and_measures_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("in.json");
+    let mut state = 11;
+    let mut lines = String::new();
+    for id in 0..1500 {
+        let count = ((1.0 - lcg(&mut state)).powf(-1.0 / 1.2) - 1.0).min(3000.0) as usize;
+        let followers: Vec<String> = (0..count)
+            .map(|f| format!("\"{:0>100}\"", format!("{id}-{f}")))
+            .collect();
+        lines += &format!(
+            "{{\"_id\":\"u{id:04}\",\"followers\":[{}]}}\n",
+            followers.join(",")
+        );
+    }
+    std::fs::write(&file, &lines).unwrap();
+    let db = dir.path().join("db");
+    let output = import(&db, &file, &["--array", "followers=embed"]);
+    assert!(output.status.success(), "{output:?}");
+    let db = db.to_str().unwrap();
+    let newest = ["--reads-newest", "followers=5"];
+    let mut args = vec![db, "c", "--budget", "256KiB", "--apply"];
+    args.extend(newest);
+    let (advice, output) = advise(&args);
+    assert!(output.status.success(), "{output:?}");
+    let layout = advice[0]["layout"].as_str().unwrap();
+    assert_ne!(layout, "embed", "{advice:?}");
+    let applied = &advice[2];
+    assert_eq!(applied["applied"][0]["from"], "embed", "{applied}");
+    assert_eq!(applied["applied"][0]["to"], layout);
+    let predicted = applied["predicted_hit_ratio"].as_f64().unwrap();
+    let measured = applied["measured_hit_ratio"].as_f64().unwrap();
+    assert!((predicted - measured).abs() < 0.2, "{applied}");
+    let collections = stdout(&skewdb(&["collections", db]));
+    assert!(
+        collections.contains(&format!("followers={layout}")),
+        "{collections}"
+    );
+    assert_eq!(stdout(&skewdb(&["export", db, "c"])), lines);
+    assert!(skewdb(&["verify", db]).status.success());
+    // Applied again: nothing to move.
+    let output = skewdb(&[&["advise"], &args[..]].concat());
+    assert!(
+        stdout(&output).contains("already has the layout advised"),
+        "{output:?}"
+    );
+}
