@@ -166,3 +166,106 @@ fn every_acknowledged_batch_survives_sigkill() {
     );
     assert!(acked_total > 0);
 }
+
+/// What every parent of collection `m` reads: its items and its whole summary, to the bit.
+fn migration_answers(db: &Db) -> Vec<String> {
+    let m = db.collection("m").expect("collection");
+    let mut answers = Vec::new();
+    for document in m.scan(..).expect("scan") {
+        let document = document.expect("scan");
+        let key = document.key().to_vec();
+        let page = m
+            .items(&key, "a", &ItemQuery::new())
+            .expect("items")
+            .expect("parent");
+        let summary = m.summary(&key, "a", ..).expect("summary").expect("parent");
+        let items: Vec<String> = page
+            .items
+            .iter()
+            .map(|i| format!("{} {:?} {:?}", i.key, i.value, i.payload))
+            .collect();
+        answers.push(format!(
+            "{key:?}: {} {:x} {:?}",
+            items.join(","),
+            summary.sum.to_bits(),
+            summary.max
+        ));
+    }
+    answers
+}
+
+/// `skewdb alter --set-layout --wait` killed at random moments, layout after layout: each
+/// time the next open reads exactly what the collection held, verifies, and finishes the
+/// move (`compact`).
+#[test]
+fn a_layout_change_killed_at_any_moment_reads_the_same_and_finishes() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = dir.path().join("db");
+    let db_arg = path.to_str().expect("UTF-8 path").to_string();
+    {
+        let db = Db::open(&path, Options::new()).expect("open");
+        let spec = skewdb::CollectionSpec::new("m").array("a", skewdb::Layout::Embed);
+        db.create_collection(spec).expect("create");
+        for parent in 0..400u32 {
+            let mut batch = db.batch();
+            for n in 0..(parent % 60) as i64 {
+                let item = skewdb::NewItem::new(format!("{parent}/{n}"))
+                    .key((n * 7) % 50)
+                    .value(n as f64 * 0.5);
+                batch.push("m", format!("p{parent:03}"), "a", item);
+            }
+            batch.commit().expect("load");
+        }
+    }
+    let before = migration_answers(&Db::open(&path, Options::new()).expect("open"));
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let (mut previous, mut took) = ("embed", 0);
+    for (cycle, layout) in [
+        "subset:3",
+        "reference",
+        "outlier:5",
+        "bucket:4:20",
+        "embed",
+        "subset:8",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let set = format!("a={layout}");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_skewdb"))
+            .args(["alter", &db_arg, "m", "--set-layout", &set, "--wait"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn skewdb alter");
+        std::thread::sleep(Duration::from_millis(rng.random_range(40..250)));
+        let _ = child.kill();
+        let _ = child.wait();
+        let db = Db::open(&path, Options::new()).expect("reopen after the kill");
+        assert!(
+            migration_answers(&db) == before,
+            "cycle {cycle}: reads changed"
+        );
+        db.verify().expect("verify after the kill");
+        db.compact().expect("compact finishes the move");
+        assert!(
+            db.stats().expect("stats").migrations.is_empty(),
+            "cycle {cycle}"
+        );
+        assert!(
+            migration_answers(&db) == before,
+            "cycle {cycle}: reads changed by the move"
+        );
+        // Killed before its commit, the change did not take: the layout is the one before.
+        let spec = db.collection("m").expect("collection").spec().clone();
+        let now = spec.arrays()[0].layout.describe();
+        assert!(now == layout || now == previous, "cycle {cycle}: {now}");
+        if now == layout {
+            (previous, took) = (layout, took + 1);
+        }
+    }
+    assert!(
+        took >= 2,
+        "only {took} of the changes were committed before their kill"
+    );
+}
