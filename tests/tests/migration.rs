@@ -357,3 +357,31 @@ fn a_parent_too_large_for_the_new_layout_is_refused_and_reported() {
     assert_eq!(migrating(&db), 0);
     db.verify().unwrap();
 }
+
+/// A migration left open by a refused parent does not keep the walks from the next one.
+#[test]
+fn a_migration_with_refused_parents_lets_the_next_finish() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options()).unwrap();
+    let spec = CollectionSpec::new("c")
+        .array("a", Layout::Reference)
+        .array("b", Layout::Embed);
+    db.create_collection(spec).unwrap();
+    for n in 0..18 {
+        let mut batch = db.batch();
+        batch.push("c", "huge", "a", NewItem::new(vec![b'x'; 1 << 20]).key(n));
+        batch.push("c", "small", "b", NewItem::new("s").key(n));
+        batch.commit().unwrap();
+    }
+    let alteration = Alteration::new()
+        .set_layout("a", Layout::Embed)
+        .set_layout("b", Layout::Subset { keep: 2 });
+    db.alter_collection("c", alteration).unwrap();
+    db.compact().unwrap();
+    let migrations = db.stats().unwrap().migrations;
+    assert_eq!(migrations.len(), 1, "{migrations:?}");
+    assert_eq!(migrations[0].field, "a");
+    let doc = db.collection("c").unwrap().get("small").unwrap().unwrap();
+    assert_eq!(doc.array("b").unwrap().inline.len(), 2);
+    db.verify().unwrap();
+}

@@ -30,17 +30,17 @@ const STEP_ITEMS: u64 = 8_192;
 const STEP_WALKED: usize = 4_096;
 
 impl Shared {
-    /// The migrations running, with the progress of the one being walked.
+    /// The migrations running, with the progress of those walked.
     pub(crate) fn migrations(&self) -> Vec<MigrationProgress> {
         let version = self.current();
-        let cursor = self.migration_cursor.lock().clone();
+        let cursors = self.migration_cursors.lock().clone();
         let mut all = Vec::new();
         for info in version.catalog.by_name.values() {
             for (index, state) in info.layouts.iter().enumerate() {
                 let Some(from) = state.previous else {
                     continue;
                 };
-                let walked = cursor.as_ref().filter(|c| {
+                let walked = cursors.iter().find(|c| {
                     c.collection == info.id && c.slot == info.slot(index) && c.state == *state
                 });
                 all.push(match walked {
@@ -61,31 +61,51 @@ impl Shared {
         all
     }
 
-    /// One step of the first migration running; returns whether one still runs (and has
-    /// parents left to move).
+    /// One step of the first migration running whose walk has parents left; returns
+    /// whether one still has. A migration whose walk passed its last parent with some
+    /// refused stays open, and the walks go on to the next.
     pub(super) fn migration_step(&self) -> Result<bool> {
         let version = self.current();
-        let running = version.catalog.by_name.values().find_map(|info| {
-            let index = info.layouts.iter().position(|s| s.previous.is_some())?;
-            Some((info.clone(), index))
+        let running: Vec<(std::sync::Arc<CollectionInfo>, usize)> = version
+            .catalog
+            .by_name
+            .values()
+            .flat_map(|info| {
+                let indexes = info.layouts.iter().enumerate();
+                let moving = indexes.filter(|(_, s)| s.previous.is_some());
+                moving
+                    .map(|(index, _)| (info.clone(), index))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let mut cursors = self.migration_cursors.lock().clone();
+        // Walks of migrations ended, cancelled or changed since are forgotten.
+        cursors.retain(|c| {
+            running.iter().any(|(info, index)| {
+                c.collection == info.id
+                    && c.slot == info.slot(*index)
+                    && c.state == info.layouts[*index]
+            })
         });
-        let Some((info, index)) = running else {
-            *self.migration_cursor.lock() = None;
+        let mut chosen = None;
+        for (info, index) in &running {
+            let state = info.layouts[*index];
+            let at = cursors.iter().position(|c| {
+                c.collection == info.id && c.slot == info.slot(*index) && c.state == state
+            });
+            match at {
+                Some(at) if cursors[at].next.is_none() => continue,
+                Some(at) => chosen = Some((info.clone(), *index, cursors.remove(at))),
+                None => chosen = Some((info.clone(), *index, self.begin_walk(info, *index)?)),
+            }
+            break;
+        }
+        *self.migration_cursors.lock() = cursors;
+        let Some((info, index, mut cursor)) = chosen else {
             return Ok(false);
         };
         let state = info.layouts[index];
-        let mut cursor = match self.migration_cursor.lock().clone() {
-            Some(c)
-                if c.collection == info.id && c.slot == info.slot(index) && c.state == state =>
-            {
-                c
-            }
-            _ => self.begin_walk(&info, index)?,
-        };
-        let Some(from) = cursor.next.clone() else {
-            // The walk passed the last parent; only refused ones are left.
-            return Ok(false);
-        };
+        let from = cursor.next.clone().unwrap_or_default();
         let (found, walked, next) = self.unmoved_parents(&info, index, &from)?;
         cursor.progress.parents_walked += walked;
         let migrate = |key: &Bytes| BatchOp::Migrate {
@@ -116,7 +136,9 @@ impl Shared {
         }
         cursor.next = next;
         let done = cursor.next.is_none() && cursor.progress.refused.is_empty();
-        *self.migration_cursor.lock() = Some(cursor);
+        if !done {
+            self.migration_cursors.lock().push(cursor);
+        }
         if done {
             self.commit(
                 vec![BatchOp::FinishMigration {
@@ -126,7 +148,6 @@ impl Shared {
                 }],
                 self.options.durability,
             )?;
-            *self.migration_cursor.lock() = None;
         }
         Ok(true)
     }

@@ -29,9 +29,9 @@ pub(crate) struct Shared {
     /// at. In memory only: after a reopen the walk starts again from the beginning (what
     /// was deleted is not met again).
     pub(super) reclaim_cursor: parking_lot::Mutex<Option<(crate::catalog::Retired, bytes::Bytes)>>,
-    /// Where the walk of the first migration running has got to (in memory only, as the
+    /// Where the walk of each migration running has got to (in memory only, as the
     /// reclaim's).
-    pub(super) migration_cursor: parking_lot::Mutex<Option<super::progress::MigrationCursor>>,
+    pub(super) migration_cursors: parking_lot::Mutex<Vec<super::progress::MigrationCursor>>,
     _lock: Box<dyn LockGuard>,
 }
 
@@ -58,7 +58,7 @@ impl Shared {
             commits: GroupCommit::new(writer),
             maintenance: Arc::default(),
             reclaim_cursor: parking_lot::Mutex::default(),
-            migration_cursor: parking_lot::Mutex::default(),
+            migration_cursors: parking_lot::Mutex::default(),
             _lock: lock,
         }
     }
