@@ -226,7 +226,7 @@ impl Shared {
         let cold_bytes = cold.mark() as u64;
         // A drop leaves records for the maintenance thread to reclaim, a layout change
         // parents for it to move.
-        let retires = !txn.schema_changed.is_empty();
+        let schema_changed = !txn.schema_changed.is_empty();
         self.cold.append(cold)?;
         writer.log.append(group)?;
         if durability == Durability::Immediate {
@@ -248,7 +248,7 @@ impl Shared {
             &txn.schema_changed,
         );
         writer.committed_group(bytes, cold_bytes);
-        if retires {
+        if schema_changed {
             self.maintenance.wake();
         }
         Ok(())

@@ -68,6 +68,14 @@ impl<'a> Stager<'a> {
         Ok(info)
     }
 
+    /// Collection `id` and the index of its array in `slot`, while both are there (a drop
+    /// or a rename since a background step named them leaves that step nothing to do).
+    fn slot_of(&self, id: CollectionId, slot: usize) -> Option<(Arc<CollectionInfo>, usize)> {
+        let info = self.catalog.by_id(id)?.clone();
+        let index = info.field_of_slot(slot)?;
+        Some((info, index))
+    }
+
     /// The work of parent `key`, loaded once per batch.
     fn work(&mut self, collection: &str, key: &Bytes) -> Result<&mut ParentWork> {
         let info = self.collection(collection)?;
@@ -174,10 +182,7 @@ impl<'a> Stager<'a> {
                 slot,
                 state,
             } => {
-                let Some(info) = self.catalog.by_id(collection) else {
-                    return Ok(());
-                };
-                let Some(index) = info.field_of_slot(slot) else {
+                let Some((info, index)) = self.slot_of(collection, slot) else {
                     return Ok(());
                 };
                 if info.layouts[index] != state {
@@ -197,10 +202,7 @@ impl<'a> Stager<'a> {
                 key,
                 slot,
             } => {
-                let Some(info) = self.catalog.by_id(collection).cloned() else {
-                    return Ok(());
-                };
-                let Some(index) = info.field_of_slot(slot) else {
+                let Some((info, index)) = self.slot_of(collection, slot) else {
                     return Ok(());
                 };
                 let layout = info.spec.arrays()[index].layout;
