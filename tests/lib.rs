@@ -629,3 +629,59 @@ pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
         std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
     }
 }
+
+/// A simulated directory that calls a hook with a file's name before each sync of it: to
+/// count syncs, or to hold a thread at one.
+pub struct SyncHook {
+    inner: SimStorage,
+    on_sync: Box<dyn Fn(&str) + Send + Sync>,
+}
+
+impl SyncHook {
+    pub fn new(inner: SimStorage, on_sync: impl Fn(&str) + Send + Sync + 'static) -> Arc<Self> {
+        Arc::new(SyncHook {
+            inner,
+            on_sync: Box::new(on_sync),
+        })
+    }
+}
+
+impl Storage for SyncHook {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn lock(&self) -> skewdb::Result<Box<dyn skewdb::testing::LockGuard>> {
+        self.inner.lock()
+    }
+    fn list(&self) -> skewdb::Result<Vec<String>> {
+        self.inner.list()
+    }
+    fn create(&self, name: &str) -> skewdb::Result<()> {
+        self.inner.create(name)
+    }
+    fn len(&self, name: &str) -> skewdb::Result<u64> {
+        self.inner.len(name)
+    }
+    fn read_at(&self, name: &str, offset: u64, buf: &mut [u8]) -> skewdb::Result<()> {
+        self.inner.read_at(name, offset, buf)
+    }
+    fn write_at(&self, name: &str, offset: u64, data: &[u8]) -> skewdb::Result<()> {
+        self.inner.write_at(name, offset, data)
+    }
+    fn set_len(&self, name: &str, len: u64) -> skewdb::Result<()> {
+        self.inner.set_len(name, len)
+    }
+    fn sync(&self, name: &str) -> skewdb::Result<()> {
+        (self.on_sync)(name);
+        self.inner.sync(name)
+    }
+    fn sync_dir(&self) -> skewdb::Result<()> {
+        self.inner.sync_dir()
+    }
+    fn rename(&self, from: &str, to: &str) -> skewdb::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn remove(&self, name: &str) -> skewdb::Result<()> {
+        self.inner.remove(name)
+    }
+}

@@ -1,10 +1,11 @@
 //! Group commit, bounded recovery and sticky write failures.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use skewdb::testing::{SimStorage, Storage};
 use skewdb::{CollectionSpec, Db, Durability, Error, Layout, NewItem, Options};
-use skewdb_tests::{open_db, read_all, sim, small_options};
+use skewdb_tests::{SyncHook, open_db, read_all, sim, small_options};
 
 #[test]
 fn concurrent_immediate_commits_share_syncs() {
@@ -285,65 +286,21 @@ fn held_records_stay_within_a_quarter_of_the_cache() {
     assert_eq!(read_all(&reopened).unwrap(), expected);
 }
 
-/// A storage that counts the syncs of cold segment files.
-struct ColdSyncs {
-    inner: skewdb::testing::SimStorage,
-    count: std::sync::atomic::AtomicU64,
-}
-
-impl Storage for ColdSyncs {
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-    fn lock(&self) -> skewdb::Result<Box<dyn skewdb::testing::LockGuard>> {
-        self.inner.lock()
-    }
-    fn list(&self) -> skewdb::Result<Vec<String>> {
-        self.inner.list()
-    }
-    fn create(&self, name: &str) -> skewdb::Result<()> {
-        self.inner.create(name)
-    }
-    fn len(&self, name: &str) -> skewdb::Result<u64> {
-        self.inner.len(name)
-    }
-    fn read_at(&self, name: &str, offset: u64, buf: &mut [u8]) -> skewdb::Result<()> {
-        self.inner.read_at(name, offset, buf)
-    }
-    fn write_at(&self, name: &str, offset: u64, data: &[u8]) -> skewdb::Result<()> {
-        self.inner.write_at(name, offset, data)
-    }
-    fn set_len(&self, name: &str, len: u64) -> skewdb::Result<()> {
-        self.inner.set_len(name, len)
-    }
-    fn sync(&self, name: &str) -> skewdb::Result<()> {
-        if name.starts_with("cold-") {
-            self.count
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
-        self.inner.sync(name)
-    }
-    fn sync_dir(&self) -> skewdb::Result<()> {
-        self.inner.sync_dir()
-    }
-    fn rename(&self, from: &str, to: &str) -> skewdb::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn remove(&self, name: &str) -> skewdb::Result<()> {
-        self.inner.remove(name)
-    }
-}
-
 /// Under `Immediate` a push that seals a bucket syncs the log only: the redo carries the
 /// sealed chunk's bytes. A power loss that takes the chunk's unsynced write with it loses
 /// nothing acknowledged: recovery writes the chunk back from the log.
 #[test]
 fn a_sealing_push_syncs_only_the_log_and_a_lost_chunk_comes_back() {
     let sim = skewdb::testing::SimStorage::new();
-    let counting = Arc::new(ColdSyncs {
-        inner: sim.clone(),
-        count: Default::default(),
-    });
+    let cold_syncs = Arc::new(AtomicU64::new(0));
+    let counting = {
+        let cold_syncs = cold_syncs.clone();
+        SyncHook::new(sim.clone(), move |name| {
+            if name.starts_with("cold-") {
+                cold_syncs.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
     // Segments and checkpoint intervals large enough that no rollover or checkpoint syncs
     // the cold segment on its own.
     let options = small_options(Durability::Immediate)
@@ -365,13 +322,13 @@ fn a_sealing_push_syncs_only_the_log_and_a_lost_chunk_comes_back() {
     for i in 0..5 {
         push(i);
     }
-    let syncs = counting.count.load(std::sync::atomic::Ordering::Relaxed);
+    let syncs = cold_syncs.load(Ordering::Relaxed);
     let log_syncs = db.stats().unwrap().log_syncs;
     for i in 5..41 {
         push(i);
     }
     assert_eq!(
-        counting.count.load(std::sync::atomic::Ordering::Relaxed),
+        cold_syncs.load(Ordering::Relaxed),
         syncs,
         "nine seals synced the cold segment"
     );
@@ -421,10 +378,7 @@ fn a_sealing_push_syncs_only_the_log_and_a_lost_chunk_comes_back() {
         batch.push("s", "sensor", "r", NewItem::new(payload).key(i));
     }
     batch.commit().unwrap();
-    assert_eq!(
-        counting.count.load(std::sync::atomic::Ordering::Relaxed),
-        syncs + 1
-    );
+    assert_eq!(cold_syncs.load(Ordering::Relaxed), syncs + 1);
     assert_eq!(items(&db), (0..341).collect::<Vec<_>>());
 }
 
@@ -568,4 +522,79 @@ fn a_batch_does_not_keep_its_database_open() {
     let users = reopened.collection("users").unwrap();
     assert!(users.get("a").unwrap().is_some());
     assert!(users.get("b").unwrap().is_none());
+}
+
+/// A checkpoint holds the writer only between its steps: a commit made while one is held at
+/// the sync of its checkpoint file returns before it goes on. The page the commit changed
+/// stays changed for the next checkpoint, and after a power loss the commit is replayed on
+/// the version the checkpoint wrote.
+#[test]
+fn commits_go_on_while_a_checkpoint_writes() {
+    use std::sync::mpsc;
+    let sim = SimStorage::new();
+    let (entered, at_sync) = mpsc::channel();
+    let (release, released_rx) = mpsc::channel::<()>();
+    // Armed once the database is built: its creation writes a checkpoint too.
+    let released = Arc::new(std::sync::Mutex::new(None::<mpsc::Receiver<()>>));
+    let armed = released.clone();
+    let storage = SyncHook::new(sim.clone(), move |name| {
+        if name == "checkpoint.tmp"
+            && let Some(released) = released.lock().unwrap().take()
+        {
+            entered.send(()).unwrap();
+            released.recv().unwrap();
+        }
+    });
+    let options = small_options(Durability::Immediate).checkpoint_bytes(64 << 20);
+    let db = open_db(storage, options.clone()).unwrap();
+    for i in 0..200 {
+        let mut batch = db.batch();
+        batch.put("users", format!("u{i:03}"), vec![b'x'; 100]);
+        batch.commit().unwrap();
+    }
+    let dirty_before = db.stats().unwrap().dirty_pages;
+    assert!(dirty_before > 1, "{dirty_before} pages changed");
+    *armed.lock().unwrap() = Some(released_rx);
+    let checkpointing = {
+        let db = db.clone();
+        std::thread::spawn(move || db.checkpoint())
+    };
+    at_sync
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("the checkpoint reaches the sync of its file");
+    // The checkpoint is held: this commit must not wait for it.
+    let (done, committed) = mpsc::channel();
+    let writer = {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            let mut batch = db.batch();
+            batch.put("users", "during", "written beside the checkpoint");
+            done.send(batch.commit()).unwrap();
+        })
+    };
+    let result = committed.recv_timeout(std::time::Duration::from_secs(30));
+    assert!(
+        matches!(result, Ok(Ok(()))),
+        "the commit waited for the checkpoint: {result:?}"
+    );
+    release.send(()).unwrap();
+    writer.join().unwrap();
+    checkpointing.join().unwrap().unwrap();
+    let stats = db.stats().unwrap();
+    assert!(
+        (1..dirty_before).contains(&stats.dirty_pages),
+        "{} pages changed after the checkpoint, {dirty_before} before",
+        stats.dirty_pages
+    );
+    let expected = read_all(&db).unwrap();
+    assert_eq!(
+        expected["users"][&b"during"[..]].body,
+        b"written beside the checkpoint".to_vec()
+    );
+    let image: Arc<dyn Storage> = Arc::new(sim.crash_image(5));
+    let reopened = Db::open_with_storage(image, options).unwrap();
+    assert!(reopened.stats().unwrap().replayed_bytes > 0);
+    assert_eq!(read_all(&reopened).unwrap(), expected);
+    reopened.verify().unwrap();
+    drop(db);
 }

@@ -340,6 +340,14 @@ impl HotLog {
         self.sync_segment()
     }
 
+    /// Notes a sync of the active segment made without the writer (by a checkpoint, of
+    /// page images it appended): every frame up to `through_lsn` is durable.
+    pub fn synced_through(&mut self, through_lsn: u64) {
+        assert!(through_lsn < self.next_lsn, "a sync of frames not appended");
+        self.durable_lsn = self.durable_lsn.max(through_lsn);
+        self.syncs += 1;
+    }
+
     /// Syncs the segment file whatever changed in it (frames, or only its length).
     fn sync_segment(&mut self) -> Result<()> {
         if let Err(error) = self.storage.sync(&segment_name(self.segment_id)) {

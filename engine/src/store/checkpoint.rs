@@ -17,13 +17,15 @@ use super::writer::Writer;
 use crate::error::Result;
 use crate::limits::widths::u32_len;
 use crate::log::FrameKind;
+use crate::log::FrameLoc;
 use crate::page::checkpoint::Checkpoint;
 use crate::page::node::{Node, PageId};
 use crate::page::table::Slot;
 use crate::page::tree::Tree;
 
-/// A checkpoint writes its page images in groups of about this size.
-pub(super) const CHECKPOINT_GROUP_BYTES: usize = 4 * 1024 * 1024;
+/// A checkpoint writes its page images in groups of about this size: each is appended with
+/// the writer held, which the commits beside it wait for.
+pub(super) const CHECKPOINT_GROUP_BYTES: usize = 1024 * 1024;
 
 /// A sealed log segment whose live pages fill less than this share of it is cleaned.
 pub(super) const CLEAN_BELOW: f64 = 0.5;
@@ -124,12 +126,7 @@ impl Shared {
     /// The maintenance thread's work: the checkpoint commits found due (if still due), then
     /// a cold compaction step.
     pub(crate) fn maintain(&self) -> Result<()> {
-        {
-            let mut writer = self.commits.lock();
-            if self.checkpoint_pressure(&writer) >= 1.0 {
-                self.checkpoint_locked(&mut writer, Clean::automatic(self.options.reclaim))?;
-            }
-        }
+        self.checkpoint_if_due(1.0, true)?;
         if self.options.reclaim {
             self.reclaim_step()?;
         }
@@ -141,17 +138,16 @@ impl Shared {
         Ok(())
     }
 
-    /// Sealed log segments mostly dead (live page and large-record bytes under the share of
-    /// the file `clean` names), sparsest first.
+    /// Log segments before `tail_segment` (the one being appended to) mostly dead (live page
+    /// and large-record bytes under the share of the file `clean` names), sparsest first.
     pub(super) fn sparse_segments(
         &self,
         tree: &Tree,
-        writer: &Writer,
+        tail_segment: u32,
         clean: Clean,
     ) -> Result<Vec<Sparse>> {
         let below = clean.below();
         let storage = self.pages.storage.as_ref();
-        let tail_segment = writer.log.tail().segment_id;
         let mut live: BTreeMap<u32, Sparse> = BTreeMap::new();
         fn entry(live: &mut BTreeMap<u32, Sparse>, segment_id: u32) -> &mut Sparse {
             live.entry(segment_id).or_insert_with(|| Sparse {
@@ -177,7 +173,10 @@ impl Shared {
         }
         let mut sparse = Vec::new();
         for (segment_id, segment) in live {
-            let file_bytes = storage.len(&crate::log::segment_name(segment_id))?;
+            let name = crate::log::segment_name(segment_id);
+            let Some(file_bytes) = segments::len_if_present(storage, &name)? else {
+                continue;
+            };
             let ratio = segment.live_bytes() as f64 / file_bytes.max(1) as f64;
             if ratio < below {
                 sparse.push((ratio, segment));
@@ -190,17 +189,18 @@ impl Shared {
     /// Log cleaning: the live pages of the sparsest segments become dirty in `tree`, so the
     /// checkpoint about to be written copies them to the tail and the segments stop being
     /// needed. At most `CLEAN_BYTES` of pages per checkpoint (one segment at least), which
-    /// bounds the time commits wait. A segment still holding a large record the tree refers
-    /// to waits until the record has moved (see `relocate_large`). Returns the page bytes
-    /// it marked.
+    /// bounds a checkpoint's work. A segment still holding a large record the tree refers
+    /// to waits until the record has moved (see `relocate_large`). Returns the pages it
+    /// marked, each with where its image was.
     pub(super) fn clean_sparse_segments(
         &self,
         tree: &mut Tree,
-        writer: &Writer,
+        tail_segment: u32,
         clean: Clean,
-    ) -> Result<u64> {
+    ) -> Result<Vec<(PageId, FrameLoc)>> {
         let mut moved = 0;
-        for segment in self.sparse_segments(tree, writer, clean)? {
+        let mut marked = Vec::new();
+        for segment in self.sparse_segments(tree, tail_segment, clean)? {
             if segment.large_bytes > 0 {
                 continue;
             }
@@ -210,12 +210,16 @@ impl Shared {
             for id in segment.pages {
                 // A page the cache holds is taken from it; one it does not is read and not
                 // kept there: cleaning should not evict what readers use.
+                let Slot::Disk(loc) = *tree.table.get(id) else {
+                    unreachable!("a page of a sparse segment is on disk");
+                };
                 let (node, _unkept) = self.pages.maintaining().node_or_read(&tree.table, id)?;
                 tree.replace_slot(id, Slot::Dirty(node));
+                marked.push((id, loc));
             }
             moved += segment.page_bytes;
         }
-        Ok(moved)
+        Ok(marked)
     }
 
     /// Dooms the files of either tier that the checkpoint just written does not need: log
@@ -256,37 +260,73 @@ impl Shared {
         Ok(())
     }
 
-    /// Writes every changed page to the log and a new checkpoint file.
+    /// Writes every page changed until now to the log and a new checkpoint file.
     pub fn checkpoint(&self) -> Result<()> {
-        let mut writer = self.commits.lock();
-        self.checkpoint_locked(&mut writer, Clean::automatic(self.options.reclaim))
+        self.checkpoint_now(Clean::automatic(self.options.reclaim))
     }
 
-    /// A checkpoint with the writer held; `clean` says which log segments' live pages it
-    /// copies out first.
-    pub(super) fn checkpoint_locked(&self, writer: &mut Writer, clean: Clean) -> Result<()> {
-        writer.log.check_writable()?;
-        let result = self.write_checkpoint(writer, clean);
+    /// A checkpoint if one is still due (its pressure at least `at`) once this thread's
+    /// turn comes: commits that found one due while another ran do not each write one.
+    /// Unless `wait`, nothing while another runs.
+    pub(super) fn checkpoint_if_due(&self, at: f64, wait: bool) -> Result<()> {
+        let _turn = match wait {
+            true => self.checkpointing.lock(),
+            false => match self.checkpointing.try_lock() {
+                Some(turn) => turn,
+                None => return Ok(()),
+            },
+        };
+        if self.checkpoint_pressure(&self.commits.lock()) < at {
+            return Ok(());
+        }
+        self.checkpoint_turn(Clean::automatic(self.options.reclaim))
+    }
+
+    /// A checkpoint; `clean` says which log segments' live pages it copies out too. One
+    /// runs at a time; commits go on beside it (see `write_checkpoint`).
+    pub(super) fn checkpoint_now(&self, clean: Clean) -> Result<()> {
+        let _turn = self.checkpointing.lock();
+        self.checkpoint_turn(clean)
+    }
+
+    /// [`Shared::checkpoint_now`] with the turn taken.
+    fn checkpoint_turn(&self, clean: Clean) -> Result<()> {
+        self.commits.lock().log.check_writable()?;
+        let result = self.write_checkpoint(clean);
         if let Err(error) = &result {
             // Which of the checkpoint's writes reached the disk is unknown: refuse writes.
-            writer.log.poison(error.to_string());
+            self.commits.lock().log.poison(error.to_string());
         }
         result
     }
 
-    pub(super) fn write_checkpoint(&self, writer: &mut Writer, clean: Clean) -> Result<()> {
+    /// Writes the pages changed as of one version, with the writer held only to take that
+    /// version, to append each group of page images and to publish the pages written:
+    /// commits go on while the pages are encoded, synced and the checkpoint file written.
+    /// The checkpoint replays from the log's tail when the version was taken; recovery
+    /// steps over the page images after it (`format-spec/checkpoint.md`).
+    fn write_checkpoint(&self, clean: Clean) -> Result<()> {
         let _span = span!(debug, "checkpoint", clean = ?clean);
-        self.write_held(writer)?;
-        let version = self.current();
-        // Chunks before the redo and pages that refer to them.
+        let (version, tail, cold_tail, sequence, since) = {
+            let mut writer = self.commits.lock();
+            self.write_held(&mut writer)?;
+            (
+                self.current(),
+                writer.log.tail(),
+                self.cold.tail(),
+                writer.next_checkpoint_sequence(),
+                writer.written_since_checkpoint(),
+            )
+        };
+        // The chunks the pages refer to, written before the version was taken.
         self.cold.sync()?;
-        self.cold_synced_before_roll(writer)?;
         let mut tree = version.tree.clone();
-        if clean != Clean::Nothing {
-            self.clean_sparse_segments(&mut tree, writer, clean)?;
-        }
-        if tree.table.dirty_count() == 0 && writer.logged_nothing_since_checkpoint() {
-            writer.log.sync()?;
+        let cleaned = match clean {
+            Clean::Nothing => Vec::new(),
+            _ => self.clean_sparse_segments(&mut tree, tail.segment_id, clean)?,
+        };
+        if tree.table.dirty_count() == 0 && since.logged_nothing {
+            self.commits.lock().log.sync()?;
             return self.remove_doomed();
         }
         let dirty: Vec<(PageId, Arc<Node>)> = tree
@@ -300,57 +340,53 @@ impl Shared {
         #[cfg_attr(not(feature = "tracing"), allow(unused_variables))]
         let dirty_pages = dirty.len();
         let mut written = Vec::with_capacity(dirty.len());
-        // Each group's buffer is sized once for the frames it will hold: grown by doubling
-        // it would reach twice `CHECKPOINT_GROUP_BYTES`, and the allocator keeps what such
-        // transient buffers freed.
-        let frame_lens: Vec<usize> = dirty
-            .iter()
-            .map(|(_, node)| crate::log::frame::FRAME_HEADER_BYTES + 8 + node.encoded_len())
-            .collect();
-        let group_len = |from: usize| {
-            let mut len = 0;
-            for frame_len in &frame_lens[from..] {
-                if len >= CHECKPOINT_GROUP_BYTES {
-                    break;
-                }
-                len += frame_len;
+        let mut pages = dirty.into_iter().peekable();
+        let mut images = PageImages::default();
+        let (mut last_segment, mut last_lsn) = (tail.segment_id, tail.next_lsn - 1);
+        while pages.peek().is_some() {
+            images.clear();
+            while images.bytes() < CHECKPOINT_GROUP_BYTES
+                && let Some((id, node)) = pages.next()
+            {
+                assert!(
+                    node.encoded_len() <= self.pages.page_bytes,
+                    "page {id} over the page size"
+                );
+                images.add(id, &node);
             }
-            len
-        };
-        let mut group = writer.log.group()?;
-        group.buf().reserve_exact(group_len(0));
-        for (index, (id, node)) in dirty.into_iter().enumerate() {
-            if group.bytes() >= CHECKPOINT_GROUP_BYTES {
-                writer.log.append(group)?;
-                group = writer.log.group()?;
-                group.buf().reserve_exact(group_len(index));
+            let mut writer = self.commits.lock();
+            // A roll syncs the segment before: the chunks its redo names first.
+            self.cold_synced_before_roll(&writer)?;
+            let mut group = writer.log.group()?;
+            last_segment = group.segment_id();
+            group.buf().reserve_exact(images.framed_bytes());
+            for (id, image) in images.iter() {
+                let start = group.begin();
+                group.buf().extend_from_slice(image);
+                written.push((id, group.finish(start, FrameKind::Page)));
             }
-            assert!(
-                node.encoded_len() <= self.pages.page_bytes,
-                "page {id} over the page size"
-            );
-            let start = group.begin();
-            group.buf().put_u64_le(id);
-            node.encode(group.buf());
-            written.push((id, group.finish(start, FrameKind::Page)));
+            writer.log.append(group)?;
+            last_lsn = writer.log.tail().next_lsn - 1;
         }
-        writer.log.append(group)?;
-        writer.log.sync()?;
+        drop(images);
+        // Earlier segments were synced as the log rolled past them.
+        self.pages
+            .storage
+            .sync(&crate::log::segment_name(last_segment))?;
         // The pages written are not put in the cache: a page's next read loads its image as
         // any read does. Cached here, the node a writer built (many allocations: a key and a
         // value each) would leave holes the allocator cannot reuse for the page images reads
         // load once it was evicted, and even its image, decoded into one buffer, would hold
         // a bulk load's pages in the cache past the load (the process's peak grew by half of
         // the budget either way: BENCHMARKS.md, "When RAM is the limit").
-        for (id, loc) in written {
-            tree.table.set(id, Slot::Disk(loc));
+        for (id, loc) in &written {
+            tree.table.set(*id, Slot::Disk(*loc));
         }
-        let tail = writer.log.tail();
         let checkpoint = Checkpoint {
-            sequence: writer.next_checkpoint_sequence(),
+            sequence,
             page_bytes: u32_len(self.pages.page_bytes),
             replay_from: tail,
-            cold_tail: self.cold.tail(),
+            cold_tail,
             root: tree.root,
             next_page_id: tree.next_page_id,
             catalog: version.catalog.as_ref().clone(),
@@ -366,16 +402,35 @@ impl Shared {
             cold_live: tree.cold_live.iter().map(|(s, b)| (*s, *b)).collect(),
         };
         checkpoint.write(self.pages.storage.as_ref())?;
-        // The same records as the version it replaces: their generation too.
-        self.publish(Version {
-            tree: tree.pin_root(&self.pages.maintaining()),
-            catalog: version.catalog.clone(),
-            commits: version.commits,
-            generation: version.generation,
-            own_chunks: None,
-        });
+        {
+            let mut writer = self.commits.lock();
+            // The pages written that the commits since have not changed again are clean in
+            // the current version: the same node, or (a cleaned page) the same image.
+            let current = self.current();
+            let mut merged = current.tree.clone();
+            let cleaned: BTreeMap<PageId, FrameLoc> = cleaned.into_iter().collect();
+            for (id, loc) in written {
+                let unchanged = match (merged.table.get(id), version.tree.table.get(id)) {
+                    (Slot::Dirty(now), Slot::Dirty(then)) => Arc::ptr_eq(now, then),
+                    (Slot::Disk(now), _) => cleaned.get(&id) == Some(now),
+                    _ => false,
+                };
+                if unchanged {
+                    merged.table.set(id, Slot::Disk(loc));
+                }
+            }
+            // The same records as the version it replaces: its generation too.
+            self.publish(Version {
+                tree: merged.pin_root(&self.pages.maintaining()),
+                catalog: current.catalog.clone(),
+                commits: current.commits,
+                generation: current.generation,
+                own_chunks: None,
+            });
+            writer.log.synced_through(last_lsn);
+            writer.checkpointed(tail, since);
+        }
         drop(version);
-        writer.checkpointed(tail);
         event!(
             debug,
             sequence = checkpoint.sequence,
@@ -387,15 +442,54 @@ impl Shared {
     }
 }
 
+/// Page images a checkpoint encodes while commits go on, appended to the log as one group:
+/// each a page id and the page, as a page frame's payload.
+#[derive(Default)]
+struct PageImages {
+    bytes: Vec<u8>,
+    /// Each image's page id and end in `bytes`.
+    ends: Vec<(PageId, usize)>,
+}
+
+impl PageImages {
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
+    }
+
+    fn add(&mut self, id: PageId, node: &Node) {
+        self.bytes.put_u64_le(id);
+        node.encode(&mut self.bytes);
+        self.ends.push((id, self.bytes.len()));
+    }
+
+    fn bytes(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// The bytes of the images as frames.
+    fn framed_bytes(&self) -> usize {
+        self.bytes.len() + self.ends.len() * crate::log::frame::FRAME_HEADER_BYTES
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (PageId, &[u8])> {
+        let mut start = 0;
+        self.ends.iter().map(move |&(id, end)| {
+            let image = &self.bytes[start..end];
+            start = end;
+            (id, image)
+        })
+    }
+}
+
 /// Closing: the last handle gone, the changed pages are checkpointed.
 impl Drop for Shared {
     fn drop(&mut self) {
-        let mut writer = self.commits.lock();
-        if writer.log.check_writable().is_ok() {
+        if self.commits.lock().log.check_writable().is_ok() {
             // Closing: make everything durable; an error here reaches no caller (recovery
             // replays the redo in any case), so it is a warning.
             warn_on_error!(
-                self.checkpoint_locked(&mut writer, Clean::automatic(self.options.reclaim)),
+                self.checkpoint_now(Clean::automatic(self.options.reclaim)),
                 "the checkpoint at close failed: the next open replays the log instead"
             );
         }

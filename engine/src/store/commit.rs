@@ -10,7 +10,6 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 
 use super::apply::{Txn, apply, is_large, patched_value};
-use super::checkpoint::Clean;
 use super::ops::{BatchOp, Expired, Request};
 use super::reads::ReadSet;
 use super::shared::Shared;
@@ -94,16 +93,19 @@ impl Shared {
             );
         }
         let pressure = self.checkpoint_pressure(&writer);
+        drop(writer);
         if pressure >= 1.0 {
             if self.maintenance.running() && pressure < 2.0 {
                 self.maintenance.wake();
             } else {
                 // The batches are committed; a failed checkpoint makes the next write fail.
+                // (The writer is free meanwhile: the commits of other threads go on.) Under
+                // twice the pressure due, one already running is left to do the work.
+                let wait = pressure >= 2.0;
                 warn_on_error!(
-                    self.checkpoint_locked(&mut writer, Clean::automatic(self.options.reclaim)),
+                    self.checkpoint_if_due(1.0, wait),
                     "a checkpoint after a commit failed: the database refuses writes"
                 );
-                drop(writer);
                 if self.options.reclaim {
                     // The compaction step that follows a checkpoint: the thread's, if any.
                     if self.maintenance.running() {

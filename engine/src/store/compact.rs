@@ -129,7 +129,9 @@ impl Shared {
                 continue;
             }
             let live = tree.cold_live.get(&id).copied().unwrap_or(0);
-            let file = storage.len(&name)?;
+            let Some(file) = super::segments::len_if_present(storage, &name)? else {
+                continue;
+            };
             if (live as f64) < COMPACT_BELOW * file as f64 {
                 sparse.insert(id);
             }
@@ -331,7 +333,7 @@ impl Shared {
             let mut total = 0;
             for name in storage.list()? {
                 if cold_chunk::parse_segment_name(&name).is_some() {
-                    total += storage.len(&name)?;
+                    total += super::segments::len_if_present(storage, &name)?.unwrap_or(0);
                 }
             }
             Ok(total)
@@ -356,7 +358,11 @@ impl Shared {
             self.seal_cold_if_dead(&self.current().tree)?;
         }
         let hot_sparse = |writer: &Writer| -> Result<u64> {
-            let sparse = self.sparse_segments(&self.current().tree, writer, Clean::Compact)?;
+            let sparse = self.sparse_segments(
+                &self.current().tree,
+                writer.log.tail().segment_id,
+                Clean::Compact,
+            )?;
             Ok(sparse
                 .iter()
                 .map(super::checkpoint::Sparse::live_bytes)
@@ -411,11 +417,8 @@ impl Shared {
         // One checkpoint per step. Each step cleans at least one segment; the bound only
         // guards the loop.
         for _ in 0..=super::segments::segment_ids(storage)?.len() {
-            let left = {
-                let mut writer = self.commits.lock();
-                self.checkpoint_locked(&mut writer, Clean::Compact)?;
-                hot_sparse(&writer)?
-            };
+            self.checkpoint_now(Clean::Compact)?;
+            let left = hot_sparse(&self.commits.lock())?;
             progress(cold_total + hot_total.saturating_sub(left), total);
             if left == 0 {
                 break;
@@ -437,7 +440,7 @@ impl Shared {
             let writer = self.commits.lock();
             let version = self.current();
             let segments: BTreeSet<u32> = self
-                .sparse_segments(&version.tree, &writer, clean)?
+                .sparse_segments(&version.tree, writer.log.tail().segment_id, clean)?
                 .into_iter()
                 .filter(|segment| segment.large_bytes > 0)
                 .map(|segment| segment.segment_id)

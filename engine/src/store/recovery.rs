@@ -403,7 +403,11 @@ fn replay(
                     }
                 }
             }
-            bytes += loc.len as u64;
+            // Redo only: page images (of a checkpoint written while commits went on) are
+            // stepped over.
+            if header.kind != FrameKind::Page {
+                bytes += loc.len as u64;
+            }
             Ok(())
         })?;
         if let Some((offset, lsn)) = lost {
@@ -434,6 +438,18 @@ fn replay(
             ));
         }
         let (end, lsn) = complete;
+        // The checkpoint's page images after its replay point (a checkpoint writes them while
+        // commits go on) were synced before it was: damage there is not a torn tail.
+        let cuts_a_page = checkpoint
+            .pages
+            .iter()
+            .any(|(_, loc)| loc.segment_id == segment_id && loc.offset + loc.len as u64 > end);
+        if cuts_a_page {
+            let reason = stop.bad.as_ref().map(|b| b.describe()).unwrap_or_else(|| {
+                format!("the log ends at {end}, before a page image of the checkpoint")
+            });
+            return Err(Error::corruption(&name, end, reason));
+        }
         if is_last && end < storage.len(&name)? {
             // The torn or incomplete tail: cut it off, durably, before anything is appended.
             storage.set_len(&name, end)?;

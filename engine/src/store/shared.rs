@@ -24,6 +24,9 @@ pub(crate) struct Shared {
     pub options: Options,
     pub(super) versions: Versions,
     pub(super) commits: GroupCommit,
+    /// Taken by the checkpoint running (one at a time), and by what must not see one half
+    /// done: a verification, a walk of the space. Taken before the writer, never after.
+    pub(super) checkpointing: parking_lot::Mutex<()>,
     pub(crate) maintenance: Arc<Maintenance>,
     /// Where reclaiming the first retired entry has got to: the key its next step starts
     /// at. In memory only: after a reopen the walk starts again from the beginning (what
@@ -56,6 +59,7 @@ impl Shared {
             options,
             versions: Versions::new(first),
             commits: GroupCommit::new(writer),
+            checkpointing: parking_lot::Mutex::default(),
             maintenance: Arc::default(),
             reclaim_cursor: parking_lot::Mutex::default(),
             migration_cursors: parking_lot::Mutex::default(),

@@ -78,18 +78,20 @@ impl Shared {
     pub fn space(&self) -> Result<SpaceStats> {
         let storage = self.pages.storage.as_ref();
         // The version and the log's extent at one moment: the writer is held while both are
-        // taken, not during the walk.
-        let (version, replay_from, hot_files) = {
+        // taken, not during the walk; no checkpoint runs while the files are listed (one
+        // removes files outside the writer).
+        let (version, replay_from, hot_files, cold_files) = {
+            let _no_checkpoint = self.checkpointing.lock();
             let writer = self.commits.lock();
             let files = super::segments::segment_files(storage, writer.log.tail())?;
-            (self.current(), writer.checkpoint_tail(), files)
-        };
-        let mut cold_files = BTreeMap::new();
-        for name in storage.list()? {
-            if let Some(id) = cold_chunk::parse_segment_name(&name) {
-                cold_files.insert(id, storage.len(&name)?);
+            let mut cold_files = BTreeMap::new();
+            for name in storage.list()? {
+                if let Some(id) = cold_chunk::parse_segment_name(&name) {
+                    cold_files.insert(id, storage.len(&name)?);
+                }
             }
-        }
+            (self.current(), writer.checkpoint_tail(), files, cold_files)
+        };
         let before_replay = |segment: u32, offset: u64| {
             (segment, offset) < (replay_from.segment_id, replay_from.offset)
         };
@@ -108,7 +110,11 @@ impl Shared {
         for (id, slot) in tree.table.iter() {
             let node = match slot {
                 Slot::Disk(loc) => {
-                    *hot_live.entry(loc.segment_id).or_default() += loc.len as u64;
+                    // An image after the replay point (a checkpoint wrote it while commits
+                    // went on) is counted with the redo.
+                    if before_replay(loc.segment_id, loc.offset) {
+                        *hot_live.entry(loc.segment_id).or_default() += loc.len as u64;
+                    }
                     self.pages.read_page(id, *loc)?
                 }
                 Slot::Dirty(node) => node.clone(),

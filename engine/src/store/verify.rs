@@ -79,7 +79,9 @@ pub type VerifyReport = Inspection;
 impl Shared {
     /// Checks every checksum in the log and every invariant of the tree.
     pub fn verify(&self) -> Result<Inspection> {
-        // Holding the writer keeps the log's end still while it is read.
+        // Holding the writer keeps the log's end still while it is read; no checkpoint is
+        // half written meanwhile (one removes files outside the writer).
+        let _no_checkpoint = self.checkpointing.lock();
         let writer = self.commits.lock();
         let storage = self.pages.storage.as_ref();
         let mut inspection = Inspection {

@@ -76,20 +76,39 @@ impl Writer {
         self.checkpoint_sequence + 1
     }
 
-    /// Notes the checkpoint that `next_checkpoint_sequence` named, written with the log
-    /// at `tail`: the redo after it starts there.
-    pub(super) fn checkpointed(&mut self, tail: LogTail) {
+    /// What was written since the last checkpoint, as a checkpoint starts.
+    pub(super) fn written_since_checkpoint(&self) -> Written {
+        Written {
+            bytes: self.bytes_since_checkpoint,
+            cold_bytes: self.cold_since_checkpoint,
+            logged_nothing: self.logged_nothing_since_checkpoint(),
+        }
+    }
+
+    /// Notes the checkpoint that `next_checkpoint_sequence` named, of the state when the
+    /// log's tail was `tail` and `written` had been written since the one before: the redo
+    /// after it starts there, and what was written since counts towards the next.
+    pub(super) fn checkpointed(&mut self, tail: LogTail, written: Written) {
         self.checkpoint_sequence += 1;
         self.counters.checkpoints += 1;
         self.checkpoint_tail = tail;
-        self.bytes_since_checkpoint = 0;
-        self.cold_since_checkpoint = 0;
+        self.bytes_since_checkpoint -= written.bytes;
+        self.cold_since_checkpoint -= written.cold_bytes;
     }
 
     /// What the writer counted, for `Db::stats`.
     pub(super) fn counters(&self) -> WriterCounters {
         self.counters
     }
+}
+
+/// What was written since a checkpoint, at one moment.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Written {
+    bytes: u64,
+    cold_bytes: u64,
+    /// Whether the log's tail was still where the checkpoint left it.
+    pub(super) logged_nothing: bool,
 }
 
 /// What the writer counts for `Db::stats`.
