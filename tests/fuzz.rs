@@ -116,6 +116,13 @@ pub enum Operation {
         parent: u8,
         field: u8,
     },
+    /// Moves an array field to another layout, in a batch of its own; the move runs on as
+    /// parents are written, until a compaction finishes it.
+    SetLayout {
+        parent: u8,
+        field: u8,
+        layout: u8,
+    },
     Commit,
     Checkpoint,
     Compact,
@@ -130,6 +137,23 @@ pub enum Operation {
         after: u8,
     },
 }
+
+/// The layouts an array field may be moved to: every kind, with small caps.
+const LAYOUTS: [Layout; 7] = [
+    Layout::Embed,
+    Layout::Reference,
+    Layout::Subset { keep: 2 },
+    Layout::Subset { keep: 4 },
+    Layout::Outlier { inline_cap: 3 },
+    Layout::Bucket {
+        max_items: 4,
+        span: None,
+    },
+    Layout::Bucket {
+        max_items: 3,
+        span: Some(50),
+    },
+];
 
 /// The collection and key of parent `p`: few parents, so arrays grow past their caps.
 fn parent(p: u8) -> (&'static str, Vec<u8>) {
@@ -200,13 +224,24 @@ pub fn model(data: &[u8]) {
                 let field = fields[field as usize % fields.len()].0;
                 batch.push(Step::Remove(collection, parent_key, field, key as i64));
             }
-            Operation::ClearArray { .. } | Operation::Commit => {
+            Operation::ClearArray { .. } | Operation::SetLayout { .. } | Operation::Commit => {
                 let steps = match operation {
                     Operation::ClearArray { parent: p, field } => {
                         let collection = parent(p).0;
                         let fields = arrays_of(collection);
                         let field = fields[field as usize % fields.len()].0;
                         vec![Step::ClearArray(collection, field)]
+                    }
+                    Operation::SetLayout {
+                        parent: p,
+                        field,
+                        layout,
+                    } => {
+                        let collection = parent(p).0;
+                        let fields = arrays_of(collection);
+                        let field = fields[field as usize % fields.len()].0;
+                        let layout = LAYOUTS[layout as usize % LAYOUTS.len()];
+                        vec![Step::SetLayout(collection, field, layout)]
                     }
                     _ => std::mem::take(&mut batch),
                 };

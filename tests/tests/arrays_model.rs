@@ -1,6 +1,7 @@
-//! Model test of the array layouts: random puts, pushes, item removals, deletes,
-//! checkpoints and reopens over all five layouts against a plain in-memory model; every read
-//! compared.
+//! Model test of the array layouts: random puts, pushes, item removals, expiry, deletes,
+//! layout changes (each left running, parents moved as they are written, until a compaction
+//! finishes it), checkpoints and reopens over all five layouts against a plain in-memory
+//! model; every read compared.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -25,6 +26,24 @@ const FIELDS: [(&str, Layout); 5] = [
     ),
 ];
 
+/// The layouts a field may be moved to.
+const LAYOUTS: [Layout; 8] = [
+    Layout::Embed,
+    Layout::Reference,
+    Layout::Subset { keep: 3 },
+    Layout::Subset { keep: 1 },
+    Layout::Outlier { inline_cap: 4 },
+    Layout::Outlier { inline_cap: 2 },
+    Layout::Bucket {
+        max_items: 5,
+        span: Some(20),
+    },
+    Layout::Bucket {
+        max_items: 3,
+        span: Some(10),
+    },
+];
+
 /// An item as the model keeps it: key, push sequence, value, payload.
 type ModelItem = (i64, u64, Option<f64>, Vec<u8>);
 
@@ -38,6 +57,8 @@ struct ModelArray {
     outlier_inline: Vec<u64>,
     /// Bucket layout: the seqs of each sealed bucket.
     sealed: Vec<Vec<u64>>,
+    /// The layout the items are placed under (`None` before the first push).
+    under: Option<Layout>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -57,8 +78,11 @@ enum Action {
     RemoveItem(u8, usize, u16),
     /// One batch: `count` pushes with the next keys, then a remove picked by the selector.
     PushesThenRemove(u8, usize, u8, u16),
-    /// Expires the sealed buckets of field "b" older than the key, for one parent or all.
-    Expire(Option<u8>, i64),
+    /// Expires the sealed buckets older than the key, for one parent or all (refused
+    /// unless the field's layout is Bucket).
+    Expire(Option<u8>, usize, i64),
+    /// Moves a field to one of [`LAYOUTS`] (refused while it moves to another).
+    SetLayout(usize, usize),
     Checkpoint,
     /// Moves live chunks out of sparse cold segments, merges small chunks, cleans the log.
     Compact,
@@ -79,7 +103,8 @@ fn action() -> impl Strategy<Value = Action> {
         3 => (parent.clone(), field.clone(), any::<u16>()).prop_map(|(p, f, s)| Action::RemoveItem(p, f, s)),
         1 => (parent.clone(), field.clone(), 1u8..60, any::<u16>())
             .prop_map(|(p, f, n, s)| Action::PushesThenRemove(p, f, n, s)),
-        2 => (proptest::option::of(parent.clone()), -60i64..120).prop_map(|(p, b)| Action::Expire(p, b)),
+        2 => (proptest::option::of(parent.clone()), field.clone(), -60i64..120).prop_map(|(p, f, b)| Action::Expire(p, f, b)),
+        2 => (field.clone(), 0..LAYOUTS.len()).prop_map(|(f, l)| Action::SetLayout(f, l)),
         1 => Just(Action::Checkpoint),
         1 => Just(Action::Compact),
         1 => Just(Action::Reopen),
@@ -101,9 +126,12 @@ fn spec() -> CollectionSpec {
         })
 }
 
+/// Opens the database, creating the collection the first time (its layouts change later).
 fn open(storage: &Arc<dyn Storage>) -> Db {
     let db = Db::open_with_storage(storage.clone(), small_options(Durability::Buffered)).unwrap();
-    db.create_collection(spec()).unwrap();
+    if db.collection("docs").is_err() {
+        db.create_collection(spec()).unwrap();
+    }
     db
 }
 
@@ -117,6 +145,31 @@ fn model_push(
     let key = key.unwrap_or_else(|| array.items.iter().map(|i| i.0).max().map_or(0, |m| m + 1));
     let seq = array.next_seq;
     array.next_seq += 1;
+    model_migrate(array, layout);
+    place(array, layout, (key, seq, value, payload));
+}
+
+/// Moves `array` to `layout` as a layout change moves a parent: every item placed again in
+/// push order, each keeping its push sequence.
+fn model_migrate(array: &mut ModelArray, layout: Layout) {
+    if array.under == Some(layout) {
+        return;
+    }
+    let mut items = std::mem::take(&mut array.items);
+    items.sort_by_key(|i| i.1);
+    *array = ModelArray {
+        next_seq: array.next_seq,
+        under: Some(layout),
+        ..ModelArray::default()
+    };
+    for item in items {
+        place(array, layout, item);
+    }
+}
+
+/// Places a pushed item under `layout`.
+fn place(array: &mut ModelArray, layout: Layout, item: ModelItem) {
+    let (key, seq) = (item.0, item.1);
     // Outlier: inline while under the cap and nothing of the array is outside the record.
     if let Layout::Outlier { inline_cap } = layout
         && array.outlier_inline.len() < inline_cap as usize
@@ -124,7 +177,7 @@ fn model_push(
     {
         array.outlier_inline.push(seq);
     }
-    array.items.push((key, seq, value, payload));
+    array.items.push(item);
     if let Layout::Bucket { max_items, span } = layout {
         let span = span.unwrap();
         let start_of = |k: i64| k.div_euclid(span) * span;
@@ -145,6 +198,13 @@ fn model_push(
             }
         }
     }
+}
+
+/// Whether some of the array's items are outside the record under the layout it is placed
+/// under.
+fn has_overflow(array: &ModelArray) -> bool {
+    let layout = array.under.unwrap_or(Layout::Embed);
+    array.items.len() > expected_inline(array, layout).len()
 }
 
 /// The items a layout keeps inline, in key order.
@@ -246,6 +306,9 @@ fn run(actions: Vec<Action>) -> Result<(), TestCaseError> {
     let storage: Arc<dyn Storage> = Arc::new(SimStorage::new());
     let mut db = open(&storage);
     let mut model: BTreeMap<u8, ModelParent> = BTreeMap::new();
+    // Each field's layout, and the one it is moving from while a layout change runs.
+    let mut layouts = FIELDS.map(|(_, layout)| layout);
+    let mut previous: [Option<Layout>; 5] = [None; 5];
     for action in actions {
         let docs = db.collection("docs").unwrap();
         match action {
@@ -270,7 +333,7 @@ fn run(actions: Vec<Action>) -> Result<(), TestCaseError> {
                 batch.commit().unwrap();
                 model_push(
                     &mut model.entry(p).or_default().arrays[f],
-                    FIELDS[f].1,
+                    layouts[f],
                     key,
                     value,
                     payload,
@@ -288,6 +351,7 @@ fn run(actions: Vec<Action>) -> Result<(), TestCaseError> {
                 batch.remove("docs", parent_key(p), FIELDS[f].0, key);
                 batch.commit().unwrap();
                 if let Some(parent) = model.get_mut(&p) {
+                    model_migrate(&mut parent.arrays[f], layouts[f]);
                     model_remove(&mut parent.arrays[f], key);
                 }
             }
@@ -308,6 +372,7 @@ fn run(actions: Vec<Action>) -> Result<(), TestCaseError> {
                 batch.remove_item("docs", parent_key(p), FIELDS[f].0, id);
                 batch.commit().unwrap();
                 if let Some(parent) = model.get_mut(&p) {
+                    model_migrate(&mut parent.arrays[f], layouts[f]);
                     model_remove_where(&mut parent.arrays[f], |key, seq| {
                         (key, seq) == (id.key, id.seq)
                     });
@@ -316,40 +381,79 @@ fn run(actions: Vec<Action>) -> Result<(), TestCaseError> {
             Action::PushesThenRemove(p, f, count, selector) => {
                 let mut batch = db.batch();
                 let parent = model.entry(p).or_default();
+                model_migrate(&mut parent.arrays[f], layouts[f]);
                 for n in 0..count {
                     let payload = vec![n; 30];
                     batch.push("docs", parent_key(p), FIELDS[f].0, NewItem::new(&payload));
-                    model_push(&mut parent.arrays[f], FIELDS[f].1, None, None, payload);
+                    model_push(&mut parent.arrays[f], layouts[f], None, None, payload);
                 }
                 let key = removal_key(Some(&parent.arrays[f]), selector);
                 batch.remove("docs", parent_key(p), FIELDS[f].0, key);
                 batch.commit().unwrap();
                 model_remove(&mut parent.arrays[f], key);
             }
-            Action::Expire(p, before) => {
+            Action::Expire(p, f, before) => {
+                let field = FIELDS[f].0;
                 let reported = match p {
                     Some(p) => {
                         let mut batch = db.batch();
-                        batch.expire_buckets("docs", parent_key(p), "b", before);
-                        batch.commit().unwrap();
-                        None
+                        batch.expire_buckets("docs", parent_key(p), field, before);
+                        batch.commit().map(|_| None)
                     }
-                    None => Some(docs.expire_buckets("b", before).unwrap()),
+                    None => docs.expire_buckets(field, before).map(Some),
                 };
+                if !matches!(layouts[f], Layout::Bucket { .. }) {
+                    prop_assert!(reported.is_err(), "expiry of {:?}", layouts[f]);
+                    continue;
+                }
+                let reported = reported.unwrap();
                 let mut dropped = (0, 0);
                 for (q, parent) in model.iter_mut() {
-                    if p.is_none_or(|p| p == *q) {
-                        let (buckets, items) = model_expire(&mut parent.arrays[4], before);
+                    let array = &mut parent.arrays[f];
+                    // Expiry of every parent visits those with items outside the record.
+                    if p.is_none_or(|p| p == *q) && (p.is_some() || has_overflow(array)) {
+                        model_migrate(array, layouts[f]);
+                        let (buckets, items) = model_expire(array, before);
                         dropped = (dropped.0 + buckets, dropped.1 + items);
                     }
                 }
                 if let Some(reported) = reported {
-                    assert_eq!((reported.buckets, reported.items), dropped, "what expired");
+                    prop_assert_eq!((reported.buckets, reported.items), dropped, "what expired");
+                }
+            }
+            Action::SetLayout(f, choice) => {
+                let layout = LAYOUTS[choice];
+                let result = db.alter_collection(
+                    "docs",
+                    skewdb::Alteration::new().set_layout(FIELDS[f].0, layout),
+                );
+                if layout == layouts[f] {
+                    prop_assert!(result.is_ok(), "{:?}", result);
+                } else if previous[f].is_some_and(|from| from != layout) {
+                    // A third layout while one move runs.
+                    prop_assert!(
+                        matches!(result, Err(skewdb::Error::InvalidSchema { .. })),
+                        "{:?}",
+                        result
+                    );
+                } else {
+                    prop_assert!(result.is_ok(), "{:?}", result);
+                    previous[f] = Some(layouts[f]);
+                    layouts[f] = layout;
                 }
             }
             Action::Checkpoint => db.checkpoint().unwrap(),
             Action::Compact => {
                 db.compact().unwrap();
+                // It finishes every layout change: each parent moved.
+                for f in 0..FIELDS.len() {
+                    if previous[f].take().is_some() {
+                        for parent in model.values_mut() {
+                            model_migrate(&mut parent.arrays[f], layouts[f]);
+                        }
+                    }
+                }
+                prop_assert!(db.stats().unwrap().migrations.is_empty());
             }
             Action::Reopen => {
                 drop(docs);
@@ -439,7 +543,7 @@ fn run(actions: Vec<Action>) -> Result<(), TestCaseError> {
         for (p, parent) in &model {
             let document = docs.get(parent_key(*p)).unwrap().unwrap();
             prop_assert_eq!(document.body(), parent.body.as_slice());
-            for (f, (field, layout)) in FIELDS.iter().enumerate() {
+            for (f, (field, _)) in FIELDS.iter().enumerate() {
                 let array = document.array(field).unwrap();
                 let model_array = &parent.arrays[f];
                 let all: Vec<&ModelItem> = model_array.items.iter().collect();
@@ -450,7 +554,8 @@ fn run(actions: Vec<Action>) -> Result<(), TestCaseError> {
                     .iter()
                     .map(|i| (i.key, i.payload.to_vec()))
                     .collect();
-                let expected: Vec<(i64, Vec<u8>)> = expected_inline(model_array, *layout)
+                let layout = model_array.under.unwrap_or(layouts[f]);
+                let expected: Vec<(i64, Vec<u8>)> = expected_inline(model_array, layout)
                     .into_iter()
                     .map(|i| (i.0, i.3))
                     .collect();
@@ -476,10 +581,7 @@ fn run(actions: Vec<Action>) -> Result<(), TestCaseError> {
                 .collect();
             let expected: Vec<Vec<u8>> = model
                 .iter()
-                .filter(|(_, parent)| {
-                    parent.arrays[f].items.len()
-                        > expected_inline(&parent.arrays[f], FIELDS[f].1).len()
-                })
+                .filter(|(_, parent)| has_overflow(&parent.arrays[f]))
                 .map(|(p, _)| parent_key(*p))
                 .collect();
             prop_assert_eq!(outliers, expected);

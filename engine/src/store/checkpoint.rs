@@ -25,7 +25,7 @@ use crate::page::tree::Tree;
 
 /// A checkpoint writes its page images in groups of about this size: each is appended with
 /// the writer held, which the commits beside it wait for.
-pub(super) const CHECKPOINT_GROUP_BYTES: usize = 1024 * 1024;
+pub(super) const CHECKPOINT_GROUP_BYTES: usize = 256 * 1024;
 
 /// A sealed log segment whose live pages fill less than this share of it is cleaned.
 pub(super) const CLEAN_BELOW: f64 = 0.5;

@@ -178,9 +178,16 @@ impl ParentWork {
 
     /// The record as the batch leaves it, created empty if the parent has none.
     fn record_or_new(&mut self) -> &mut ParentRecord {
-        let arrays = self.info.spec.arrays().len();
-        self.record
-            .get_or_insert_with(|| ParentRecord::new(Bytes::new(), arrays))
+        let info = &self.info;
+        self.record.get_or_insert_with(|| {
+            let mut record = ParentRecord::new(Bytes::new(), info.spec.arrays().len());
+            // A new parent's arrays are under their current layouts: a layout change
+            // running has nothing of it to move.
+            for (array, state) in record.arrays.iter_mut().zip(&info.layouts) {
+                array.parity = state.parity;
+            }
+            record
+        })
     }
 
     pub fn put(&mut self, body: Bytes) {
@@ -535,7 +542,10 @@ impl ParentWork {
         if array.has_overflow && !outside {
             // Nothing of the array is outside the record any more.
             array.has_overflow = false;
-            if !self.new_markers.remove(&index) && self.stored_markers.contains(&index) {
+            // (A marker this batch added may be one stored already: a layout change moved
+            // the parent first.)
+            self.new_markers.remove(&index);
+            if self.stored_markers.contains(&index) {
                 self.dropped_markers.insert(index);
             }
         }
