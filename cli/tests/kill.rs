@@ -196,41 +196,49 @@ fn migration_answers(db: &Db) -> Vec<String> {
 
 /// `skewdb alter --set-layout --wait` killed at random moments, layout after layout: each
 /// time the next open reads exactly what the collection held, verifies, and finishes the
-/// move (`compact`).
+/// move (`compact`). CI goes once through six layouts; the long mode as many times as
+/// `SKEWDB_KILL_LAYOUT_ROUNDS` says (RELIABILITY.md):
+/// `SKEWDB_KILL_LAYOUT_ROUNDS=20 cargo test --release -p skewdb-cli --test kill -- --nocapture`
 #[test]
 fn a_layout_change_killed_at_any_moment_reads_the_same_and_finishes() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let path = dir.path().join("db");
     let db_arg = path.to_str().expect("UTF-8 path").to_string();
     {
-        let db = Db::open(&path, Options::new()).expect("open");
+        // Enough items that a move outlasts the first of the kill's delays.
+        let options = Options::new().durability(skewdb::Durability::Buffered);
+        let db = Db::open(&path, options).expect("open");
         let spec = skewdb::CollectionSpec::new("m").array("a", skewdb::Layout::Embed);
         db.create_collection(spec).expect("create");
-        for parent in 0..400u32 {
+        for parent in 0..3_000u32 {
             let mut batch = db.batch();
             for n in 0..(parent % 60) as i64 {
                 let item = skewdb::NewItem::new(format!("{parent}/{n}"))
                     .key((n * 7) % 50)
                     .value(n as f64 * 0.5);
-                batch.push("m", format!("p{parent:03}"), "a", item);
+                batch.push("m", format!("p{parent:04}"), "a", item);
             }
             batch.commit().expect("load");
         }
+        db.checkpoint().expect("the load made durable");
     }
     let before = migration_answers(&Db::open(&path, Options::new()).expect("open"));
+    let rounds: usize = std::env::var("SKEWDB_KILL_LAYOUT_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
-    let (mut previous, mut took) = ("embed", 0);
-    for (cycle, layout) in [
+    let (mut previous, mut took, mut mid_move) = ("embed", 0, 0);
+    let layouts = [
         "subset:3",
         "reference",
         "outlier:5",
         "bucket:4:20",
         "embed",
         "subset:8",
-    ]
-    .into_iter()
-    .enumerate()
-    {
+    ];
+    let started = std::time::Instant::now();
+    for (cycle, layout) in layouts.into_iter().cycle().take(6 * rounds).enumerate() {
         let set = format!("a={layout}");
         let mut child = Command::new(env!("CARGO_BIN_EXE_skewdb"))
             .args(["alter", &db_arg, "m", "--set-layout", &set, "--wait"])
@@ -241,7 +249,9 @@ fn a_layout_change_killed_at_any_moment_reads_the_same_and_finishes() {
         std::thread::sleep(Duration::from_millis(rng.random_range(40..250)));
         let _ = child.kill();
         let _ = child.wait();
-        let db = Db::open(&path, Options::new()).expect("reopen after the kill");
+        // No maintenance thread: the move stays where the kill left it until `compact`.
+        let db = Db::open(&path, Options::new().background(false)).expect("reopen after the kill");
+        mid_move += usize::from(!db.stats().expect("stats").migrations.is_empty());
         assert!(
             migration_answers(&db) == before,
             "cycle {cycle}: reads changed"
@@ -264,8 +274,19 @@ fn a_layout_change_killed_at_any_moment_reads_the_same_and_finishes() {
             (previous, took) = (layout, took + 1);
         }
     }
+    println!(
+        "{} kills of a layout change, {took} changes committed before their kill, {mid_move} \
+         kills in the middle of the move; reads the same after each and after its move \
+         finished, in {:.0} s",
+        6 * rounds,
+        started.elapsed().as_secs_f64()
+    );
     assert!(
-        took >= 2,
+        took >= 2 * rounds,
         "only {took} of the changes were committed before their kill"
+    );
+    assert!(
+        mid_move >= rounds,
+        "{mid_move} kills in the middle of a move"
     );
 }

@@ -65,6 +65,7 @@ impl Shared {
     /// whether one still has. A migration whose walk passed its last parent with some
     /// refused stays open, and the walks go on to the next.
     pub(super) fn migration_step(&self) -> Result<bool> {
+        let _turn = self.migration_turn.lock();
         let version = self.current();
         let running: Vec<(std::sync::Arc<CollectionInfo>, usize)> = version
             .catalog

@@ -35,6 +35,9 @@ pub(crate) struct Shared {
     /// Where the walk of each migration running has got to (in memory only, as the
     /// reclaim's).
     pub(super) migration_cursors: parking_lot::Mutex<Vec<super::progress::MigrationCursor>>,
+    /// Taken by a step of the migrations' walks: compaction's beside the maintenance
+    /// thread's would otherwise take the same cursor and walk the same parents twice.
+    pub(super) migration_turn: parking_lot::Mutex<()>,
     _lock: Box<dyn LockGuard>,
 }
 
@@ -63,6 +66,7 @@ impl Shared {
             maintenance: Arc::default(),
             reclaim_cursor: parking_lot::Mutex::default(),
             migration_cursors: parking_lot::Mutex::default(),
+            migration_turn: parking_lot::Mutex::default(),
             _lock: lock,
         }
     }
