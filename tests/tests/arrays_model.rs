@@ -1,6 +1,6 @@
 //! Model test of the array layouts: random puts, pushes, item removals, expiry, deletes,
 //! layout changes (each left running, parents moved as they are written, until a compaction
-//! finishes it), checkpoints and reopens over all five layouts against a plain in-memory
+//! finishes it), fields dropped and added again, checkpoints and reopens over all five layouts against a plain in-memory
 //! model; every read compared.
 
 use std::collections::BTreeMap;
@@ -83,6 +83,9 @@ enum Action {
     Expire(Option<u8>, usize, i64),
     /// Moves a field to one of [`LAYOUTS`] (refused while it moves to another).
     SetLayout(usize, usize),
+    /// Drops a field and adds it again under its layout: every parent's array empty, a
+    /// move of it over.
+    ClearField(usize),
     Checkpoint,
     /// Moves live chunks out of sparse cold segments, merges small chunks, cleans the log.
     Compact,
@@ -105,6 +108,7 @@ fn action() -> impl Strategy<Value = Action> {
             .prop_map(|(p, f, n, s)| Action::PushesThenRemove(p, f, n, s)),
         2 => (proptest::option::of(parent.clone()), field.clone(), -60i64..120).prop_map(|(p, f, b)| Action::Expire(p, f, b)),
         2 => (field.clone(), 0..LAYOUTS.len()).prop_map(|(f, l)| Action::SetLayout(f, l)),
+        1 => field.clone().prop_map(Action::ClearField),
         1 => Just(Action::Checkpoint),
         1 => Just(Action::Compact),
         1 => Just(Action::Reopen),
@@ -443,6 +447,17 @@ fn run(actions: Vec<Action>) -> Result<(), TestCaseError> {
                 }
             }
             Action::Checkpoint => db.checkpoint().unwrap(),
+            Action::ClearField(f) => {
+                let (field, layout) = (FIELDS[f].0, layouts[f]);
+                let alteration = skewdb::Alteration::new()
+                    .drop_array(field)
+                    .add_array(field, layout);
+                db.alter_collection("docs", alteration).unwrap();
+                for parent in model.values_mut() {
+                    parent.arrays[f] = ModelArray::default();
+                }
+                previous[f] = None;
+            }
             Action::Compact => {
                 db.compact().unwrap();
                 // It finishes every layout change: each parent moved.
