@@ -16,6 +16,22 @@ use skewdb::{Db, ItemQuery, Options};
 
 const BATCH_PUTS: usize = 3;
 
+/// Opens the database at `path`. The two tests of this file run side by side, and a child
+/// the other one spawns holds, from its fork to its exec, a copy of every descriptor this
+/// process has open, the lock's among them: a reopen right after a close may find the lock
+/// held for that moment, so `Locked` is tried again for a while.
+fn open(path: impl AsRef<std::path::Path>, options: Options) -> Db {
+    let started = std::time::Instant::now();
+    loop {
+        match Db::open(path.as_ref(), options.clone()) {
+            Err(skewdb::Error::Locked { .. }) if started.elapsed() < Duration::from_secs(5) => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            opened => return opened.expect("open"),
+        }
+    }
+}
+
 fn skewdb(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_skewdb"))
         .args(args)
@@ -130,7 +146,7 @@ fn every_acknowledged_batch_survives_sigkill() {
     for cycle in 0..cycles {
         let delay = Duration::from_millis(rng.random_range(20..250));
         let acked = run_and_kill(&db, cycle, delay);
-        let handle = Db::open(&db, Options::new()).unwrap();
+        let handle = open(&db, Options::new());
         let survived = present(&handle, cycle);
         assert!(
             survived >= acked,
@@ -159,7 +175,7 @@ fn every_acknowledged_batch_survives_sigkill() {
         survived_total += survived;
         extra += survived - acked;
     }
-    let handle = Db::open(&db, Options::new()).unwrap();
+    let handle = open(&db, Options::new());
     handle.verify().unwrap();
     println!(
         "{cycles} kills: {acked_total} batches acknowledged, {survived_total} present ({extra} in flight at the kill and kept), none lost"
@@ -207,7 +223,7 @@ fn a_layout_change_killed_at_any_moment_reads_the_same_and_finishes() {
     {
         // Enough items that a move outlasts the first of the kill's delays.
         let options = Options::new().durability(skewdb::Durability::Buffered);
-        let db = Db::open(&path, options).expect("open");
+        let db = open(&path, options);
         let spec = skewdb::CollectionSpec::new("m").array("a", skewdb::Layout::Embed);
         db.create_collection(spec).expect("create");
         for parent in 0..3_000u32 {
@@ -222,7 +238,7 @@ fn a_layout_change_killed_at_any_moment_reads_the_same_and_finishes() {
         }
         db.checkpoint().expect("the load made durable");
     }
-    let before = migration_answers(&Db::open(&path, Options::new()).expect("open"));
+    let before = migration_answers(&open(&path, Options::new()));
     let rounds: usize = std::env::var("SKEWDB_KILL_LAYOUT_ROUNDS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -250,7 +266,7 @@ fn a_layout_change_killed_at_any_moment_reads_the_same_and_finishes() {
         let _ = child.kill();
         let _ = child.wait();
         // No maintenance thread: the move stays where the kill left it until `compact`.
-        let db = Db::open(&path, Options::new().background(false)).expect("reopen after the kill");
+        let db = open(&path, Options::new().background(false));
         mid_move += usize::from(!db.stats().expect("stats").migrations.is_empty());
         assert!(
             migration_answers(&db) == before,
