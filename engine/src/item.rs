@@ -487,6 +487,26 @@ pub(crate) fn decode_items(bytes: &mut Bytes) -> Result<Vec<Stored>, String> {
     Ok(items)
 }
 
+/// Appends to `out` the items of an encoded list that `wanted` picks, in the list's order,
+/// built as `Stored` straight into it (the others are checked as [`decode_items`] checks
+/// them, but never built).
+pub(crate) fn decode_picked_items(
+    bytes: &mut Bytes,
+    wanted: impl Fn(i64, u64) -> bool,
+    out: &mut Vec<Stored>,
+) -> Result<(), String> {
+    let whole = bytes.clone();
+    let mut first = true;
+    walk_items(bytes, |count, walked| {
+        if std::mem::take(&mut first) {
+            out.reserve(count);
+        }
+        if wanted(walked.key, walked.seq) {
+            out.push(walked.stored(&whole));
+        }
+    })
+}
+
 /// Appends to `out` the first `limit` items of an encoded list in `order` among those
 /// `wanted` picks, built as `Stored` (the others are checked as [`decode_items`] checks
 /// them, but never built): a page of a long tail costs a walk of its bytes and `limit`

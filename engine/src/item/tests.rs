@@ -261,8 +261,9 @@ fn new_items_place_named_values_by_the_arrays_measures() {
 
 proptest::proptest! {
     /// A page of a list (the first `limit` wanted items in either order) is what
-    /// decoding every item, filtering, sorting and cutting gives; a damaged list is
-    /// refused by both alike.
+    /// decoding every item, filtering, sorting and cutting gives, and the wanted items
+    /// picked straight into a vector what decoding every item and filtering gives; a
+    /// damaged list is refused by all alike.
     #[test]
     fn a_page_of_a_list_is_the_first_wanted_of_all_its_items(
         keys in proptest::collection::vec((0i64..40, proptest::option::of(0.0f64..9.0), 0u8..3), 0..60),
@@ -297,10 +298,16 @@ proptest::proptest! {
         let wanted = |key: i64, _seq: u64| key < below;
         let mut whole = Bytes::from(bytes);
         let all = decode_items(&mut whole.clone());
+        let mut picked = vec![stored(-1, None, b"there before", 0)];
+        let picked = decode_picked_items(&mut whole.clone(), wanted, &mut picked).map(|()| picked);
         let mut page = Vec::new();
         let page = decode_first_items(&mut whole, wanted, order, limit, &mut page).map(|()| page);
         match all {
             Ok(mut all) => {
+                // Every wanted item, in the list's order, after what the vector held.
+                let mut expected = vec![stored(-1, None, b"there before", 0)];
+                expected.extend(all.iter().filter(|s| wanted(s.item.key, s.seq)).cloned());
+                proptest::prop_assert_eq!(picked, Ok(expected));
                 all.retain(|s| wanted(s.item.key, s.seq));
                 all.sort_by_key(Stored::order);
                 if descending {
@@ -309,7 +316,10 @@ proptest::proptest! {
                 all.truncate(limit);
                 proptest::prop_assert_eq!(page, Ok(all));
             }
-            Err(reason) => proptest::prop_assert_eq!(page, Err(reason)),
+            Err(reason) => {
+                proptest::prop_assert_eq!(picked, Err(reason.clone()));
+                proptest::prop_assert_eq!(page, Err(reason));
+            }
         }
     }
 }

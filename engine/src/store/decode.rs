@@ -100,8 +100,7 @@ fn wanted_items(
     let wanted = |key, seq| query.wanted_at(key, seq);
     match query.limit {
         Some(limit) => item::decode_first_items(list, wanted, query.order, limit, out),
-        None => item::decode_items(list)
-            .map(|items| out.extend(items.into_iter().filter(|s| wanted(s.item.key, s.seq)))),
+        None => item::decode_picked_items(list, wanted, out),
     }
 }
 
