@@ -11,8 +11,8 @@ use skewdb::testing::{SimStorage, Storage};
 use skewdb::{CollectionSpec, Db, DocumentFormat, DocumentMap, Durability, Error, Layout};
 
 use crate::{
-    COLLECTIONS, Model, ModelItem, Step, all_layouts_image, arrays_of, commit, open_db,
-    possible_states, read_all, small_options,
+    COLLECTIONS, LAYOUT_CHOICES, Model, ModelItem, Step, all_layouts_image, arrays_of, commit,
+    open_db, possible_states, read_all, small_options,
 };
 
 /// Opens a copy of the all-layouts image changed by `data`, verifies it and reads it
@@ -138,23 +138,6 @@ pub enum Operation {
     },
 }
 
-/// The layouts an array field may be moved to: every kind, with small caps.
-const LAYOUTS: [Layout; 7] = [
-    Layout::Embed,
-    Layout::Reference,
-    Layout::Subset { keep: 2 },
-    Layout::Subset { keep: 4 },
-    Layout::Outlier { inline_cap: 3 },
-    Layout::Bucket {
-        max_items: 4,
-        span: None,
-    },
-    Layout::Bucket {
-        max_items: 3,
-        span: Some(50),
-    },
-];
-
 /// The collection and key of parent `p`: few parents, so arrays grow past their caps.
 fn parent(p: u8) -> (&'static str, Vec<u8>) {
     (
@@ -240,7 +223,7 @@ pub fn model(data: &[u8]) {
                         let collection = parent(p).0;
                         let fields = arrays_of(collection);
                         let field = fields[field as usize % fields.len()].0;
-                        let layout = LAYOUTS[layout as usize % LAYOUTS.len()];
+                        let layout = LAYOUT_CHOICES[layout as usize % LAYOUT_CHOICES.len()];
                         vec![Step::SetLayout(collection, field, layout)]
                     }
                     _ => std::mem::take(&mut batch),

@@ -49,6 +49,25 @@ pub enum Step {
 
 pub const COLLECTIONS: [&str; 2] = ["users", "products"];
 
+/// The layouts the model tests move an array field among: every kind, with small caps and
+/// two settings of each but Embed and Reference.
+pub const LAYOUT_CHOICES: [Layout; 8] = [
+    Layout::Embed,
+    Layout::Reference,
+    Layout::Subset { keep: 3 },
+    Layout::Subset { keep: 1 },
+    Layout::Outlier { inline_cap: 4 },
+    Layout::Outlier { inline_cap: 2 },
+    Layout::Bucket {
+        max_items: 5,
+        span: Some(20),
+    },
+    Layout::Bucket {
+        max_items: 3,
+        span: Some(10),
+    },
+];
+
 /// The array fields of each collection: every layout, with small caps so that a short
 /// workload moves items cold, fills tails and seals buckets.
 pub fn arrays_of(collection: &str) -> Vec<(&'static str, Layout)> {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use skewdb::testing::{SimStorage, Storage};
 use skewdb::{CollectionSpec, Db, Durability, ItemQuery, Layout, NewItem, Order, Summary};
-use skewdb_tests::small_options;
+use skewdb_tests::{LAYOUT_CHOICES, small_options};
 
 const FIELDS: [(&str, Layout); 5] = [
     ("e", Layout::Embed),
@@ -24,24 +24,6 @@ const FIELDS: [(&str, Layout); 5] = [
             span: Some(20),
         },
     ),
-];
-
-/// The layouts a field may be moved to.
-const LAYOUTS: [Layout; 8] = [
-    Layout::Embed,
-    Layout::Reference,
-    Layout::Subset { keep: 3 },
-    Layout::Subset { keep: 1 },
-    Layout::Outlier { inline_cap: 4 },
-    Layout::Outlier { inline_cap: 2 },
-    Layout::Bucket {
-        max_items: 5,
-        span: Some(20),
-    },
-    Layout::Bucket {
-        max_items: 3,
-        span: Some(10),
-    },
 ];
 
 /// An item as the model keeps it: key, push sequence, value, payload.
@@ -81,7 +63,7 @@ enum Action {
     /// Expires the sealed buckets older than the key, for one parent or all (refused
     /// unless the field's layout is Bucket).
     Expire(Option<u8>, usize, i64),
-    /// Moves a field to one of [`LAYOUTS`] (refused while it moves to another).
+    /// Moves a field to one of [`LAYOUT_CHOICES`] (refused while it moves to another).
     SetLayout(usize, usize),
     /// Drops a field and adds it again under its layout: every parent's array empty, a
     /// move of it over.
@@ -107,7 +89,7 @@ fn action() -> impl Strategy<Value = Action> {
         1 => (parent.clone(), field.clone(), 1u8..60, any::<u16>())
             .prop_map(|(p, f, n, s)| Action::PushesThenRemove(p, f, n, s)),
         2 => (proptest::option::of(parent.clone()), field.clone(), -60i64..120).prop_map(|(p, f, b)| Action::Expire(p, f, b)),
-        2 => (field.clone(), 0..LAYOUTS.len()).prop_map(|(f, l)| Action::SetLayout(f, l)),
+        2 => (field.clone(), 0..LAYOUT_CHOICES.len()).prop_map(|(f, l)| Action::SetLayout(f, l)),
         1 => field.clone().prop_map(Action::ClearField),
         1 => Just(Action::Checkpoint),
         1 => Just(Action::Compact),
@@ -426,7 +408,7 @@ fn run(actions: Vec<Action>) -> Result<(), TestCaseError> {
                 }
             }
             Action::SetLayout(f, choice) => {
-                let layout = LAYOUTS[choice];
+                let layout = LAYOUT_CHOICES[choice];
                 let result = db.alter_collection(
                     "docs",
                     skewdb::Alteration::new().set_layout(FIELDS[f].0, layout),

@@ -119,22 +119,36 @@ fn crash_matrix_of(
         );
     }
     drop(db);
-    let snapshots = sim.take_captured();
+    let durable = |acked: usize| durable_at[..acked].iter().copied().max().unwrap_or(0);
+    let images = check_images(&sim, &captured_at, durable, &states, durability);
+    (images, compacted)
+}
+
+/// Recovers crash images of every sync `sim` captured; each must hold the state after some
+/// batch from the last durable one (`durable` of the batches acknowledged) to the one in
+/// flight. `captured_at[i]`: the syncs captured before batch i's commit returned. Returns
+/// the images recovered.
+fn check_images(
+    sim: &SimStorage,
+    captured_at: &[usize],
+    durable: impl Fn(usize) -> usize,
+    states: &[Model],
+    durability: Durability,
+) -> usize {
     let mut images = 0;
-    for (snapshot_index, snapshot) in snapshots.iter().enumerate() {
+    for (snapshot_index, snapshot) in sim.take_captured().iter().enumerate() {
         // Batches acknowledged before this snapshot, and batches issued by then.
         let acked = captured_at
             .iter()
             .take_while(|c| **c <= snapshot_index)
             .count();
-        let durable = durable_at[..acked].iter().copied().max().unwrap_or(0);
-        let issued = (acked + 1).min(steps.len());
+        let durable = durable(acked);
+        let issued = (acked + 1).min(captured_at.len());
         for seed in 0..CRASH_SEEDS {
             let image = snapshot.crash_image(seed * 7919 + snapshot_index as u64);
             let state = recover_twice(&image, durability);
-            let found = (durable..=issued).find(|n| states[*n] == state);
             assert!(
-                found.is_some(),
+                (durable..=issued).any(|n| states[n] == state),
                 "snapshot {snapshot_index} seed {seed}: state is not one of batches {durable}..={issued}"
             );
             if seed == 0 && snapshot_index % 8 == 0 {
@@ -143,7 +157,7 @@ fn crash_matrix_of(
             images += 1;
         }
     }
-    (images, compacted)
+    images
 }
 
 #[test]
@@ -278,24 +292,7 @@ fn crash_matrix_checkpoints_beside_commits() {
     done.store(true, std::sync::atomic::Ordering::Relaxed);
     let checkpoints = checkpointer.join().unwrap();
     drop(db);
-    let snapshots = sim.take_captured();
-    let mut images = 0;
-    for (snapshot_index, snapshot) in snapshots.iter().enumerate() {
-        let acked = captured_at
-            .iter()
-            .take_while(|c| **c <= snapshot_index)
-            .count();
-        let issued = (acked + 1).min(steps.len());
-        for seed in 0..CRASH_SEEDS {
-            let image = snapshot.crash_image(seed * 7919 + snapshot_index as u64);
-            let state = recover_twice(&image, durability);
-            assert!(
-                (acked..=issued).any(|n| states[n] == state),
-                "snapshot {snapshot_index} seed {seed}: state is not one of batches {acked}..={issued}"
-            );
-            images += 1;
-        }
-    }
+    let images = check_images(&sim, &captured_at, |acked| acked, &states, durability);
     println!("beside commits: {checkpoints} checkpoints, {images} crash images recovered");
     assert!(checkpoints >= 10, "{checkpoints} checkpoints");
     assert!(images >= 200, "{images} images");
