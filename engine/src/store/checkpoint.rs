@@ -126,7 +126,7 @@ impl Shared {
     /// The maintenance thread's work: the checkpoint commits found due (if still due), then
     /// a cold compaction step.
     pub(crate) fn maintain(&self) -> Result<()> {
-        self.checkpoint_if_due(1.0, true)?;
+        self.checkpoint_if_due(true)?;
         if self.options.reclaim {
             self.reclaim_step()?;
         }
@@ -265,10 +265,10 @@ impl Shared {
         self.checkpoint_now(Clean::automatic(self.options.reclaim))
     }
 
-    /// A checkpoint if one is still due (its pressure at least `at`) once this thread's
-    /// turn comes: commits that found one due while another ran do not each write one.
+    /// A checkpoint if one is still due (its pressure at least 1) once this thread's turn
+    /// comes: commits that found one due while another ran do not each write one.
     /// Unless `wait`, nothing while another runs.
-    pub(super) fn checkpoint_if_due(&self, at: f64, wait: bool) -> Result<()> {
+    pub(super) fn checkpoint_if_due(&self, wait: bool) -> Result<()> {
         let _turn = match wait {
             true => self.checkpointing.lock(),
             false => match self.checkpointing.try_lock() {
@@ -276,7 +276,7 @@ impl Shared {
                 None => return Ok(()),
             },
         };
-        if self.checkpoint_pressure(&self.commits.lock()) < at {
+        if self.checkpoint_pressure(&self.commits.lock()) < 1.0 {
             return Ok(());
         }
         self.checkpoint_turn(Clean::automatic(self.options.reclaim))
@@ -402,13 +402,13 @@ impl Shared {
             cold_live: tree.cold_live.iter().map(|(s, b)| (*s, *b)).collect(),
         };
         checkpoint.write(self.pages.storage.as_ref())?;
+        let cleaned: BTreeMap<PageId, FrameLoc> = cleaned.into_iter().collect();
         {
             let mut writer = self.commits.lock();
             // The pages written that the commits since have not changed again are clean in
             // the current version: the same node, or (a cleaned page) the same image.
             let current = self.current();
             let mut merged = current.tree.clone();
-            let cleaned: BTreeMap<PageId, FrameLoc> = cleaned.into_iter().collect();
             for (id, loc) in written {
                 let unchanged = match (merged.table.get(id), version.tree.table.get(id)) {
                     (Slot::Dirty(now), Slot::Dirty(then)) => Arc::ptr_eq(now, then),

@@ -103,7 +103,7 @@ impl Shared {
                 // twice the pressure due, one already running is left to do the work.
                 let wait = pressure >= 2.0;
                 warn_on_error!(
-                    self.checkpoint_if_due(1.0, wait),
+                    self.checkpoint_if_due(wait),
                     "a checkpoint after a commit failed: the database refuses writes"
                 );
                 if self.options.reclaim {

@@ -40,9 +40,7 @@ impl Shared {
                 let Some(from) = state.previous else {
                     continue;
                 };
-                let walked = cursors.iter().find(|c| {
-                    c.collection == info.id && c.slot == info.slot(index) && c.state == *state
-                });
+                let walked = cursors.iter().find(|c| c.walks(info, index));
                 all.push(match walked {
                     Some(cursor) => cursor.progress.clone(),
                     None => MigrationProgress {
@@ -67,37 +65,25 @@ impl Shared {
     pub(super) fn migration_step(&self) -> Result<bool> {
         let _turn = self.migration_turn.lock();
         let version = self.current();
-        let running: Vec<(std::sync::Arc<CollectionInfo>, usize)> = version
+        let running: Vec<(&std::sync::Arc<CollectionInfo>, usize)> = version
             .catalog
             .by_name
             .values()
             .flat_map(|info| {
-                let indexes = info.layouts.iter().enumerate();
-                let moving = indexes.filter(|(_, s)| s.previous.is_some());
-                moving
-                    .map(|(index, _)| (info.clone(), index))
-                    .collect::<Vec<_>>()
+                let moving =
+                    (0..info.layouts.len()).filter(|&i| info.layouts[i].previous.is_some());
+                moving.map(move |index| (info, index))
             })
             .collect();
         let mut cursors = self.migration_cursors.lock().clone();
         // Walks of migrations ended, cancelled or changed since are forgotten.
-        cursors.retain(|c| {
-            running.iter().any(|(info, index)| {
-                c.collection == info.id
-                    && c.slot == info.slot(*index)
-                    && c.state == info.layouts[*index]
-            })
-        });
+        cursors.retain(|c| running.iter().any(|(info, index)| c.walks(info, *index)));
         let mut chosen = None;
-        for (info, index) in &running {
-            let state = info.layouts[*index];
-            let at = cursors.iter().position(|c| {
-                c.collection == info.id && c.slot == info.slot(*index) && c.state == state
-            });
-            match at {
+        for &(info, index) in &running {
+            match cursors.iter().position(|c| c.walks(info, index)) {
                 Some(at) if cursors[at].next.is_none() => continue,
-                Some(at) => chosen = Some((info.clone(), *index, cursors.remove(at))),
-                None => chosen = Some((info.clone(), *index, self.begin_walk(info, *index)?)),
+                Some(at) => chosen = Some((info.clone(), index, cursors.remove(at))),
+                None => chosen = Some((info.clone(), index, self.begin_walk(info, index)?)),
             }
             break;
         }
@@ -139,8 +125,7 @@ impl Shared {
         let done = cursor.next.is_none() && cursor.progress.refused.is_empty();
         if !done {
             self.migration_cursors.lock().push(cursor);
-        }
-        if done {
+        } else {
             self.commit(
                 vec![BatchOp::FinishMigration {
                     collection: info.id,

@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 
-use crate::catalog::{Layout, LayoutState};
+use crate::catalog::{CollectionInfo, Layout, LayoutState};
 
 /// A migration the maintenance thread runs, as `Db::stats` shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,7 +29,7 @@ pub struct MigrationProgress {
     pub refused: Vec<Bytes>,
 }
 
-/// Where the walk of the first migration running has got to.
+/// Where the walk of one migration running has got to.
 #[derive(Clone, Debug)]
 pub(crate) struct MigrationCursor {
     pub collection: u32,
@@ -38,4 +38,14 @@ pub(crate) struct MigrationCursor {
     /// The key of the next parent to look at; `None` once the walk has passed the last.
     pub next: Option<Bytes>,
     pub progress: MigrationProgress,
+}
+
+impl MigrationCursor {
+    /// Whether this is the walk of the migration of `info`'s array `index` running now (not
+    /// of one ended, cancelled or changed since).
+    pub fn walks(&self, info: &CollectionInfo, index: usize) -> bool {
+        self.collection == info.id
+            && self.slot == info.slot(index)
+            && self.state == info.layouts[index]
+    }
 }
