@@ -28,3 +28,17 @@ pub(crate) fn io_error(e: std::io::Error, what: &str) -> StorageError {
     )
     .into()
 }
+
+/// Runs `work` (engine calls that wait for the disk) on a thread for blocking work, off the
+/// async runtime's workers, and waits for it.
+pub(crate) async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, StorageError> + Send + 'static,
+) -> Result<T, StorageError> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(result) => result,
+        Err(joined) => Err(io_error(
+            std::io::Error::other(joined.to_string()),
+            "run storage work",
+        )),
+    }
+}

@@ -11,7 +11,7 @@
 //!
 //! Layout of a node's directory: `log/` (the log database), `state/` (the state machine's
 //! database), `snapshot.json` and `snapshots/` (the current snapshot's meta and backup
-//! file).
+//! file, and a snapshot being received, `*.partial`).
 
 // openraft's traits return its `StorageError` (over 200 bytes) by value; the helpers that
 // build it return it the same way rather than boxing what every caller unboxes again.
@@ -24,7 +24,6 @@ pub mod network;
 mod request;
 mod state_machine;
 
-use std::io::Cursor;
 use std::path::Path;
 
 pub use log_store::LogStore;
@@ -36,10 +35,12 @@ pub type NodeId = u64;
 
 openraft::declare_raft_types!(
     /// The types this storage serves openraft with: requests are batches of skewdb
-    /// operations, snapshots are skewdb backup files held in memory while they travel.
+    /// operations, snapshots are skewdb backup files, sent and received in chunks from and
+    /// to the file (never whole in memory).
     pub TypeConfig:
         D = Request,
         R = Response,
+        SnapshotData = tokio::fs::File,
 );
 
 /// openraft's storage error, for this storage's node ids.

@@ -16,7 +16,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use skewdb::{CollectionSpec, Db, Durability, Options};
 
-use crate::error::{decode, storage};
+use crate::error::{blocking, decode, storage};
 use crate::{NodeId, StorageError, TypeConfig};
 
 const LOG: &str = "log";
@@ -160,7 +160,8 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn save_vote(&mut self, vote: &Vote<NodeId>) -> Result<(), StorageError> {
-        self.put_meta(VOTE, vote, ErrorSubject::Vote)
+        let (store, vote) = (self.clone(), *vote);
+        blocking(move || store.put_meta(VOTE, &vote, ErrorSubject::Vote)).await
     }
 
     async fn read_vote(&mut self) -> Result<Option<Vote<NodeId>>, StorageError> {
@@ -171,7 +172,8 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         &mut self,
         committed: Option<LogId<NodeId>>,
     ) -> Result<(), StorageError> {
-        self.put_meta(COMMITTED, &committed, ErrorSubject::Store)
+        let store = self.clone();
+        blocking(move || store.put_meta(COMMITTED, &committed, ErrorSubject::Store)).await
     }
 
     async fn read_committed(&mut self) -> Result<Option<LogId<NodeId>>, StorageError> {
@@ -194,20 +196,25 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             batch.put(LOG, index_key(entry.log_id.index), body);
         }
         // Durable when the commit returns (Durability::Immediate): only then is the
-        // append reported done.
-        batch.commit().map_err(storage(subject, ErrorVerb::Write))?;
+        // append reported done. The commit waits for the disk on a blocking thread.
+        blocking(move || batch.commit().map_err(storage(subject, ErrorVerb::Write))).await?;
         callback.log_io_completed(Ok(()));
         Ok(())
     }
 
     async fn truncate(&mut self, log_id: LogId<NodeId>) -> Result<(), StorageError> {
-        self.delete((Bound::Included(log_id.index), Bound::Unbounded))
+        let store = self.clone();
+        blocking(move || store.delete((Bound::Included(log_id.index), Bound::Unbounded))).await
     }
 
     async fn purge(&mut self, log_id: LogId<NodeId>) -> Result<(), StorageError> {
         // The purge point first: openraft ignores entries at or before it, so a crash
         // between the two leaves only entries nobody reads.
-        self.put_meta(PURGED, &log_id, ErrorSubject::Logs)?;
-        self.delete((Bound::Unbounded, Bound::Included(log_id.index)))
+        let store = self.clone();
+        blocking(move || {
+            store.put_meta(PURGED, &log_id, ErrorSubject::Logs)?;
+            store.delete((Bound::Unbounded, Bound::Included(log_id.index)))
+        })
+        .await
     }
 }

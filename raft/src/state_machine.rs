@@ -8,7 +8,6 @@
 //! to `state.old/`, `state.new/` to `state/`); opening finishes or undoes a swap a crash
 //! interrupted.
 
-use std::io::Cursor;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -19,8 +18,9 @@ use openraft::{
 };
 use serde::{Deserialize, Serialize};
 use skewdb::{CollectionSpec, Db, Durability, Options};
+use tokio::io::AsyncSeekExt;
 
-use crate::error::{decode, io_error, storage};
+use crate::error::{blocking, decode, io_error, storage};
 use crate::{NodeId, Response, StorageError, TypeConfig};
 
 /// The collection holding what the state machine has applied.
@@ -51,6 +51,10 @@ pub struct StateMachine {
     state: StateReader,
     applied: Option<LogId<NodeId>>,
     membership: Membership,
+    /// The file a snapshot being received is written to (`snapshots/*.partial`).
+    receiving: Option<PathBuf>,
+    /// Numbers the files of snapshots received.
+    received: u64,
 }
 
 fn state_options() -> Options {
@@ -84,6 +88,13 @@ impl StateMachine {
             std::fs::create_dir_all(dir.join(SNAPSHOTS)),
             "create snapshots/",
         )?;
+        // Snapshots whose receiving a crash or a newer snapshot cut short.
+        for file in fs(std::fs::read_dir(dir.join(SNAPSHOTS)), "list snapshots/")? {
+            let path = fs(file, "list snapshots/")?.path();
+            if path.extension().is_some_and(|e| e == "partial") {
+                fs(std::fs::remove_file(&path), "remove a partial snapshot")?;
+            }
+        }
         let db = Db::open(&state, state_options())
             .map_err(storage(ErrorSubject::StateMachine, ErrorVerb::Read))?;
         let mut machine = StateMachine {
@@ -93,6 +104,8 @@ impl StateMachine {
             },
             applied: None,
             membership: Membership::default(),
+            receiving: None,
+            received: 0,
         };
         machine.load()?;
         Ok(machine)
@@ -129,54 +142,6 @@ impl StateMachine {
         self.state.clone()
     }
 
-    /// Applies one entry: its request's operations, the log id and any membership, in one
-    /// batch. A request the engine refuses (a record over 16 MiB, an unknown collection) is
-    /// refused alike on every replica: then only the log id is recorded.
-    fn apply_one(&mut self, entry: Entry<TypeConfig>) -> Result<Response, StorageError> {
-        let subject = ErrorSubject::Apply(entry.log_id);
-        let applied = serde_json::to_vec(&Some(entry.log_id)).map_err(decode(subject.clone()))?;
-        let mut membership = None;
-        if let EntryPayload::Membership(m) = &entry.payload {
-            membership = Some(Membership::new(Some(entry.log_id), m.clone()));
-        }
-        let meta = |batch: &mut skewdb::Batch| -> Result<(), StorageError> {
-            batch.put(RAFT_COLLECTION, APPLIED, &applied);
-            if let Some(m) = &membership {
-                let body = serde_json::to_vec(m).map_err(decode(subject.clone()))?;
-                batch.put(RAFT_COLLECTION, MEMBERSHIP, body);
-            }
-            Ok(())
-        };
-        let mut response = Response::Applied;
-        let db = self.state.db();
-        let mut batch = db.batch();
-        let staged = match &entry.payload {
-            EntryPayload::Normal(request) => request.stage(&db, &mut batch),
-            _ => Ok(()),
-        };
-        meta(&mut batch)?;
-        let result = staged.and_then(|()| batch.commit());
-        if let Err(error) = result {
-            if is_storage_failure(&error) {
-                return Err(storage(subject, ErrorVerb::Write)(error));
-            }
-            response = Response::Refused {
-                kind: error.kind().to_string(),
-                message: error.to_string(),
-            };
-            let mut batch = db.batch();
-            meta(&mut batch)?;
-            batch
-                .commit()
-                .map_err(storage(subject.clone(), ErrorVerb::Write))?;
-        }
-        self.applied = Some(entry.log_id);
-        if let Some(m) = membership {
-            self.membership = m;
-        }
-        Ok(response)
-    }
-
     /// Records `meta` with its backup file as the current snapshot, replacing the last.
     fn set_current(
         dir: &Path,
@@ -211,6 +176,53 @@ impl StateMachine {
         }
         Ok(())
     }
+}
+
+/// Applies one entry to `db`: its request's operations, the log id and any membership, in
+/// one batch; the membership it recorded, if any. A request the engine refuses (a record
+/// over 16 MiB, an unknown collection) is refused alike on every replica: then only the log
+/// id is recorded.
+fn apply_entry(
+    db: &Db,
+    entry: Entry<TypeConfig>,
+) -> Result<(Response, Option<Membership>), StorageError> {
+    let subject = ErrorSubject::Apply(entry.log_id);
+    let applied = serde_json::to_vec(&Some(entry.log_id)).map_err(decode(subject.clone()))?;
+    let mut membership = None;
+    if let EntryPayload::Membership(m) = &entry.payload {
+        membership = Some(Membership::new(Some(entry.log_id), m.clone()));
+    }
+    let meta = |batch: &mut skewdb::Batch| -> Result<(), StorageError> {
+        batch.put(RAFT_COLLECTION, APPLIED, &applied);
+        if let Some(m) = &membership {
+            let body = serde_json::to_vec(m).map_err(decode(subject.clone()))?;
+            batch.put(RAFT_COLLECTION, MEMBERSHIP, body);
+        }
+        Ok(())
+    };
+    let mut response = Response::Applied;
+    let mut batch = db.batch();
+    let staged = match &entry.payload {
+        EntryPayload::Normal(request) => request.stage(db, &mut batch),
+        _ => Ok(()),
+    };
+    meta(&mut batch)?;
+    let result = staged.and_then(|()| batch.commit());
+    if let Err(error) = result {
+        if is_storage_failure(&error) {
+            return Err(storage(subject, ErrorVerb::Write)(error));
+        }
+        response = Response::Refused {
+            kind: error.kind().to_string(),
+            message: error.to_string(),
+        };
+        let mut batch = db.batch();
+        meta(&mut batch)?;
+        batch
+            .commit()
+            .map_err(storage(subject.clone(), ErrorVerb::Write))?;
+    }
+    Ok((response, membership))
 }
 
 fn read_stored(dir: &Path) -> Result<Option<StoredSnapshot>, StorageError> {
@@ -276,16 +288,46 @@ impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
         let subject = ErrorSubject::Snapshot(Some(meta.signature()));
         let file = format!("{id}.backup");
         let path = self.dir.join(SNAPSHOTS).join(&file);
-        self.snapshot
-            .backup(&path)
-            .map_err(storage(subject, ErrorVerb::Write))?;
-        StateMachine::set_current(&self.dir, &meta, &file)?;
-        let data = fs(std::fs::read(&path), "read the snapshot")?;
+        let (snapshot, dir, written) = (self.snapshot.clone(), self.dir.clone(), meta.clone());
+        blocking(move || {
+            snapshot
+                .backup(&path)
+                .map_err(storage(subject, ErrorVerb::Write))?;
+            StateMachine::set_current(&dir, &written, &file)
+        })
+        .await?;
+        let data = open_snapshot(&self.dir, &format!("{id}.backup")).await?;
         Ok(Snapshot {
             meta,
-            snapshot: Box::new(Cursor::new(data)),
+            snapshot: Box::new(data),
         })
     }
+}
+
+/// Whether `handle` is the file at `path` (not another one put in its place).
+async fn is_file(handle: &tokio::fs::File, path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (handle.metadata().await, tokio::fs::metadata(path).await) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        // Without inode numbers to compare: never assumed, the snapshot is copied.
+        let _ = (handle, path);
+        false
+    }
+}
+
+/// The backup file `file` of `snapshots/`, opened to be read (and sent) from its start.
+async fn open_snapshot(dir: &Path, file: &str) -> Result<tokio::fs::File, StorageError> {
+    let path = dir.join(SNAPSHOTS).join(file);
+    tokio::fs::File::open(&path)
+        .await
+        .map_err(|e| io_error(e, "open the snapshot"))
 }
 
 impl RaftStateMachine<TypeConfig> for StateMachine {
@@ -300,7 +342,28 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         I: IntoIterator<Item = Entry<TypeConfig>> + openraft::OptionalSend,
         I::IntoIter: openraft::OptionalSend,
     {
-        entries.into_iter().map(|e| self.apply_one(e)).collect()
+        let entries: Vec<Entry<TypeConfig>> = entries.into_iter().collect();
+        let Some(last) = entries.last().map(|e| e.log_id) else {
+            return Ok(Vec::new());
+        };
+        let db = self.state.db();
+        // The commits wait for the disk: on a thread of their own, not the runtime's.
+        let (responses, membership) = blocking(move || {
+            let mut responses = Vec::with_capacity(entries.len());
+            let mut last_membership = None;
+            for entry in entries {
+                let (response, membership) = apply_entry(&db, entry)?;
+                responses.push(response);
+                last_membership = membership.or(last_membership);
+            }
+            Ok((responses, last_membership))
+        })
+        .await?;
+        self.applied = Some(last);
+        if let Some(m) = membership {
+            self.membership = m;
+        }
+        Ok(responses)
     }
 
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
@@ -314,75 +377,112 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         }
     }
 
-    async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>, StorageError> {
-        Ok(Box::new(Cursor::new(Vec::new())))
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<tokio::fs::File>, StorageError> {
+        // Chunks are written to a file as they arrive, never held in memory whole.
+        self.received += 1;
+        let path = self
+            .dir
+            .join(SNAPSHOTS)
+            .join(format!("received-{}.partial", self.received));
+        if let Some(abandoned) = self.receiving.replace(path.clone()) {
+            let _ = tokio::fs::remove_file(abandoned).await;
+        }
+        let file = tokio::fs::File::create(&path)
+            .await
+            .map_err(|e| io_error(e, "create a file for a received snapshot"))?;
+        Ok(Box::new(file))
     }
 
     async fn install_snapshot(
         &mut self,
         meta: &SnapshotMeta<NodeId, BasicNode>,
-        snapshot: Box<Cursor<Vec<u8>>>,
+        mut snapshot: Box<tokio::fs::File>,
     ) -> Result<(), StorageError> {
         let subject = ErrorSubject::Snapshot(Some(meta.signature()));
         let file = format!("{}.backup", meta.snapshot_id);
         let path = self.dir.join(SNAPSHOTS).join(&file);
-        fs(
-            std::fs::write(&path, snapshot.into_inner()),
-            "write the received snapshot",
-        )?;
-        fs(
-            std::fs::File::open(&path).and_then(|f| f.sync_all()),
-            "sync the received snapshot",
-        )?;
-        let (state, new, old) = (
-            self.dir.join(STATE),
-            self.dir.join(STATE_NEW),
-            self.dir.join(STATE_OLD),
-        );
-        if new.exists() {
-            fs(
-                std::fs::remove_dir_all(&new),
-                "remove an unfinished install",
-            )?;
+        let received = self.receiving.take();
+        match received {
+            // The file `begin_receiving_snapshot` gave, chunks written in: whole on disk
+            // once synced, then named as the snapshot.
+            Some(received) if is_file(&snapshot, &received).await => {
+                fs(snapshot.sync_all().await, "sync the received snapshot")?;
+                drop(snapshot);
+                fs(
+                    tokio::fs::rename(&received, &path).await,
+                    "name the received snapshot",
+                )?;
+            }
+            // A snapshot handed over some other way: copied from its start.
+            received => {
+                if let Some(unused) = received {
+                    let _ = tokio::fs::remove_file(unused).await;
+                }
+                fs(
+                    snapshot.seek(std::io::SeekFrom::Start(0)).await,
+                    "read the snapshot",
+                )?;
+                let mut copy = fs(tokio::fs::File::create(&path).await, "write the snapshot")?;
+                fs(
+                    tokio::io::copy(&mut snapshot, &mut copy).await,
+                    "write the snapshot",
+                )?;
+                fs(copy.sync_all().await, "sync the snapshot")?;
+            }
         }
-        let restored = Db::restore(&path, &new, state_options())
-            .map_err(storage(subject.clone(), ErrorVerb::Read))?;
-        restored
-            .close()
-            .map_err(storage(subject.clone(), ErrorVerb::Write))?;
-        // The swap: once `state.new` exists whole, opening finishes it whatever happens.
-        fs(std::fs::rename(&state, &old), "move the old state aside")?;
-        fs(
-            std::fs::rename(&new, &state),
-            "put the snapshot's state in place",
-        )?;
-        fs(
-            std::fs::File::open(&self.dir).and_then(|d| d.sync_all()),
-            "sync the node directory",
-        )?;
-        let db = Db::open(&state, state_options()).map_err(storage(subject, ErrorVerb::Read))?;
+        let dir = self.dir.clone();
+        let db = blocking(move || {
+            let (state, new, old) = (dir.join(STATE), dir.join(STATE_NEW), dir.join(STATE_OLD));
+            if new.exists() {
+                fs(
+                    std::fs::remove_dir_all(&new),
+                    "remove an unfinished install",
+                )?;
+            }
+            let restored = Db::restore(&path, &new, state_options())
+                .map_err(storage(subject.clone(), ErrorVerb::Read))?;
+            restored
+                .close()
+                .map_err(storage(subject.clone(), ErrorVerb::Write))?;
+            // The swap: once `state.new` exists whole, opening finishes it whatever happens.
+            fs(std::fs::rename(&state, &old), "move the old state aside")?;
+            fs(
+                std::fs::rename(&new, &state),
+                "put the snapshot's state in place",
+            )?;
+            fs(
+                std::fs::File::open(&dir).and_then(|d| d.sync_all()),
+                "sync the node directory",
+            )?;
+            Db::open(&state, state_options()).map_err(storage(subject, ErrorVerb::Read))
+        })
+        .await?;
         // The old database closes once the last reader's handle on it goes.
         *self
             .state
             .shared
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = db;
-        fs(std::fs::remove_dir_all(&old), "remove the old state")?;
-        self.load()?;
-        Self::set_current(&self.dir, meta, &file)
+        let (dir, meta) = (self.dir.clone(), meta.clone());
+        blocking(move || {
+            fs(
+                std::fs::remove_dir_all(dir.join(STATE_OLD)),
+                "remove the old state",
+            )?;
+            StateMachine::set_current(&dir, &meta, &file)
+        })
+        .await?;
+        self.load()
     }
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>, StorageError> {
         let Some(stored) = read_stored(&self.dir)? else {
             return Ok(None);
         };
-        let data = fs(
-            std::fs::read(self.dir.join(SNAPSHOTS).join(&stored.file)),
-            "read the current snapshot",
-        )?;
+        let data = open_snapshot(&self.dir, &stored.file).await?;
         Ok(Some(Snapshot {
             meta: stored.meta,
-            snapshot: Box::new(Cursor::new(data)),
+            snapshot: Box::new(data),
         }))
     }
 }
