@@ -17,8 +17,13 @@
 // build it return it the same way rather than boxing what every caller unboxes again.
 #![allow(clippy::result_large_err)]
 
+pub mod api;
+pub mod client;
 mod error;
+pub mod exec;
 mod log_store;
+pub mod net;
+pub mod node;
 #[doc(hidden)]
 pub mod network;
 mod request;

@@ -63,6 +63,7 @@ pub struct ArrayDecl {
     /// `bucket:N[:SPAN]`.
     pub layout: String,
     /// Its measures' names (none: the one named `value`).
+    #[serde(default)]
     pub measures: Vec<String>,
 }
 
