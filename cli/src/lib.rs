@@ -3,6 +3,7 @@
 //! renderings.
 
 pub mod advise;
+pub mod cluster;
 pub mod exec;
 pub mod export;
 pub mod failure;

@@ -511,6 +511,13 @@ enum Command {
         #[arg(long, requires = "db")]
         apply: bool,
     },
+    /// Run one node of a cluster: skewdb-raft over HTTP, until SIGINT or SIGTERM.
+    Serve(skewdb_cli::cluster::ServeArgs),
+    /// Form and change a cluster of `serve` nodes, write and read through it.
+    Cluster {
+        #[command(subcommand)]
+        command: skewdb_cli::cluster::ClusterCommand,
+    },
     /// Print a completion script for a shell (bash, elvish, fish, powershell, zsh).
     Completions {
         /// The shell.
@@ -1264,6 +1271,8 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 apply_advice(&db, &name, &advice, json)?;
             }
         }
+        Command::Serve(args) => return skewdb_cli::cluster::run_serve(args),
+        Command::Cluster { command } => return skewdb_cli::cluster::run_cluster(command),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "skewdb", &mut std::io::stdout());
         }

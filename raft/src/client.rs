@@ -202,9 +202,7 @@ impl Client {
     pub async fn exec(&self, lines: &str) -> Result<String, ClientError> {
         let mut last = String::new();
         for _ in 0..TRIES {
-            let addr = self
-                .known_leader()
-                .unwrap_or_else(|| self.nodes[0].clone());
+            let addr = self.known_leader().unwrap_or_else(|| self.nodes[0].clone());
             let sent = self
                 .http
                 .post(format!("http://{addr}/exec"))

@@ -233,9 +233,18 @@ mod tests {
         for (line, wanted) in [
             ("not json", "expected"),
             (r#"{"op":"fly","coll":"s"}"#, "unknown variant"),
-            (r#"{"op":"put","coll":"s","key":"a"}"#, "missing field `body`"),
-            (r#"{"op":"put","coll":"s","key":{"base64":"!!"},"body":""}"#, "base64"),
-            (r#"{"op":"remove","coll":"s","key":"a","field":"r","item_key":1.5}"#, "i64"),
+            (
+                r#"{"op":"put","coll":"s","key":"a"}"#,
+                "missing field `body`",
+            ),
+            (
+                r#"{"op":"put","coll":"s","key":{"base64":"!!"},"body":""}"#,
+                "base64",
+            ),
+            (
+                r#"{"op":"remove","coll":"s","key":"a","field":"r","item_key":1.5}"#,
+                "i64",
+            ),
         ] {
             let (batches, _) = parse(&format!("{line}\n{{\"op\":\"commit\"}}\n"));
             let error = batches[0].request.as_ref().unwrap_err();

@@ -23,9 +23,9 @@ mod error;
 pub mod exec;
 mod log_store;
 pub mod net;
-pub mod node;
 #[doc(hidden)]
 pub mod network;
+pub mod node;
 mod request;
 mod state_machine;
 

@@ -501,9 +501,9 @@ fn status_of(node: &Node) -> Status {
         state: state.to_string(),
         term: metrics.current_term,
         leader: metrics.current_leader,
-        leader_addr: metrics.current_leader.and_then(|l| {
-            membership.get_node(&l).map(|n| n.addr.clone())
-        }),
+        leader_addr: metrics
+            .current_leader
+            .and_then(|l| membership.get_node(&l).map(|n| n.addr.clone())),
         last_log_index: metrics.last_log_index,
         applied_index: metrics.last_applied.map(|id| id.index),
         snapshot_index: metrics.snapshot.map(|id| id.index),
