@@ -5,7 +5,7 @@
 //! any instant after their invocation, or never. Parents are independent (each read and
 //! write touches one), so each is checked alone.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::HashSet;
 
 /// What one operation did.
 #[derive(Clone, Debug, PartialEq)]
@@ -30,35 +30,71 @@ pub struct Operation {
     pub action: Action,
 }
 
-/// The parent as the sequential model holds it.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+/// A key's contribution to the hash of a set of keys (SplitMix64's finalizer).
+fn mix(key: i64) -> u64 {
+    let mut z = (key as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The parent as the sequential model holds it: whether it exists, its body, and its set
+/// of item keys as their count and the XOR of their mixes (the sets compared are the ones
+/// reads returned, which a 64-bit hash tells apart).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 struct State {
     exists: bool,
     body: Option<u64>,
-    items: BTreeSet<i64>,
+    count: usize,
+    items: u64,
+}
+
+/// What a read saw, in the form the state is compared in.
+#[derive(Clone, Copy, PartialEq)]
+struct Seen {
+    exists: bool,
+    body: Option<u64>,
+    count: usize,
+    items: u64,
+}
+
+/// One operation as the search takes it.
+struct Step {
+    invoked: u64,
+    completed: u64,
+    action: Action,
+    seen: Option<Seen>,
 }
 
 impl State {
-    /// The state after `action`, or `None` when `action` (a read) disagrees with it.
-    fn step(&self, action: &Action) -> Option<State> {
-        let mut next = self.clone();
-        match action {
+    /// The state after `step`, or `None` when `step` (a read) disagrees with it. A push
+    /// adds a key not there (keys are unique); a remove takes one that is there (its push
+    /// completed before it was invoked, so the search ordered the push first).
+    fn step(&self, step: &Step) -> Option<State> {
+        let mut next = *self;
+        match &step.action {
             Action::Put(value) => {
                 next.exists = true;
                 next.body = Some(*value);
             }
             Action::Push(key) => {
                 next.exists = true;
-                next.items.insert(*key);
+                next.count += 1;
+                next.items ^= mix(*key);
             }
             Action::Remove(key) => {
-                next.items.remove(key);
+                next.count = next.count.checked_sub(1)?;
+                next.items ^= mix(*key);
             }
-            Action::Read(seen) => {
-                let now = self
-                    .exists
-                    .then(|| (self.body, self.items.iter().copied().collect::<Vec<_>>()));
-                if *seen != now {
+            Action::Read(_) => {
+                let seen = step.seen.expect("a read's view");
+                let now = Seen {
+                    exists: self.exists,
+                    body: self.body,
+                    count: self.count,
+                    items: self.items,
+                };
+                if seen != now {
                     return None;
                 }
             }
@@ -67,47 +103,126 @@ impl State {
     }
 }
 
-/// Whether `history` (one parent's operations) is linearizable; on failure, the longest
-/// prefix of operations the search could order, as a hint.
+/// The operations to search: unknown outcomes settled by what reads saw. An unknown push
+/// (keys are unique) that some read saw took effect before the first such read completed;
+/// one no read saw is dropped (had it taken effect, a later read would show it: items are
+/// removed only by the client that saw their push acknowledged). Likewise an unknown put
+/// by its body, and an unknown remove by a read, invoked after it, missing its key (which
+/// was there when the remove was invoked). The settled history is linearizable exactly
+/// when the first is.
+fn settle(history: &[Operation]) -> Vec<Step> {
+    let reads: Vec<(&Operation, Option<&(Option<u64>, Vec<i64>)>)> = history
+        .iter()
+        .filter_map(|o| match &o.action {
+            Action::Read(seen) => Some((o, seen.as_ref())),
+            _ => None,
+        })
+        .collect();
+    let first_read = |saw: &dyn Fn(Option<&(Option<u64>, Vec<i64>)>) -> bool| {
+        reads
+            .iter()
+            .filter(|(_, seen)| saw(*seen))
+            .filter_map(|(read, _)| read.completed)
+            .min()
+    };
+    let mut steps = Vec::new();
+    for op in history {
+        let completed = match (op.completed, &op.action) {
+            (Some(at), _) => Some(at),
+            (None, Action::Push(key)) => {
+                first_read(&|seen| seen.is_some_and(|(_, items)| items.contains(key)))
+            }
+            (None, Action::Put(value)) => {
+                first_read(&|seen| seen.is_some_and(|(body, _)| *body == Some(*value)))
+            }
+            (None, Action::Remove(key)) => reads
+                .iter()
+                .filter(|(read, _)| read.invoked > op.invoked)
+                .filter(|(_, seen)| seen.is_some_and(|(_, items)| !items.contains(key)))
+                .filter_map(|(read, _)| read.completed)
+                .min(),
+            (None, Action::Read(_)) => None,
+        };
+        let Some(completed) = completed else {
+            continue;
+        };
+        let seen = match &op.action {
+            Action::Read(seen) => Some(match seen {
+                None => Seen {
+                    exists: false,
+                    body: None,
+                    count: 0,
+                    items: 0,
+                },
+                Some((body, items)) => Seen {
+                    exists: true,
+                    body: *body,
+                    count: items.len(),
+                    items: items.iter().fold(0, |h, k| h ^ mix(*k)),
+                },
+            }),
+            _ => None,
+        };
+        steps.push(Step {
+            invoked: op.invoked,
+            completed,
+            action: op.action.clone(),
+            seen,
+        });
+    }
+    steps.sort_by_key(|s| s.invoked);
+    steps
+}
+
+/// Whether `history` (one parent's operations) is linearizable; on failure, how far the
+/// search got, as a hint.
 pub fn check(history: &[Operation]) -> Result<(), String> {
-    let ops: Vec<&Operation> = history.iter().collect();
-    let n = ops.len();
+    let steps = settle(history);
+    let n = steps.len();
     let words = n.div_ceil(64).max(1);
-    let must: usize = ops.iter().filter(|o| o.completed.is_some()).count();
-    // Depth-first over (ordered set, state); each pair tried once.
+    // Depth-first over (ordered set, state); each pair tried once. Each entry also keeps
+    // the number ordered and the first step not yet ordered.
     let mut seen: HashSet<(Vec<u64>, State)> = HashSet::new();
-    let mut stack: Vec<(Vec<u64>, State, usize)> = vec![(vec![0; words], State::default(), 0)];
+    let mut stack: Vec<(Vec<u64>, State, usize, usize)> =
+        vec![(vec![0; words], State::default(), 0, 0)];
     let mut best = 0usize;
-    while let Some((done, state, completed_done)) = stack.pop() {
-        if completed_done == must {
+    while let Some((done, state, count, first)) = stack.pop() {
+        if count == n {
             return Ok(());
         }
-        best = best.max(completed_done);
+        best = best.max(count);
         let is_done = |i: usize| done[i / 64] >> (i % 64) & 1 == 1;
-        // An operation can come next only if it was invoked before every operation not
-        // yet ordered completed.
-        let horizon = (0..n)
-            .filter(|&i| !is_done(i))
-            .filter_map(|i| ops[i].completed)
-            .min()
-            .unwrap_or(u64::MAX);
-        for i in 0..n {
-            if is_done(i) || ops[i].invoked > horizon {
+        let first = (first..n).find(|&i| !is_done(i)).expect("a step left");
+        // The candidates to come next: not yet ordered, invoked before every step not yet
+        // ordered completed. Steps are in invocation order, so the scan stops at the first
+        // one invoked after the earliest completion met.
+        let mut horizon = u64::MAX;
+        let mut candidates = Vec::new();
+        for (i, step) in steps.iter().enumerate().skip(first) {
+            if step.invoked > horizon {
+                break;
+            }
+            if !is_done(i) {
+                horizon = horizon.min(step.completed);
+                candidates.push(i);
+            }
+        }
+        for i in candidates {
+            if steps[i].invoked > horizon {
                 continue;
             }
-            let Some(next) = state.step(&ops[i].action) else {
+            let Some(next) = state.step(&steps[i]) else {
                 continue;
             };
             let mut ordered = done.clone();
             ordered[i / 64] |= 1 << (i % 64);
-            if seen.insert((ordered.clone(), next.clone())) {
-                let count = completed_done + ops[i].completed.is_some() as usize;
-                stack.push((ordered, next, count));
+            if seen.insert((ordered.clone(), next)) {
+                stack.push((ordered, next, count + 1, first));
             }
         }
     }
     Err(format!(
-        "not linearizable: at most {best} of the {must} completed operations can be ordered"
+        "not linearizable: at most {best} of the {n} operations can be ordered"
     ))
 }
 
