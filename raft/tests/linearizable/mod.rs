@@ -18,8 +18,12 @@ pub enum Action {
     Remove(i64),
     /// Read the parent: `None` when it did not exist, else its body (`None` when never
     /// put) and its items' keys.
-    Read(Option<(Option<u64>, Vec<i64>)>),
+    Read(Option<Parent>),
 }
+
+/// What a read saw of an existing parent: its body (`None` when never put) and its item
+/// keys.
+pub type Parent = (Option<u64>, Vec<i64>);
 
 /// One operation of the history: invoked and completed at these instants (nanoseconds
 /// from any common origin); `completed` is `None` when its outcome is unknown.
@@ -111,14 +115,14 @@ impl State {
 /// was there when the remove was invoked). The settled history is linearizable exactly
 /// when the first is.
 fn settle(history: &[Operation]) -> Vec<Step> {
-    let reads: Vec<(&Operation, Option<&(Option<u64>, Vec<i64>)>)> = history
+    let reads: Vec<(&Operation, Option<&Parent>)> = history
         .iter()
         .filter_map(|o| match &o.action {
             Action::Read(seen) => Some((o, seen.as_ref())),
             _ => None,
         })
         .collect();
-    let first_read = |saw: &dyn Fn(Option<&(Option<u64>, Vec<i64>)>) -> bool| {
+    let first_read = |saw: &dyn Fn(Option<&Parent>) -> bool| {
         reads
             .iter()
             .filter(|(_, seen)| saw(*seen))
