@@ -1,12 +1,15 @@
 //! The replicated state in a skewdb database, with what it has applied beside it.
 //!
-//! The database in `state/` holds the application's collections and `_raft`, whose parents
-//! `applied` (the last applied log id) and `membership` (the last membership applied) are
-//! written in the same atomic batch as each entry's operations. Snapshots: a skewdb backup
-//! of one version (`snapshots/ID.backup`) and its meta (`snapshot.json`, replaced by
-//! rename). Installing one restores it to `state.new/` and swaps it in (`state/` renamed
-//! to `state.old/`, `state.new/` to `state/`); opening finishes or undoes a swap a crash
-//! interrupted.
+//! The database in `state/` (after snapshot installs, `state-N/`, which `state.current`
+//! names) holds the application's collections and `_raft`, whose parents `applied` (the
+//! last applied log id) and `membership` (the last membership applied) are written in the
+//! same atomic batch as each entry's operations. Snapshots: a skewdb backup of one version
+//! (`snapshots/ID.backup`) and its meta (`snapshot.json`, replaced by rename). Installing
+//! one restores it to the next `state-N/`, then points `state.current` at it (one rename);
+//! the replaced database is never moved, so a handle to it still open (a read, a snapshot
+//! being built) writes only into its own directory, which is then removed. Opening removes
+//! every state directory but the current one, and finishes a swap an earlier build's crash
+//! interrupted (it renamed `state/` to `state.old/` and `state.new/` to `state/`).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -28,9 +31,14 @@ pub const RAFT_COLLECTION: &str = "_raft";
 const APPLIED: &str = "applied";
 const MEMBERSHIP: &str = "membership";
 
+/// The state's directory in a node that never installed a snapshot (or installed one with
+/// a build from before `state.current`).
 const STATE: &str = "state";
+/// Names the directory of the current state, `state-N` (the Nth install), once a snapshot
+/// was installed.
+const CURRENT: &str = "state.current";
+/// Leftovers of the swaps of earlier builds, which renamed the live directory.
 const STATE_NEW: &str = "state.new";
-const STATE_OLD: &str = "state.old";
 const SNAPSHOTS: &str = "snapshots";
 const SNAPSHOT_META: &str = "snapshot.json";
 
@@ -69,19 +77,27 @@ fn fs<T>(result: std::io::Result<T>, what: &str) -> Result<T, StorageError> {
 impl StateMachine {
     /// Opens (or creates) the state machine in the node directory `dir`.
     pub fn open(dir: &Path) -> Result<StateMachine, StorageError> {
-        let (state, new, old) = (dir.join(STATE), dir.join(STATE_NEW), dir.join(STATE_OLD));
-        // A swap the crash interrupted: `state.new` is whole once it exists under that
-        // name (a restore renames it into place only when done), so finish the swap.
-        if new.exists() && !state.exists() {
+        let (state, new) = (dir.join(STATE), dir.join(STATE_NEW));
+        // An earlier build's swap the crash interrupted: `state.new` is whole once it
+        // exists under that name (a restore renames it into place only when done), so
+        // finish the swap (`state.old`, if any, is removed below).
+        if new.exists() && !state.exists() && !dir.join(CURRENT).exists() {
             fs(std::fs::rename(&new, &state), "finish a snapshot's swap")?;
         }
-        let building = dir.join(format!("{STATE_NEW}.restoring"));
-        for leftover in [&new, &old, &building] {
-            if leftover.exists() {
-                fs(
-                    std::fs::remove_dir_all(leftover),
-                    "remove a swap's leftovers",
-                )?;
+        // Every state directory but the current one is a leftover: an install a crash cut
+        // short, the state an install replaced, an earlier build's swap.
+        let current = current_state(dir)?;
+        if dir.exists() {
+            for entry in fs(std::fs::read_dir(dir), "list the node directory")? {
+                let entry = fs(entry, "list the node directory")?;
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let is_dir = fs(entry.file_type(), "list the node directory")?.is_dir();
+                if is_dir && name.starts_with(STATE) && name != current {
+                    fs(
+                        std::fs::remove_dir_all(entry.path()),
+                        "remove a state directory left over",
+                    )?;
+                }
             }
         }
         fs(
@@ -95,7 +111,7 @@ impl StateMachine {
                 fs(std::fs::remove_file(&path), "remove a partial snapshot")?;
             }
         }
-        let db = Db::open(&state, state_options())
+        let db = Db::open(dir.join(&current), state_options())
             .map_err(storage(ErrorSubject::StateMachine, ErrorVerb::Read))?;
         let mut machine = StateMachine {
             dir: dir.to_path_buf(),
@@ -223,6 +239,49 @@ fn apply_entry(
             .map_err(storage(subject.clone(), ErrorVerb::Write))?;
     }
     Ok((response, membership))
+}
+
+/// The name of the current state's directory in node directory `dir`.
+fn current_state(dir: &Path) -> Result<String, StorageError> {
+    let name = match std::fs::read_to_string(dir.join(CURRENT)) {
+        Ok(name) => name.trim().to_string(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(STATE.to_string()),
+        Err(e) => return Err(io_error(e, "read state.current")),
+    };
+    if generation(&name) == 0 {
+        let error = std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("state.current names {name:?}, not a state directory"),
+        );
+        return Err(io_error(error, "read state.current"));
+    }
+    Ok(name)
+}
+
+/// N of `state-N`; 0 for `state` (or anything else).
+fn generation(name: &str) -> u64 {
+    name.strip_prefix(STATE)
+        .and_then(|n| n.strip_prefix('-'))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Makes `name` the current state's directory, durably, in one rename.
+fn set_current_state(dir: &Path, name: &str) -> Result<(), StorageError> {
+    let partial = dir.join(format!("{CURRENT}.partial"));
+    fs(std::fs::write(&partial, name), "write state.current")?;
+    fs(
+        std::fs::File::open(&partial).and_then(|f| f.sync_all()),
+        "sync state.current",
+    )?;
+    fs(
+        std::fs::rename(&partial, dir.join(CURRENT)),
+        "replace state.current",
+    )?;
+    fs(
+        std::fs::File::open(dir).and_then(|d| d.sync_all()),
+        "sync the node directory",
+    )
 }
 
 fn read_stored(dir: &Path) -> Result<Option<StoredSnapshot>, StorageError> {
@@ -430,9 +489,15 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                 fs(copy.sync_all().await, "sync the snapshot")?;
             }
         }
+        // The snapshot's state goes to a directory of its own, `state-N`; `state.current`
+        // then names it, in one rename. The database it replaces is never moved or
+        // written under another's name: clones of it (a read, a snapshot being built) may
+        // live on, and its last one closes it, writing into its own directory.
         let dir = self.dir.clone();
-        let db = blocking(move || {
-            let (state, new, old) = (dir.join(STATE), dir.join(STATE_NEW), dir.join(STATE_OLD));
+        let (db, replaced) = blocking(move || {
+            let current = current_state(&dir)?;
+            let next = format!("{STATE}-{}", generation(&current) + 1);
+            let new = dir.join(&next);
             if new.exists() {
                 fs(
                     std::fs::remove_dir_all(&new),
@@ -444,20 +509,11 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             restored
                 .close()
                 .map_err(storage(subject.clone(), ErrorVerb::Write))?;
-            // The swap: once `state.new` exists whole, opening finishes it whatever happens.
-            fs(std::fs::rename(&state, &old), "move the old state aside")?;
-            fs(
-                std::fs::rename(&new, &state),
-                "put the snapshot's state in place",
-            )?;
-            fs(
-                std::fs::File::open(&dir).and_then(|d| d.sync_all()),
-                "sync the node directory",
-            )?;
-            Db::open(&state, state_options()).map_err(storage(subject, ErrorVerb::Read))
+            set_current_state(&dir, &next)?;
+            let db = Db::open(&new, state_options()).map_err(storage(subject, ErrorVerb::Read))?;
+            Ok((db, dir.join(current)))
         })
         .await?;
-        // The old database closes once the last reader's handle on it goes.
         *self
             .state
             .shared
@@ -465,10 +521,9 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = db;
         let (dir, meta) = (self.dir.clone(), meta.clone());
         blocking(move || {
-            fs(
-                std::fs::remove_dir_all(dir.join(STATE_OLD)),
-                "remove the old state",
-            )?;
+            // Space back now; a clone still reading it fails from here on, and the next
+            // open removes whatever is left.
+            let _ = std::fs::remove_dir_all(&replaced);
             StateMachine::set_current(&dir, &meta, &file)
         })
         .await?;
