@@ -66,7 +66,8 @@ pub struct StateMachine {
 }
 
 fn state_options() -> Options {
-    // Each applied entry durable when apply returns, with the log id beside it.
+    // Each applied entry durable when apply returns, with the log id beside it (`apply`
+    // commits its entries buffered and syncs once).
     Options::new().durability(Durability::Immediate)
 }
 
@@ -217,7 +218,9 @@ fn apply_entry(
         Ok(())
     };
     let mut response = Response::Applied;
+    // Buffered: `apply` makes the entries it was given durable with one sync at its end.
     let mut batch = db.batch();
+    batch.durability(Durability::Buffered);
     let staged = match &entry.payload {
         EntryPayload::Normal(request) => request.stage(db, &mut batch),
         _ => Ok(()),
@@ -233,6 +236,7 @@ fn apply_entry(
             message: error.to_string(),
         };
         let mut batch = db.batch();
+        batch.durability(Durability::Buffered);
         meta(&mut batch)?;
         batch
             .commit()
@@ -415,6 +419,9 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                 responses.push(response);
                 last_membership = membership.or(last_membership);
             }
+            // Every entry of the call durable with one sync, before openraft hears of any.
+            db.persist()
+                .map_err(storage(ErrorSubject::StateMachine, ErrorVerb::Write))?;
             Ok((responses, last_membership))
         })
         .await?;
