@@ -13,6 +13,9 @@ use serde::de::{self, DeserializeOwned, Deserializer, MapAccess, Visitor};
 use serde_json::json;
 use serde_json::value::RawValue;
 use skewdb::{Batch, Db, NewItem, bson_key};
+// Bytes as the input writes them: a string (its UTF-8) or `{"base64": "..."}`, read alike
+// by the cluster's `exec`.
+use skewdb_raft::api::JsonBytes;
 
 use crate::failure::Failure;
 use crate::mapped::{Mapped, Stated, with_stated};
@@ -20,46 +23,6 @@ use crate::mongo;
 
 /// The longest input line accepted: a record at the limit, base64-encoded, plus room.
 const MAX_LINE_BYTES: usize = skewdb::MAX_RECORD_BYTES / 3 * 4 + 64 * 1024;
-
-/// Bytes as the input writes them: a string (its UTF-8) or `{"base64": "..."}`.
-struct JsonBytes(Vec<u8>);
-
-impl<'de> Deserialize<'de> for JsonBytes {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct BytesVisitor;
-
-        impl<'de> Visitor<'de> for BytesVisitor {
-            type Value = JsonBytes;
-
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string or {\"base64\": \"...\"}")
-            }
-
-            fn visit_str<E: de::Error>(self, text: &str) -> Result<JsonBytes, E> {
-                Ok(JsonBytes(text.as_bytes().to_vec()))
-            }
-
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<JsonBytes, A::Error> {
-                let mut encoded: Option<String> = None;
-                while let Some(name) = map.next_key::<String>()? {
-                    if name != "base64" {
-                        return Err(de::Error::unknown_field(&name, &["base64"]));
-                    }
-                    if encoded.is_some() {
-                        return Err(de::Error::duplicate_field("base64"));
-                    }
-                    encoded = Some(map.next_value()?);
-                }
-                let encoded = encoded.ok_or_else(|| de::Error::missing_field("base64"))?;
-                crate::text::base64_decode(&encoded)
-                    .map(JsonBytes)
-                    .map_err(de::Error::custom)
-            }
-        }
-
-        deserializer.deserialize_any(BytesVisitor)
-    }
-}
 
 /// The fields of one input line, each still as its JSON text, in input order; a field
 /// given twice is refused here (a JSON parser would keep the last silently).

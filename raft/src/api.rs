@@ -60,7 +60,7 @@ impl<'de> Deserialize<'de> for JsonBytes {
                 STANDARD
                     .decode(encoded.as_bytes())
                     .map(JsonBytes)
-                    .map_err(|e| de::Error::custom(format!("bad base64: {e}")))
+                    .map_err(|e| de::Error::custom(format!("bad base64 {encoded:?}: {e}")))
             }
         }
 
