@@ -97,12 +97,12 @@ impl Client {
     /// Sends `body` to `path` on `target`: retried on another node while the request
     /// certainly did not reach one that acted on it (no connection, `not_leader`);
     /// `Unknown` when it may have.
-    async fn call<B: Serialize, T: DeserializeOwned>(
+    async fn send(
         &self,
         target: Target,
         path: &str,
-        body: &B,
-    ) -> Result<T, ClientError> {
+        body: impl Fn(reqwest::RequestBuilder) -> reqwest::RequestBuilder,
+    ) -> Result<(String, reqwest::Response), ClientError> {
         let mut next = 0usize;
         let mut last = String::from("no node tried");
         for attempt in 0..TRIES {
@@ -119,13 +119,11 @@ impl Client {
             if attempt > 0 {
                 tokio::time::sleep(Duration::from_millis(50 * (attempt as u64).min(10))).await;
             }
-            let sent = self
+            let request = self
                 .http
                 .post(format!("http://{addr}/{path}"))
-                .timeout(self.timeout)
-                .json(body)
-                .send()
-                .await;
+                .timeout(self.timeout);
+            let sent = body(request).send().await;
             let response = match sent {
                 Ok(response) => response,
                 Err(error) if error.is_connect() => {
@@ -144,10 +142,7 @@ impl Client {
                 if target == Target::Leader {
                     self.set_leader(Some(addr.clone()));
                 }
-                return response
-                    .json()
-                    .await
-                    .map_err(|e| ClientError::Unknown(format!("{addr}: {e}")));
+                return Ok((addr, response));
             }
             let failure: Failure = response.json().await.map_err(|e| {
                 ClientError::Unknown(format!("{addr} answered {status} unreadably: {e}"))
@@ -163,6 +158,20 @@ impl Client {
             return Err(ClientError::Refused(failure));
         }
         Err(ClientError::Unavailable(last))
+    }
+
+    /// [`Client::send`] with `body` as JSON, the answer read as JSON.
+    async fn call<B: Serialize, T: DeserializeOwned>(
+        &self,
+        target: Target,
+        path: &str,
+        body: &B,
+    ) -> Result<T, ClientError> {
+        let (addr, response) = self.send(target, path, |r| r.json(body)).await?;
+        response
+            .json()
+            .await
+            .map_err(|e| ClientError::Unknown(format!("{addr}: {e}")))
     }
 
     /// Commits `request` as one log entry through the leader.
@@ -200,56 +209,13 @@ impl Client {
 
     /// Sends `skewdb exec` JSON lines to the leader: its answer lines.
     pub async fn exec(&self, lines: &str) -> Result<String, ClientError> {
-        let mut last = String::new();
-        for _ in 0..TRIES {
-            let addr = self.known_leader().unwrap_or_else(|| self.nodes[0].clone());
-            let sent = self
-                .http
-                .post(format!("http://{addr}/exec"))
-                .timeout(self.timeout)
-                .body(lines.to_string())
-                .send()
-                .await;
-            let response = match sent {
-                Ok(response) => response,
-                Err(error) if error.is_connect() => {
-                    last = format!("{addr}: {error}");
-                    self.rotate(&addr);
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-                Err(error) => return Err(ClientError::Unknown(format!("{addr}: {error}"))),
-            };
-            if response.status() == StatusCode::OK {
-                self.set_leader(Some(addr.clone()));
-                return response
-                    .text()
-                    .await
-                    .map_err(|e| ClientError::Unknown(e.to_string()));
-            }
-            let failure: Failure = response
-                .json()
-                .await
-                .map_err(|e| ClientError::Unknown(e.to_string()))?;
-            if failure.kind != "not_leader" {
-                return Err(ClientError::Refused(failure));
-            }
-            last = failure.error.clone();
-            match failure.leader_addr {
-                Some(leader) => self.set_leader(Some(leader)),
-                None => {
-                    self.rotate(&addr);
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-            }
-        }
-        Err(ClientError::Unavailable(last))
-    }
-
-    /// Forgets `addr` as the leader, next trying the node after it.
-    fn rotate(&self, addr: &str) {
-        let at = self.nodes.iter().position(|n| n == addr).unwrap_or(0);
-        self.set_leader(Some(self.nodes[(at + 1) % self.nodes.len()].clone()));
+        let (addr, response) = self
+            .send(Target::Leader, "exec", |r| r.body(lines.to_string()))
+            .await?;
+        response
+            .text()
+            .await
+            .map_err(|e| ClientError::Unknown(format!("{addr}: {e}")))
     }
 
     /// Makes the nodes `members` (id and address each) a cluster; sent to the first node
