@@ -62,11 +62,7 @@ enum Target {
 
 impl Client {
     pub fn new(nodes: impl IntoIterator<Item = impl Into<String>>) -> Client {
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(1))
-            .tcp_nodelay(true)
-            .build()
-            .expect("an HTTP client without TLS builds");
+        let http = crate::net::http_client();
         let nodes: Vec<String> = nodes.into_iter().map(Into::into).collect();
         assert!(!nodes.is_empty(), "a client needs at least one node");
         Client {

@@ -195,17 +195,13 @@ impl Node {
     /// Commits `request` through the log: its index and response once applied here, or
     /// the error to answer.
     async fn write(&self, request: Request) -> Result<WriteReply, HttpResponse> {
-        if !self.is_leader() {
-            // Not proposed: the client may send it to the leader.
-            return Err(self.not_leader(None));
-        }
         match self.raft.client_write(request).await {
             Ok(done) => Ok(WriteReply {
                 index: done.log_id.index,
                 response: done.data,
             }),
-            // Leadership moved before the entry was in the log, or the entry was removed
-            // from it by a new leader: it did not and will not apply.
+            // Not the leader (nothing proposed), or the entry was removed from the log by
+            // a new leader: it did not and will not apply.
             Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward))) => {
                 Err(self.forward(&forward))
             }
@@ -349,9 +345,7 @@ fn read_parent(db: &Db, query: &ReadQuery) -> Result<ReadReply, Failure> {
 async fn read(State(node): State<Arc<Node>>, Json(query): Json<ReadQuery>) -> HttpResponse {
     match query.consistency {
         Consistency::Linearizable => {
-            if !node.is_leader() {
-                return node.not_leader(None);
-            }
+            // A follower answers `ForwardToLeader`, with the leader it knows.
             match node.raft.ensure_linearizable().await {
                 Ok(_) => {}
                 Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(forward))) => {
@@ -444,9 +438,6 @@ fn membership_answer(
 }
 
 async fn add(State(node): State<Arc<Node>>, Json(request): Json<AddRequest>) -> HttpResponse {
-    if !node.is_leader() {
-        return node.not_leader(None);
-    }
     // A learner first, caught up (by snapshot and log) before it votes.
     let learner = node
         .raft
@@ -466,9 +457,6 @@ async fn add(State(node): State<Arc<Node>>, Json(request): Json<AddRequest>) -> 
 }
 
 async fn remove(State(node): State<Arc<Node>>, Json(request): Json<RemoveRequest>) -> HttpResponse {
-    if !node.is_leader() {
-        return node.not_leader(None);
-    }
     let voters = BTreeSet::from([request.id]);
     let result = node
         .raft

@@ -352,14 +352,15 @@ impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
         let file = format!("{id}.backup");
         let path = self.dir.join(SNAPSHOTS).join(&file);
         let (snapshot, dir, written) = (self.snapshot.clone(), self.dir.clone(), meta.clone());
+        let name = file.clone();
         blocking(move || {
             snapshot
                 .backup(&path)
                 .map_err(storage(subject, ErrorVerb::Write))?;
-            StateMachine::set_current(&dir, &written, &file)
+            StateMachine::set_current(&dir, &written, &name)
         })
         .await?;
-        let data = open_snapshot(&self.dir, &format!("{id}.backup")).await?;
+        let data = open_snapshot(&self.dir, &file).await?;
         Ok(Snapshot {
             meta,
             snapshot: Box::new(data),
