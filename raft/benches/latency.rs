@@ -104,13 +104,13 @@ async fn replicated(writes: u64) -> Vec<f64> {
             }],
         }],
     };
-    leader.client_write(create).await.unwrap();
+    leader.client_write(create.into()).await.unwrap();
     let mut micros = Vec::with_capacity(writes as usize);
     for n in 0..writes {
         let started = Instant::now();
-        let done = leader.client_write(push(n)).await.unwrap();
+        let done = leader.client_write(push(n).into()).await.unwrap();
         micros.push(started.elapsed().as_secs_f64() * 1e6);
-        assert_eq!(done.data, Response::Applied);
+        assert_eq!(done.data, vec![Response::Applied]);
     }
     for raft in nodes.values() {
         raft.shutdown().await.unwrap();

@@ -26,25 +26,27 @@ pub mod net;
 #[doc(hidden)]
 pub mod network;
 pub mod node;
+mod proposer;
 mod request;
 mod state_machine;
 
 use std::path::Path;
 
 pub use log_store::LogStore;
-pub use request::{ArrayDecl, Op, Request, Response};
+pub use request::{ArrayDecl, Op, Proposal, Request, Response};
 pub use state_machine::{RAFT_COLLECTION, SnapshotBuilder, StateMachine, StateReader};
 
 /// A node's id in the cluster.
 pub type NodeId = u64;
 
 openraft::declare_raft_types!(
-    /// The types this storage serves openraft with: requests are batches of skewdb
-    /// operations, snapshots are skewdb backup files, sent and received in chunks from and
-    /// to the file (never whole in memory).
+    /// The types this storage serves openraft with: an entry is a [`Proposal`] of one or
+    /// more requests (batches of skewdb operations), answered with one [`Response`] per
+    /// request; snapshots are skewdb backup files, sent and received in chunks from and to
+    /// the file (never whole in memory).
     pub TypeConfig:
-        D = Request,
-        R = Response,
+        D = Proposal,
+        R = Vec<Response>,
         SnapshotData = tokio::fs::File,
 );
 

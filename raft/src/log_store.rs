@@ -3,12 +3,14 @@
 //! Collection `log`: one parent per entry, keyed by its index (8 bytes, big-endian, so key
 //! order is index order), its body the entry as JSON. Collection `meta`: parents `vote`,
 //! `committed` and `purged`, each a JSON body. The database is opened with
-//! `Durability::Immediate`: an append, a vote or a truncation is on disk when its commit
-//! returns, and only then is openraft told.
+//! `Durability::Immediate`: an append, a vote, a truncation or a purge is on disk when its
+//! commit returns, and only then is openraft told. The committed id alone is written
+//! without a sync (see [`RaftLogStorage::save_committed`] below).
 
 use std::fmt::Debug;
 use std::ops::{Bound, RangeBounds};
 use std::path::Path;
+use std::sync::Arc;
 
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
 use openraft::{Entry, ErrorSubject, ErrorVerb, LogId, OptionalSend, RaftLogReader, Vote};
@@ -30,6 +32,8 @@ const PURGED: &str = "purged";
 #[derive(Clone)]
 pub struct LogStore {
     db: Db,
+    /// Dropped after `db` (fields drop in order): gone once every clone closed.
+    open: Arc<()>,
 }
 
 fn index_key(index: u64) -> [u8; 8] {
@@ -45,7 +49,15 @@ impl LogStore {
             db.create_collection(CollectionSpec::new(name))
                 .map_err(storage(ErrorSubject::Store, ErrorVerb::Write))?;
         }
-        Ok(LogStore { db })
+        Ok(LogStore {
+            db,
+            open: Arc::new(()),
+        })
+    }
+
+    /// Alive while a clone of this store is; none once the last one closed its database.
+    pub(crate) fn open_token(&self) -> std::sync::Weak<()> {
+        Arc::downgrade(&self.open)
     }
 
     fn meta<T: DeserializeOwned>(&self, name: &str) -> Result<Option<T>, StorageError> {
@@ -65,14 +77,17 @@ impl LogStore {
             .map_err(decode(subject))
     }
 
+    /// Writes meta parent `name`, on disk when it returns under `Durability::Immediate`.
     fn put_meta<T: Serialize>(
         &self,
         name: &str,
         value: &T,
         subject: ErrorSubject<NodeId>,
+        durability: Durability,
     ) -> Result<(), StorageError> {
         let body = serde_json::to_vec(value).map_err(decode(subject.clone()))?;
         let mut batch = self.db.batch();
+        batch.durability(durability);
         batch.put(META, name, body);
         batch.commit().map_err(storage(subject, ErrorVerb::Write))
     }
@@ -161,7 +176,8 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn save_vote(&mut self, vote: &Vote<NodeId>) -> Result<(), StorageError> {
         let (store, vote) = (self.clone(), *vote);
-        blocking(move || store.put_meta(VOTE, &vote, ErrorSubject::Vote)).await
+        blocking(move || store.put_meta(VOTE, &vote, ErrorSubject::Vote, Durability::Immediate))
+            .await
     }
 
     async fn read_vote(&mut self) -> Result<Option<Vote<NodeId>>, StorageError> {
@@ -172,8 +188,21 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         &mut self,
         committed: Option<LogId<NodeId>>,
     ) -> Result<(), StorageError> {
+        // Not synced: openraft calls this on its core task before every apply, and the
+        // committed id is a lower bound to re-apply up to on startup, never a promise. It
+        // reaches the disk with the next append's sync; a power loss may return an older
+        // one (never newer than the entries, written before it in the same log), and the
+        // state machine then catches up when the leader's next commit arrives.
         let store = self.clone();
-        blocking(move || store.put_meta(COMMITTED, &committed, ErrorSubject::Store)).await
+        blocking(move || {
+            store.put_meta(
+                COMMITTED,
+                &committed,
+                ErrorSubject::Store,
+                Durability::Buffered,
+            )
+        })
+        .await
     }
 
     async fn read_committed(&mut self) -> Result<Option<LogId<NodeId>>, StorageError> {
@@ -212,7 +241,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         // between the two leaves only entries nobody reads.
         let store = self.clone();
         blocking(move || {
-            store.put_meta(PURGED, &log_id, ErrorSubject::Logs)?;
+            store.put_meta(PURGED, &log_id, ErrorSubject::Logs, Durability::Immediate)?;
             store.delete((Bound::Unbounded, Bound::Included(log_id.index)))
         })
         .await

@@ -28,6 +28,7 @@ use crate::api::{
     ReadReply, RemoveRequest, Status, WriteReply,
 };
 use crate::net::HttpNetwork;
+use crate::proposer::{Proposer, Rejected};
 use crate::{NodeId, RAFT_COLLECTION, Request, Response, StateReader, TypeConfig};
 
 type Raft = openraft::Raft<TypeConfig>;
@@ -93,6 +94,7 @@ struct Node {
     id: NodeId,
     raft: Raft,
     reader: StateReader,
+    proposer: Proposer,
 }
 
 /// Runs node `config` until `shutdown` completes, then stops Raft and returns. `ready` is
@@ -111,6 +113,7 @@ pub async fn serve(
         .map_err(|e| ServeError(e.to_string()))?
         .map_err(|e| ServeError(format!("cannot open {}: {e}", config.dir.display())))?;
     let reader = state.reader();
+    let databases = [log.open_token(), reader.open_token()];
     let raft = Raft::new(
         config.id,
         Arc::new(raft_config),
@@ -130,6 +133,7 @@ pub async fn serve(
         id: config.id,
         raft: raft.clone(),
         reader,
+        proposer: Proposer::start(raft.clone()),
     });
     let app = axum::Router::new()
         .route("/raft/append", post(append))
@@ -154,8 +158,25 @@ pub async fn serve(
     raft.shutdown()
         .await
         .map_err(|e| ServeError(format!("Raft did not stop cleanly: {e}")))?;
+    drop(raft);
+    // openraft's tasks let go of the storage as they end, after `shutdown` returned: the
+    // node has stopped once its databases closed (a restart in this process, or a copy
+    // of the directory, must not meet them still open).
+    let deadline = tokio::time::Instant::now() + CLOSE_WAIT;
+    while databases.iter().any(|open| open.strong_count() > 0) {
+        if tokio::time::Instant::now() > deadline {
+            return Err(ServeError(format!(
+                "the node's databases were still open {} s after Raft stopped",
+                CLOSE_WAIT.as_secs()
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     served.map_err(|e| ServeError(format!("the listener failed: {e}")))
 }
+
+/// How long a stopping node waits for its databases to close.
+const CLOSE_WAIT: Duration = Duration::from_secs(30);
 
 /// An error answer.
 fn failure(status: StatusCode, failure: Failure) -> HttpResponse {
@@ -192,22 +213,17 @@ impl Node {
         self.raft.metrics().borrow().current_leader == Some(self.id)
     }
 
-    /// Commits `request` through the log: its index and response once applied here, or
-    /// the error to answer.
+    /// Commits `request` through the log (gathered with others into one entry): its
+    /// index and response once applied here, or the error to answer.
     async fn write(&self, request: Request) -> Result<WriteReply, HttpResponse> {
-        match self.raft.client_write(request).await {
-            Ok(done) => Ok(WriteReply {
-                index: done.log_id.index,
-                response: done.data,
-            }),
+        match self.proposer.propose(request).await {
+            Ok((index, response)) => Ok(WriteReply { index, response }),
             // Not the leader (nothing proposed), or the entry was removed from the log by
             // a new leader: it did not and will not apply.
-            Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward))) => {
-                Err(self.forward(&forward))
-            }
-            Err(error) => Err(failure(
+            Err(Rejected::NotLeader(leader)) => Err(self.not_leader(leader)),
+            Err(Rejected::Unknown(error)) => Err(failure(
                 StatusCode::SERVICE_UNAVAILABLE,
-                Failure::new("unknown_outcome", error.to_string()),
+                Failure::new("unknown_outcome", error),
             )),
         }
     }

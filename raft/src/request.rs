@@ -1,7 +1,46 @@
-//! What a log entry asks of the state machine: one atomic batch of skewdb operations.
+//! What a log entry asks of the state machine: the requests of one or more clients, each
+//! one atomic batch of skewdb operations.
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use skewdb::{Batch, CollectionSpec, Db, Layout, NewItem};
+
+/// What one normal log entry carries: the requests of one or more clients, proposed
+/// together (one append and one replication for all) and applied in order, each as its
+/// own atomic batch with its own [`Response`]. A node gathers the requests that wait while
+/// its earlier proposals are in flight into one (openraft 0.9 appends each proposal to the
+/// leader's log with a sync of its own).
+///
+/// Written as a JSON array of requests; a single request object, as entries of earlier
+/// builds hold, reads as a proposal of one.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Proposal(pub Vec<Request>);
+
+impl From<Request> for Proposal {
+    fn from(request: Request) -> Proposal {
+        Proposal(vec![request])
+    }
+}
+
+impl Serialize for Proposal {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Proposal {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Proposal, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Many(Vec<Request>),
+            One(Request),
+        }
+        Ok(match Written::deserialize(deserializer)? {
+            Written::Many(requests) => Proposal(requests),
+            Written::One(request) => Proposal(vec![request]),
+        })
+    }
+}
 
 /// One atomic batch of operations, applied on every replica in log order.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

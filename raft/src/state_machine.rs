@@ -30,6 +30,7 @@ use crate::{NodeId, Response, StorageError, TypeConfig};
 pub const RAFT_COLLECTION: &str = "_raft";
 const APPLIED: &str = "applied";
 const MEMBERSHIP: &str = "membership";
+const PARTIAL: &str = "partial";
 
 /// The state's directory in a node that never installed a snapshot (or installed one with
 /// a build from before `state.current`).
@@ -59,16 +60,25 @@ pub struct StateMachine {
     state: StateReader,
     applied: Option<LogId<NodeId>>,
     membership: Membership,
+    /// The entry after `applied` when a crash cut it short, and how many of its requests
+    /// were applied.
+    partial: Option<Partial>,
     /// The file a snapshot being received is written to (`snapshots/*.partial`).
     receiving: Option<PathBuf>,
     /// Numbers the files of snapshots received.
     received: u64,
 }
 
+/// Applied entries are written to the OS, not synced, each with its log id in the same
+/// batch: a process crash loses none, a power loss may return the state to an earlier
+/// entry, never to half of one. The log holds every entry after it: openraft re-applies
+/// from the state's `applied` up to the log's committed id on startup, and a node's reads
+/// wait for the leader's commit index (linearizable) or the client's (`min_index`) to be
+/// applied. The log is purged only up to a snapshot, and a snapshot is built after a sync
+/// of the state it copies ([`SnapshotBuilder::build_snapshot`]), so the entries a state
+/// that went back would need are never gone.
 fn state_options() -> Options {
-    // Each applied entry durable when apply returns, with the log id beside it (`apply`
-    // commits its entries buffered and syncs once).
-    Options::new().durability(Durability::Immediate)
+    Options::new().durability(Durability::Buffered)
 }
 
 fn fs<T>(result: std::io::Result<T>, what: &str) -> Result<T, StorageError> {
@@ -117,10 +127,14 @@ impl StateMachine {
         let mut machine = StateMachine {
             dir: dir.to_path_buf(),
             state: StateReader {
-                shared: Arc::new(Mutex::new(db)),
+                shared: Arc::new(Held {
+                    db: Mutex::new(db),
+                    open: Arc::new(()),
+                }),
             },
             applied: None,
             membership: Membership::default(),
+            partial: None,
             receiving: None,
             received: 0,
         };
@@ -147,9 +161,16 @@ impl StateMachine {
             None => None,
         };
         self.membership = match read(MEMBERSHIP)? {
-            Some(body) => serde_json::from_slice(&body).map_err(decode(subject))?,
+            Some(body) => serde_json::from_slice(&body).map_err(decode(subject.clone()))?,
             None => Membership::default(),
         };
+        let partial: Option<Partial> = match read(PARTIAL)? {
+            Some(body) => Some(serde_json::from_slice(&body).map_err(decode(subject))?),
+            None => None,
+        };
+        // Only the entry right after the last applied one can be part done.
+        let next = self.applied.map_or(0, |id| id.index + 1);
+        self.partial = partial.filter(|p| p.index == next);
         Ok(())
     }
 
@@ -195,21 +216,38 @@ impl StateMachine {
     }
 }
 
-/// Applies one entry to `db`: its request's operations, the log id and any membership, in
-/// one batch; the membership it recorded, if any. A request the engine refuses (a record
-/// over 16 MiB, an unknown collection) is refused alike on every replica: then only the log
-/// id is recorded.
+/// Applies one entry to `db`: each request of its proposal in its own batch, the last one's
+/// with the log id and any membership; the responses, and the membership it recorded, if
+/// any. The batches before the last record how many of the entry's requests are done
+/// (`partial`), so an entry a crash cut short resumes after them: `skip` requests of it
+/// are already applied. A request the engine refuses (a record over 16 MiB, an unknown
+/// collection) is refused alike on every replica: then only the meta is recorded.
 fn apply_entry(
     db: &Db,
     entry: Entry<TypeConfig>,
-) -> Result<(Response, Option<Membership>), StorageError> {
+    skip: usize,
+) -> Result<(Vec<Response>, Option<Membership>), StorageError> {
     let subject = ErrorSubject::Apply(entry.log_id);
     let applied = serde_json::to_vec(&Some(entry.log_id)).map_err(decode(subject.clone()))?;
     let mut membership = None;
     if let EntryPayload::Membership(m) = &entry.payload {
         membership = Some(Membership::new(Some(entry.log_id), m.clone()));
     }
-    let meta = |batch: &mut skewdb::Batch| -> Result<(), StorageError> {
+    let requests = match entry.payload {
+        EntryPayload::Normal(proposal) => proposal.0,
+        _ => Vec::new(),
+    };
+    let count = requests.len().max(1);
+    let meta = |batch: &mut skewdb::Batch, done: usize| -> Result<(), StorageError> {
+        if done < count {
+            let partial = Partial {
+                index: entry.log_id.index,
+                done,
+            };
+            let body = serde_json::to_vec(&partial).map_err(decode(subject.clone()))?;
+            batch.put(RAFT_COLLECTION, PARTIAL, body);
+            return Ok(());
+        }
         batch.put(RAFT_COLLECTION, APPLIED, &applied);
         if let Some(m) = &membership {
             let body = serde_json::to_vec(m).map_err(decode(subject.clone()))?;
@@ -217,32 +255,52 @@ fn apply_entry(
         }
         Ok(())
     };
-    let mut response = Response::Applied;
-    // Buffered: `apply` makes the entries it was given durable with one sync at its end.
-    let mut batch = db.batch();
-    batch.durability(Durability::Buffered);
-    let staged = match &entry.payload {
-        EntryPayload::Normal(request) => request.stage(db, &mut batch),
-        _ => Ok(()),
-    };
-    meta(&mut batch)?;
-    let result = staged.and_then(|()| batch.commit());
-    if let Err(error) = result {
-        if is_storage_failure(&error) {
-            return Err(storage(subject, ErrorVerb::Write)(error));
-        }
-        response = Response::Refused {
-            kind: error.kind().to_string(),
-            message: error.to_string(),
-        };
+    let mut responses = Vec::with_capacity(requests.len());
+    if requests.is_empty() {
         let mut batch = db.batch();
-        batch.durability(Durability::Buffered);
-        meta(&mut batch)?;
+        meta(&mut batch, count)?;
         batch
             .commit()
             .map_err(storage(subject.clone(), ErrorVerb::Write))?;
     }
-    Ok((response, membership))
+    for (at, request) in requests.iter().enumerate() {
+        if at < skip {
+            // Applied before a crash; its response went to nobody (a restart re-applies
+            // without clients waiting).
+            responses.push(Response::Applied);
+            continue;
+        }
+        let mut batch = db.batch();
+        let staged = request.stage(db, &mut batch);
+        meta(&mut batch, at + 1)?;
+        let result = staged.and_then(|()| batch.commit());
+        let response = match result {
+            Ok(()) => Response::Applied,
+            Err(error) if is_storage_failure(&error) => {
+                return Err(storage(subject, ErrorVerb::Write)(error));
+            }
+            Err(error) => {
+                let mut batch = db.batch();
+                meta(&mut batch, at + 1)?;
+                batch
+                    .commit()
+                    .map_err(storage(subject.clone(), ErrorVerb::Write))?;
+                Response::Refused {
+                    kind: error.kind().to_string(),
+                    message: error.to_string(),
+                }
+            }
+        };
+        responses.push(response);
+    }
+    Ok((responses, membership))
+}
+
+/// How many requests of the entry at `index` are applied, while not all are.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+struct Partial {
+    index: u64,
+    done: usize,
 }
 
 /// The name of the current state's directory in node directory `dir`.
@@ -310,7 +368,14 @@ fn is_storage_failure(error: &skewdb::Error) -> bool {
 /// Reads of a node's applied state (see [`StateMachine::reader`]).
 #[derive(Clone)]
 pub struct StateReader {
-    shared: Arc<Mutex<Db>>,
+    shared: Arc<Held>,
+}
+
+/// The database the machine and its readers share.
+struct Held {
+    db: Mutex<Db>,
+    /// Dropped after `db` (fields drop in order): gone once the database closed.
+    open: Arc<()>,
 }
 
 impl StateReader {
@@ -318,15 +383,24 @@ impl StateReader {
     /// applied, and `_raft` what it applied last. Reads through it see whole entries only.
     pub fn db(&self) -> Db {
         self.shared
+            .db
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .clone()
+    }
+
+    /// Alive while the machine or a reader holds the database (a clone taken with
+    /// [`StateReader::db`] aside); none once it closed.
+    pub(crate) fn open_token(&self) -> std::sync::Weak<()> {
+        Arc::downgrade(&self.shared.open)
     }
 }
 
 /// Builds a snapshot of the version the state machine had when the builder was made.
 pub struct SnapshotBuilder {
     dir: PathBuf,
+    /// The database the snapshot is of, synced before the backup is taken.
+    db: Db,
     snapshot: skewdb::Snapshot,
     applied: Option<LogId<NodeId>>,
     membership: Membership,
@@ -352,8 +426,12 @@ impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
         let file = format!("{id}.backup");
         let path = self.dir.join(SNAPSHOTS).join(&file);
         let (snapshot, dir, written) = (self.snapshot.clone(), self.dir.clone(), meta.clone());
-        let name = file.clone();
+        let (name, db) = (file.clone(), self.db.clone());
         blocking(move || {
+            // openraft purges the log up to a snapshot once it is built: the state it
+            // copies must not go back before it on a power loss (applies are not synced).
+            db.persist()
+                .map_err(storage(ErrorSubject::StateMachine, ErrorVerb::Write))?;
             snapshot
                 .backup(&path)
                 .map_err(storage(subject, ErrorVerb::Write))?;
@@ -401,7 +479,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         Ok((self.applied, self.membership.clone()))
     }
 
-    async fn apply<I>(&mut self, entries: I) -> Result<Vec<Response>, StorageError>
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<Vec<Response>>, StorageError>
     where
         I: IntoIterator<Item = Entry<TypeConfig>> + openraft::OptionalSend,
         I::IntoIter: openraft::OptionalSend,
@@ -411,18 +489,21 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             return Ok(Vec::new());
         };
         let db = self.state.db();
-        // The commits wait for the disk: on a thread of their own, not the runtime's.
+        let partial = self.partial.take();
+        // Not synced (see `state_options`); the commits still write, and may checkpoint:
+        // on a thread of their own, not the runtime's.
         let (responses, membership) = blocking(move || {
             let mut responses = Vec::with_capacity(entries.len());
             let mut last_membership = None;
             for entry in entries {
-                let (response, membership) = apply_entry(&db, entry)?;
+                let skip = match partial {
+                    Some(p) if p.index == entry.log_id.index => p.done,
+                    _ => 0,
+                };
+                let (response, membership) = apply_entry(&db, entry, skip)?;
                 responses.push(response);
                 last_membership = membership.or(last_membership);
             }
-            // Every entry of the call durable with one sync, before openraft hears of any.
-            db.persist()
-                .map_err(storage(ErrorSubject::StateMachine, ErrorVerb::Write))?;
             Ok((responses, last_membership))
         })
         .await?;
@@ -436,9 +517,11 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
         // The applied state and the database's version agree here: apply updates both
         // before it returns, and nothing applies while openraft holds this machine.
+        let db = self.state.db();
         SnapshotBuilder {
             dir: self.dir.clone(),
-            snapshot: self.state.db().snapshot(),
+            snapshot: db.snapshot(),
+            db,
             applied: self.applied,
             membership: self.membership.clone(),
         }
@@ -525,6 +608,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         *self
             .state
             .shared
+            .db
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = db;
         let (dir, meta) = (self.dir.clone(), meta.clone());

@@ -78,9 +78,13 @@ impl Cluster {
     async fn write(&self, request: Request) -> u64 {
         for _ in 0..20 {
             let leader = self.leader().await;
-            match self.nodes[&leader].raft.client_write(request.clone()).await {
+            match self.nodes[&leader]
+                .raft
+                .client_write(request.clone().into())
+                .await
+            {
                 Ok(done) => {
-                    assert_eq!(done.data, Response::Applied, "{request:?}");
+                    assert_eq!(done.data, vec![Response::Applied], "{request:?}");
                     return done.log_id.index;
                 }
                 // Leadership moved on meanwhile: ask the new leader.

@@ -1,0 +1,235 @@
+//! Gathers the write requests that arrive while a node's earlier proposals are in flight
+//! into one log entry (a [`Proposal`]).
+//!
+//! openraft 0.9 appends every proposal to the leader's log on its core task, waiting for
+//! the sync, one proposal after another: one request per entry makes the leader's syncs
+//! the cluster's limit. Here at most [`IN_FLIGHT`] proposals are in flight; the requests
+//! that come meanwhile wait, and go together (up to [`PROPOSAL_BYTES`]) once one returns.
+//! Each request stays its own atomic batch with its own response (see `apply_entry`).
+
+use std::sync::Arc;
+
+use openraft::error::{ClientWriteError, RaftError};
+use tokio::sync::{Semaphore, mpsc, oneshot};
+
+use crate::request::Op;
+use crate::{NodeId, Proposal, Request, Response, TypeConfig};
+
+/// Proposals in flight at once: one being synced to the leader's log while the one before
+/// it is replicated and applied.
+pub(crate) const IN_FLIGHT: usize = 2;
+
+/// About how large (as the log's JSON) the requests gathered into one proposal may be;
+/// one request larger than this goes alone.
+pub(crate) const PROPOSAL_BYTES: usize = 1 << 20;
+
+/// Why a proposed request did not apply.
+#[derive(Clone, Debug)]
+pub(crate) enum Rejected {
+    /// This node is not the leader (nothing proposed), or a new leader removed the entry
+    /// from the log: it did not and will not apply. The leader, when known.
+    NotLeader(Option<NodeId>),
+    /// The node lost its leadership or stopped while the entry was in flight: it may yet
+    /// apply.
+    Unknown(String),
+}
+
+/// A request waiting to be proposed.
+struct Waiting {
+    request: Request,
+    bytes: usize,
+    reply: oneshot::Sender<Result<(u64, Response), Rejected>>,
+}
+
+/// A node's proposer: hands requests to the task that gathers them.
+pub(crate) struct Proposer {
+    queue: mpsc::UnboundedSender<Waiting>,
+}
+
+impl Proposer {
+    /// Starts the gathering task for `raft`; it ends when the proposer is dropped.
+    pub(crate) fn start(raft: openraft::Raft<TypeConfig>) -> Proposer {
+        let (queue, waiting) = mpsc::unbounded_channel();
+        tokio::spawn(gather(raft, waiting));
+        Proposer { queue }
+    }
+
+    /// Proposes `request`: the index of its entry and its response once applied here.
+    pub(crate) async fn propose(&self, request: Request) -> Result<(u64, Response), Rejected> {
+        let (reply, answer) = oneshot::channel();
+        let bytes = json_bytes(&request);
+        let stopped = || Rejected::NotLeader(None);
+        self.queue
+            .send(Waiting {
+                request,
+                bytes,
+                reply,
+            })
+            // The task is gone only when the node stops: nothing was proposed.
+            .map_err(|_| stopped())?;
+        answer
+            .await
+            .unwrap_or_else(|_| Err(Rejected::Unknown("the node stopped".to_string())))
+    }
+}
+
+/// About the size of `request` in the log's JSON (bytes as arrays of numbers).
+fn json_bytes(request: &Request) -> usize {
+    let op_bytes = |op: &Op| match op {
+        Op::Create {
+            collection, arrays, ..
+        } => collection.len() + 96 * arrays.len(),
+        Op::Put {
+            collection,
+            key,
+            body,
+        } => collection.len() + 4 * (key.len() + body.len()),
+        Op::Push {
+            collection,
+            key,
+            field,
+            measures,
+            payload,
+            ..
+        } => {
+            let names: usize = measures.iter().map(|(name, _)| name.len() + 32).sum();
+            collection.len() + field.len() + 4 * (key.len() + payload.len()) + names
+        }
+        Op::Remove {
+            collection,
+            key,
+            field,
+            ..
+        }
+        | Op::Expire {
+            collection,
+            key,
+            field,
+            ..
+        } => collection.len() + field.len() + 4 * key.len(),
+        Op::Delete { collection, key } => collection.len() + 4 * key.len(),
+    };
+    16 + request
+        .ops
+        .iter()
+        .map(|op| 128 + op_bytes(op))
+        .sum::<usize>()
+}
+
+async fn gather(raft: openraft::Raft<TypeConfig>, mut waiting: mpsc::UnboundedReceiver<Waiting>) {
+    let slots = Arc::new(Semaphore::new(IN_FLIGHT));
+    let mut carried = None;
+    loop {
+        let first = match carried.take() {
+            Some(first) => first,
+            None => match waiting.recv().await {
+                Some(first) => first,
+                None => return,
+            },
+        };
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        // Everything that came while the slot was taken goes with it.
+        let mut bytes = first.bytes;
+        let mut gathered = vec![first];
+        while let Ok(next) = waiting.try_recv() {
+            if bytes + next.bytes > PROPOSAL_BYTES {
+                carried = Some(next);
+                break;
+            }
+            bytes += next.bytes;
+            gathered.push(next);
+        }
+        let raft = raft.clone();
+        tokio::spawn(async move {
+            let (requests, replies): (Vec<Request>, Vec<_>) =
+                gathered.into_iter().map(|w| (w.request, w.reply)).unzip();
+            let written = raft.client_write(Proposal(requests)).await;
+            drop(slot);
+            match written {
+                Ok(done) => {
+                    let index = done.log_id.index;
+                    for (reply, response) in replies.into_iter().zip(done.data) {
+                        let _ = reply.send(Ok((index, response)));
+                    }
+                }
+                Err(error) => {
+                    let rejected = match error {
+                        RaftError::APIError(ClientWriteError::ForwardToLeader(forward)) => {
+                            Rejected::NotLeader(forward.leader_id)
+                        }
+                        other => Rejected::Unknown(other.to_string()),
+                    };
+                    for reply in replies {
+                        let _ = reply.send(Err(rejected.clone()));
+                    }
+                }
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ArrayDecl;
+
+    fn push(payload: usize) -> Request {
+        Request {
+            ops: vec![Op::Push {
+                collection: "c".to_string(),
+                key: b"k".to_vec(),
+                field: "f".to_string(),
+                item_key: None,
+                value: None,
+                measures: Vec::new(),
+                payload: vec![7; payload],
+            }],
+        }
+    }
+
+    #[test]
+    fn the_estimate_is_at_least_the_json_the_log_writes() {
+        let mut requests: Vec<Request> = [0, 1, 100, 10_000].map(push).into();
+        let other = |op| Request { ops: vec![op] };
+        let (collection, key) = ("a collection".to_string(), vec![255; 40]);
+        requests.push(other(Op::Put {
+            collection: collection.clone(),
+            key: key.clone(),
+            body: vec![200; 1000],
+        }));
+        requests.push(other(Op::Create {
+            collection: collection.clone(),
+            arrays: vec![ArrayDecl {
+                field: "readings".to_string(),
+                layout: "bucket:60:3600".to_string(),
+                measures: vec!["temperature".to_string()],
+            }],
+        }));
+        requests.push(other(Op::Remove {
+            collection: collection.clone(),
+            key: key.clone(),
+            field: "f".to_string(),
+            item_key: i64::MIN,
+        }));
+        requests.push(other(Op::Expire {
+            collection: collection.clone(),
+            key: key.clone(),
+            field: "f".to_string(),
+            before: i64::MIN,
+        }));
+        requests.push(other(Op::Delete { collection, key }));
+        for request in requests {
+            let what = format!("{request:?}");
+            let json = serde_json::to_vec(&Proposal(vec![request.clone()])).unwrap();
+            assert!(
+                json_bytes(&request) >= json.len() - 2,
+                "{what}: estimate {} for {} bytes of JSON",
+                json_bytes(&request),
+                json.len()
+            );
+            assert!(json_bytes(&request) <= 2 * json.len() + 200);
+        }
+    }
+}
