@@ -2,9 +2,10 @@
 //!
 //! [`LogStore`] keeps the Raft log, the vote and the purge point in one skewdb database,
 //! each append durable before openraft hears it is. [`StateMachine`] keeps the replicated
-//! state in a second one: applying a log entry commits its [`Request`] (puts, pushes,
-//! removes, deletes, bucket expiry: the operations of `skewdb exec`) and the entry's log id
-//! in one atomic batch, so the state and what it has applied never disagree. Its snapshots
+//! state in a second one: a log entry is a [`Proposal`] of one or more [`Request`]s (puts,
+//! pushes, removes, deletes, bucket expiry: the operations of `skewdb exec`), each applied
+//! as one atomic batch with the entry's progress (its log id, with the last), so the state
+//! and what it has applied never disagree. Its snapshots
 //! are skewdb backups (`Db::backup`) of one consistent version; installing one builds a new
 //! database from it and swaps it in for the old. Partitioning parents by key over replica
 //! groups keeps every pattern's operations in one group: see `DISTRIBUTION.md`.
