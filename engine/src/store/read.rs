@@ -19,7 +19,7 @@ use crate::cache::{Admission, Owner};
 
 use crate::catalog::CollectionInfo;
 use crate::cold::{ChunkRef, ColdStore, DETACHED_SEGMENT_ID};
-use crate::document::{Cursor, Document, ItemPage, ItemQuery, Outlier, sort_items};
+use crate::document::{Cursor, Document, ItemPage, ItemQuery, Outlier, sort_gathered, sort_items};
 use crate::error::{Error, Result};
 use crate::item::Order;
 use crate::item::{Item, Stored, Summary};
@@ -360,6 +360,7 @@ impl Reads<'_> {
         // The inline items were decoded into a vector with room for the whole page (see
         // `page_room`): the page gathers in it.
         let mut found: Vec<Stored> = std::mem::take(&mut array.inline);
+        let inline = found.len();
         found.reserve(page_room(query).saturating_sub(found.len()));
         if array.has_overflow {
             match (query.order, query.limit) {
@@ -393,7 +394,7 @@ impl Reads<'_> {
                 }
             }
         }
-        sort_items(&mut found, query.order);
+        sort_gathered(&mut found, inline, query.order);
         let next = match query.limit {
             Some(limit) if found.len() >= limit => {
                 found.truncate(limit);
