@@ -214,19 +214,40 @@ impl Node {
     }
 
     /// Commits `request` through the log (gathered with others into one entry): its
-    /// index and response once applied here, or the error to answer.
-    async fn write(&self, request: Request) -> Result<WriteReply, HttpResponse> {
-        match self.proposer.propose(request).await {
-            Ok((index, response)) => Ok(WriteReply { index, response }),
+    /// index and response once applied here, or why not.
+    async fn write(&self, request: Request) -> Result<WriteReply, Rejected> {
+        let (index, response) = self.proposer.propose(request).await?;
+        Ok(WriteReply { index, response })
+    }
+
+    /// The answer to a write that did not apply.
+    fn rejected(&self, rejected: Rejected) -> HttpResponse {
+        match rejected {
             // Not the leader (nothing proposed), or the entry was removed from the log by
             // a new leader: it did not and will not apply.
-            Err(Rejected::NotLeader(leader)) => Err(self.not_leader(leader)),
-            Err(Rejected::Unknown(error)) => Err(failure(
+            Rejected::NotLeader(leader) => self.not_leader(leader),
+            Rejected::Unknown(error) => failure(
                 StatusCode::SERVICE_UNAVAILABLE,
                 Failure::new("unknown_outcome", error),
-            )),
+            ),
+            Rejected::TooLarge(_) => failure(StatusCode::PAYLOAD_TOO_LARGE, too_large(&rejected)),
         }
     }
+}
+
+/// The failure of a request too large for the log.
+fn too_large(rejected: &Rejected) -> Failure {
+    let bytes = match rejected {
+        Rejected::TooLarge(bytes) => *bytes,
+        _ => 0,
+    };
+    Failure::new(
+        "record_too_large",
+        format!(
+            "the request takes {bytes} bytes in the log, over the {} byte record limit",
+            skewdb::MAX_RECORD_BYTES
+        ),
+    )
 }
 
 async fn append(
@@ -250,7 +271,7 @@ async fn snapshot(
 async fn write(State(node): State<Arc<Node>>, Json(request): Json<Request>) -> HttpResponse {
     match node.write(request).await {
         Ok(reply) => Json(reply).into_response(),
-        Err(answer) => answer,
+        Err(rejected) => node.rejected(rejected),
     }
 }
 
@@ -285,6 +306,11 @@ async fn exec(State(node): State<Arc<Node>>, body: String) -> HttpResponse {
                     index,
                     response: Response::Refused { kind, message },
                 }) => json!({"error": message, "kind": kind, "line": line, "index": index}),
+                // Refused before it was proposed: the batches after it go on.
+                Err(rejected @ Rejected::TooLarge(_)) => {
+                    let why = too_large(&rejected);
+                    json!({"error": why.error, "kind": why.kind, "line": line})
+                }
                 Err(_) => {
                     let why = Failure::new(
                         "unknown_outcome",

@@ -32,7 +32,14 @@ pub(crate) enum Rejected {
     /// The node lost its leadership or stopped while the entry was in flight: it may yet
     /// apply.
     Unknown(String),
+    /// The request would make a log entry over the record limit: refused before it was
+    /// proposed (the log could not hold it). Its size as the log's JSON.
+    TooLarge(usize),
 }
+
+/// What a log entry adds around its requests' JSON (log id, payload tag, the array), with
+/// room to spare.
+const ENTRY_BYTES: usize = 4096;
 
 /// A request waiting to be proposed.
 struct Waiting {
@@ -57,7 +64,14 @@ impl Proposer {
     /// Proposes `request`: the index of its entry and its response once applied here.
     pub(crate) async fn propose(&self, request: Request) -> Result<(u64, Response), Rejected> {
         let (reply, answer) = oneshot::channel();
-        let bytes = json_bytes(&request);
+        let mut bytes = json_bytes(&request);
+        if bytes + ENTRY_BYTES > skewdb::MAX_RECORD_BYTES / 2 {
+            // Near the limit the estimate is not enough: the log's own encoding decides.
+            bytes = serde_json::to_vec(&request).map_or(usize::MAX, |json| json.len());
+            if bytes.saturating_add(ENTRY_BYTES) > skewdb::MAX_RECORD_BYTES {
+                return Err(Rejected::TooLarge(bytes));
+            }
+        }
         let stopped = || Rejected::NotLeader(None);
         self.queue
             .send(Waiting {

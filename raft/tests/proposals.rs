@@ -308,3 +308,56 @@ async fn a_state_that_went_back_catches_up_from_the_log() {
     let _ = stop.send(());
     node.await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_too_large_for_the_log_is_refused_and_the_node_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let (addr, stop, node) = single_node(dir.path()).await;
+    let client = Client::new([addr.clone()]).with_timeout(Duration::from_secs(20));
+    client.init([(1, addr)]).await.unwrap();
+    client.write(&create()).await.unwrap();
+    // Bytes are arrays of numbers in the log's JSON: 5 MiB of them take about 20 MiB.
+    let mut large = push("a", "");
+    if let Op::Push { payload, .. } = &mut large.ops[0] {
+        *payload = vec![200; 5 << 20];
+    }
+    match client.write(&large).await {
+        Err(skewdb_raft::client::ClientError::Refused(failure)) => {
+            assert_eq!(failure.kind, "record_too_large", "{failure:?}");
+        }
+        other => panic!("a request over the record limit answered {other:?}"),
+    }
+    // Through exec: that batch is refused on its line, the next one commits.
+    let payload: String = "x".repeat(5 << 20);
+    let lines = format!(
+        "{{\"op\":\"push\",\"coll\":\"users\",\"key\":\"b\",\"field\":\"followers\",\"payload\":\"{payload}\"}}\n\
+         {{\"op\":\"commit\"}}\n\
+         {{\"op\":\"push\",\"coll\":\"users\",\"key\":\"b\",\"field\":\"followers\",\"payload\":\"small\"}}\n\
+         {{\"op\":\"commit\"}}\n"
+    );
+    let answers = client.exec(&lines).await.unwrap();
+    let answers: Vec<serde_json::Value> = answers
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    assert_eq!(answers[0]["kind"], "record_too_large", "{answers:?}");
+    assert_eq!(answers[1]["committed"], 1, "{answers:?}");
+    // One under the limit in the log (about 2.4 MiB of JSON) is proposed and applies.
+    let mut fits = push("a", "");
+    if let Op::Push { payload, .. } = &mut fits.ops[0] {
+        *payload = vec![200; 600 << 10];
+    }
+    assert_eq!(
+        client.write(&fits).await.unwrap().response,
+        Response::Applied
+    );
+    assert_eq!(
+        client.write(&push("a", "after")).await.unwrap().response,
+        Response::Applied
+    );
+    let read = client.read("users", b"a").await.unwrap();
+    assert_eq!(read.document.unwrap().arrays["followers"].len(), 2);
+    let _ = stop.send(());
+    node.await.unwrap();
+}
