@@ -230,17 +230,13 @@ impl Node {
                 StatusCode::SERVICE_UNAVAILABLE,
                 Failure::new("unknown_outcome", error),
             ),
-            Rejected::TooLarge(_) => failure(StatusCode::PAYLOAD_TOO_LARGE, too_large(&rejected)),
+            Rejected::TooLarge(bytes) => failure(StatusCode::PAYLOAD_TOO_LARGE, too_large(bytes)),
         }
     }
 }
 
-/// The failure of a request too large for the log.
-fn too_large(rejected: &Rejected) -> Failure {
-    let bytes = match rejected {
-        Rejected::TooLarge(bytes) => *bytes,
-        _ => 0,
-    };
+/// The failure of a request that takes `bytes` in the log, too many for a log entry.
+fn too_large(bytes: usize) -> Failure {
     Failure::new(
         "record_too_large",
         format!(
@@ -307,8 +303,8 @@ async fn exec(State(node): State<Arc<Node>>, body: String) -> HttpResponse {
                     response: Response::Refused { kind, message },
                 }) => json!({"error": message, "kind": kind, "line": line, "index": index}),
                 // Refused before it was proposed: the batches after it go on.
-                Err(rejected @ Rejected::TooLarge(_)) => {
-                    let why = too_large(&rejected);
+                Err(Rejected::TooLarge(bytes)) => {
+                    let why = too_large(bytes);
                     json!({"error": why.error, "kind": why.kind, "line": line})
                 }
                 Err(_) => {

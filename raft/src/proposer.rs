@@ -72,7 +72,6 @@ impl Proposer {
                 return Err(Rejected::TooLarge(bytes));
             }
         }
-        let stopped = || Rejected::NotLeader(None);
         self.queue
             .send(Waiting {
                 request,
@@ -80,7 +79,7 @@ impl Proposer {
                 reply,
             })
             // The task is gone only when the node stops: nothing was proposed.
-            .map_err(|_| stopped())?;
+            .map_err(|_| Rejected::NotLeader(None))?;
         answer
             .await
             .unwrap_or_else(|_| Err(Rejected::Unknown("the node stopped".to_string())))

@@ -255,13 +255,17 @@ fn apply_entry(
         }
         Ok(())
     };
-    let mut responses = Vec::with_capacity(requests.len());
-    if requests.is_empty() {
+    // The meta alone: for an entry with no request, and for a request refused.
+    let commit_meta = |done: usize| -> Result<(), StorageError> {
         let mut batch = db.batch();
-        meta(&mut batch, count)?;
+        meta(&mut batch, done)?;
         batch
             .commit()
-            .map_err(storage(subject.clone(), ErrorVerb::Write))?;
+            .map_err(storage(subject.clone(), ErrorVerb::Write))
+    };
+    let mut responses = Vec::with_capacity(requests.len());
+    if requests.is_empty() {
+        commit_meta(count)?;
     }
     for (at, request) in requests.iter().enumerate() {
         if at < skip {
@@ -280,11 +284,7 @@ fn apply_entry(
                 return Err(storage(subject, ErrorVerb::Write)(error));
             }
             Err(error) => {
-                let mut batch = db.batch();
-                meta(&mut batch, at + 1)?;
-                batch
-                    .commit()
-                    .map_err(storage(subject.clone(), ErrorVerb::Write))?;
+                commit_meta(at + 1)?;
                 Response::Refused {
                     kind: error.kind().to_string(),
                     message: error.to_string(),
