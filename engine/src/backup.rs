@@ -23,9 +23,13 @@ use crate::{
 
 /// The first bytes of a backup file.
 pub const BACKUP_MAGIC: [u8; 8] = *b"SKEWDBBK";
-/// The version this build writes. Version 1 (items replayed as pushes, which lost
-/// placement after removals) was never released; it is refused.
-const BACKUP_VERSION: u32 = 5;
+/// The version this build writes: 6, whose chunks may be columnar sealed buckets (cold
+/// segment version 3). Version 1 (items replayed as pushes, which lost placement after
+/// removals) was never released; it is refused.
+const BACKUP_VERSION: u32 = 6;
+/// Backups whose chunks are all row chunks (cold segment versions 1 and 2): the same
+/// frames, still read, never written.
+const BACKUP_VERSION_ROWS: u32 = 5;
 /// Backups whose collection frames lack the arrays' layout states (`SpecForm::Slotted`):
 /// still read, never written.
 const BACKUP_VERSION_UNMIGRATING: u32 = 4;
@@ -258,7 +262,7 @@ impl<R: Read> Frames<R> {
         }
         let version = u32::from_le_bytes(header[8..].try_into().expect("4 bytes"));
         self.form = match version {
-            BACKUP_VERSION => SpecForm::Migrating,
+            BACKUP_VERSION | BACKUP_VERSION_ROWS => SpecForm::Migrating,
             BACKUP_VERSION_UNMIGRATING => SpecForm::Slotted,
             BACKUP_VERSION_UNSLOTTED => SpecForm::Mapped,
             BACKUP_VERSION_UNMAPPED => SpecForm::Formatted,

@@ -4,23 +4,30 @@
 use crate::limits::widths::{u8_len, u32_len};
 use bytes::{Buf, BufMut, Bytes};
 
+use super::columns;
 use crate::item::{self, MEASURE_SUMMARY_BYTES, SUMMARY_BYTES, Stored, Summary};
 use crate::{error::Error, limits::MAX_RECORD_BYTES};
 
 pub const SEGMENT_HEADER_BYTES: usize = 32;
 const SEGMENT_MAGIC: &[u8; 8] = b"SKEWCOLD";
-/// The cold segment version this build writes: 2, whose chunks' kind bytes may say that
-/// their summaries hold further measures. Version 1 segments (whose chunks all have one
-/// measure, the same bytes otherwise) are still read.
-pub const COLD_VERSION: u32 = 2;
+/// The cold segment version this build writes: 3, whose sealed buckets are columnar (the
+/// kind byte's bit 7). Version 2 segments (whose chunks' kind bytes may say that their
+/// summaries hold further measures) and version 1 segments (whose chunks all have one
+/// measure, the same bytes otherwise) are still read: their chunks are version 3 chunks.
+pub const COLD_VERSION: u32 = 3;
 const OLDEST_COLD_VERSION: u32 = 1;
-/// Bytes of a chunk header whose summary has one measure: compressed length, CRC32, kind,
-/// raw length, summary. Each further measure stored adds `MEASURE_SUMMARY_BYTES`.
-pub const CHUNK_HEADER_BYTES: usize = 4 + 4 + 1 + 4 + SUMMARY_BYTES;
+/// Bytes of the fields every chunk header starts with: compressed length, CRC32, kind, raw
+/// length. A columnar chunk's header is only these.
+const HEADER_FIELDS_BYTES: usize = 4 + 4 + 1 + 4;
+/// Bytes of a row chunk's header whose summary has one measure: the fields, then the
+/// summary. Each further measure stored adds `MEASURE_SUMMARY_BYTES`.
+pub const CHUNK_HEADER_BYTES: usize = HEADER_FIELDS_BYTES + SUMMARY_BYTES;
 /// The kind byte of a chunk's header and index entry: the kind in its low 4 bits, the
-/// number of further measures its summary stores in bits 4 to 6, bit 7 zero.
+/// number of further measures its summary stores in bits 4 to 6, and bit 7 set when the
+/// payload is a columnar item list (`columns.rs`).
 const MORE_SHIFT: u32 = 4;
 const MORE_MASK: u8 = 0x70;
+const COLUMNAR: u8 = 0x80;
 /// zstd level for chunks: fast, and most of the gain.
 const ZSTD_LEVEL: i32 = 3;
 
@@ -43,7 +50,8 @@ pub fn encode_segment_header(segment_id: u32) -> [u8; SEGMENT_HEADER_BYTES] {
     bytes
 }
 
-pub fn check_segment_header(bytes: &[u8], segment_id: u32) -> Result<(), Error> {
+/// Checks a cold segment's header; returns its version.
+pub fn check_segment_header(bytes: &[u8], segment_id: u32) -> Result<u32, Error> {
     let name = segment_name(segment_id);
     let bad = |reason: &str| Error::corruption(&name, 0, reason);
     if bytes.len() < SEGMENT_HEADER_BYTES {
@@ -64,7 +72,7 @@ pub fn check_segment_header(bytes: &[u8], segment_id: u32) -> Result<(), Error> 
     if u32::from_le_bytes(bytes[12..16].try_into().expect("4 bytes")) != segment_id {
         return Err(bad("cold segment header names another segment"));
     }
-    Ok(())
+    Ok(version)
 }
 
 /// What a chunk holds.
@@ -80,32 +88,57 @@ pub enum ChunkKind {
 
 impl ChunkKind {
     /// The kind byte of a chunk with `summary`.
-    fn byte(self, summary: &Summary) -> u8 {
-        self as u8 | u8_len(summary.stored_more()) << MORE_SHIFT
+    fn byte(self, summary: &Summary, columnar: bool) -> u8 {
+        self as u8
+            | u8_len(summary.stored_more()) << MORE_SHIFT
+            | if columnar { COLUMNAR } else { 0 }
     }
 
-    /// The kind and the number of further measure summaries a kind byte says.
-    fn from_byte(byte: u8) -> Result<(Self, usize), String> {
-        let kind = match byte & !MORE_MASK {
+    /// The kind, the number of further measure summaries and the payload's form a kind
+    /// byte says.
+    fn from_byte(byte: u8) -> Result<KindByte, String> {
+        let kind = match byte & !(MORE_MASK | COLUMNAR) {
             1 => ChunkKind::Items,
             2 => ChunkKind::Bucket,
             _ => return Err(format!("unknown chunk kind {byte:#04x}")),
         };
-        Ok((kind, ((byte & MORE_MASK) >> MORE_SHIFT) as usize))
+        Ok(KindByte {
+            kind,
+            more: ((byte & MORE_MASK) >> MORE_SHIFT) as usize,
+            columnar: byte & COLUMNAR != 0,
+        })
+    }
+
+    /// Whether this build writes chunks of this kind columnar.
+    fn columnar(self) -> bool {
+        self == ChunkKind::Bucket
     }
 }
 
-/// Bytes of the header of a chunk whose summary stores `more` further measures.
-fn header_len(more: usize) -> usize {
-    CHUNK_HEADER_BYTES + more * MEASURE_SUMMARY_BYTES
+/// What a kind byte says.
+struct KindByte {
+    kind: ChunkKind,
+    more: usize,
+    columnar: bool,
+}
+
+impl KindByte {
+    /// Bytes of the header of the chunk: a row chunk's repeats its summary.
+    fn header_len(&self) -> usize {
+        if self.columnar {
+            HEADER_FIELDS_BYTES
+        } else {
+            CHUNK_HEADER_BYTES + self.more * MEASURE_SUMMARY_BYTES
+        }
+    }
 }
 
 /// The length of the chunk framed at the start of `bytes` (header and payload), as its
 /// header says; `None` when too few bytes for its header or its kind byte is unknown.
 pub fn framed_len(bytes: &[u8]) -> Option<usize> {
     let compressed = u32::from_le_bytes(bytes.get(..4)?.try_into().expect("4 bytes"));
-    let (_, more) = ChunkKind::from_byte(*bytes.get(8)?).ok()?;
-    Some(compressed as usize + header_len(more))
+    let kind = ChunkKind::from_byte(*bytes.get(8)?).ok()?;
+    Some(compressed as usize + kind.header_len())
 }
 
 /// Where a chunk is: segment, offset of its header, total length with header.
@@ -147,6 +180,8 @@ impl ChunkLoc {
 pub struct ChunkRef {
     pub loc: ChunkLoc,
     pub kind: ChunkKind,
+    /// Whether the payload is a columnar item list (and the header holds no summary).
+    pub columnar: bool,
     pub summary: Summary,
 }
 
@@ -159,7 +194,7 @@ impl ChunkRef {
         let mut out =
             Vec::with_capacity(Self::ENCODED_BYTES - SUMMARY_BYTES + self.summary.encoded_len());
         self.loc.encode(&mut out);
-        out.put_u8(self.kind.byte(&self.summary));
+        out.put_u8(self.kind.byte(&self.summary, self.columnar));
         self.summary.encode(&mut out);
         Bytes::from(out)
     }
@@ -173,12 +208,17 @@ impl ChunkRef {
         if !bytes.has_remaining() {
             return Err("chunk entry truncated".to_string());
         }
-        let (kind, more) = ChunkKind::from_byte(bytes.get_u8())?;
-        let summary = Summary::decode(&mut bytes, more)?;
+        let kind = ChunkKind::from_byte(bytes.get_u8())?;
+        let summary = Summary::decode(&mut bytes, kind.more)?;
         if bytes.has_remaining() || summary.items == 0 {
             return Err("chunk entry malformed".to_string());
         }
-        Ok(ChunkRef { loc, kind, summary })
+        Ok(ChunkRef {
+            loc,
+            kind: kind.kind,
+            columnar: kind.columnar,
+            summary,
+        })
     }
 }
 
@@ -215,13 +255,21 @@ pub fn give_back(compressor: zstd::bulk::Compressor<'static>) {
     }
 }
 
-/// Encodes a chunk of items (sorted by key, then push order) and returns its summary.
+/// What [`encode_chunk`] wrote, for the chunk's index entry.
+pub struct Encoded {
+    pub summary: Summary,
+    pub columnar: bool,
+}
+
+/// Encodes a chunk of items (sorted by key, then push order): sealed buckets as columnar
+/// lists, stored as they are when zstd would not make them smaller; other kinds as item
+/// lists, compressed.
 pub fn encode_chunk(
     kind: ChunkKind,
     items: &[Stored],
     compressor: &mut zstd::bulk::Compressor<'static>,
     out: &mut Vec<u8>,
-) -> Summary {
+) -> Encoded {
     assert!(
         items.windows(2).all(|w| w[0].order() <= w[1].order()),
         "a chunk's items in (key, push) order"
@@ -232,46 +280,63 @@ pub fn encode_chunk(
         items.len() as u64,
         "a chunk's summary counts its items"
     );
-    let raw_len = item::items_len(items);
-    assert!(
-        raw_len <= crate::limits::MAX_RECORD_BYTES,
-        "a chunk over the record limit"
-    );
+    let row_len = item::items_len(items);
+    assert!(row_len <= MAX_RECORD_BYTES, "a chunk over the record limit");
     let start = out.len();
-    out.put_u32_le(0); // the compressed length, once known
-    out.put_u32_le(0); // the checksum, once the payload is there
-    out.put_u8(kind.byte(&summary));
-    out.put_u32_le(u32_len(raw_len));
-    summary.encode(out);
-    let header_end = out.len();
-    debug_assert_eq!(header_end - start, header_len(summary.stored_more()));
-    // The payload is compressed where it goes, from the raw items encoded just past the
-    // room it may take: no buffer of its own per chunk (a compaction seals thousands, and
-    // the allocator keeps what such transient buffers freed).
+    let mut columnar = kind.columnar();
+    let header_end = loop {
+        out.put_u32_le(0); // the payload's length, once known
+        out.put_u32_le(0); // the checksum, once the payload is there
+        out.put_u8(kind.byte(&summary, columnar));
+        out.put_u32_le(0); // the raw length, once encoded
+        if !columnar {
+            summary.encode(out);
+        }
+        let header_end = out.len();
+        if !columnar {
+            item::encode_items(items, out);
+            break header_end;
+        }
+        columns::encode(items, out);
+        // Keys or sequences far apart can make the columns longer than the rows (each up to
+        // 10 bytes against 8): such a chunk is written as rows, within the record limit.
+        if out.len() - header_end <= row_len {
+            break header_end;
+        }
+        out.truncate(start);
+        columnar = false;
+    };
+    let raw_len = out.len() - header_end;
+    // The payload is compressed where it goes, from the raw items moved just past the room
+    // it may take: no buffer of its own per chunk (a compaction seals thousands, and the
+    // allocator keeps what such transient buffers freed).
     let bound = zstd::zstd_safe::compress_bound(raw_len);
-    out.resize(header_end + bound, 0);
-    item::encode_items(items, out);
-    assert_eq!(
-        out.len(),
-        header_end + bound + raw_len,
-        "a chunk's items encode to their length"
-    );
+    out.resize(header_end + bound + raw_len, 0);
+    out.copy_within(header_end..header_end + raw_len, header_end + bound);
     let (room, raw) = out[header_end..].split_at_mut(bound);
     // The room is zstd's bound for the input: compression cannot run out of it.
     let compressed_len = compressor
         .compress_to_buffer(raw, room)
         .expect("zstd compression within its bound");
-    out.truncate(header_end + compressed_len);
-    out[start..start + 4].copy_from_slice(&u32_len(compressed_len).to_le_bytes());
+    let payload_len = if columnar && compressed_len >= raw_len {
+        // Stored as it is: a columnar payload as long as its raw length is not compressed.
+        out.copy_within(header_end + bound.., header_end);
+        raw_len
+    } else {
+        compressed_len
+    };
+    out.truncate(header_end + payload_len);
+    out[start..start + 4].copy_from_slice(&u32_len(payload_len).to_le_bytes());
+    out[start + 9..start + 13].copy_from_slice(&u32_len(raw_len).to_le_bytes());
     let crc = chunk_crc(&out[start..header_end], &out[header_end..]);
     out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
-    summary
+    Encoded { summary, columnar }
 }
 
 /// Checks a chunk's framing and header against its index entry without decompressing it
 /// (enough to copy it elsewhere as it is); returns its raw length.
 pub fn check_copy(bytes: &[u8], expected: &ChunkRef) -> Result<usize, String> {
-    let header_bytes = header_len(expected.summary.stored_more());
+    let header_bytes = header_len(expected);
     if bytes.len() < header_bytes || bytes.len() != expected.loc.len as usize {
         return Err("chunk length differs from its entry".to_string());
     }
@@ -285,16 +350,31 @@ pub fn check_copy(bytes: &[u8], expected: &ChunkRef) -> Result<usize, String> {
     if chunk_crc(header, payload) != crc {
         return Err("chunk checksum mismatch".to_string());
     }
-    let (kind, more) = ChunkKind::from_byte(fields.get_u8())?;
+    let kind_byte = fields.get_u8();
     let raw_len = fields.get_u32_le() as usize;
-    let summary = Summary::decode(&mut fields, more)?;
-    if kind != expected.kind || summary != expected.summary || fields.has_remaining() {
+    if kind_byte != expected.kind.byte(&expected.summary, expected.columnar) {
+        return Err("chunk kind differs from its index entry".to_string());
+    }
+    // A columnar chunk's summary is checked against its items once they are decoded.
+    if !expected.columnar
+        && Summary::decode(&mut fields, expected.summary.stored_more())? != expected.summary
+    {
         return Err("chunk header differs from its index entry".to_string());
     }
     if raw_len > MAX_RECORD_BYTES {
         return Err(format!("chunk of {raw_len} raw bytes over the limit"));
     }
     Ok(raw_len)
+}
+
+/// Bytes of the header of the chunk `entry` names.
+fn header_len(entry: &ChunkRef) -> usize {
+    KindByte {
+        kind: entry.kind,
+        more: entry.summary.stored_more(),
+        columnar: entry.columnar,
+    }
+    .header_len()
 }
 
 /// Decompresses a chunk's payload, through a decompression context kept per thread:
@@ -322,15 +402,26 @@ fn decompress(payload: &[u8], raw_len: usize) -> Result<Vec<u8>, String> {
 /// limits before decompressing, and that its items agree with its summary.
 pub fn decode_chunk(bytes: &[u8], expected: &ChunkRef) -> Result<Vec<Stored>, String> {
     let raw_len = check_copy(bytes, expected)?;
-    let payload = &bytes[header_len(expected.summary.stored_more())..];
-    let summary = &expected.summary;
-    let raw = decompress(payload, raw_len)?;
+    let payload = &bytes[header_len(expected)..];
+    let raw = if expected.columnar && payload.len() == raw_len {
+        payload.to_vec()
+    } else {
+        decompress(payload, raw_len)?
+    };
     if raw.len() != raw_len {
         return Err("chunk decompresses to another length".to_string());
     }
     let mut raw = Bytes::from(raw);
-    let items = item::decode_items(&mut raw)?;
-    if raw.has_remaining() || Summary::of(items.iter().map(|s| &s.item)) != *summary {
+    let items = if expected.columnar {
+        columns::decode(&raw)?
+    } else {
+        let items = item::decode_items(&mut raw)?;
+        if raw.has_remaining() {
+            return Err("chunk items end before its payload".to_string());
+        }
+        items
+    };
+    if Summary::of(items.iter().map(|s| &s.item)) != expected.summary {
         return Err("chunk items disagree with its summary".to_string());
     }
     Ok(items)
@@ -340,23 +431,43 @@ pub fn decode_chunk(bytes: &[u8], expected: &ChunkRef) -> Result<Vec<Stored>, St
 /// Decodes a chunk against the kind and summary its own header claims (for the fuzz target;
 /// reads check against the index entry instead).
 pub fn decode_standalone(bytes: &[u8]) -> Result<Vec<Stored>, String> {
-    if bytes.len() < CHUNK_HEADER_BYTES {
+    if bytes.len() < HEADER_FIELDS_BYTES {
         return Err("chunk truncated".to_string());
     }
-    let (kind, more) = ChunkKind::from_byte(bytes[8])?;
-    if bytes.len() < header_len(more) {
+    let kind = ChunkKind::from_byte(bytes[8])?;
+    if bytes.len() < kind.header_len() {
         return Err("chunk truncated".to_string());
     }
-    let summary = Summary::decode(&mut &bytes[13..header_len(more)], more)?;
-    let entry = ChunkRef {
+    let mut entry = ChunkRef {
         loc: ChunkLoc {
             segment_id: 0,
             offset: 0,
             len: u32_len(bytes.len()),
         },
-        kind,
-        summary,
+        kind: kind.kind,
+        columnar: kind.columnar,
+        summary: Summary::default(),
     };
+    if kind.columnar {
+        // No summary in the header: the items' own, with the measures the kind byte says.
+        let raw_len = u32::from_le_bytes(bytes[9..13].try_into().expect("4 bytes")) as usize;
+        if raw_len > MAX_RECORD_BYTES {
+            return Err(format!("chunk of {raw_len} raw bytes over the limit"));
+        }
+        let payload = &bytes[HEADER_FIELDS_BYTES..];
+        let raw = if payload.len() == raw_len {
+            payload.to_vec()
+        } else {
+            decompress(payload, raw_len)?
+        };
+        let items = columns::decode(&Bytes::from(raw))?;
+        entry.summary = Summary::of(items.iter().map(|s| &s.item));
+        if entry.summary.stored_more() != kind.more {
+            return Err("chunk kind byte disagrees with its items' measures".to_string());
+        }
+    } else {
+        entry.summary = Summary::decode(&mut &bytes[13..kind.header_len()], kind.more)?;
+    }
     decode_chunk(bytes, &entry)
 }
 
@@ -397,7 +508,8 @@ mod tests {
             })
             .collect();
         let mut bytes = vec![9u8; 5];
-        let summary = encode_chunk(ChunkKind::Bucket, &items, &mut compressor(), &mut bytes);
+        let encoded = encode_chunk(ChunkKind::Bucket, &items, &mut compressor(), &mut bytes);
+        assert!(encoded.columnar);
         let loc = ChunkLoc {
             segment_id: 1,
             offset: 5,
@@ -406,7 +518,8 @@ mod tests {
         let entry = ChunkRef {
             loc,
             kind: ChunkKind::Bucket,
-            summary,
+            columnar: true,
+            summary: encoded.summary,
         };
         assert_eq!(ChunkRef::decode(entry.encode()).unwrap(), entry);
         assert_eq!(decode_chunk(&bytes[5..], &entry).unwrap(), items);
@@ -415,6 +528,102 @@ mod tests {
             damaged[index] ^= 0x20;
             assert!(decode_chunk(&damaged[5..], &entry).is_err(), "byte {index}");
         }
+    }
+
+    /// Encodes `items` as one chunk of `kind`; returns its bytes and index entry.
+    fn chunk_of(kind: ChunkKind, items: &[Stored]) -> (Vec<u8>, ChunkRef) {
+        let mut bytes = Vec::new();
+        let encoded = encode_chunk(kind, items, &mut compressor(), &mut bytes);
+        let entry = ChunkRef {
+            loc: ChunkLoc {
+                segment_id: 1,
+                offset: 0,
+                len: bytes.len() as u32,
+            },
+            kind,
+            columnar: encoded.columnar,
+            summary: encoded.summary,
+        };
+        assert_eq!(decode_chunk(&bytes, &entry).unwrap(), items);
+        assert_eq!(ChunkRef::decode(entry.encode()).unwrap(), entry);
+        #[cfg(feature = "testing")]
+        assert_eq!(decode_standalone(&bytes).unwrap(), items);
+        assert!(check_framing(&bytes));
+        (bytes, entry)
+    }
+
+    fn one(key: i64, seq: u64, payload: Vec<u8>) -> Stored {
+        Stored {
+            item: Item::new(key, &[Some(1.5)], payload),
+            seq,
+        }
+    }
+
+    #[test]
+    fn buckets_are_columnar_and_other_chunks_rows() {
+        let items: Vec<Stored> = (0..60).map(|i| one(i * 60, i as u64, Vec::new())).collect();
+        let (bucket, entry) = chunk_of(ChunkKind::Bucket, &items);
+        assert!(entry.columnar);
+        assert_eq!(
+            bucket[8], 0x82,
+            "kind byte: columnar, no further measure, bucket"
+        );
+        let (rows, entry) = chunk_of(ChunkKind::Items, &items);
+        assert!(!entry.columnar);
+        assert_eq!(rows[8], 0x01);
+        // The columnar chunk's header holds no summary (56 bytes), and its payload is smaller.
+        assert!(
+            bucket.len() + 56 < rows.len(),
+            "{} {}",
+            bucket.len(),
+            rows.len()
+        );
+        // An entry that says rows for columnar bytes (or the other way) is refused.
+        let wrong = ChunkRef {
+            columnar: false,
+            loc: ChunkLoc {
+                len: bucket.len() as u32,
+                ..entry.loc
+            },
+            ..entry
+        };
+        assert!(decode_chunk(&bucket, &wrong).is_err());
+    }
+
+    #[test]
+    fn a_bucket_zstd_cannot_shrink_is_stored_as_it_is() {
+        let (bytes, entry) = chunk_of(ChunkKind::Bucket, &[one(7, 0, b"x".to_vec())]);
+        assert!(entry.columnar);
+        let payload_len = u32::from_le_bytes(bytes[0..4].try_into().unwrap());
+        let raw_len = u32::from_le_bytes(bytes[9..13].try_into().unwrap());
+        assert_eq!(payload_len, raw_len);
+        assert_eq!(bytes.len(), 13 + raw_len as usize);
+        for index in 0..bytes.len() {
+            let mut damaged = bytes.clone();
+            damaged[index] ^= 0x01;
+            assert!(decode_chunk(&damaged, &entry).is_err(), "byte {index}");
+        }
+    }
+
+    #[test]
+    fn a_bucket_whose_columns_would_be_longer_is_written_as_rows() {
+        // No value; a key and a sequence of ten varint bytes each and a payload length of
+        // four: with the count's byte and the (empty) measure columns' one, 26 bytes against
+        // the row form's 4 + 8 + 8 + 1 + 4.
+        let bare = |payload_len: usize| Stored {
+            item: Item::new(i64::MIN, &[], vec![7; payload_len]),
+            seq: 1 << 62,
+        };
+        let far = bare(1 << 21);
+        let (bytes, entry) = chunk_of(ChunkKind::Bucket, std::slice::from_ref(&far));
+        assert!(!entry.columnar);
+        assert_eq!(bytes[8], 0x02);
+        // A payload length of three bytes and the columns are no longer: columnar again.
+        assert!(
+            chunk_of(ChunkKind::Bucket, &[bare((1 << 21) - 1)])
+                .1
+                .columnar
+        );
     }
 
     #[test]

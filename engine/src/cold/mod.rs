@@ -6,6 +6,7 @@
 //! The bytes: `format-spec/cold.md`.
 
 pub mod chunk;
+mod columns;
 
 use std::sync::Arc;
 
@@ -40,7 +41,7 @@ impl ColdGroup {
     /// Adds a chunk; returns its index entry.
     pub fn add(&mut self, kind: ChunkKind, items: &[Stored]) -> ChunkRef {
         let start = self.buf.len();
-        let summary = chunk::encode_chunk(kind, items, &mut self.compressor, &mut self.buf);
+        let encoded = chunk::encode_chunk(kind, items, &mut self.compressor, &mut self.buf);
         ChunkRef {
             loc: ChunkLoc {
                 segment_id: self.tail.segment_id,
@@ -48,7 +49,8 @@ impl ColdGroup {
                 len: u32_len(self.buf.len() - start),
             },
             kind,
-            summary,
+            columnar: encoded.columnar,
+            summary: encoded.summary,
         }
     }
 
@@ -159,6 +161,9 @@ pub struct ColdStore {
     map: bool,
     /// The compressor of the last group, handed to the next.
     compressor: Mutex<Option<zstd::bulk::Compressor<'static>>>,
+    /// Whether the segment at the tail was made by this build's version (checked before
+    /// the first chunk is appended to a segment this store did not create).
+    tail_current: Mutex<bool>,
 }
 
 impl Drop for ColdStore {
@@ -187,6 +192,7 @@ impl ColdStore {
             maps: SegmentMaps::default(),
             map: false,
             compressor: Mutex::new(None),
+            tail_current: Mutex::new(tail.segment_id == 0),
         }
     }
 
@@ -220,7 +226,7 @@ impl ColdStore {
     pub fn group(&self) -> Result<ColdGroup> {
         self.check_writable()?;
         let tail = self.tail();
-        if tail.segment_id == 0 || tail.offset >= self.segment_bytes {
+        if tail.segment_id == 0 || tail.offset >= self.segment_bytes || !self.tail_is_current()? {
             self.roll(tail)?;
         }
         Ok(ColdGroup {
@@ -232,6 +238,20 @@ impl ColdStore {
                 .take()
                 .unwrap_or_else(chunk::compressor),
         })
+    }
+
+    /// Whether the tail segment has this build's version. Chunks of a newer version are not
+    /// appended to an older segment, so that a build from before it refuses the segment
+    /// by its version instead of finding chunks it does not know.
+    fn tail_is_current(&self) -> Result<bool> {
+        let mut current = self.tail_current.lock();
+        if !*current {
+            let segment_id = self.tail().segment_id;
+            let name = segment_name(segment_id);
+            let header = self.storage.read_vec(&name, 0, SEGMENT_HEADER_BYTES)?;
+            *current = check_segment_header(&header, segment_id)? == chunk::COLD_VERSION;
+        }
+        Ok(*current)
     }
 
     fn roll(&self, tail: ColdTail) -> Result<()> {
@@ -256,6 +276,7 @@ impl ColdStore {
             segment_id: next,
             offset: SEGMENT_HEADER_BYTES as u64,
         };
+        *self.tail_current.lock() = true;
         Ok(())
     }
 
@@ -346,7 +367,7 @@ impl ColdStore {
             false => Segment::Sealed,
         };
         let name = || segment_name(segment_id);
-        let check = |bytes: &[u8]| check_segment_header(bytes, segment_id);
+        let check = |bytes: &[u8]| check_segment_header(bytes, segment_id).map(|_| ());
         self.maps
             .get(self.storage.as_ref(), segment_id, name, segment, end, check)
             .map_err(|e| missing(e, &segment_name(segment_id)))
