@@ -269,3 +269,57 @@ proptest! {
         }
     }
 }
+
+/// Days from 1970-01-01 to the civil date (H. Hinnant's `days_from_civil`).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let year_of_era = year - era * 400;
+    let day_of_year = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
+}
+
+/// The weekly Mauna Loa CO2 series (`engine/tests/data/README.md`): a reading per week, in
+/// seconds, with its value when the week has one.
+fn mauna_loa() -> Vec<Stored> {
+    let csv = include_str!("../../../tests/data/mauna-loa-co2-weekly.csv");
+    csv.lines()
+        .skip(1)
+        .enumerate()
+        .map(|(seq, line)| {
+            let (date, value) = line.split_once(',').unwrap();
+            let date: i64 = date.parse().unwrap();
+            let days = days_from_civil(date / 10_000, date / 100 % 100, date % 100);
+            reading(days * 86_400, value.parse().ok(), seq as u64)
+        })
+        .collect()
+}
+
+#[test]
+fn a_real_series_takes_less_than_half_its_row_chunks_bytes() {
+    use crate::cold::chunk::{ChunkKind, compressor, encode_chunk};
+    assert_eq!(days_from_civil(1970, 1, 1), 0);
+    assert_eq!(days_from_civil(2000, 3, 1), 11_017);
+    let series = mauna_loa();
+    assert_eq!(series.len(), 2_284);
+    assert_eq!(series.iter().filter(|s| s.item.value.is_none()).count(), 59);
+    // A year of weeks per sealed bucket.
+    let (mut rows, mut columns) = (0, 0);
+    for bucket in series.chunks(52) {
+        round_trip(bucket);
+        let mut bytes = Vec::new();
+        assert!(encode_chunk(ChunkKind::Bucket, bucket, &mut compressor(), &mut bytes).columnar);
+        columns += bytes.len();
+        bytes.clear();
+        encode_chunk(ChunkKind::Items, bucket, &mut compressor(), &mut bytes);
+        rows += bytes.len();
+    }
+    let per = |bytes: usize| bytes as f64 / series.len() as f64;
+    eprintln!(
+        "Mauna Loa CO2, 52 weeks per chunk: rows {rows} bytes ({:.2} per reading), columns {columns} bytes ({:.2} per reading)",
+        per(rows),
+        per(columns)
+    );
+    assert!(2 * columns < rows, "{columns} against {rows}");
+}
