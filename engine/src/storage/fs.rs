@@ -90,10 +90,36 @@ impl FsStorage {
             .write(!self.read_only)
             .open(self.path(name))
             .map_err(|e| Error::io("open", self.name(name), e))?;
+        if is_segment(name) {
+            advise_random(&file);
+        }
         let file = Arc::new(file);
         handles.insert(name.to_string(), file.clone());
         Ok(file)
     }
+}
+
+/// Whether `name` is a hot log or cold segment: files read a page or a chunk at a time,
+/// wherever the reads go (scans read a whole segment in one call).
+fn is_segment(name: &str) -> bool {
+    name.starts_with("hot-") || name.starts_with("cold-")
+}
+
+/// Tells the kernel that `file` is read at random, so that a miss reads what was asked
+/// for and not the readahead window around it (tens of KiB that the next point read rarely
+/// wants, and that evict what it will want when memory is short). Advice only: where the
+/// call is missing or fails, reads are the same, with readahead.
+#[allow(unsafe_code)]
+fn advise_random(file: &File) {
+    #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: the descriptor belongs to `file`, open for the whole call; the call sets
+        // the advice of its open file description and touches no memory.
+        let _ = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
+    let _ = file;
 }
 
 /// Creates `dir` and every missing ancestor, outermost first, calling `sync_dir` on the
@@ -191,6 +217,9 @@ impl Storage for FsStorage {
             .truncate(true)
             .open(self.path(name))
             .map_err(|e| Error::io("create", self.name(name), e))?;
+        if is_segment(name) {
+            advise_random(&file);
+        }
         self.handles.lock().insert(name.to_string(), Arc::new(file));
         Ok(())
     }
@@ -264,6 +293,10 @@ impl Storage for FsStorage {
         // against.
         let map = unsafe { memmap2::Mmap::map(file.as_ref()) }
             .map_err(|e| Error::io("map", self.name(name), e))?;
+        // As for reads (`advise_random`): a fault reads its page, not its neighbours. Advice
+        // only; a failure changes nothing a read returns.
+        #[cfg(unix)]
+        let _ = map.advise(memmap2::Advice::Random);
         Ok(Mapped::Map(map))
     }
 
@@ -285,6 +318,17 @@ impl Storage for FsStorage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Segments are advised random (a point read's miss reads what it asks for); the
+    /// checkpoint and anything else is read whole and keeps the kernel's readahead.
+    #[test]
+    fn segments_and_only_segments_are_advised_random() {
+        assert!(is_segment(&crate::log::segment_name(7)));
+        assert!(is_segment(&crate::cold::chunk::segment_name(7)));
+        for other in ["checkpoint", "checkpoint.tmp", LOCK_FILE, "notes"] {
+            assert!(!is_segment(other), "{other}");
+        }
+    }
 
     /// Every directory made is synced into its parent, outermost first; nothing is synced
     /// for a directory that was there; a file in the way is an error.
