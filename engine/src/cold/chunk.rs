@@ -122,14 +122,13 @@ struct KindByte {
     columnar: bool,
 }
 
-impl KindByte {
-    /// Bytes of the header of the chunk: a row chunk's repeats its summary.
-    fn header_len(&self) -> usize {
-        if self.columnar {
-            HEADER_FIELDS_BYTES
-        } else {
-            CHUNK_HEADER_BYTES + self.more * MEASURE_SUMMARY_BYTES
-        }
+/// Bytes of the header of a chunk whose summary stores `more` further measures: a row
+/// chunk's repeats its summary, a columnar chunk's does not.
+fn header_len(more: usize, columnar: bool) -> usize {
+    if columnar {
+        HEADER_FIELDS_BYTES
+    } else {
+        CHUNK_HEADER_BYTES + more * MEASURE_SUMMARY_BYTES
     }
 }
 
@@ -138,7 +137,7 @@ impl KindByte {
 pub fn framed_len(bytes: &[u8]) -> Option<usize> {
     let compressed = u32::from_le_bytes(bytes.get(..4)?.try_into().expect("4 bytes"));
     let kind = ChunkKind::from_byte(*bytes.get(8)?).ok()?;
-    Some(compressed as usize + kind.header_len())
+    Some(compressed as usize + header_len(kind.more, kind.columnar))
 }
 
 /// Where a chunk is: segment, offset of its header, total length with header.
@@ -280,11 +279,17 @@ pub fn encode_chunk(
         items.len() as u64,
         "a chunk's summary counts its items"
     );
+    // The row form's length bounds the payload's raw length: a columnar list longer than
+    // it (keys or sequences far apart: a varint takes up to 10 bytes where a row takes 8) is
+    // written as rows instead.
     let row_len = item::items_len(items);
     assert!(row_len <= MAX_RECORD_BYTES, "a chunk over the record limit");
+    // The payload is compressed where it goes, from the raw items encoded just past the
+    // room it may take: no buffer of its own per chunk (a compaction seals thousands, and
+    // the allocator keeps what such transient buffers freed).
+    let bound = zstd::zstd_safe::compress_bound(row_len);
     let start = out.len();
-    let mut columnar = kind.columnar();
-    let header_end = loop {
+    let header = |out: &mut Vec<u8>, columnar: bool| {
         out.put_u32_le(0); // the payload's length, once known
         out.put_u32_le(0); // the checksum, once the payload is there
         out.put_u8(kind.byte(&summary, columnar));
@@ -293,26 +298,23 @@ pub fn encode_chunk(
             summary.encode(out);
         }
         let header_end = out.len();
-        if !columnar {
-            item::encode_items(items, out);
-            break header_end;
-        }
-        columns::encode(items, out);
-        // Keys or sequences far apart can make the columns longer than the rows (each up to
-        // 10 bytes against 8): such a chunk is written as rows, within the record limit.
-        if out.len() - header_end <= row_len {
-            break header_end;
-        }
-        out.truncate(start);
-        columnar = false;
+        out.resize(header_end + bound, 0);
+        header_end
     };
-    let raw_len = out.len() - header_end;
-    // The payload is compressed where it goes, from the raw items moved just past the room
-    // it may take: no buffer of its own per chunk (a compaction seals thousands, and the
-    // allocator keeps what such transient buffers freed).
-    let bound = zstd::zstd_safe::compress_bound(raw_len);
-    out.resize(header_end + bound + raw_len, 0);
-    out.copy_within(header_end..header_end + raw_len, header_end + bound);
+    let mut columnar = kind.columnar();
+    let mut header_end = header(out, columnar);
+    if columnar {
+        columns::encode(items, out);
+        if out.len() - header_end - bound > row_len {
+            out.truncate(start);
+            columnar = false;
+            header_end = header(out, columnar);
+        }
+    }
+    if !columnar {
+        item::encode_items(items, out);
+    }
+    let raw_len = out.len() - header_end - bound;
     let (room, raw) = out[header_end..].split_at_mut(bound);
     // The room is zstd's bound for the input: compression cannot run out of it.
     let compressed_len = compressor
@@ -336,7 +338,7 @@ pub fn encode_chunk(
 /// Checks a chunk's framing and header against its index entry without decompressing it
 /// (enough to copy it elsewhere as it is); returns its raw length.
 pub fn check_copy(bytes: &[u8], expected: &ChunkRef) -> Result<usize, String> {
-    let header_bytes = header_len(expected);
+    let header_bytes = header_len(expected.summary.stored_more(), expected.columnar);
     if bytes.len() < header_bytes || bytes.len() != expected.loc.len as usize {
         return Err("chunk length differs from its entry".to_string());
     }
@@ -367,16 +369,6 @@ pub fn check_copy(bytes: &[u8], expected: &ChunkRef) -> Result<usize, String> {
     Ok(raw_len)
 }
 
-/// Bytes of the header of the chunk `entry` names.
-fn header_len(entry: &ChunkRef) -> usize {
-    KindByte {
-        kind: entry.kind,
-        more: entry.summary.stored_more(),
-        columnar: entry.columnar,
-    }
-    .header_len()
-}
-
 /// Decompresses a chunk's payload, through a decompression context kept per thread:
 /// making one costs more than decompressing a small chunk.
 fn decompress(payload: &[u8], raw_len: usize) -> Result<Vec<u8>, String> {
@@ -402,8 +394,18 @@ fn decompress(payload: &[u8], raw_len: usize) -> Result<Vec<u8>, String> {
 /// limits before decompressing, and that its items agree with its summary.
 pub fn decode_chunk(bytes: &[u8], expected: &ChunkRef) -> Result<Vec<Stored>, String> {
     let raw_len = check_copy(bytes, expected)?;
-    let payload = &bytes[header_len(expected)..];
-    let raw = if expected.columnar && payload.len() == raw_len {
+    let payload = &bytes[header_len(expected.summary.stored_more(), expected.columnar)..];
+    let items = payload_items(payload, raw_len, expected.columnar)?;
+    if Summary::of(items.iter().map(|s| &s.item)) != expected.summary {
+        return Err("chunk items disagree with its summary".to_string());
+    }
+    Ok(items)
+}
+
+/// The items of a chunk's payload of `raw_len` bytes before compression (a columnar
+/// payload of that length is stored as it is).
+fn payload_items(payload: &[u8], raw_len: usize, columnar: bool) -> Result<Vec<Stored>, String> {
+    let raw = if columnar && payload.len() == raw_len {
         payload.to_vec()
     } else {
         decompress(payload, raw_len)?
@@ -412,17 +414,12 @@ pub fn decode_chunk(bytes: &[u8], expected: &ChunkRef) -> Result<Vec<Stored>, St
         return Err("chunk decompresses to another length".to_string());
     }
     let mut raw = Bytes::from(raw);
-    let items = if expected.columnar {
-        columns::decode(&raw)?
-    } else {
-        let items = item::decode_items(&mut raw)?;
-        if raw.has_remaining() {
-            return Err("chunk items end before its payload".to_string());
-        }
-        items
-    };
-    if Summary::of(items.iter().map(|s| &s.item)) != expected.summary {
-        return Err("chunk items disagree with its summary".to_string());
+    if columnar {
+        return columns::decode(&raw);
+    }
+    let items = item::decode_items(&mut raw)?;
+    if raw.has_remaining() {
+        return Err("chunk items end before its payload".to_string());
     }
     Ok(items)
 }
@@ -435,7 +432,8 @@ pub fn decode_standalone(bytes: &[u8]) -> Result<Vec<Stored>, String> {
         return Err("chunk truncated".to_string());
     }
     let kind = ChunkKind::from_byte(bytes[8])?;
-    if bytes.len() < kind.header_len() {
+    let header_bytes = header_len(kind.more, kind.columnar);
+    if bytes.len() < header_bytes {
         return Err("chunk truncated".to_string());
     }
     let mut entry = ChunkRef {
@@ -448,27 +446,23 @@ pub fn decode_standalone(bytes: &[u8]) -> Result<Vec<Stored>, String> {
         columnar: kind.columnar,
         summary: Summary::default(),
     };
-    if kind.columnar {
-        // No summary in the header: the items' own, with the measures the kind byte says.
-        let raw_len = u32::from_le_bytes(bytes[9..13].try_into().expect("4 bytes")) as usize;
-        if raw_len > MAX_RECORD_BYTES {
-            return Err(format!("chunk of {raw_len} raw bytes over the limit"));
-        }
-        let payload = &bytes[HEADER_FIELDS_BYTES..];
-        let raw = if payload.len() == raw_len {
-            payload.to_vec()
-        } else {
-            decompress(payload, raw_len)?
-        };
-        let items = columns::decode(&Bytes::from(raw))?;
-        entry.summary = Summary::of(items.iter().map(|s| &s.item));
-        if entry.summary.stored_more() != kind.more {
-            return Err("chunk kind byte disagrees with its items' measures".to_string());
-        }
-    } else {
-        entry.summary = Summary::decode(&mut &bytes[13..kind.header_len()], kind.more)?;
+    if !kind.columnar {
+        entry.summary = Summary::decode(&mut &bytes[13..header_bytes], kind.more)?;
+        return decode_chunk(bytes, &entry);
     }
-    decode_chunk(bytes, &entry)
+    // No summary in the header: the items' own, with the measures the kind byte says, and
+    // the rest checked as a read checks it.
+    let raw_len = u32::from_le_bytes(bytes[9..13].try_into().expect("4 bytes")) as usize;
+    if raw_len > MAX_RECORD_BYTES {
+        return Err(format!("chunk of {raw_len} raw bytes over the limit"));
+    }
+    let items = payload_items(&bytes[header_bytes..], raw_len, true)?;
+    entry.summary = Summary::of(items.iter().map(|s| &s.item));
+    if entry.summary.stored_more() != kind.more {
+        return Err("chunk kind byte disagrees with its items' measures".to_string());
+    }
+    check_copy(bytes, &entry)?;
+    Ok(items)
 }
 
 /// True when `bytes` is exactly one chunk whose checksum holds.

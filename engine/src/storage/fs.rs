@@ -90,13 +90,18 @@ impl FsStorage {
             .write(!self.read_only)
             .open(self.path(name))
             .map_err(|e| Error::io("open", self.name(name), e))?;
-        if is_segment(name) {
-            advise_random(&file);
-        }
-        let file = Arc::new(file);
-        handles.insert(name.to_string(), file.clone());
-        Ok(file)
+        Ok(keep(&mut handles, name, file))
     }
+}
+
+/// Keeps `file` as `name`'s handle, a segment's advised random first.
+fn keep(handles: &mut HashMap<String, Arc<File>>, name: &str, file: File) -> Arc<File> {
+    if is_segment(name) {
+        advise_random(&file);
+    }
+    let file = Arc::new(file);
+    handles.insert(name.to_string(), file.clone());
+    file
 }
 
 /// Whether `name` is a hot log or cold segment: files read a page or a chunk at a time,
@@ -217,10 +222,7 @@ impl Storage for FsStorage {
             .truncate(true)
             .open(self.path(name))
             .map_err(|e| Error::io("create", self.name(name), e))?;
-        if is_segment(name) {
-            advise_random(&file);
-        }
-        self.handles.lock().insert(name.to_string(), Arc::new(file));
+        keep(&mut self.handles.lock(), name, file);
         Ok(())
     }
 
