@@ -241,6 +241,7 @@ fn cache_json(cache: &CacheStats) -> Value {
         "what_if": cache.what_if.iter().map(|w| json!({
             "factor": w.factor, "budget_bytes": w.budget_bytes,
             "sampled_requests": w.sampled_requests, "hit_ratio": w.hit_ratio,
+            "record_hit_ratio": w.record_hit_ratio, "page_hit_ratio": w.page_hit_ratio,
             "sampled_hit_ratio": w.sampled_hit_ratio,
         })).collect::<Vec<_>>(),
         "trace_error": cache.trace_error,
@@ -388,11 +389,16 @@ pub fn cache_text(cache: &CacheStats) -> String {
         out += &tier_text(&format!("{name} records"), &row.records);
     }
     if !cache.what_if.is_empty() {
-        out += &format!("  what-if (sample rate {:.4}):", cache.sample_rate);
+        out += &format!(
+            "  what-if, the whole budget scaled (sample rate {:.4}): budget, all requests' hit ratio (records, pages)\n",
+            cache.sample_rate
+        );
         for w in &cache.what_if {
-            out += &format!("  {}x {:.3}", w.factor, w.hit_ratio);
+            out += &format!(
+                "    {}x {} B {:.3} ({:.3}, {:.3})\n",
+                w.factor, w.budget_bytes, w.hit_ratio, w.record_hit_ratio, w.page_hit_ratio
+            );
         }
-        out += "\n";
     }
     if let Some(error) = &cache.trace_error {
         out += &format!("  trace stopped: {error}\n");

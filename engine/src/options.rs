@@ -50,11 +50,16 @@ pub struct Options {
     pub(crate) segment_bytes: u64,
     pub(crate) cache_policy: CachePolicy,
     pub(crate) cache_what_if: bool,
+    pub(crate) cache_what_if_objects: usize,
     pub(crate) cache_trace: Option<PathBuf>,
     pub(crate) background: bool,
     pub(crate) reclaim: bool,
     pub(crate) memory_map: bool,
 }
+
+/// The fewest and the most objects the what-if sample may keep.
+const MIN_WHAT_IF_OBJECTS: usize = 64;
+const MAX_WHAT_IF_OBJECTS: usize = 1 << 20;
 
 impl Default for Options {
     fn default() -> Self {
@@ -67,6 +72,7 @@ impl Default for Options {
             segment_bytes: 16 * 1024 * 1024,
             cache_policy: CachePolicy::default(),
             cache_what_if: false,
+            cache_what_if_objects: crate::cache::WHAT_IF_SAMPLED_OBJECTS,
             cache_trace: None,
             background: true,
             reclaim: true,
@@ -114,13 +120,25 @@ impl Options {
     }
 
     /// Whether the statistics estimate the hit ratio at other budgets (default off: a
-    /// diagnostic for sizing the cache, with a cost on every page read while it runs). The
-    /// estimate runs miniature caches on the requests of a hash sample of the objects: all of
-    /// them while fewer than 4,096 have been seen, then a falling share that keeps about
-    /// that many, never below the share that scales the page budget down to 4 MiB. Each
-    /// sampled request costs about 1,300 instructions (five miniature caches).
+    /// diagnostic for sizing the cache, with a cost on every page read while it runs): the
+    /// whole budget scaled from 0.25x to 4x, the record tier keeping its share, with its
+    /// hit ratio, the pages' and both together. The estimate runs miniature caches (a record
+    /// tier and a page cache per budget) on the requests of a hash sample of the objects
+    /// (pages and chunks; a record lookup by its leaf): all of them while fewer than 4,096
+    /// have been seen (see [`Options::cache_what_if_sample`]), then a falling share that
+    /// keeps about that many, never below the share that scales the budget down to 4 MiB.
+    /// Each sampled request costs about 1,300 instructions (five miniature caches).
     pub fn cache_what_if(mut self, on: bool) -> Self {
         self.cache_what_if = on;
+        self
+    }
+
+    /// How many distinct objects the what-if sample keeps (default 4,096; 64 to 1,048,576):
+    /// more is closer to a full simulation and takes more memory (about 200 bytes each, per
+    /// budget) and more time per read once a workload has that many. The lowest share it
+    /// is sampled at scales in proportion (4 MiB of the budget per 4,096 objects).
+    pub fn cache_what_if_sample(mut self, objects: usize) -> Self {
+        self.cache_what_if_objects = objects;
         self
     }
 
@@ -217,6 +235,15 @@ impl Options {
             return invalid(
                 "segment_bytes",
                 format!("{} is outside 64 KiB to 1 GiB", self.segment_bytes),
+            );
+        }
+        if !(MIN_WHAT_IF_OBJECTS..=MAX_WHAT_IF_OBJECTS).contains(&self.cache_what_if_objects) {
+            return invalid(
+                "cache_what_if_sample",
+                format!(
+                    "{} objects is outside {MIN_WHAT_IF_OBJECTS} to {MAX_WHAT_IF_OBJECTS}",
+                    self.cache_what_if_objects
+                ),
             );
         }
         if self.checkpoint_bytes < MIN_SEGMENT_BYTES {

@@ -21,6 +21,7 @@ mod ram;
 mod report;
 mod sensors;
 mod variants;
+mod what_if;
 
 use std::time::Instant;
 
@@ -506,6 +507,10 @@ struct Args {
     /// The product page variants (page sizes, record tier shares) instead of the peers.
     #[arg(long)]
     variants: bool,
+    /// Whether the what-if estimate predicts the live cache: skewdb alone, the estimate at
+    /// one budget beside live runs at 0.25x to 4x it (`--views` reads per phase).
+    #[arg(long = "what-if")]
+    what_if: bool,
     /// Views per pass, fewer for a trial.
     #[arg(long = "views", value_name = "N", default_value_t = data::VIEWS)]
     view_count: usize,
@@ -529,6 +534,7 @@ fn main() {
         record_percent,
         page_bytes,
         variants,
+        what_if,
         view_count,
         ram_limit,
         ram_child,
@@ -564,6 +570,10 @@ fn main() {
     }
     if variants {
         variants::run(products_count);
+        return;
+    }
+    if what_if {
+        print!("{}", what_if::run(products_count, view_count));
         return;
     }
     let started = Instant::now();

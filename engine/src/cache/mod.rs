@@ -21,20 +21,19 @@ mod what_if;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
 use crate::catalog::CollectionId;
 use crate::error::Result;
 pub use policy::{CachePolicy, EvictionRule, InnerPages, Marks, Miniature, NoMarks, Policy, Rule};
-use records::{KeptRecord, RecordCache};
+use records::{KeptRecord, NO_LEAF, RecordCache, Seen};
 pub use stats::{CacheStats, CollectionCacheStats, TierStats, WhatIf};
 pub use trace::DROP_CLASS;
 use trace::TraceWriter;
-use what_if::{
-    Estimator, Sample, SampleEvent, Scaled, WHAT_IF_FACTORS, large_bytes, mix, shards_adjusted,
-};
+use what_if::{Estimator, Sample, SampleEvent, Scaled, WHAT_IF_FACTORS, large_bytes, mix};
+pub use what_if::{WHAT_IF_SAMPLED_OBJECTS, Walked};
 
 /// What a cached object is, for statistics.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -145,6 +144,8 @@ pub struct CacheConfig {
     pub record_bytes: u64,
     pub policy: CachePolicy,
     pub what_if: bool,
+    /// Distinct objects the what-if sample keeps.
+    pub what_if_objects: usize,
     pub trace: Option<std::path::PathBuf>,
 }
 
@@ -325,6 +326,16 @@ pub struct PageCache<V, D> {
     lately: Mutex<Lately>,
 }
 
+/// What a request offers the what-if sample.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Offer {
+    /// Its place among sampled requests, if the hash put it in the sample (an object
+    /// heavy enough is sampled whatever its hash, once its weight is known).
+    Sample(Option<u64>),
+    /// Nothing: it is part of a point read's walk, which the record lookup stands for.
+    Walk,
+}
+
 /// How many of the latest objects read and not kept the cache remembers.
 const LATELY: usize = 32;
 
@@ -357,6 +368,7 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
             record_bytes: 0,
             policy: CachePolicy::default(),
             what_if: false,
+            what_if_objects: WHAT_IF_SAMPLED_OBJECTS,
             trace: None,
         })
         .expect("no trace file to open")
@@ -370,7 +382,15 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
             threshold: AtomicU64::new(u64::MAX),
             large_bytes: large_bytes(page_budget),
             next_seq: AtomicU64::new(0),
-            sample: Mutex::new(Sample::new(config.policy, page_budget)),
+            walk_requests: AtomicU64::new(0),
+            inner_per_walk: AtomicU32::new(0),
+            leaf_weight: AtomicU64::new(0),
+            sample: Mutex::new(Sample::new(
+                config.policy,
+                page_budget,
+                record_bytes,
+                config.what_if_objects,
+            )),
         });
         let trace = match &config.trace {
             Some(path) => Some(Mutex::new(TraceWriter::create(Path::new(path))?)),
@@ -439,7 +459,7 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
         hash: u64,
         owner: OwnerIndex,
         tier: Tier,
-        sample: Option<u64>,
+        offer: Offer,
     ) -> Option<V> {
         let mut guard = self.shard_of(hash).lock();
         let shard = &mut *guard;
@@ -457,14 +477,17 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
         } else {
             entry.hits = entry.hits.saturating_add(1);
         }
-        let sample = self.or_large(sample, weight);
-        if let Some(seq) = sample {
+        if let Offer::Sample(sample) = offer
+            && let Some(seq) = self.or_large(sample, weight)
+        {
             let inner = value.is_inner_page();
             shard.pending.samples.push((
                 seq,
                 key.object_id(),
                 SampleEvent::Request { weight, inner },
             ));
+        } else if offer == Offer::Walk {
+            what_if::note_walked(key.object_id(), weight, value.is_inner_page());
         }
         if shard.pending.is_full() {
             let pending = std::mem::take(&mut shard.pending);
@@ -505,11 +528,15 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
     ) -> Result<std::result::Result<V, UnkeptObject<V>>> {
         let owner = owner.0;
         let hash = key_hash(&key);
-        let sample = self.sample_seq(hash);
-        match self.hit(&key, hash, owner, tier, sample) {
+        // A point read's walk is sampled through its record lookup, not page by page.
+        let offer = match self.estimator.is_some() && what_if::walking() {
+            true => Offer::Walk,
+            false => Offer::Sample(self.sample_seq(hash)),
+        };
+        match self.hit(&key, hash, owner, tier, offer) {
             Some(value) => Ok(Ok(value)),
             None => self
-                .read_missing(key, hash, owner, tier, sample, load)
+                .read_missing(key, hash, owner, tier, offer, load)
                 .map(Err),
         }
     }
@@ -523,7 +550,7 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
         hash: u64,
         owner: OwnerIndex,
         tier: Tier,
-        sample: Option<u64>,
+        offer: Offer,
         load: impl FnOnce() -> Result<Loaded<V>>,
     ) -> Result<UnkeptObject<V>> {
         let Loaded {
@@ -532,7 +559,13 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
             read_bytes: bytes_read,
         } = load()?;
         let weight = weight_bytes as u64;
-        let sample = self.or_large(sample, weight);
+        let sample = match offer {
+            Offer::Walk => {
+                what_if::note_walked(key.object_id(), weight, value.is_inner_page());
+                None
+            }
+            Offer::Sample(sample) => self.or_large(sample, weight),
+        };
         {
             let mut shard = self.shard_of(hash).lock();
             shard.counts.slot(owner, tier).bytes_read += bytes_read;
@@ -678,11 +711,124 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
         key: &[u8],
         value: &[u8],
         generation: u64,
+        walked: &Walked,
         still_current: impl Fn() -> bool,
     ) {
-        self.records
-            .insert(collection, key, value, generation, still_current);
+        self.records.insert_from(
+            collection,
+            key,
+            value,
+            generation,
+            walked.leaf,
+            still_current,
+        );
         self.fit_pages();
+    }
+
+    /// The record tier's record of `key` in `collection` (see [`RecordCache::get_record`]);
+    /// a hit is offered to the what-if sample.
+    pub fn get_record(&self, collection: u32, key: &[u8], generation: u64) -> Option<KeptRecord> {
+        if self.estimator.is_none() {
+            return self.records.get_record(collection, key, generation);
+        }
+        let (kept, seen) = self.records.get_record_seen(collection, key, generation)?;
+        self.sample_hit(collection, key, seen);
+        Some(kept)
+    }
+
+    /// What a reader built from the record of `key` in `collection`, or the record (see
+    /// [`RecordCache::get_decoded`]); a hit is offered to the what-if sample.
+    pub fn get_decoded(
+        &self,
+        collection: u32,
+        key: &[u8],
+        generation: u64,
+    ) -> Option<std::result::Result<D, KeptRecord>> {
+        if self.estimator.is_none() {
+            return self.records.get_decoded(collection, key, generation);
+        }
+        let (found, seen) = self.records.get_decoded_seen(collection, key, generation)?;
+        self.sample_hit(collection, key, seen);
+        Some(found)
+    }
+
+    /// Offers a record tier hit to the what-if sample, as a lookup of a record in the
+    /// leaf it was read from.
+    fn sample_hit(&self, collection: u32, key: &[u8], seen: Seen) {
+        let Some(estimator) = &self.estimator else {
+            return;
+        };
+        let walked = Walked {
+            leaf: seen.leaf,
+            // A leaf's weight is the page size's, as the latest walk saw it.
+            leaf_weight: estimator.leaf_weight.load(Ordering::Relaxed),
+            inner: estimator.inner_per_walk.load(Ordering::Relaxed),
+        };
+        self.sample_record(collection, key, seen.weight, &walked);
+    }
+
+    /// Runs `walk`, a point read's walk down the tree to a record's leaf after a record
+    /// tier miss, and says what it asked of the page cache (nothing with the estimate off:
+    /// [`Walked::NONE`]). Its page requests are not offered to the what-if sample: the
+    /// record lookup stands for them (see [`PageCache::sample_record`]).
+    pub fn walk_for_record<T>(&self, walk: impl FnOnce() -> Result<T>) -> Result<(T, Walked)> {
+        let Some(estimator) = &self.estimator else {
+            return Ok((walk()?, Walked::NONE));
+        };
+        what_if::WALK.with(|w| w.set(Some(Walked::NONE)));
+        let result = walk();
+        let walked = what_if::WALK.with(|w| w.take()).unwrap_or(Walked::NONE);
+        let value = result?;
+        estimator
+            .walk_requests
+            .fetch_add(u64::from(walked.inner) + 1, Ordering::Relaxed);
+        estimator
+            .inner_per_walk
+            .store(walked.inner, Ordering::Relaxed);
+        if walked.leaf != NO_LEAF {
+            estimator
+                .leaf_weight
+                .store(walked.leaf_weight, Ordering::Relaxed);
+        }
+        Ok((value, walked))
+    }
+
+    /// Offers a record tier lookup of `key` in `collection` (a miss after its walk, or a
+    /// hit) to the what-if sample, sampled by the hash of its leaf: every lookup of the
+    /// records of a sampled leaf is, as every request for that leaf. `weight` is the
+    /// record's entry's in the tier, 0 for a key the tree does not hold.
+    pub fn sample_record(&self, collection: u32, key: &[u8], weight: u64, walked: &Walked) {
+        let Some(estimator) = &self.estimator else {
+            return;
+        };
+        if walked.leaf == NO_LEAF {
+            return;
+        }
+        let hash = mix(walked.leaf);
+        if hash > estimator.threshold.load(Ordering::Relaxed) {
+            return;
+        }
+        let seq = estimator.next_seq.fetch_add(1, Ordering::Relaxed);
+        let record = {
+            use std::hash::{BuildHasher, Hasher};
+            let mut hasher = rustc_hash::FxBuildHasher.build_hasher();
+            hasher.write_u32(collection);
+            hasher.write(key);
+            mix(hasher.finish())
+        };
+        let event = SampleEvent::Record {
+            record,
+            weight,
+            leaf_weight: walked.leaf_weight,
+            inner: walked.inner,
+        };
+        let mut guard = self.shard_of(hash).lock();
+        guard.pending.samples.push((seq, walked.leaf, event));
+        if guard.pending.is_full() {
+            let pending = std::mem::take(&mut guard.pending);
+            drop(guard);
+            self.apply(pending);
+        }
     }
 
     /// Adds a document built from a kept record (see [`RecordCache::attach`]), evicting
@@ -793,13 +939,17 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
         samples.sort_by_key(|&(seq, ..)| seq);
         for &(_, id, event) in &samples {
             let hash = mix(id);
-            let SampleEvent::Request { weight, inner } = event else {
-                // A dropped object is never asked for again: it leaves the objects the
-                // sample counts too, so the dead do not lower the rate for the live.
-                sample.forget(hash, id);
-                continue;
+            let (weight, inner) = match event {
+                SampleEvent::Request { weight, inner } => (weight, inner),
+                SampleEvent::Record { leaf_weight, .. } => (leaf_weight, false),
+                SampleEvent::Drop => {
+                    // A dropped object is never asked for again: it leaves the objects the
+                    // sample counts too, so the dead do not lower the rate for the live.
+                    sample.forget(hash, id);
+                    continue;
+                }
             };
-            if weight >= estimator.large_bytes {
+            if weight >= estimator.large_bytes && matches!(event, SampleEvent::Request { .. }) {
                 sample.access_large(id, weight, inner);
                 continue;
             }
@@ -814,7 +964,15 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
                     continue;
                 }
             }
-            sample.access(id, weight, inner);
+            match event {
+                SampleEvent::Record {
+                    record,
+                    weight,
+                    leaf_weight,
+                    inner,
+                } => sample.access_record(record, weight, id, leaf_weight, inner),
+                _ => sample.access(id, weight, inner),
+            }
         }
     }
 
@@ -891,21 +1049,29 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
             None => (0.0, Vec::new()),
             Some(estimator) => {
                 let sample = estimator.sample.lock();
-                // Every page and chunk request was offered to the sample.
-                let expected = sample.rate * (hot.requests + cold.requests) as f64;
+                // Every page and chunk request outside point reads' walks was offered to
+                // the sample, and every record tier lookup.
+                let walks = estimator.walk_requests.load(Ordering::Relaxed);
+                let live = what_if::Live {
+                    pages: (hot.requests + cold.requests).saturating_sub(walks) as f64,
+                    records: records.requests as f64,
+                };
                 let what_if = WHAT_IF_FACTORS
                     .iter()
                     .zip(sample.caches.iter().zip(&sample.scaled))
-                    .map(|(&factor, (cache, scaled))| WhatIf {
-                        factor,
-                        budget_bytes: what_if::saturating_u64(self.page_budget as f64 * factor),
-                        sampled_requests: cache.requests,
-                        hit_ratio: shards_adjusted(scaled.hits, scaled.requests, expected),
-                        sampled_hit_ratio: if scaled.requests > 0.0 {
-                            scaled.hits / scaled.requests
-                        } else {
-                            0.0
-                        },
+                    .map(|(&factor, (cache, scaled))| {
+                        let estimate = what_if::estimate(scaled, sample.rate, live);
+                        WhatIf {
+                            factor,
+                            budget_bytes: what_if::saturating_u64(
+                                self.config.budget_bytes as f64 * factor,
+                            ),
+                            sampled_requests: cache.requests,
+                            hit_ratio: estimate.total,
+                            record_hit_ratio: estimate.records,
+                            page_hit_ratio: estimate.pages,
+                            sampled_hit_ratio: estimate.sampled,
+                        }
                     })
                     .collect();
                 (sample.rate, what_if)
@@ -940,6 +1106,7 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
             counts.evictions = 0;
         }
         if let Some(estimator) = &self.estimator {
+            estimator.walk_requests.store(0, Ordering::Relaxed);
             let mut sample = estimator.sample.lock();
             sample.scaled.fill(Scaled::default());
             for cache in sample.caches.iter_mut() {

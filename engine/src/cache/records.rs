@@ -44,7 +44,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::stats::TierStats;
 use crate::limits::widths::u8_len;
 
-const SHARDS: usize = 16;
+pub(super) const SHARDS: usize = 16;
 
 /// Memory an entry costs beyond its key and record bytes: its slot (the buffer's handle,
 /// hash, generation, lengths, bit, a short key) in the table's buckets, with the share of
@@ -59,7 +59,7 @@ pub(crate) fn slot_bytes<D>() -> usize {
 }
 
 /// What an entry of `bytes` of key and record weighs.
-fn entry_weight(bytes: usize) -> u64 {
+pub fn entry_weight(bytes: usize) -> u64 {
     bytes as u64 + ENTRY_OVERHEAD
 }
 
@@ -154,13 +154,35 @@ struct Slot<D> {
     decoded: Option<(D, u64)>,
     hash: u64,
     generation: u64,
+    /// The id of the leaf the record was read from ([`NO_LEAF`] if unknown), for the
+    /// what-if estimate: a hit stands for the walk to that leaf it saved.
+    leaf: u64,
     visited: bool,
 }
 
 impl<D> Slot<D> {
+    fn seen(&self) -> Seen {
+        Seen {
+            weight: self.weight(),
+            leaf: self.leaf,
+        }
+    }
+
     fn weight(&self) -> u64 {
         self.record.weight() + self.decoded.as_ref().map_or(0, |(_, weight)| *weight)
     }
+}
+
+/// The leaf of a record whose leaf nobody noted (the what-if estimate is off).
+pub const NO_LEAF: u64 = u64::MAX;
+
+/// What a hit tells the what-if estimate of the entry it found.
+#[derive(Clone, Copy, Debug)]
+pub struct Seen {
+    /// The entry's weight, with what readers built from it.
+    pub weight: u64,
+    /// The leaf the record was read from, or [`NO_LEAF`].
+    pub leaf: u64,
 }
 
 struct Shard<D> {
@@ -222,8 +244,8 @@ impl Door {
 
 /// A shard remembers one miss per this many entries it holds (see [`Door`]), and at least
 /// [`DOOR_MIN`] misses.
-const DOOR_SHARE: usize = 4;
-const DOOR_MIN: usize = 16;
+pub(super) const DOOR_SHARE: usize = 4;
+pub(super) const DOOR_MIN: usize = 16;
 
 impl<D> Shard<D> {
     fn counts(&mut self, collection: u32) -> &mut RecordCounts {
@@ -317,7 +339,7 @@ pub struct RecordCache<D> {
 
 /// The largest entry is this share of the tier's budget: a large `Embed` parent read often
 /// deserves the room (decoding it again costs a millisecond for 50,000 items).
-const MAX_ENTRY_SHARE: u64 = 2;
+pub(super) const MAX_ENTRY_SHARE: u64 = 2;
 
 fn shard_index(hash: u64) -> usize {
     (hash >> 40) as usize % SHARDS
@@ -417,6 +439,34 @@ impl<D: Clone> RecordCache<D> {
         self.lookup(collection, key, generation, |slot| slot.record.clone())
     }
 
+    /// [`RecordCache::get_record`], with what the what-if estimate is told of a hit.
+    pub fn get_record_seen(
+        &self,
+        collection: u32,
+        key: &[u8],
+        generation: u64,
+    ) -> Option<(KeptRecord, Seen)> {
+        self.lookup(collection, key, generation, |slot| {
+            (slot.record.clone(), slot.seen())
+        })
+    }
+
+    /// [`RecordCache::get_decoded`], with what the what-if estimate is told of a hit.
+    pub fn get_decoded_seen(
+        &self,
+        collection: u32,
+        key: &[u8],
+        generation: u64,
+    ) -> Option<(Result<D, KeptRecord>, Seen)> {
+        self.lookup(collection, key, generation, |slot| {
+            let found = match &slot.decoded {
+                Some((decoded, _)) => Ok(decoded.clone()),
+                None => Err(slot.record.clone()),
+            };
+            (found, slot.seen())
+        })
+    }
+
     /// [`RecordCache::get_record`], with what a reader built from the record if one did.
     #[cfg(test)]
     pub fn get(
@@ -483,12 +533,26 @@ impl<D: Clone> RecordCache<D> {
     /// too). A key already kept stays as it is: it was read at this generation or a newer
     /// one. The copy is the tier's own: a record read from a page is a slice of the page's
     /// buffer, which a kept slice would hold in memory whole after the page left the cache.
+    #[cfg(test)]
     pub fn insert(
         &self,
         collection: u32,
         key: &[u8],
         value: &[u8],
         generation: u64,
+        still_current: impl Fn() -> bool,
+    ) -> bool {
+        self.insert_from(collection, key, value, generation, NO_LEAF, still_current)
+    }
+
+    /// [`RecordCache::insert`] of a record read from leaf `leaf` (or [`NO_LEAF`]).
+    pub fn insert_from(
+        &self,
+        collection: u32,
+        key: &[u8],
+        value: &[u8],
+        generation: u64,
+        leaf: u64,
         still_current: impl Fn() -> bool,
     ) -> bool {
         let weight = entry_weight(key.len() + value.len());
@@ -528,6 +592,7 @@ impl<D: Clone> RecordCache<D> {
             decoded: None,
             hash,
             generation,
+            leaf,
             visited: false,
         };
         shard.put(hash, slot);

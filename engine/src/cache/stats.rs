@@ -51,24 +51,30 @@ pub struct CollectionCacheStats {
     pub records: TierStats,
 }
 
-/// The estimated hit ratio of pages and chunks at another budget (the record tier is not
-/// simulated).
+/// The estimated hit ratios at another budget: the whole budget (record tier, pages and
+/// chunks) scaled by `factor`, the record tier keeping its share.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct WhatIf {
-    /// The budget as a multiple of the one pages and chunks always have (the whole budget
-    /// less the record tier's share; they hold more while the tier holds less than it).
+    /// The budget as a multiple of the live one.
     pub factor: f64,
     /// The budget this estimate simulates, in bytes.
     pub budget_bytes: u64,
     /// Requests that fell in the sample since the last reset.
     pub sampled_requests: u64,
-    /// The estimated hit ratio at that budget: the sample's, corrected for the share of
-    /// requests the sample drew (SHARDS_adj, Waldspurger et al., FAST 2015): when the
-    /// sampled objects drew more requests than the sample rate's share of all requests (a
-    /// hot object fell in the sample), the excess counts as hits taken back; when fewer
-    /// (hot objects fell outside it), the shortfall counts as hits, as most requests to the
-    /// hottest objects are.
+    /// The estimated hit ratio of every request at that budget, record lookups and page
+    /// and chunk requests together (as [`CacheStats::total`] counts them): a record tier
+    /// miss asks for the pages of its walk down the tree, and fewer misses ask for fewer.
+    /// Each sampled ratio is corrected for the share of requests the sample drew
+    /// (SHARDS_adj, Waldspurger et al., FAST 2015): when the sampled objects drew more
+    /// requests than the sample rate's share of all requests (a hot object fell in the
+    /// sample), the excess counts as hits taken back; when fewer (hot objects fell outside
+    /// it), the shortfall counts as hits, as most requests to the hottest objects are.
     pub hit_ratio: f64,
+    /// The record tier's estimated hit ratio (0 without a tier).
+    pub record_hit_ratio: f64,
+    /// The estimated hit ratio of page and chunk requests, the walks of the record tier's
+    /// misses included.
+    pub page_hit_ratio: f64,
     /// The hit ratio of the sampled requests alone, before that correction.
     pub sampled_hit_ratio: f64,
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::policy::Miniature;
-use super::what_if::threshold_of;
+use super::what_if::{shards_adjusted, threshold_of};
 use super::*;
 
 /// What these tests cache: bytes, or a stand-in for a B+tree inner page. The cache knows
@@ -49,6 +49,7 @@ fn cache(budget: u64, policy: CachePolicy, what_if: bool) -> PageCache {
         record_bytes: 0,
         policy,
         what_if,
+        what_if_objects: WHAT_IF_SAMPLED_OBJECTS,
         trace: None,
     })
     .unwrap()
@@ -357,6 +358,7 @@ fn trace_has_one_line_per_request() {
         record_bytes: 0,
         policy: CachePolicy::S3Fifo,
         what_if: false,
+        what_if_objects: WHAT_IF_SAMPLED_OBJECTS,
         trace: Some(path.clone()),
     })
     .unwrap();
@@ -393,6 +395,7 @@ fn a_trace_that_cannot_be_created_is_an_error() {
         record_bytes: 0,
         policy: CachePolicy::S3Fifo,
         what_if: false,
+        what_if_objects: WHAT_IF_SAMPLED_OBJECTS,
         trace: Some(dir.path().join("missing").join("trace.csv")),
     });
     assert!(matches!(result, Err(crate::error::Error::Io { .. })));
@@ -596,6 +599,7 @@ fn the_live_cache_keeps_inner_pages_ahead_of_leaves_and_traces_them() {
         record_bytes: 0,
         policy: CachePolicy::S3Fifo,
         what_if: false,
+        what_if_objects: WHAT_IF_SAMPLED_OBJECTS,
         trace: Some(trace_path.clone()),
     })
     .unwrap();
@@ -802,6 +806,7 @@ fn pages_borrow_the_record_share_the_tier_does_not_hold() {
         record_bytes: 60_000,
         policy: CachePolicy::default(),
         what_if: false,
+        what_if_objects: WHAT_IF_SAMPLED_OBJECTS,
         trace: None,
     })
     .unwrap();
@@ -818,7 +823,7 @@ fn pages_borrow_the_record_share_the_tier_does_not_hold() {
     );
     let record = vec![7u8; 900];
     for id in 0..200u32 {
-        cache.keep_record(1, &id.to_be_bytes(), &record, 1, || true);
+        cache.keep_record(1, &id.to_be_bytes(), &record, 1, &Walked::NONE, || true);
         let records = cache.records().resident_bytes();
         assert!(
             pages(&cache) + records <= budget,
@@ -857,6 +862,7 @@ fn dropped_objects_leave_the_cache_its_trace_and_its_estimate_alike() {
             record_bytes: 0,
             policy,
             what_if: true,
+            what_if_objects: WHAT_IF_SAMPLED_OBJECTS,
             trace: Some(path.clone()),
         })
         .unwrap();
@@ -930,4 +936,39 @@ fn dropped_objects_do_not_count_towards_the_sample() {
     for (what_if, sim) in stats.what_if.iter().zip(&full) {
         assert_eq!(what_if.hit_ratio, sim.hit_ratio(), "at {}x", what_if.factor);
     }
+}
+
+/// The miniature record tier keeps what fits, hits what it keeps, turns a new record away
+/// on its first miss once full and takes it on its second, and forgets the records of
+/// leaves that leave the sample.
+#[test]
+fn miniature_record_tier_takes_a_record_on_its_second_miss_once_full() {
+    use super::what_if::MiniRecords;
+    // A sampled budget of 1,000 bytes, of a tier of 16,000: records of over 1,000 bytes
+    // (a shard's share) are large, of over 8,000 never kept.
+    let mut tier = MiniRecords::new(1000, 16_000);
+    assert!(!tier.access(1, 10, 300), "a first lookup misses");
+    assert!(tier.access(1, 10, 300), "and is kept");
+    assert!(!tier.access(2, 20, 300));
+    assert!(!tier.access(3, 20, 300));
+    assert_eq!(tier.resident, 900);
+    // Full: the fourth is turned away once, then taken (evicting one not read again).
+    assert!(!tier.access(4, 30, 300));
+    assert_eq!(tier.resident, 900);
+    assert!(!tier.access(4, 30, 300));
+    assert!(tier.access(4, 30, 300));
+    assert!(tier.access(1, 10, 300), "read again before, spared");
+    assert_eq!(tier.resident, 900);
+    // A key the tree does not hold (weight 0) and one over half the budget are never kept.
+    assert!(!tier.access(5, 30, 0));
+    assert!(!tier.access(5, 30, 0));
+    assert!(!tier.access(6, 30, 8001));
+    assert!(!tier.access(6, 30, 8001));
+    // A document built since makes an entry heavier.
+    assert!(tier.access(1, 10, 400));
+    assert!(tier.resident <= 1000);
+    tier.retain(|leaf| leaf != 10);
+    assert!(!tier.access(1, 10, 400), "its leaf left the sample");
+    tier.set_budget(0, 0);
+    assert_eq!(tier.resident, 0);
 }

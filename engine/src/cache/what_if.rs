@@ -3,6 +3,8 @@
 
 use std::sync::atomic::AtomicU64;
 
+use std::cell::Cell;
+
 use parking_lot::Mutex;
 
 use super::policy::{CachePolicy, Miniature};
@@ -16,18 +18,124 @@ pub(crate) fn shards_adjusted(hits: f64, sampled: f64, expected: f64) -> f64 {
     ((hits + expected - sampled) / expected).clamp(0.0, 1.0)
 }
 
+/// What a point read's walk to its record's leaf asked of the page cache (see
+/// [`super::PageCache::walk_for_record`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Walked {
+    /// The last page that was not an inner one (the leaf), or
+    /// [`NO_LEAF`](super::records::NO_LEAF).
+    pub leaf: u64,
+    pub leaf_weight: u64,
+    pub inner: u32,
+}
+
+impl Walked {
+    /// Nothing walked (or nothing noted: the estimate is off).
+    pub const NONE: Walked = Walked {
+        leaf: super::records::NO_LEAF,
+        leaf_weight: 0,
+        inner: 0,
+    };
+}
+
+thread_local! {
+    /// The walk this thread is in, if any: its page requests are noted here instead of
+    /// sampled (the sample stands for them through the record lookup).
+    pub(super) static WALK: Cell<Option<Walked>> = const { Cell::new(None) };
+}
+
+/// Notes a page request of the walk this thread is in.
+pub(super) fn note_walked(id: u64, weight: u64, inner: bool) {
+    WALK.with(|walk| {
+        if let Some(mut walked) = walk.get() {
+            if inner {
+                walked.inner += 1;
+            } else {
+                walked.leaf = id;
+                walked.leaf_weight = weight;
+            }
+            walk.set(Some(walked));
+        }
+    });
+}
+
+/// Whether this thread is in a point read's walk.
+pub(super) fn walking() -> bool {
+    WALK.with(|walk| walk.get().is_some())
+}
+
+/// The live requests the sample stands for since the last reset.
+#[derive(Clone, Copy)]
+pub(super) struct Live {
+    /// Page and chunk requests outside point reads' walks.
+    pub(super) pages: f64,
+    /// Record tier lookups.
+    pub(super) records: f64,
+}
+
+/// One budget's estimate: hit ratios of every request (record lookups and page requests
+/// together, as [`super::CacheStats::total`] counts them), of the record tier, and of pages
+/// and chunks, each corrected for the share of requests the sample drew; and the sample's
+/// own total before that correction.
+pub(super) struct Estimate {
+    pub(super) total: f64,
+    pub(super) records: f64,
+    pub(super) pages: f64,
+    pub(super) sampled: f64,
+}
+
+/// What the live cache would count at the budget whose caches counted `scaled`: record
+/// lookups hit as the sampled ones did (SHARDS_adj); each lookup that misses walks the
+/// tree, asking for as many pages as the sampled misses' walks did, which hit as theirs
+/// did; the other page and chunk requests hit as the sampled ones did (SHARDS_adj).
+pub(super) fn estimate(scaled: &Scaled, rate: f64, live: Live) -> Estimate {
+    let records = shards_adjusted(
+        scaled.record_hits,
+        scaled.record_requests,
+        rate * live.records,
+    );
+    let pages = shards_adjusted(scaled.hits, scaled.requests, rate * live.pages);
+    let misses = scaled.record_requests - scaled.record_hits;
+    let (per_miss, walk_ratio) = match misses > 0.0 && scaled.walk_requests > 0.0 {
+        true => (
+            scaled.walk_requests / misses,
+            scaled.walk_hits / scaled.walk_requests,
+        ),
+        false => (0.0, 0.0),
+    };
+    let walks = (1.0 - records) * live.records * per_miss;
+    let requests = live.records + walks + live.pages;
+    let page_requests = walks + live.pages;
+    let page_hits = walks * walk_ratio + pages * live.pages;
+    let sampled_requests = scaled.record_requests + scaled.walk_requests + scaled.requests;
+    let ratio = |hits: f64, requests: f64| match requests > 0.0 {
+        true => hits / requests,
+        false => 0.0,
+    };
+    Estimate {
+        total: ratio(records * live.records + page_hits, requests),
+        records: ratio(records * live.records, live.records),
+        pages: ratio(page_hits, page_requests),
+        sampled: ratio(
+            scaled.record_hits + scaled.walk_hits + scaled.hits,
+            sampled_requests,
+        ),
+    }
+}
+
 /// Budgets of the what-if caches, as multiples of the live budget.
 pub const WHAT_IF_FACTORS: [f64; 5] = [0.25, 0.5, 1.0, 2.0, 4.0];
 
-/// The sampled share of the live budget the what-if caches aim for at 1x: the rate never
-/// falls below this over the budget (nor below [`MIN_SAMPLE_RATE`]).
+/// The sampled share of the live budget the what-if caches aim for at 1x with a sample of
+/// [`WHAT_IF_SAMPLED_OBJECTS`] (in proportion for another size): the rate never falls
+/// below this over the whole budget (nor below [`MIN_SAMPLE_RATE`]).
 pub(super) const WHAT_IF_SAMPLED_BYTES: u64 = 4 << 20;
 pub(super) const MIN_SAMPLE_RATE: f64 = 1.0 / 4096.0;
 /// Distinct objects the what-if sample keeps (fixed-size SHARDS): the rate starts at 1 and
 /// is lowered, dropping the objects of the largest hashes, whenever more than this many (and
 /// an eighth) have been seen, until it reaches its floor. A working set of fewer objects is
 /// simulated whole whatever the budget.
-pub(super) const WHAT_IF_SAMPLED_OBJECTS: usize = 4096;
+pub const WHAT_IF_SAMPLED_OBJECTS: usize = 4096;
 /// Objects of at least this share of the page budget are sampled whatever their hash, as a
 /// stratum of their own, each scaled down by the rate (see [`Sample::access_large`]).
 pub(super) const WHAT_IF_LARGE_SHARE: u64 = 64;
@@ -39,6 +147,16 @@ pub(super) enum SampleEvent {
     Request { weight: u64, inner: bool },
     /// [`PageCache::drop_superseded`] dropped it.
     Drop,
+    /// A record tier lookup of record `record` (weighing `weight` there; 0 for a key the
+    /// tree does not hold), kept in the object's leaf (the sampled object), which weighs
+    /// `leaf_weight`, below `inner` inner pages. A miss simulated at another budget walks
+    /// to that leaf.
+    Record {
+        record: u64,
+        weight: u64,
+        leaf_weight: u64,
+        inner: u32,
+    },
 }
 
 pub(super) struct Estimator {
@@ -48,11 +166,19 @@ pub(super) struct Estimator {
     pub(super) large_bytes: u64,
     /// Orders sampled requests across shards.
     pub(super) next_seq: AtomicU64,
+    /// Page requests point reads' walks made since the last reset (all, sampled or not):
+    /// the sample stands for them through its record lookups.
+    pub(super) walk_requests: AtomicU64,
+    /// Inner pages the latest point read's walk passed, and its leaf's weight.
+    pub(super) inner_per_walk: std::sync::atomic::AtomicU32,
+    pub(super) leaf_weight: AtomicU64,
     pub(super) sample: Mutex<Sample>,
 }
 
 /// The what-if caches and what lowers their rate.
 pub(super) struct Sample {
+    /// Distinct objects the sample keeps (see [`WHAT_IF_SAMPLED_OBJECTS`]).
+    pub(super) kept_objects: usize,
     pub(super) rate: f64,
     pub(super) threshold: u64,
     /// The lowest the threshold goes: the rate that scales the budget down to
@@ -65,6 +191,15 @@ pub(super) struct Sample {
     /// rate: a lower rate scales what came before down with it, so that each sampled
     /// request stands for as many requests as one sampled now (fixed-size SHARDS).
     pub(super) scaled: Vec<Scaled>,
+    /// Per budget, the record tier beside its page cache (none without a tier): each takes
+    /// the same share of its budget as the live tier.
+    pub(super) records: Vec<MiniRecords>,
+    /// Per budget, the leaves point reads read and did not keep lately (see
+    /// [`super::Admission::IfReadLately`]), in a ring as many as the live one's share of the
+    /// sample.
+    pub(super) lately: Vec<std::collections::VecDeque<u64>>,
+    /// Budgets of the record tiers at rate 1.
+    pub(super) full_record_budgets: Vec<u64>,
     /// Hashes of the distinct objects sampled, while the threshold may still fall.
     pub(super) objects: Option<rustc_hash::FxHashSet<u64>>,
     /// Ids of the large objects the what-if caches were given since the rate last fell,
@@ -74,19 +209,52 @@ pub(super) struct Sample {
 
 #[derive(Clone, Copy, Default)]
 pub(super) struct Scaled {
+    /// Page and chunk requests not made by a point read's walk.
     pub(super) hits: f64,
     pub(super) requests: f64,
+    /// Record tier lookups.
+    pub(super) record_hits: f64,
+    pub(super) record_requests: f64,
+    /// Page requests of the walks the record tier's simulated misses made.
+    pub(super) walk_hits: f64,
+    pub(super) walk_requests: f64,
+}
+
+impl Scaled {
+    fn scale(&mut self, by: f64) {
+        for x in [
+            &mut self.hits,
+            &mut self.requests,
+            &mut self.record_hits,
+            &mut self.record_requests,
+            &mut self.walk_hits,
+            &mut self.walk_requests,
+        ] {
+            *x *= by;
+        }
+    }
 }
 
 impl Sample {
-    pub(super) fn new(policy: CachePolicy, page_budget: u64) -> Self {
-        let floor_rate =
-            (WHAT_IF_SAMPLED_BYTES as f64 / page_budget.max(1) as f64).clamp(MIN_SAMPLE_RATE, 1.0);
+    /// The what-if caches of a live cache whose pages and chunks have `page_budget` and
+    /// record tier `record_budget`, on a sample that keeps about `objects` objects.
+    pub(super) fn new(
+        policy: CachePolicy,
+        page_budget: u64,
+        record_budget: u64,
+        objects: usize,
+    ) -> Self {
+        let objects = objects.max(1);
+        let sampled_bytes =
+            WHAT_IF_SAMPLED_BYTES as f64 * objects as f64 / WHAT_IF_SAMPLED_OBJECTS as f64;
+        let whole = page_budget.saturating_add(record_budget).max(1);
+        let floor_rate = (sampled_bytes / whole as f64).clamp(MIN_SAMPLE_RATE, 1.0);
         let full_budgets: Vec<u64> = WHAT_IF_FACTORS
             .iter()
             .map(|factor| saturating_u64((page_budget as f64 * factor).round()))
             .collect();
         Sample {
+            kept_objects: objects,
             rate: 1.0,
             threshold: u64::MAX,
             floor: threshold_of(floor_rate),
@@ -106,6 +274,19 @@ impl Sample {
                 })
                 .collect(),
             scaled: vec![Scaled::default(); full_budgets.len()],
+            records: WHAT_IF_FACTORS
+                .iter()
+                .filter(|_| record_budget > 0)
+                .map(|factor| {
+                    let full = saturating_u64((record_budget as f64 * factor).round());
+                    MiniRecords::new(full, full)
+                })
+                .collect(),
+            lately: vec![Default::default(); full_budgets.len()],
+            full_record_budgets: WHAT_IF_FACTORS
+                .iter()
+                .map(|factor| saturating_u64((record_budget as f64 * factor).round()))
+                .collect(),
             full_budgets,
             objects: (floor_rate < 1.0).then(Default::default),
             large: (floor_rate < 1.0).then(Default::default),
@@ -123,15 +304,16 @@ impl Sample {
     }
 
     /// Notes a sampled object; with more than the sample keeps, returns the threshold
-    /// that keeps [`WHAT_IF_SAMPLED_OBJECTS`] of them (or the floor).
+    /// that keeps as many as the sample keeps (or the floor).
     pub(super) fn note(&mut self, hash: u64) -> Option<u64> {
+        let keep = self.kept_objects;
         let objects = self.objects.as_mut()?;
         objects.insert(hash);
-        if objects.len() <= WHAT_IF_SAMPLED_OBJECTS + WHAT_IF_SAMPLED_OBJECTS / 8 {
+        if objects.len() <= keep + keep / 8 {
             return None;
         }
         let mut hashes: Vec<u64> = objects.iter().copied().collect();
-        let (_, &mut kept, _) = hashes.select_nth_unstable(WHAT_IF_SAMPLED_OBJECTS - 1);
+        let (_, &mut kept, _) = hashes.select_nth_unstable(keep - 1);
         Some(kept.max(self.floor))
     }
 
@@ -174,8 +356,7 @@ impl Sample {
     pub(super) fn lower(&mut self, threshold: u64) {
         let rate = rate_of(threshold);
         for scaled in &mut self.scaled {
-            scaled.hits *= rate / self.rate;
-            scaled.requests *= rate / self.rate;
+            scaled.scale(rate / self.rate);
         }
         self.threshold = threshold;
         self.rate = rate;
@@ -194,6 +375,216 @@ impl Sample {
             cache.retain(keep);
             cache.set_sampled_budget(saturating_u64((full as f64 * self.rate).round()), full);
         }
+        for (records, &full) in self.records.iter_mut().zip(&self.full_record_budgets) {
+            records.retain(|leaf| mix(leaf) <= threshold);
+            records.set_budget(saturating_u64((full as f64 * self.rate).round()), full);
+        }
+        let ring = self.ring();
+        for lately in &mut self.lately {
+            lately.truncate(ring);
+        }
+        for at in 0..self.caches.len() {
+            self.fit_pages(at);
+        }
+    }
+
+    /// How many leaves each budget's ring of leaves read lately holds.
+    fn ring(&self) -> usize {
+        usize::try_from(saturating_u64((super::LATELY as f64 * self.rate).round()))
+            .unwrap_or(usize::MAX)
+            .max(1)
+    }
+
+    /// Sets budget `at`'s page cache to what the live cache's pages may hold beside its
+    /// record tier: the budget less what the tier holds, and at least the pages' own share.
+    fn fit_pages(&mut self, at: usize) {
+        let Some(records) = self.records.get(at) else {
+            return;
+        };
+        let pages = (self.full_budgets[at] as f64 * self.rate).round();
+        let whole =
+            ((self.full_budgets[at] + self.full_record_budgets[at]) as f64 * self.rate).round();
+        let limit = (whole - records.resident as f64).max(pages);
+        self.caches[at].set_limit(saturating_u64(limit));
+    }
+
+    /// One sampled record tier lookup through every budget's tier, and on a miss there,
+    /// the walk to its leaf through that budget's page cache: `inner` inner pages counted
+    /// as hits (they stay cached), then the leaf, kept as the live cache keeps a leaf a
+    /// point read loads (when read lately).
+    pub(super) fn access_record(
+        &mut self,
+        record: u64,
+        weight: u64,
+        leaf: u64,
+        leaf_weight: u64,
+        inner: u32,
+    ) {
+        let ring = self.ring();
+        for at in 0..self.records.len() {
+            let scaled = &mut self.scaled[at];
+            scaled.record_requests += 1.0;
+            if self.records[at].access(record, leaf, weight) {
+                scaled.record_hits += 1.0;
+            } else {
+                scaled.walk_requests += f64::from(inner) + 1.0;
+                scaled.walk_hits += f64::from(inner);
+                let lately = &mut self.lately[at];
+                let hit = self.caches[at].access_admitting(leaf, leaf_weight, false, || {
+                    if lately.contains(&leaf) {
+                        return true;
+                    }
+                    if lately.len() >= ring {
+                        lately.pop_front();
+                    }
+                    lately.push_back(leaf);
+                    false
+                });
+                if hit {
+                    self.scaled[at].walk_hits += 1.0;
+                }
+            }
+            self.fit_pages(at);
+        }
+    }
+}
+
+/// A miniature record tier: the live tier's CLOCK over entries of a byte budget, whose
+/// records come in on their second miss when the tier is full or they are large (see
+/// `RecordCache::insert`), over sampled records named by a hash, each with its leaf.
+pub(super) struct MiniRecords {
+    /// Bytes the sampled entries may take.
+    budget: u64,
+    /// The budget at rate 1, which decides what counts as large.
+    full: u64,
+    pub(super) resident: u64,
+    slots: Vec<MiniSlot>,
+    at: rustc_hash::FxHashMap<u64, usize>,
+    hand: usize,
+    door: std::collections::VecDeque<u64>,
+}
+
+struct MiniSlot {
+    record: u64,
+    leaf: u64,
+    weight: u64,
+    visited: bool,
+}
+
+impl MiniRecords {
+    pub(super) fn new(budget: u64, full: u64) -> Self {
+        MiniRecords {
+            budget,
+            full,
+            resident: 0,
+            slots: Vec::new(),
+            at: Default::default(),
+            hand: 0,
+            door: Default::default(),
+        }
+    }
+
+    /// One lookup of `record` (in `leaf`, weighing `weight`; 0: not in the tree, never
+    /// kept); true on a hit.
+    pub(super) fn access(&mut self, record: u64, leaf: u64, weight: u64) -> bool {
+        if let Some(&at) = self.at.get(&record) {
+            let slot = &mut self.slots[at];
+            slot.visited = true;
+            // A document built on its record since weighs with it.
+            if weight > slot.weight {
+                self.resident += weight - slot.weight;
+                slot.weight = weight;
+                self.make_room(0, Some(record));
+            }
+            return true;
+        }
+        if weight == 0 || weight > self.full / super::records::MAX_ENTRY_SHARE {
+            return false;
+        }
+        let large = weight > self.full / super::records::SHARDS as u64;
+        if (large || self.resident + weight > self.budget) && !self.passes(record) {
+            return false;
+        }
+        self.make_room(weight, None);
+        if self.resident + weight > self.budget {
+            return false;
+        }
+        self.at.insert(record, self.slots.len());
+        self.slots.push(MiniSlot {
+            record,
+            leaf,
+            weight,
+            visited: false,
+        });
+        self.resident += weight;
+        false
+    }
+
+    /// Whether `record` was turned away lately; if not, it is remembered (a quarter as
+    /// many as the tier holds, and at least the live tier's least for this share).
+    fn passes(&mut self, record: u64) -> bool {
+        if self.door.contains(&record) {
+            return true;
+        }
+        let least = (super::records::DOOR_MIN * super::records::SHARDS) as f64 * self.budget as f64
+            / self.full.max(1) as f64;
+        let least = usize::try_from(saturating_u64(least.round())).unwrap_or(usize::MAX);
+        let len = (self.slots.len() / super::records::DOOR_SHARE)
+            .max(least)
+            .max(1);
+        self.door.push_back(record);
+        while self.door.len() > len {
+            self.door.pop_front();
+        }
+        false
+    }
+
+    /// Evicts by CLOCK until `weight` more bytes fit, sparing `keep`.
+    fn make_room(&mut self, weight: u64, keep: Option<u64>) {
+        let mut spared = 0;
+        while self.resident + weight > self.budget && !self.slots.is_empty() {
+            if self.hand >= self.slots.len() {
+                self.hand = 0;
+            }
+            let slot = &mut self.slots[self.hand];
+            if slot.visited || keep == Some(slot.record) {
+                slot.visited = false;
+                self.hand += 1;
+                spared += 1;
+                if spared > 2 * self.slots.len() {
+                    break;
+                }
+                continue;
+            }
+            self.take(self.hand);
+        }
+    }
+
+    fn take(&mut self, at: usize) {
+        let slot = self.slots.swap_remove(at);
+        self.at.remove(&slot.record);
+        self.resident -= slot.weight;
+        if let Some(moved) = self.slots.get(at) {
+            self.at.insert(moved.record, at);
+        }
+    }
+
+    /// Forgets every record whose leaf `keep` refuses.
+    pub(super) fn retain(&mut self, keep: impl Fn(u64) -> bool) {
+        let mut at = 0;
+        while at < self.slots.len() {
+            if keep(self.slots[at].leaf) {
+                at += 1;
+            } else {
+                self.take(at);
+            }
+        }
+    }
+
+    pub(super) fn set_budget(&mut self, budget: u64, full: u64) {
+        self.budget = budget;
+        self.full = full;
+        self.make_room(0, None);
     }
 }
 

@@ -14,7 +14,7 @@ use super::decode::{
     decode_wanted_items, page_room, placed,
 };
 use super::versions::{Version, Versions};
-use crate::cache::records::KeptRecord;
+use crate::cache::records::{self, KeptRecord};
 use crate::cache::{Admission, Owner};
 
 use crate::catalog::CollectionInfo;
@@ -116,7 +116,6 @@ impl Reads<'_> {
             None => match self
                 .pages
                 .cache
-                .records()
                 .get_decoded(info.id, key, version.generation)
             {
                 Some(Ok(document)) => return Ok(Some(document)),
@@ -213,8 +212,11 @@ impl Reads<'_> {
             // A transaction's own view: the tier holds published versions' records only.
             return self.read_parent(version, info, key);
         }
-        let records = self.pages.cache.records();
-        if let Some(kept) = records.get_record(info.id, key, version.generation) {
+        if let Some(kept) = self
+            .pages
+            .cache
+            .get_record(info.id, key, version.generation)
+        {
             return Ok(Some(Found::Kept(kept)));
         }
         self.read_and_keep(version, info, key)
@@ -241,8 +243,10 @@ impl Reads<'_> {
         }
         let epoch = self.versions.record_epoch();
         let pages = pages_for(self.pages, info);
-        let (entry, unkept_leaf) = keys::with_parent(info.id, key, |tree_key| {
-            version.tree.get_entry_or_read(&pages, tree_key)
+        let ((entry, unkept_leaf), walked) = cache.walk_for_record(|| {
+            keys::with_parent(info.id, key, |tree_key| {
+                version.tree.get_entry_or_read(&pages, tree_key)
+            })
         })?;
         if let Some(leaf) = unkept_leaf {
             let admission = match &entry {
@@ -253,10 +257,15 @@ impl Reads<'_> {
             let _ = cache.admit(leaf, admission);
         }
         let found = found_in_leaf(entry, &pages)?;
+        let weight = match &found {
+            Some(Found::Read { record, .. }) => records::entry_weight(key.len() + record.len()),
+            _ => 0,
+        };
+        cache.sample_record(info.id, key, weight, &walked);
         if let Some(Found::Read { record, .. }) = &found
             && epoch == version.generation
         {
-            cache.keep_record(info.id, key, record, epoch, || {
+            cache.keep_record(info.id, key, record, epoch, &walked, || {
                 self.versions.record_epoch() == epoch
             });
         }

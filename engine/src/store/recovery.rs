@@ -65,6 +65,7 @@ pub(super) fn open(storage: Arc<dyn Storage>, options: Options, access: Access) 
         record_bytes: options.record_cache_bytes(),
         policy: options.cache_policy.live(),
         what_if: options.cache_what_if,
+        what_if_objects: options.cache_what_if_objects,
         trace: options.cache_trace.clone(),
     })?);
     if !names.contains(CHECKPOINT_FILE) {

@@ -66,16 +66,51 @@ impl<K: Copy + Eq + Hash, R: EvictionRule<K>> Miniature<K, R> {
             return true;
         }
         if weight <= self.budget_bytes {
-            while self.resident_bytes + weight > self.budget_bytes {
-                let Some((_, evicted)) = self.policy.evict(&mut NoMarks) else {
-                    break;
-                };
-                self.resident_bytes -= evicted;
-            }
+            self.make_room(weight);
             self.policy.insert_sized(key, weight, size, inner);
             self.resident_bytes += weight;
         }
         false
+    }
+
+    /// [`Miniature::access_as`] for an object kept on a miss only if `admit()` says so (the
+    /// live cache's [`Admission`](crate::cache::Admission)).
+    pub fn access_admitting(
+        &mut self,
+        key: K,
+        weight: u64,
+        inner: bool,
+        admit: impl FnOnce() -> bool,
+    ) -> bool {
+        self.requests += 1;
+        if self.policy.touch_as(&key, inner) {
+            self.hits += 1;
+            return true;
+        }
+        if weight <= self.budget_bytes && admit() {
+            self.make_room(weight);
+            self.policy.insert_sized(key, weight, weight, inner);
+            self.resident_bytes += weight;
+        }
+        false
+    }
+
+    /// Evicts until `weight` more bytes fit the budget, or nothing is left to evict.
+    fn make_room(&mut self, weight: u64) {
+        while self.resident_bytes + weight > self.budget_bytes {
+            let Some((_, evicted)) = self.policy.evict(&mut NoMarks) else {
+                break;
+            };
+            self.resident_bytes -= evicted;
+        }
+    }
+
+    /// Changes the bytes the objects may take, and evicts until they fit, without resizing
+    /// what the policy sized once for its budget (as the live cache's page limit moves with
+    /// what the record tier holds).
+    pub fn set_limit(&mut self, budget_bytes: u64) {
+        self.budget_bytes = budget_bytes;
+        self.make_room(0);
     }
 
     /// Forgets `key`, as if it had never been asked for (the live cache's
@@ -106,12 +141,7 @@ impl<K: Copy + Eq + Hash, R: EvictionRule<K>> Miniature<K, R> {
     pub fn set_sampled_budget(&mut self, budget_bytes: u64, full_bytes: u64) {
         self.budget_bytes = budget_bytes;
         self.policy.set_sampled_budget(budget_bytes, full_bytes);
-        while self.resident_bytes > budget_bytes {
-            let Some((_, evicted)) = self.policy.evict(&mut NoMarks) else {
-                break;
-            };
-            self.resident_bytes -= evicted;
-        }
+        self.make_room(0);
     }
 
     /// hits / requests, or 0 with no requests.
