@@ -511,6 +511,9 @@ struct Args {
     /// one budget beside live runs at 0.25x to 4x it (`--views` reads per phase).
     #[arg(long = "what-if")]
     what_if: bool,
+    /// Objects the what-if sample keeps in that run (skewdb's default otherwise).
+    #[arg(long = "what-if-sample", value_name = "N")]
+    what_if_sample: Option<usize>,
     /// Views per pass, fewer for a trial.
     #[arg(long = "views", value_name = "N", default_value_t = data::VIEWS)]
     view_count: usize,
@@ -535,6 +538,7 @@ fn main() {
         page_bytes,
         variants,
         what_if,
+        what_if_sample,
         view_count,
         ram_limit,
         ram_child,
@@ -573,7 +577,10 @@ fn main() {
         return;
     }
     if what_if {
-        print!("{}", what_if::run(products_count, view_count));
+        print!(
+            "{}",
+            what_if::run(products_count, view_count, what_if_sample)
+        );
         return;
     }
     let started = Instant::now();

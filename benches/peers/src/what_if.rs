@@ -26,13 +26,16 @@ fn reads(products: u64, count: usize, seed: u64) -> Vec<(u64, bool)> {
         .collect()
 }
 
-fn open(dir: &Path, cache_bytes: usize, what_if: bool) -> Db {
-    let options = crate::skew_options(cache_bytes).cache_what_if(what_if);
+fn open(dir: &Path, cache_bytes: usize, what_if: bool, sample: Option<usize>) -> Db {
+    let mut options = crate::skew_options(cache_bytes).cache_what_if(what_if);
+    if let Some(objects) = sample {
+        options = options.cache_what_if_sample(objects);
+    }
     Db::open(dir, options).expect("open skewdb")
 }
 
 fn load(dir: &Path, products_count: u64) {
-    let db = open(dir, crate::CACHE_BYTES, false);
+    let db = open(dir, crate::CACHE_BYTES, false, None);
     db.create_collection(
         CollectionSpec::new("products").array("reviews", Layout::Subset { keep: 5 }),
     )
@@ -73,15 +76,16 @@ fn run_reads(db: &Db, reads: &[(u64, bool)]) {
 }
 
 /// Opens the database with `cache_bytes`, warms it with `warm`, and returns the cache's
-/// counters over `measured`.
+/// counters over `measured`; with `what_if`, the estimate on (`sample`: objects it keeps).
 fn phase(
     dir: &Path,
     cache_bytes: usize,
     what_if: bool,
-    warm: &[(u64, bool)],
-    measured: &[(u64, bool)],
+    sample: Option<usize>,
+    reads: [&[(u64, bool)]; 2],
 ) -> CacheStats {
-    let db = open(dir, cache_bytes, what_if);
+    let [warm, measured] = reads;
+    let db = open(dir, cache_bytes, what_if, sample);
     run_reads(&db, warm);
     db.reset_stats();
     run_reads(&db, measured);
@@ -95,7 +99,8 @@ fn pages_ratio(stats: &CacheStats) -> f64 {
 }
 
 /// The table: the estimate at each factor beside the live run at that budget.
-pub fn run(products_count: u64, count: usize) -> String {
+/// With `sample`, the what-if sample keeps that many objects.
+pub fn run(products_count: u64, count: usize, sample: Option<usize>) -> String {
     let dir = tempfile::tempdir().expect("temporary directory");
     let started = std::time::Instant::now();
     load(dir.path(), products_count);
@@ -103,11 +108,15 @@ pub fn run(products_count: u64, count: usize) -> String {
     let warm = reads(products_count, count, 11);
     let measured = reads(products_count, count, 12);
     let budget = crate::CACHE_BYTES;
-    let estimated = phase(dir.path(), budget, true, &warm, &measured);
+    let estimated = phase(dir.path(), budget, true, sample, [&warm, &measured]);
+    let objects = match sample {
+        Some(objects) => format!("a sample of {objects} objects"),
+        None => "the default sample".to_string(),
+    };
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "What-if against live: {products_count} products, skewdb default options, {} MiB, {count} reads to warm and {count} measured (one in {PAGE_EVERY} a page of reviews); sample rate {:.3}.\n",
+        "What-if against live: {products_count} products, skewdb default options, {} MiB, {count} reads to warm and {count} measured (one in {PAGE_EVERY} a page of reviews); {objects}, rate {:.3}.\n",
         budget >> 20,
         estimated.sample_rate
     );
@@ -118,7 +127,7 @@ pub fn run(products_count: u64, count: usize) -> String {
     let _ = writeln!(out, "|---|---|---|---|---|---|");
     for what_if in &estimated.what_if {
         let cache_bytes = (budget as f64 * what_if.factor) as usize;
-        let live = phase(dir.path(), cache_bytes, false, &warm, &measured);
+        let live = phase(dir.path(), cache_bytes, false, None, [&warm, &measured]);
         let total = live.total().hit_ratio();
         let _ = writeln!(
             out,

@@ -21,7 +21,7 @@ mod what_if;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
@@ -332,8 +332,9 @@ enum Offer {
     /// Its place among sampled requests, if the hash put it in the sample (an object
     /// heavy enough is sampled whatever its hash, once its weight is known).
     Sample(Option<u64>),
-    /// Nothing: it is part of a point read's walk, which the record lookup stands for.
-    Walk,
+    /// It is part of a point read's walk: the record lookup stands for its leaf; an inner
+    /// page is sampled as one a walk asked for (see [`SampleEvent::WalkInner`]).
+    Walk(Option<u64>),
 }
 
 /// How many of the latest objects read and not kept the cache remembers.
@@ -383,7 +384,7 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
             large_bytes: large_bytes(page_budget),
             next_seq: AtomicU64::new(0),
             walk_requests: AtomicU64::new(0),
-            inner_per_walk: AtomicU32::new(0),
+            walk_inner_requests: AtomicU64::new(0),
             leaf_weight: AtomicU64::new(0),
             sample: Mutex::new(Sample::new(
                 config.policy,
@@ -411,6 +412,29 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
             next_hit: AtomicU64::new(0),
             lately: Mutex::default(),
         })
+    }
+
+    /// What a request of `key` (`weight` bytes, an inner page if `inner`) gives the what-if
+    /// sample, if anything: its place among sampled requests and the event.
+    #[inline(always)]
+    fn offered(
+        &self,
+        offer: Offer,
+        key: &CacheKey,
+        weight: u64,
+        inner: bool,
+    ) -> Option<(u64, SampleEvent)> {
+        match offer {
+            Offer::Sample(sample) => self
+                .or_large(sample, weight)
+                .map(|seq| (seq, SampleEvent::Request { weight, inner })),
+            Offer::Walk(sample) => {
+                what_if::note_walked(key.object_id(), weight, inner);
+                sample
+                    .filter(|_| inner)
+                    .map(|seq| (seq, SampleEvent::WalkInner { weight }))
+            }
+        }
     }
 
     /// For a request in the what-if sample, its place in the order of sampled requests.
@@ -477,17 +501,8 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
         } else {
             entry.hits = entry.hits.saturating_add(1);
         }
-        if let Offer::Sample(sample) = offer
-            && let Some(seq) = self.or_large(sample, weight)
-        {
-            let inner = value.is_inner_page();
-            shard.pending.samples.push((
-                seq,
-                key.object_id(),
-                SampleEvent::Request { weight, inner },
-            ));
-        } else if offer == Offer::Walk {
-            what_if::note_walked(key.object_id(), weight, value.is_inner_page());
+        if let Some((seq, event)) = self.offered(offer, key, weight, value.is_inner_page()) {
+            shard.pending.samples.push((seq, key.object_id(), event));
         }
         if shard.pending.is_full() {
             let pending = std::mem::take(&mut shard.pending);
@@ -529,9 +544,10 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
         let owner = owner.0;
         let hash = key_hash(&key);
         // A point read's walk is sampled through its record lookup, not page by page.
+        let sample = self.sample_seq(hash);
         let offer = match self.estimator.is_some() && what_if::walking() {
-            true => Offer::Walk,
-            false => Offer::Sample(self.sample_seq(hash)),
+            true => Offer::Walk(sample),
+            false => Offer::Sample(sample),
         };
         match self.hit(&key, hash, owner, tier, offer) {
             Some(value) => Ok(Ok(value)),
@@ -559,23 +575,12 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
             read_bytes: bytes_read,
         } = load()?;
         let weight = weight_bytes as u64;
-        let sample = match offer {
-            Offer::Walk => {
-                what_if::note_walked(key.object_id(), weight, value.is_inner_page());
-                None
-            }
-            Offer::Sample(sample) => self.or_large(sample, weight),
-        };
+        let sample = self.offered(offer, &key, weight, value.is_inner_page());
         {
             let mut shard = self.shard_of(hash).lock();
             shard.counts.slot(owner, tier).bytes_read += bytes_read;
-            if let Some(seq) = sample {
-                let inner = value.is_inner_page();
-                shard.pending.samples.push((
-                    seq,
-                    key.object_id(),
-                    SampleEvent::Request { weight, inner },
-                ));
+            if let Some((seq, event)) = sample {
+                shard.pending.samples.push((seq, key.object_id(), event));
             }
         }
         self.record(&key, weight, tier, &value);
@@ -737,19 +742,30 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
     }
 
     /// What a reader built from the record of `key` in `collection`, or the record (see
-    /// [`RecordCache::get_decoded`]); a hit is offered to the what-if sample.
+    /// [`RecordCache::get_decoded`]) with what the hit saw, for the reader to hand to
+    /// [`PageCache::keep_document`] with what it builds. A hit that finds the built value is
+    /// offered to the what-if sample now; one that finds the record alone when the reader
+    /// keeps what it builds, with the weight it then has.
     pub fn get_decoded(
         &self,
         collection: u32,
         key: &[u8],
         generation: u64,
-    ) -> Option<std::result::Result<D, KeptRecord>> {
+    ) -> Option<std::result::Result<D, (KeptRecord, Seen)>> {
         if self.estimator.is_none() {
-            return self.records.get_decoded(collection, key, generation);
+            return self
+                .records
+                .get_decoded(collection, key, generation)
+                .map(|found| found.map_err(|kept| (kept, Seen::NONE)));
         }
         let (found, seen) = self.records.get_decoded_seen(collection, key, generation)?;
-        self.sample_hit(collection, key, seen);
-        Some(found)
+        match found {
+            Ok(decoded) => {
+                self.sample_hit(collection, key, seen);
+                Some(Ok(decoded))
+            }
+            Err(kept) => Some(Err((kept, seen))),
+        }
     }
 
     /// Offers a record tier hit to the what-if sample, as a lookup of a record in the
@@ -762,7 +778,7 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
             leaf: seen.leaf,
             // A leaf's weight is the page size's, as the latest walk saw it.
             leaf_weight: estimator.leaf_weight.load(Ordering::Relaxed),
-            inner: estimator.inner_per_walk.load(Ordering::Relaxed),
+            inner: 0,
         };
         self.sample_record(collection, key, seen.weight, &walked);
     }
@@ -779,12 +795,10 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
         let result = walk();
         let walked = what_if::WALK.with(|w| w.take()).unwrap_or(Walked::NONE);
         let value = result?;
+        estimator.walk_requests.fetch_add(1, Ordering::Relaxed);
         estimator
-            .walk_requests
-            .fetch_add(u64::from(walked.inner) + 1, Ordering::Relaxed);
-        estimator
-            .inner_per_walk
-            .store(walked.inner, Ordering::Relaxed);
+            .walk_inner_requests
+            .fetch_add(u64::from(walked.inner), Ordering::Relaxed);
         if walked.leaf != NO_LEAF {
             estimator
                 .leaf_weight
@@ -820,7 +834,6 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
             record,
             weight,
             leaf_weight: walked.leaf_weight,
-            inner: walked.inner,
         };
         let mut guard = self.shard_of(hash).lock();
         guard.pending.samples.push((seq, walked.leaf, event));
@@ -831,18 +844,28 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
         }
     }
 
-    /// Adds a document built from a kept record (see [`RecordCache::attach`]), evicting
-    /// pages if the two together went over the budget.
+    /// Adds a document built from a kept record that [`PageCache::get_decoded`] found
+    /// (and `seen`; see [`RecordCache::attach`]), evicting pages if the two together went
+    /// over the budget; offers the hit to the what-if sample at the weight the entry now
+    /// has.
     pub fn keep_document(
         &self,
         collection: u32,
         key: &[u8],
         kept: &KeptRecord,
+        seen: Seen,
         document: D,
         weight: u64,
     ) {
         self.records.attach(collection, key, kept, document, weight);
         self.fit_pages();
+        if self.estimator.is_some() {
+            let seen = Seen {
+                weight: seen.weight + weight,
+                leaf: seen.leaf,
+            };
+            self.sample_hit(collection, key, seen);
+        }
     }
 
     /// Evicts pages and chunks until they fit beside what the record tier holds now.
@@ -942,6 +965,7 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
             let (weight, inner) = match event {
                 SampleEvent::Request { weight, inner } => (weight, inner),
                 SampleEvent::Record { leaf_weight, .. } => (leaf_weight, false),
+                SampleEvent::WalkInner { weight } => (weight, true),
                 SampleEvent::Drop => {
                     // A dropped object is never asked for again: it leaves the objects the
                     // sample counts too, so the dead do not lower the rate for the live.
@@ -969,8 +993,9 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
                     record,
                     weight,
                     leaf_weight,
-                    inner,
-                } => sample.access_record(record, weight, id, leaf_weight, inner),
+                    ..
+                } => sample.access_record(record, weight, id, leaf_weight),
+                SampleEvent::WalkInner { weight } => sample.access_walk_inner(id, weight),
                 _ => sample.access(id, weight, inner),
             }
         }
@@ -1052,9 +1077,12 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
                 // Every page and chunk request outside point reads' walks was offered to
                 // the sample, and every record tier lookup.
                 let walks = estimator.walk_requests.load(Ordering::Relaxed);
+                let inner = estimator.walk_inner_requests.load(Ordering::Relaxed);
                 let live = what_if::Live {
-                    pages: (hot.requests + cold.requests).saturating_sub(walks) as f64,
+                    pages: (hot.requests + cold.requests).saturating_sub(walks + inner) as f64,
                     records: records.requests as f64,
+                    record_misses: records.misses as f64,
+                    walk_inner: inner as f64,
                 };
                 let what_if = WHAT_IF_FACTORS
                     .iter()
@@ -1107,6 +1135,7 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
         }
         if let Some(estimator) = &self.estimator {
             estimator.walk_requests.store(0, Ordering::Relaxed);
+            estimator.walk_inner_requests.store(0, Ordering::Relaxed);
             let mut sample = estimator.sample.lock();
             sample.scaled.fill(Scaled::default());
             for cache in sample.caches.iter_mut() {

@@ -69,8 +69,11 @@ pub(super) fn walking() -> bool {
 pub(super) struct Live {
     /// Page and chunk requests outside point reads' walks.
     pub(super) pages: f64,
-    /// Record tier lookups.
+    /// Record tier lookups, and those that missed.
     pub(super) records: f64,
+    pub(super) record_misses: f64,
+    /// Inner pages the walks of those misses asked for.
+    pub(super) walk_inner: f64,
 }
 
 /// One budget's estimate: hit ratios of every request (record lookups and page requests
@@ -86,40 +89,37 @@ pub(super) struct Estimate {
 
 /// What the live cache would count at the budget whose caches counted `scaled`: record
 /// lookups hit as the sampled ones did (SHARDS_adj); each lookup that misses walks the
-/// tree, asking for as many pages as the sampled misses' walks did, which hit as theirs
-/// did; the other page and chunk requests hit as the sampled ones did (SHARDS_adj).
+/// tree, asking for its leaf, which hits as the sampled misses' leaves did, and for as many
+/// inner pages per miss as the live walks did, which hit as the sampled ones did; the other
+/// page and chunk requests hit as the sampled ones did (SHARDS_adj).
 pub(super) fn estimate(scaled: &Scaled, rate: f64, live: Live) -> Estimate {
+    let ratio = |hits: f64, requests: f64| match requests > 0.0 {
+        true => hits / requests,
+        false => 0.0,
+    };
     let records = shards_adjusted(
         scaled.record_hits,
         scaled.record_requests,
         rate * live.records,
     );
     let pages = shards_adjusted(scaled.hits, scaled.requests, rate * live.pages);
-    let misses = scaled.record_requests - scaled.record_hits;
-    let (per_miss, walk_ratio) = match misses > 0.0 && scaled.walk_requests > 0.0 {
-        true => (
-            scaled.walk_requests / misses,
-            scaled.walk_hits / scaled.walk_requests,
-        ),
-        false => (0.0, 0.0),
-    };
-    let walks = (1.0 - records) * live.records * per_miss;
-    let requests = live.records + walks + live.pages;
-    let page_requests = walks + live.pages;
-    let page_hits = walks * walk_ratio + pages * live.pages;
-    let sampled_requests = scaled.record_requests + scaled.walk_requests + scaled.requests;
-    let ratio = |hits: f64, requests: f64| match requests > 0.0 {
-        true => hits / requests,
-        false => 0.0,
-    };
+    let misses = (1.0 - records) * live.records;
+    let leaf_ratio = ratio(scaled.walk_hits, scaled.walk_requests);
+    let inner_ratio = ratio(scaled.inner_hits, scaled.inner_requests);
+    let inner = misses * ratio(live.walk_inner, live.record_misses);
+    let page_requests = misses + inner + live.pages;
+    let page_hits = misses * leaf_ratio + inner * inner_ratio + pages * live.pages;
+    let sampled_hits = scaled.record_hits + scaled.walk_hits + scaled.inner_hits + scaled.hits;
+    let sampled_requests =
+        scaled.record_requests + scaled.walk_requests + scaled.inner_requests + scaled.requests;
     Estimate {
-        total: ratio(records * live.records + page_hits, requests),
+        total: ratio(
+            records * live.records + page_hits,
+            live.records + page_requests,
+        ),
         records: ratio(records * live.records, live.records),
         pages: ratio(page_hits, page_requests),
-        sampled: ratio(
-            scaled.record_hits + scaled.walk_hits + scaled.hits,
-            sampled_requests,
-        ),
+        sampled: ratio(sampled_hits, sampled_requests),
     }
 }
 
@@ -147,15 +147,18 @@ pub(super) enum SampleEvent {
     Request { weight: u64, inner: bool },
     /// [`PageCache::drop_superseded`] dropped it.
     Drop,
+    /// An inner page a point read's walk asked for: its hit ratio in each budget's page
+    /// cache stands for that of the inner pages of the walks that budget's record tier
+    /// misses make.
+    WalkInner { weight: u64 },
     /// A record tier lookup of record `record` (weighing `weight` there; 0 for a key the
     /// tree does not hold), kept in the object's leaf (the sampled object), which weighs
-    /// `leaf_weight`, below `inner` inner pages. A miss simulated at another budget walks
-    /// to that leaf.
+    /// `leaf_weight`. A miss simulated at another budget walks
+    /// to that leaf (its inner pages are sampled as [`SampleEvent::WalkInner`]).
     Record {
         record: u64,
         weight: u64,
         leaf_weight: u64,
-        inner: u32,
     },
 }
 
@@ -166,11 +169,12 @@ pub(super) struct Estimator {
     pub(super) large_bytes: u64,
     /// Orders sampled requests across shards.
     pub(super) next_seq: AtomicU64,
-    /// Page requests point reads' walks made since the last reset (all, sampled or not):
-    /// the sample stands for them through its record lookups.
+    /// Leaves point reads' walks asked for since the last reset (all, sampled or not): the
+    /// sample stands for them through its record lookups.
     pub(super) walk_requests: AtomicU64,
-    /// Inner pages the latest point read's walk passed, and its leaf's weight.
-    pub(super) inner_per_walk: std::sync::atomic::AtomicU32,
+    /// Inner pages those walks asked for.
+    pub(super) walk_inner_requests: AtomicU64,
+    /// The weight of the latest point read's leaf.
     pub(super) leaf_weight: AtomicU64,
     pub(super) sample: Mutex<Sample>,
 }
@@ -215,9 +219,12 @@ pub(super) struct Scaled {
     /// Record tier lookups.
     pub(super) record_hits: f64,
     pub(super) record_requests: f64,
-    /// Page requests of the walks the record tier's simulated misses made.
+    /// Leaf requests of the walks the record tier's simulated misses made.
     pub(super) walk_hits: f64,
     pub(super) walk_requests: f64,
+    /// Requests for inner pages the live walks made.
+    pub(super) inner_hits: f64,
+    pub(super) inner_requests: f64,
 }
 
 impl Scaled {
@@ -229,6 +236,8 @@ impl Scaled {
             &mut self.record_requests,
             &mut self.walk_hits,
             &mut self.walk_requests,
+            &mut self.inner_hits,
+            &mut self.inner_requests,
         ] {
             *x *= by;
         }
@@ -408,18 +417,22 @@ impl Sample {
         self.caches[at].set_limit(saturating_u64(limit));
     }
 
+    /// One sampled inner page request of a live point read's walk through every budget's
+    /// page cache.
+    pub(super) fn access_walk_inner(&mut self, id: u64, weight: u64) {
+        for (cache, scaled) in self.caches.iter_mut().zip(&mut self.scaled) {
+            scaled.inner_requests += 1.0;
+            if cache.access_as(id, weight, true) {
+                scaled.inner_hits += 1.0;
+            }
+        }
+    }
+
     /// One sampled record tier lookup through every budget's tier, and on a miss there,
-    /// the walk to its leaf through that budget's page cache: `inner` inner pages counted
-    /// as hits (they stay cached), then the leaf, kept as the live cache keeps a leaf a
-    /// point read loads (when read lately).
-    pub(super) fn access_record(
-        &mut self,
-        record: u64,
-        weight: u64,
-        leaf: u64,
-        leaf_weight: u64,
-        inner: u32,
-    ) {
+    /// the walk to its leaf through that budget's page cache, which keeps the leaf as the
+    /// live cache keeps one a point read loads (when read lately). (The walk's inner pages
+    /// are sampled as the live walks ask for them: see [`Sample::access_walk_inner`].)
+    pub(super) fn access_record(&mut self, record: u64, weight: u64, leaf: u64, leaf_weight: u64) {
         let ring = self.ring();
         for at in 0..self.records.len() {
             let scaled = &mut self.scaled[at];
@@ -427,8 +440,7 @@ impl Sample {
             if self.records[at].access(record, leaf, weight) {
                 scaled.record_hits += 1.0;
             } else {
-                scaled.walk_requests += f64::from(inner) + 1.0;
-                scaled.walk_hits += f64::from(inner);
+                scaled.walk_requests += 1.0;
                 let lately = &mut self.lately[at];
                 let hit = self.caches[at].access_admitting(leaf, leaf_weight, false, || {
                     if lately.contains(&leaf) {
@@ -449,7 +461,9 @@ impl Sample {
     }
 }
 
-/// A miniature record tier: the live tier's CLOCK over entries of a byte budget, whose
+/// A miniature record tier: the live tier's CLOCK (a hand that walks the entries in the
+/// order of their hashes, as the live one walks its tables' buckets, so that a new entry
+/// lands anywhere before it) over entries of a byte budget, whose
 /// records come in on their second miss when the tier is full or they are large (see
 /// `RecordCache::insert`), over sampled records named by a hash, each with its leaf.
 pub(super) struct MiniRecords {
@@ -458,14 +472,14 @@ pub(super) struct MiniRecords {
     /// The budget at rate 1, which decides what counts as large.
     full: u64,
     pub(super) resident: u64,
-    slots: Vec<MiniSlot>,
-    at: rustc_hash::FxHashMap<u64, usize>,
-    hand: usize,
+    /// By the record's hash, which orders the hand's walk.
+    entries: std::collections::BTreeMap<u64, MiniEntry>,
+    /// The hash the hand looks at next.
+    hand: u64,
     door: std::collections::VecDeque<u64>,
 }
 
-struct MiniSlot {
-    record: u64,
+struct MiniEntry {
     leaf: u64,
     weight: u64,
     visited: bool,
@@ -477,8 +491,7 @@ impl MiniRecords {
             budget,
             full,
             resident: 0,
-            slots: Vec::new(),
-            at: Default::default(),
+            entries: Default::default(),
             hand: 0,
             door: Default::default(),
         }
@@ -487,14 +500,13 @@ impl MiniRecords {
     /// One lookup of `record` (in `leaf`, weighing `weight`; 0: not in the tree, never
     /// kept); true on a hit.
     pub(super) fn access(&mut self, record: u64, leaf: u64, weight: u64) -> bool {
-        if let Some(&at) = self.at.get(&record) {
-            let slot = &mut self.slots[at];
-            slot.visited = true;
+        if let Some(entry) = self.entries.get_mut(&record) {
+            entry.visited = true;
             // A document built on its record since weighs with it.
-            if weight > slot.weight {
-                self.resident += weight - slot.weight;
-                slot.weight = weight;
-                self.make_room(0, Some(record));
+            if weight > entry.weight {
+                self.resident += weight - entry.weight;
+                entry.weight = weight;
+                self.make_room(0);
             }
             return true;
         }
@@ -505,17 +517,18 @@ impl MiniRecords {
         if (large || self.resident + weight > self.budget) && !self.passes(record) {
             return false;
         }
-        self.make_room(weight, None);
+        self.make_room(weight);
         if self.resident + weight > self.budget {
             return false;
         }
-        self.at.insert(record, self.slots.len());
-        self.slots.push(MiniSlot {
+        self.entries.insert(
             record,
-            leaf,
-            weight,
-            visited: false,
-        });
+            MiniEntry {
+                leaf,
+                weight,
+                visited: false,
+            },
+        );
         self.resident += weight;
         false
     }
@@ -529,7 +542,7 @@ impl MiniRecords {
         let least = (super::records::DOOR_MIN * super::records::SHARDS) as f64 * self.budget as f64
             / self.full.max(1) as f64;
         let least = usize::try_from(saturating_u64(least.round())).unwrap_or(usize::MAX);
-        let len = (self.slots.len() / super::records::DOOR_SHARE)
+        let len = (self.entries.len() / super::records::DOOR_SHARE)
             .max(least)
             .max(1);
         self.door.push_back(record);
@@ -539,52 +552,41 @@ impl MiniRecords {
         false
     }
 
-    /// Evicts by CLOCK until `weight` more bytes fit, sparing `keep`.
-    fn make_room(&mut self, weight: u64, keep: Option<u64>) {
-        let mut spared = 0;
-        while self.resident + weight > self.budget && !self.slots.is_empty() {
-            if self.hand >= self.slots.len() {
-                self.hand = 0;
-            }
-            let slot = &mut self.slots[self.hand];
-            if slot.visited || keep == Some(slot.record) {
-                slot.visited = false;
-                self.hand += 1;
-                spared += 1;
-                if spared > 2 * self.slots.len() {
-                    break;
-                }
+    /// Evicts by CLOCK until `weight` more bytes fit: the hand clears the mark of an entry
+    /// read since it last passed, and evicts the first without one.
+    fn make_room(&mut self, weight: u64) {
+        while self.resident + weight > self.budget && !self.entries.is_empty() {
+            let (&record, entry) = match self.entries.range_mut(self.hand..).next() {
+                Some(next) => next,
+                None => self.entries.iter_mut().next().expect("not empty"),
+            };
+            self.hand = record.wrapping_add(1);
+            if entry.visited {
+                entry.visited = false;
                 continue;
             }
-            self.take(self.hand);
-        }
-    }
-
-    fn take(&mut self, at: usize) {
-        let slot = self.slots.swap_remove(at);
-        self.at.remove(&slot.record);
-        self.resident -= slot.weight;
-        if let Some(moved) = self.slots.get(at) {
-            self.at.insert(moved.record, at);
+            self.resident -= entry.weight;
+            self.entries.remove(&record);
         }
     }
 
     /// Forgets every record whose leaf `keep` refuses.
     pub(super) fn retain(&mut self, keep: impl Fn(u64) -> bool) {
-        let mut at = 0;
-        while at < self.slots.len() {
-            if keep(self.slots[at].leaf) {
-                at += 1;
-            } else {
-                self.take(at);
+        let mut freed = 0;
+        self.entries.retain(|_, entry| {
+            let kept = keep(entry.leaf);
+            if !kept {
+                freed += entry.weight;
             }
-        }
+            kept
+        });
+        self.resident -= freed;
     }
 
     pub(super) fn set_budget(&mut self, budget: u64, full: u64) {
         self.budget = budget;
         self.full = full;
-        self.make_room(0, None);
+        self.make_room(0);
     }
 }
 

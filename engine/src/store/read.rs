@@ -14,7 +14,7 @@ use super::decode::{
     decode_wanted_items, page_room, placed,
 };
 use super::versions::{Version, Versions};
-use crate::cache::records::{self, KeptRecord};
+use crate::cache::records::{self, KeptRecord, Seen};
 use crate::cache::{Admission, Owner};
 
 use crate::catalog::CollectionInfo;
@@ -112,6 +112,7 @@ impl Reads<'_> {
         key: &[u8],
     ) -> Result<Option<Document>> {
         // A hit that finds the document built needs nothing of the record.
+        let mut seen = Seen::NONE;
         let found = match version.own_chunks {
             None => match self
                 .pages
@@ -119,7 +120,10 @@ impl Reads<'_> {
                 .get_decoded(info.id, key, version.generation)
             {
                 Some(Ok(document)) => return Ok(Some(document)),
-                Some(Err(kept)) => Some(Found::Kept(kept)),
+                Some(Err((kept, hit))) => {
+                    seen = hit;
+                    Some(Found::Kept(kept))
+                }
                 None => self.read_and_keep(version, info, key)?,
             },
             Some(_) => self.find_record(version, info, key)?,
@@ -130,7 +134,7 @@ impl Reads<'_> {
                     .map_err(|e| self.placed(e, &version.tree, &keys::parent(info.id, key)))?;
                 let weight = document.memory_bytes();
                 let cache = &self.pages.cache;
-                cache.keep_document(info.id, key, &kept, document.clone(), weight);
+                cache.keep_document(info.id, key, &kept, seen, document.clone(), weight);
                 document
             }
             Some(Found::Read { key: read, record }) => decode_document(info, read, record)
