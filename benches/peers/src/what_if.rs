@@ -83,13 +83,15 @@ fn phase(
     what_if: bool,
     sample: Option<usize>,
     reads: [&[(u64, bool)]; 2],
-) -> CacheStats {
+) -> (CacheStats, f64) {
     let [warm, measured] = reads;
     let db = open(dir, cache_bytes, what_if, sample);
     run_reads(&db, warm);
     db.reset_stats();
+    let started = std::time::Instant::now();
     run_reads(&db, measured);
-    db.cache_stats()
+    let rate = measured.len() as f64 / started.elapsed().as_secs_f64();
+    (db.cache_stats(), rate)
 }
 
 fn pages_ratio(stats: &CacheStats) -> f64 {
@@ -108,7 +110,7 @@ pub fn run(products_count: u64, count: usize, sample: Option<usize>) -> String {
     let warm = reads(products_count, count, 11);
     let measured = reads(products_count, count, 12);
     let budget = crate::CACHE_BYTES;
-    let estimated = phase(dir.path(), budget, true, sample, [&warm, &measured]);
+    let (estimated, estimated_rate) = phase(dir.path(), budget, true, sample, [&warm, &measured]);
     let objects = match sample {
         Some(objects) => format!("a sample of {objects} objects"),
         None => "the default sample".to_string(),
@@ -125,9 +127,13 @@ pub fn run(products_count: u64, count: usize, sample: Option<usize>) -> String {
         "| factor | budget MiB | records: live / estimate | pages: live / estimate | total: live / estimate | error (points) |"
     );
     let _ = writeln!(out, "|---|---|---|---|---|---|");
+    let mut live_rate = 0.0;
     for what_if in &estimated.what_if {
         let cache_bytes = (budget as f64 * what_if.factor) as usize;
-        let live = phase(dir.path(), cache_bytes, false, None, [&warm, &measured]);
+        let (live, rate) = phase(dir.path(), cache_bytes, false, None, [&warm, &measured]);
+        if what_if.factor == 1.0 {
+            live_rate = rate;
+        }
         let total = live.total().hit_ratio();
         let _ = writeln!(
             out,
@@ -148,5 +154,10 @@ pub fn run(products_count: u64, count: usize, sample: Option<usize>) -> String {
             started.elapsed().as_secs_f64()
         );
     }
+    let _ = writeln!(
+        out,
+        "\nReads/s at {} MiB over the measured reads: {estimated_rate:.0} with the estimate on, {live_rate:.0} with it off.",
+        budget >> 20
+    );
     out
 }

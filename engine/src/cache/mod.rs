@@ -28,11 +28,11 @@ use parking_lot::Mutex;
 use crate::catalog::CollectionId;
 use crate::error::Result;
 pub use policy::{CachePolicy, EvictionRule, InnerPages, Marks, Miniature, NoMarks, Policy, Rule};
-use records::{KeptRecord, NO_LEAF, RecordCache, Seen};
+use records::{KeptRecord, RecordCache, Seen};
 pub use stats::{CacheStats, CollectionCacheStats, TierStats, WhatIf};
 pub use trace::DROP_CLASS;
 use trace::TraceWriter;
-use what_if::{Estimator, Sample, SampleEvent, Scaled, WHAT_IF_FACTORS, large_bytes, mix};
+use what_if::{Estimator, LATELY, Offer, Sample, SampleEvent, Scaled, large_bytes, mix};
 pub use what_if::{WHAT_IF_SAMPLED_OBJECTS, Walked};
 
 /// What a cached object is, for statistics.
@@ -325,20 +325,6 @@ pub struct PageCache<V, D> {
     /// The latest objects read and not kept (see [`Admission::IfReadLately`]).
     lately: Mutex<Lately>,
 }
-
-/// What a request offers the what-if sample.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Offer {
-    /// Its place among sampled requests, if the hash put it in the sample (an object
-    /// heavy enough is sampled whatever its hash, once its weight is known).
-    Sample(Option<u64>),
-    /// It is part of a point read's walk: the record lookup stands for its leaf; an inner
-    /// page is sampled as one a walk asked for (see [`SampleEvent::WalkInner`]).
-    Walk(Option<u64>),
-}
-
-/// How many of the latest objects read and not kept the cache remembers.
-const LATELY: usize = 32;
 
 /// The ids of the latest objects read and not kept, in a ring.
 struct Lately {
@@ -788,23 +774,10 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
     /// [`Walked::NONE`]). Its page requests are not offered to the what-if sample: the
     /// record lookup stands for them (see [`PageCache::sample_record`]).
     pub fn walk_for_record<T>(&self, walk: impl FnOnce() -> Result<T>) -> Result<(T, Walked)> {
-        let Some(estimator) = &self.estimator else {
-            return Ok((walk()?, Walked::NONE));
-        };
-        what_if::WALK.with(|w| w.set(Some(Walked::NONE)));
-        let result = walk();
-        let walked = what_if::WALK.with(|w| w.take()).unwrap_or(Walked::NONE);
-        let value = result?;
-        estimator.walk_requests.fetch_add(1, Ordering::Relaxed);
-        estimator
-            .walk_inner_requests
-            .fetch_add(u64::from(walked.inner), Ordering::Relaxed);
-        if walked.leaf != NO_LEAF {
-            estimator
-                .leaf_weight
-                .store(walked.leaf_weight, Ordering::Relaxed);
+        match &self.estimator {
+            None => Ok((walk()?, Walked::NONE)),
+            Some(estimator) => estimator.walk(walk),
         }
-        Ok((value, walked))
     }
 
     /// Offers a record tier lookup of `key` in `collection` (a miss after its walk, or a
@@ -815,28 +788,11 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
         let Some(estimator) = &self.estimator else {
             return;
         };
-        if walked.leaf == NO_LEAF {
+        let Some((hash, sampled)) = estimator.record_event(collection, key, weight, walked) else {
             return;
-        }
-        let hash = mix(walked.leaf);
-        if hash > estimator.threshold.load(Ordering::Relaxed) {
-            return;
-        }
-        let seq = estimator.next_seq.fetch_add(1, Ordering::Relaxed);
-        let record = {
-            use std::hash::{BuildHasher, Hasher};
-            let mut hasher = rustc_hash::FxBuildHasher.build_hasher();
-            hasher.write_u32(collection);
-            hasher.write(key);
-            mix(hasher.finish())
-        };
-        let event = SampleEvent::Record {
-            record,
-            weight,
-            leaf_weight: walked.leaf_weight,
         };
         let mut guard = self.shard_of(hash).lock();
-        guard.pending.samples.push((seq, walked.leaf, event));
+        guard.pending.samples.push(sampled);
         if guard.pending.is_full() {
             let pending = std::mem::take(&mut guard.pending);
             drop(guard);
@@ -1072,38 +1028,11 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
         }
         let (sample_rate, what_if) = match &self.estimator {
             None => (0.0, Vec::new()),
-            Some(estimator) => {
-                let sample = estimator.sample.lock();
-                // Every page and chunk request outside point reads' walks was offered to
-                // the sample, and every record tier lookup.
-                let walks = estimator.walk_requests.load(Ordering::Relaxed);
-                let inner = estimator.walk_inner_requests.load(Ordering::Relaxed);
-                let live = what_if::Live {
-                    pages: (hot.requests + cold.requests).saturating_sub(walks + inner) as f64,
-                    records: records.requests as f64,
-                    record_misses: records.misses as f64,
-                    walk_inner: inner as f64,
-                };
-                let what_if = WHAT_IF_FACTORS
-                    .iter()
-                    .zip(sample.caches.iter().zip(&sample.scaled))
-                    .map(|(&factor, (cache, scaled))| {
-                        let estimate = what_if::estimate(scaled, sample.rate, live);
-                        WhatIf {
-                            factor,
-                            budget_bytes: what_if::saturating_u64(
-                                self.config.budget_bytes as f64 * factor,
-                            ),
-                            sampled_requests: cache.requests,
-                            hit_ratio: estimate.total,
-                            record_hit_ratio: estimate.records,
-                            page_hit_ratio: estimate.pages,
-                            sampled_hit_ratio: estimate.sampled,
-                        }
-                    })
-                    .collect();
-                (sample.rate, what_if)
-            }
+            Some(estimator) => estimator.what_ifs(
+                self.config.budget_bytes,
+                hot.requests + cold.requests,
+                &records,
+            ),
         };
         self.flush_trace();
         let trace_error = self.trace.as_ref().and_then(|t| t.lock().error());

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::policy::Miniature;
-use super::what_if::{shards_adjusted, threshold_of};
+use super::what_if::{WHAT_IF_FACTORS, shards_adjusted, threshold_of};
 use super::*;
 
 /// What these tests cache: bytes, or a stand-in for a B+tree inner page. The cache knows

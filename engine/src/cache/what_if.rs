@@ -1,7 +1,7 @@
 //! The what-if estimate: miniature caches run on a sample of the requests (fixed-size
 //! SHARDS, Waldspurger et al., FAST 2015), one per budget in [`WHAT_IF_FACTORS`].
 
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use std::cell::Cell;
 
@@ -16,6 +16,114 @@ pub(crate) fn shards_adjusted(hits: f64, sampled: f64, expected: f64) -> f64 {
         return if sampled <= 0.0 { 0.0 } else { hits / sampled };
     }
     ((hits + expected - sampled) / expected).clamp(0.0, 1.0)
+}
+
+/// How many of the latest objects read and not kept the cache remembers (see
+/// [`super::Admission::IfReadLately`]).
+pub(super) const LATELY: usize = 32;
+
+/// The id a sampled record goes by in the miniature record tiers: a mixed hash of its
+/// collection and key.
+pub(super) fn record_id(collection: u32, key: &[u8]) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = rustc_hash::FxBuildHasher.build_hasher();
+    hasher.write_u32(collection);
+    hasher.write(key);
+    mix(hasher.finish())
+}
+
+/// What a request offers the what-if sample.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Offer {
+    /// Its place among sampled requests, if the hash put it in the sample (an object
+    /// heavy enough is sampled whatever its hash, once its weight is known).
+    Sample(Option<u64>),
+    /// It is part of a point read's walk: the record lookup stands for its leaf; an inner
+    /// page is sampled as one a walk asked for (see [`SampleEvent::WalkInner`]).
+    Walk(Option<u64>),
+}
+
+impl Estimator {
+    /// Runs `walk` (see `PageCache::walk_for_record`) with this thread's page requests
+    /// noted instead of sampled, counts what it asked for, and says what that was.
+    pub(super) fn walk<T>(
+        &self,
+        walk: impl FnOnce() -> crate::error::Result<T>,
+    ) -> crate::error::Result<(T, Walked)> {
+        WALK.with(|w| w.set(Some(Walked::NONE)));
+        let result = walk();
+        let walked = WALK.with(|w| w.take()).unwrap_or(Walked::NONE);
+        let value = result?;
+        self.walk_requests.fetch_add(1, Ordering::Relaxed);
+        self.walk_inner_requests
+            .fetch_add(u64::from(walked.inner), Ordering::Relaxed);
+        if walked.leaf != super::records::NO_LEAF {
+            self.leaf_weight
+                .store(walked.leaf_weight, Ordering::Relaxed);
+        }
+        Ok((value, walked))
+    }
+
+    /// The event of a record tier lookup (see `PageCache::sample_record`) with the hash
+    /// that places it, if its leaf is in the sample.
+    pub(super) fn record_event(
+        &self,
+        collection: u32,
+        key: &[u8],
+        weight: u64,
+        walked: &Walked,
+    ) -> Option<(u64, (u64, u64, SampleEvent))> {
+        let hash = mix(walked.leaf);
+        if walked.leaf == super::records::NO_LEAF || hash > self.threshold.load(Ordering::Relaxed) {
+            return None;
+        }
+        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        let event = SampleEvent::Record {
+            record: record_id(collection, key),
+            weight,
+            leaf_weight: walked.leaf_weight,
+        };
+        Some((hash, (seq, walked.leaf, event)))
+    }
+
+    /// The sample's rate and the estimate at every budget, given what the live cache
+    /// counted since the last reset: `page_requests` page and chunk requests, and the
+    /// record tier's `records`; `budget` is the live cache's whole budget.
+    pub(super) fn what_ifs(
+        &self,
+        budget: u64,
+        page_requests: u64,
+        records: &super::stats::TierStats,
+    ) -> (f64, Vec<super::stats::WhatIf>) {
+        let sample = self.sample.lock();
+        // Every page and chunk request outside point reads' walks was offered to the
+        // sample, and every record tier lookup.
+        let walks = self.walk_requests.load(Ordering::Relaxed);
+        let inner = self.walk_inner_requests.load(Ordering::Relaxed);
+        let live = Live {
+            pages: page_requests.saturating_sub(walks + inner) as f64,
+            records: records.requests as f64,
+            record_misses: records.misses as f64,
+            walk_inner: inner as f64,
+        };
+        let what_if = WHAT_IF_FACTORS
+            .iter()
+            .zip(sample.caches.iter().zip(&sample.scaled))
+            .map(|(&factor, (cache, scaled))| {
+                let estimate = estimate(scaled, sample.rate, live);
+                super::stats::WhatIf {
+                    factor,
+                    budget_bytes: saturating_u64(budget as f64 * factor),
+                    sampled_requests: cache.requests,
+                    hit_ratio: estimate.total,
+                    record_hit_ratio: estimate.records,
+                    page_hit_ratio: estimate.pages,
+                    sampled_hit_ratio: estimate.sampled,
+                }
+            })
+            .collect();
+        (sample.rate, what_if)
+    }
 }
 
 /// What a point read's walk to its record's leaf asked of the page cache (see
@@ -399,7 +507,7 @@ impl Sample {
 
     /// How many leaves each budget's ring of leaves read lately holds.
     fn ring(&self) -> usize {
-        usize::try_from(saturating_u64((super::LATELY as f64 * self.rate).round()))
+        usize::try_from(saturating_u64((LATELY as f64 * self.rate).round()))
             .unwrap_or(usize::MAX)
             .max(1)
     }
@@ -476,7 +584,9 @@ pub(super) struct MiniRecords {
     entries: std::collections::BTreeMap<u64, MiniEntry>,
     /// The hash the hand looks at next.
     hand: u64,
+    /// Records turned away lately, oldest first, and the same as a set.
     door: std::collections::VecDeque<u64>,
+    at_door: rustc_hash::FxHashSet<u64>,
 }
 
 struct MiniEntry {
@@ -494,6 +604,7 @@ impl MiniRecords {
             entries: Default::default(),
             hand: 0,
             door: Default::default(),
+            at_door: Default::default(),
         }
     }
 
@@ -536,7 +647,7 @@ impl MiniRecords {
     /// Whether `record` was turned away lately; if not, it is remembered (a quarter as
     /// many as the tier holds, and at least the live tier's least for this share).
     fn passes(&mut self, record: u64) -> bool {
-        if self.door.contains(&record) {
+        if self.at_door.contains(&record) {
             return true;
         }
         let least = (super::records::DOOR_MIN * super::records::SHARDS) as f64 * self.budget as f64
@@ -546,8 +657,11 @@ impl MiniRecords {
             .max(least)
             .max(1);
         self.door.push_back(record);
+        self.at_door.insert(record);
         while self.door.len() > len {
-            self.door.pop_front();
+            if let Some(old) = self.door.pop_front() {
+                self.at_door.remove(&old);
+            }
         }
         false
     }
