@@ -127,7 +127,9 @@ impl Options {
     /// (pages and chunks; a record lookup by its leaf): all of them while fewer than 4,096
     /// have been seen (see [`Options::cache_what_if_sample`]), then a falling share that
     /// keeps about that many, never below the share that scales the budget down to 4 MiB.
-    /// Each sampled request costs about 1,300 instructions (five miniature caches).
+    /// Each sampled request costs about 1,300 instructions (five miniature caches); a
+    /// sampled record tier hit, with the five miniature tiers, about 370 ns (a `get` the tier
+    /// answers: 94 ns without the estimate, 462 ns with it, every object sampled).
     pub fn cache_what_if(mut self, on: bool) -> Self {
         self.cache_what_if = on;
         self
