@@ -972,3 +972,45 @@ fn miniature_record_tier_takes_a_record_on_its_second_miss_once_full() {
     tier.set_budget(0, 0);
     assert_eq!(tier.resident, 0);
 }
+
+/// The miniature record tier, given every lookup, counts the hits the live tier counts on
+/// the same Zipf stream of records of varied sizes (within a point), at budgets holding a
+/// tenth to most of them.
+#[test]
+fn miniature_record_tier_hits_as_the_live_tier() {
+    use super::records::{RecordCache, entry_weight};
+    use super::what_if::{MiniRecords, mix};
+    let records = 20_000u64;
+    let zipf = Zipf::new(records as f64, 0.99).unwrap();
+    let mut rng = StdRng::seed_from_u64(7);
+    let stream: Vec<u64> = (0..400_000)
+        .map(|_| zipf.sample(&mut rng) as u64 - 1)
+        .collect();
+    let len = |r: u64| 200 + (mix(r) % 1_800) as usize;
+    for budget in [4u64 << 20, 8 << 20, 16 << 20] {
+        let live: RecordCache<()> = RecordCache::new(budget);
+        let mut mini = MiniRecords::new(budget, budget);
+        let (mut live_hits, mut mini_hits) = (0u64, 0u64);
+        let value = vec![0u8; 2_000];
+        for &r in &stream {
+            let key = r.to_be_bytes();
+            let weight = entry_weight(key.len() + len(r));
+            match live.get_record(1, &key, 0) {
+                Some(_) => live_hits += 1,
+                None => {
+                    live.insert(1, &key, &value[..len(r)], 0, || true);
+                }
+            }
+            if mini.access(mix(r), r / 32, weight) {
+                mini_hits += 1;
+            }
+        }
+        let n = stream.len() as f64;
+        let (live_ratio, mini_ratio) = (live_hits as f64 / n, mini_hits as f64 / n);
+        eprintln!("{budget}: live {live_ratio:.4}, miniature {mini_ratio:.4}");
+        assert!(
+            (live_ratio - mini_ratio).abs() <= 0.01,
+            "{budget}: live {live_ratio:.4}, miniature {mini_ratio:.4}"
+        );
+    }
+}
