@@ -100,8 +100,9 @@ impl Options {
     /// nothing. Pages and chunks get the rest, and whatever of the share the tier does not
     /// hold (evicted as it fills). Commits remove the records they change; scans and writes
     /// put none there. While there is a tier, the leaf a point read loads from storage is
-    /// not kept in the page cache (the tier keeps the record) unless point reads load it
-    /// again at once; with 0 it is.
+    /// not kept in the page cache once the pages fill their budget (the tier keeps the
+    /// record) unless point reads load it again at once; while they have room, and with 0,
+    /// it is.
     pub fn record_cache_percent(mut self, percent: u8) -> Self {
         self.record_cache_percent = percent;
         self

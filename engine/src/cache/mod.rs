@@ -113,7 +113,8 @@ pub enum Admission {
     /// Keep inner pages only: a walk that passes through the leaves (maintenance).
     InnerPagesOnly,
     /// What the object holds is kept above the cache (a parent record in the record
-    /// tier): keep it only if it was read and not kept among the latest such reads, as
+    /// tier): keep it while the pages have room (it costs no other object its place), and
+    /// once they are full only if it was read and not kept among the latest such reads, as
     /// point reads of keys in order come back to their leaf.
     IfReadLately,
 }
@@ -588,13 +589,20 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
             Admission::Always => true,
             _ if unkept.0.value.is_inner_page() => true,
             Admission::InnerPagesOnly => false,
-            Admission::IfReadLately => self.read_lately(unkept.0.key.object_id()),
+            Admission::IfReadLately => {
+                self.has_room(unkept.0.weight) || self.read_lately(unkept.0.key.object_id())
+            }
         };
         if !keep {
             return Some(unkept);
         }
         self.keep(*unkept.0);
         None
+    }
+
+    /// Whether `weight` more bytes of pages fit without evicting any.
+    fn has_room(&self, weight: u64) -> bool {
+        self.core.lock().resident_bytes + weight <= self.page_limit()
     }
 
     /// Whether the object `id` was read and not kept among the latest [`LATELY`] such

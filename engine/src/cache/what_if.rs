@@ -538,7 +538,8 @@ impl Sample {
 
     /// One sampled record tier lookup through every budget's tier, and on a miss there,
     /// the walk to its leaf through that budget's page cache, which keeps the leaf as the
-    /// live cache keeps one a point read loads (when read lately). (The walk's inner pages
+    /// live cache keeps one a point read loads (while the pages have room, or when read
+    /// lately). (The walk's inner pages
     /// are sampled as the live walks ask for them: see [`Sample::access_walk_inner`].)
     pub(super) fn access_record(&mut self, record: u64, weight: u64, leaf: u64, leaf_weight: u64) {
         let ring = self.ring();
@@ -550,8 +551,9 @@ impl Sample {
             } else {
                 scaled.walk_requests += 1.0;
                 let lately = &mut self.lately[at];
+                let room = self.caches[at].has_room(leaf_weight);
                 let hit = self.caches[at].access_admitting(leaf, leaf_weight, false, || {
-                    if lately.contains(&leaf) {
+                    if room || lately.contains(&leaf) {
                         return true;
                     }
                     if lately.len() >= ring {

@@ -228,7 +228,8 @@ impl Reads<'_> {
 
     /// A parent's record read from the tree at `version` (a published one), then kept in
     /// the record tier if `version` is the current one and no commit is publishing. With a
-    /// tier, a leaf read from storage for the record does not go into the page cache: the
+    /// tier, a leaf read from storage for the record does not go into the page cache once
+    /// the pages fill their budget (while they have room it does: it evicts nothing): the
     /// tier keeps the record now, or on its next miss once it is full (see
     /// `RecordCache::insert`), and the record's next read asks the tier, not the leaf, unless
     /// point reads keep coming back to that leaf (it goes in on its second load among the

@@ -95,6 +95,11 @@ impl<K: Copy + Eq + Hash, R: EvictionRule<K>> Miniature<K, R> {
         false
     }
 
+    /// Whether `weight` more bytes fit without evicting any.
+    pub fn has_room(&self, weight: u64) -> bool {
+        self.resident_bytes + weight <= self.budget_bytes
+    }
+
     /// Evicts until `weight` more bytes fit the budget, or nothing is left to evict.
     fn make_room(&mut self, weight: u64) {
         while self.resident_bytes + weight > self.budget_bytes {
