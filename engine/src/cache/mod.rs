@@ -13,6 +13,7 @@
 //! in request order before the miniature caches see it. Statistics are kept per
 //! shard under the shard lock, per tier and per collection, and summed when asked for.
 
+mod admission;
 pub mod policy;
 pub mod records;
 mod stats;
@@ -27,12 +28,14 @@ use parking_lot::Mutex;
 
 use crate::catalog::CollectionId;
 use crate::error::Result;
+pub use admission::Admission;
+use admission::Lately;
 pub use policy::{CachePolicy, EvictionRule, InnerPages, Marks, Miniature, NoMarks, Policy, Rule};
 use records::{KeptRecord, RecordCache, Seen};
 pub use stats::{CacheStats, CollectionCacheStats, TierStats, WhatIf};
 pub use trace::DROP_CLASS;
 use trace::TraceWriter;
-use what_if::{Estimator, LATELY, Offer, Sample, SampleEvent, Scaled, large_bytes, mix};
+use what_if::{Estimator, Offer, Sample, SampleEvent, Scaled, large_bytes, mix};
 pub use what_if::{WHAT_IF_SAMPLED_OBJECTS, Walked};
 
 /// What a cached object is, for statistics.
@@ -103,21 +106,6 @@ pub trait CacheValue: Clone + Send + Sync + 'static {
 /// [`PageCache::admit`] keeps it. Boxed: a hit, which has none, hands back a null word
 /// through every level of a descent, not the object's description.
 pub struct Unkept<V>(Box<UnkeptObject<V>>);
-
-/// What a read says of an object it read and the cache did not keep yet (see
-/// [`PageCache::admit`], which decides). An inner page is kept whatever the read says.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Admission {
-    /// Keep it, as any read that will come back to it does.
-    Always,
-    /// Keep inner pages only: a walk that passes through the leaves (maintenance).
-    InnerPagesOnly,
-    /// What the object holds is kept above the cache (a parent record in the record
-    /// tier): keep it while the pages have room (it costs no other object its place), and
-    /// once they are full only if it was read and not kept among the latest such reads, as
-    /// point reads of keys in order come back to their leaf.
-    IfReadLately,
-}
 
 struct UnkeptObject<V> {
     key: CacheKey,
@@ -325,21 +313,6 @@ pub struct PageCache<V, D> {
     next_hit: AtomicU64,
     /// The latest objects read and not kept (see [`Admission::IfReadLately`]).
     lately: Mutex<Lately>,
-}
-
-/// The ids of the latest objects read and not kept, in a ring.
-struct Lately {
-    ids: [u64; LATELY],
-    next: usize,
-}
-
-impl Default for Lately {
-    fn default() -> Self {
-        Lately {
-            ids: [u64::MAX; LATELY],
-            next: 0,
-        }
-    }
 }
 
 /// The hash of a key that picks its shard, finds it in the shard and decides the sample.
@@ -590,7 +563,11 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
             _ if unkept.0.value.is_inner_page() => true,
             Admission::InnerPagesOnly => false,
             Admission::IfReadLately => {
-                self.has_room(unkept.0.weight) || self.read_lately(unkept.0.key.object_id())
+                self.has_room(unkept.0.weight)
+                    || self
+                        .lately
+                        .lock()
+                        .seen_or_remember(unkept.0.key.object_id())
             }
         };
         if !keep {
@@ -603,19 +580,6 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
     /// Whether `weight` more bytes of pages fit without evicting any.
     fn has_room(&self, weight: u64) -> bool {
         self.core.lock().resident_bytes + weight <= self.page_limit()
-    }
-
-    /// Whether the object `id` was read and not kept among the latest [`LATELY`] such
-    /// objects; if not, it is remembered as one.
-    fn read_lately(&self, id: u64) -> bool {
-        let mut lately = self.lately.lock();
-        let seen = lately.ids.contains(&id);
-        if !seen {
-            let at = lately.next;
-            lately.ids[at] = id;
-            lately.next = (at + 1) % LATELY;
-        }
-        seen
     }
 
     fn keep(&self, object: UnkeptObject<V>) {

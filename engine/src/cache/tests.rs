@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use super::admission::LATELY;
 use super::policy::Miniature;
 use super::what_if::{WHAT_IF_FACTORS, shards_adjusted, threshold_of};
 use super::*;

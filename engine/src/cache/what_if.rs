@@ -5,6 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use std::cell::Cell;
 
+use super::admission::LATELY;
+
 use parking_lot::Mutex;
 
 use super::policy::{CachePolicy, Miniature};
@@ -17,10 +19,6 @@ pub(crate) fn shards_adjusted(hits: f64, sampled: f64, expected: f64) -> f64 {
     }
     ((hits + expected - sampled) / expected).clamp(0.0, 1.0)
 }
-
-/// How many of the latest objects read and not kept the cache remembers (see
-/// [`super::Admission::IfReadLately`]).
-pub(super) const LATELY: usize = 32;
 
 /// The id a sampled record goes by in the miniature record tiers: a mixed hash of its
 /// collection and key.
