@@ -1,14 +1,16 @@
 //! The what-if estimate: miniature caches run on a sample of the requests (fixed-size
-//! SHARDS, Waldspurger et al., FAST 2015), one per budget in [`WHAT_IF_FACTORS`].
-
-use std::sync::atomic::{AtomicU64, Ordering};
+//! SHARDS, Waldspurger et al., FAST 2015), one per budget in [`WHAT_IF_FACTORS`] of the whole
+//! budget: a record tier beside a page cache, as the live cache holds them. A record tier
+//! lookup is sampled by the leaf its record was read from; a miss in a miniature tier walks
+//! to that leaf in the same budget's page cache. The live walks' own page requests are noted
+//! (see [`WALK`]), not sampled as pages.
 
 use std::cell::Cell;
-
-use super::admission::LATELY;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
+use super::admission::LATELY;
 use super::policy::{CachePolicy, Miniature};
 
 /// The SHARDS_adj estimate from a miniature cache that saw `sampled` requests and `hits`
