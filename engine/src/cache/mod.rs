@@ -691,10 +691,7 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
     /// The record tier's record of `key` in `collection` (see [`RecordCache::get_record`]);
     /// a hit is offered to the what-if sample.
     pub fn get_record(&self, collection: u32, key: &[u8], generation: u64) -> Option<KeptRecord> {
-        if self.estimator.is_none() {
-            return self.records.get_record(collection, key, generation);
-        }
-        let (kept, seen) = self.records.get_record_seen(collection, key, generation)?;
+        let (kept, seen) = self.records.get_record(collection, key, generation)?;
         self.sample_hit(collection, key, seen);
         Some(kept)
     }
@@ -710,13 +707,7 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
         key: &[u8],
         generation: u64,
     ) -> Option<std::result::Result<D, (KeptRecord, Seen)>> {
-        if self.estimator.is_none() {
-            return self
-                .records
-                .get_decoded(collection, key, generation)
-                .map(|found| found.map_err(|kept| (kept, Seen::NONE)));
-        }
-        let (found, seen) = self.records.get_decoded_seen(collection, key, generation)?;
+        let (found, seen) = self.records.get_decoded(collection, key, generation)?;
         match found {
             Ok(decoded) => {
                 self.sample_hit(collection, key, seen);
@@ -732,13 +723,9 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
         let Some(estimator) = &self.estimator else {
             return;
         };
-        let walked = Walked {
-            leaf: seen.leaf,
-            // A leaf's weight is the page size's, as the latest walk saw it.
-            leaf_weight: estimator.leaf_weight.load(Ordering::Relaxed),
-            inner: 0,
-        };
-        self.sample_record(collection, key, seen.weight, &walked);
+        // A leaf's weight is the page size's, as the latest walk saw it.
+        let leaf_weight = estimator.leaf_weight.load(Ordering::Relaxed);
+        self.sample_record(collection, key, seen.weight, seen.leaf, leaf_weight);
     }
 
     /// Runs `walk`, a point read's walk down the tree to a record's leaf after a record
@@ -755,12 +742,21 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
     /// Offers a record tier lookup of `key` in `collection` (a miss after its walk, or a
     /// hit) to the what-if sample, sampled by the hash of its leaf: every lookup of the
     /// records of a sampled leaf is, as every request for that leaf. `weight` is the
-    /// record's entry's in the tier, 0 for a key the tree does not hold.
-    pub fn sample_record(&self, collection: u32, key: &[u8], weight: u64, walked: &Walked) {
+    /// record's entry's in the tier, 0 for a key the tree does not hold; `leaf` (or
+    /// [`NO_LEAF`](records::NO_LEAF)) weighs `leaf_weight`.
+    pub fn sample_record(
+        &self,
+        collection: u32,
+        key: &[u8],
+        weight: u64,
+        leaf: u64,
+        leaf_weight: u64,
+    ) {
         let Some(estimator) = &self.estimator else {
             return;
         };
-        let Some((hash, sampled)) = estimator.record_event(collection, key, weight, walked) else {
+        let event = estimator.record_event(collection, key, weight, leaf, leaf_weight);
+        let Some((hash, sampled)) = event else {
             return;
         };
         let mut guard = self.shard_of(hash).lock();
@@ -890,20 +886,18 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
         samples.sort_by_key(|&(seq, ..)| seq);
         for &(_, id, event) in &samples {
             let hash = mix(id);
-            let (weight, inner) = match event {
-                SampleEvent::Request { weight, inner } => (weight, inner),
-                SampleEvent::Record { leaf_weight, .. } => (leaf_weight, false),
-                SampleEvent::WalkInner { weight } => (weight, true),
+            match event {
                 SampleEvent::Drop => {
                     // A dropped object is never asked for again: it leaves the objects the
                     // sample counts too, so the dead do not lower the rate for the live.
                     sample.forget(hash, id);
                     continue;
                 }
-            };
-            if weight >= estimator.large_bytes && matches!(event, SampleEvent::Request { .. }) {
-                sample.access_large(id, weight, inner);
-                continue;
+                SampleEvent::Request { weight, inner } if weight >= estimator.large_bytes => {
+                    sample.access_large(id, weight, inner);
+                    continue;
+                }
+                _ => {}
             }
             // Taken under a threshold since lowered.
             if hash > sample.threshold {
@@ -917,14 +911,14 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
                 }
             }
             match event {
+                SampleEvent::Request { weight, inner } => sample.access(id, weight, inner),
                 SampleEvent::Record {
                     record,
                     weight,
                     leaf_weight,
-                    ..
                 } => sample.access_record(record, weight, id, leaf_weight),
                 SampleEvent::WalkInner { weight } => sample.access_walk_inner(id, weight),
-                _ => sample.access(id, weight, inner),
+                SampleEvent::Drop => unreachable!("handled above"),
             }
         }
     }

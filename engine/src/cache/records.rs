@@ -442,13 +442,8 @@ impl<D: Clone> RecordCache<D> {
     }
 
     /// The record of `key` in `collection` as read at a generation no newer than
-    /// `generation`.
-    pub fn get_record(&self, collection: u32, key: &[u8], generation: u64) -> Option<KeptRecord> {
-        self.lookup(collection, key, generation, |slot| slot.record.clone())
-    }
-
-    /// [`RecordCache::get_record`], with what the what-if estimate is told of a hit.
-    pub fn get_record_seen(
+    /// `generation`, with what the what-if estimate is told of the hit.
+    pub fn get_record(
         &self,
         collection: u32,
         key: &[u8],
@@ -456,22 +451,6 @@ impl<D: Clone> RecordCache<D> {
     ) -> Option<(KeptRecord, Seen)> {
         self.lookup(collection, key, generation, |slot| {
             (slot.record.clone(), slot.seen())
-        })
-    }
-
-    /// [`RecordCache::get_decoded`], with what the what-if estimate is told of a hit.
-    pub fn get_decoded_seen(
-        &self,
-        collection: u32,
-        key: &[u8],
-        generation: u64,
-    ) -> Option<(Result<D, KeptRecord>, Seen)> {
-        self.lookup(collection, key, generation, |slot| {
-            let found = match &slot.decoded {
-                Some((decoded, _)) => Ok(decoded.clone()),
-                None => Err(slot.record.clone()),
-            };
-            (found, slot.seen())
         })
     }
 
@@ -491,16 +470,20 @@ impl<D: Clone> RecordCache<D> {
 
     /// What a reader built from the record of `key` in `collection` (as [`RecordCache::get`]
     /// finds it) if one did, else the record: a hit that only needs the built value does
-    /// not take a handle on the record's buffer too.
+    /// not take a handle on the record's buffer too. With what the what-if estimate is told
+    /// of the hit.
     pub fn get_decoded(
         &self,
         collection: u32,
         key: &[u8],
         generation: u64,
-    ) -> Option<Result<D, KeptRecord>> {
-        self.lookup(collection, key, generation, |slot| match &slot.decoded {
-            Some((decoded, _)) => Ok(decoded.clone()),
-            None => Err(slot.record.clone()),
+    ) -> Option<(Result<D, KeptRecord>, Seen)> {
+        self.lookup(collection, key, generation, |slot| {
+            let found = match &slot.decoded {
+                Some((decoded, _)) => Ok(decoded.clone()),
+                None => Err(slot.record.clone()),
+            };
+            (found, slot.seen())
         })
     }
 
@@ -931,7 +914,10 @@ mod tests {
         let (kept, _) = cache.get(7, &large, 0).expect("the large entry is kept");
         assert_eq!(kept.value().len(), 14_000);
         cache.attach(7, &large, &kept, "built", 2_000);
-        assert!(matches!(cache.get_decoded(7, &large, 0), Some(Ok("built"))));
+        assert!(matches!(
+            cache.get_decoded(7, &large, 0).map(|(found, _)| found),
+            Some(Ok("built"))
+        ));
         let counts = cache.counts();
         assert!(counts.tier.resident_bytes <= budget, "{counts:?}");
         assert_eq!(
@@ -1023,16 +1009,30 @@ mod tests {
     #[test]
     fn a_decoded_hit_takes_what_was_built_or_else_the_record() {
         let cache = Cache::new(1 << 20);
-        assert!(cache.get_decoded(7, b"k", 0).is_none());
+        assert!(
+            cache
+                .get_decoded(7, b"k", 0)
+                .map(|(found, _)| found)
+                .is_none()
+        );
         cache.insert(7, b"k", b"first", 3, || true);
-        let kept = match cache.get_decoded(7, b"k", 3) {
+        let kept = match cache.get_decoded(7, b"k", 3).map(|(found, _)| found) {
             Some(Err(kept)) => kept,
             _ => panic!("the record, nothing built yet"),
         };
         assert_eq!(kept.value(), Bytes::from_static(b"first"));
         cache.attach(7, b"k", &kept, "built", 10);
-        assert!(matches!(cache.get_decoded(7, b"k", 5), Some(Ok("built"))));
-        assert!(cache.get_decoded(7, b"k", 2).is_none(), "an older reader");
+        assert!(matches!(
+            cache.get_decoded(7, b"k", 5).map(|(found, _)| found),
+            Some(Ok("built"))
+        ));
+        assert!(
+            cache
+                .get_decoded(7, b"k", 2)
+                .map(|(found, _)| found)
+                .is_none(),
+            "an older reader"
+        );
         let counts = cache.counts();
         assert_eq!((counts.tier.requests, counts.tier.hits), (4, 2));
     }

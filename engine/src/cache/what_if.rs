@@ -71,19 +71,20 @@ impl Estimator {
         collection: u32,
         key: &[u8],
         weight: u64,
-        walked: &Walked,
+        leaf: u64,
+        leaf_weight: u64,
     ) -> Option<(u64, (u64, u64, SampleEvent))> {
-        let hash = mix(walked.leaf);
-        if walked.leaf == super::records::NO_LEAF || hash > self.threshold.load(Ordering::Relaxed) {
+        let hash = mix(leaf);
+        if leaf == super::records::NO_LEAF || hash > self.threshold.load(Ordering::Relaxed) {
             return None;
         }
         let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
         let event = SampleEvent::Record {
             record: record_id(collection, key),
             weight,
-            leaf_weight: walked.leaf_weight,
+            leaf_weight,
         };
-        Some((hash, (seq, walked.leaf, event)))
+        Some((hash, (seq, leaf, event)))
     }
 
     /// The sample's rate and the estimate at every budget, given what the live cache
@@ -370,6 +371,10 @@ impl Sample {
             .iter()
             .map(|factor| saturating_u64((page_budget as f64 * factor).round()))
             .collect();
+        let full_record_budgets: Vec<u64> = WHAT_IF_FACTORS
+            .iter()
+            .map(|factor| saturating_u64((record_budget as f64 * factor).round()))
+            .collect();
         Sample {
             kept_objects: objects,
             rate: 1.0,
@@ -391,19 +396,13 @@ impl Sample {
                 })
                 .collect(),
             scaled: vec![Scaled::default(); full_budgets.len()],
-            records: WHAT_IF_FACTORS
+            records: full_record_budgets
                 .iter()
                 .filter(|_| record_budget > 0)
-                .map(|factor| {
-                    let full = saturating_u64((record_budget as f64 * factor).round());
-                    MiniRecords::new(full, full)
-                })
+                .map(|&full| MiniRecords::new(full, full))
                 .collect(),
             lately: vec![Default::default(); full_budgets.len()],
-            full_record_budgets: WHAT_IF_FACTORS
-                .iter()
-                .map(|factor| saturating_u64((record_budget as f64 * factor).round()))
-                .collect(),
+            full_record_budgets,
             full_budgets,
             objects: (floor_rate < 1.0).then(Default::default),
             large: (floor_rate < 1.0).then(Default::default),

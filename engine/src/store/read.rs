@@ -266,7 +266,7 @@ impl Reads<'_> {
             Some(Found::Read { record, .. }) => records::entry_weight(key.len() + record.len()),
             _ => 0,
         };
-        cache.sample_record(info.id, key, weight, &walked);
+        cache.sample_record(info.id, key, weight, walked.leaf, walked.leaf_weight);
         if let Some(Found::Read { record, .. }) = &found
             && epoch == version.generation
         {
