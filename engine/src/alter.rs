@@ -74,6 +74,7 @@ impl Alteration {
             field: field.into(),
             layout,
             measures: measures.into_iter().map(Into::into).collect(),
+            rollup: None,
         });
         self
     }

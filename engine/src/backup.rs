@@ -23,10 +23,14 @@ use crate::{
 
 /// The first bytes of a backup file.
 pub const BACKUP_MAGIC: [u8; 8] = *b"SKEWDBBK";
-/// The version this build writes: 6, whose chunks may be columnar sealed buckets (cold
-/// segment version 3). Version 1 (items replayed as pushes, which lost placement after
-/// removals) was never released; it is refused.
-const BACKUP_VERSION: u32 = 6;
+/// The version this build writes: 7, whose collection frames' specs end with their
+/// arrays' rollup spans (`SpecForm::RolledUp`) and whose records may be rollup records.
+/// Version 1 (items replayed as pushes, which lost placement after removals) was never
+/// released; it is refused.
+const BACKUP_VERSION: u32 = 7;
+/// Backups whose chunks may be columnar sealed buckets (cold segment version 3), without
+/// rollups: still read, never written.
+const BACKUP_VERSION_UNROLLED: u32 = 6;
 /// Backups whose chunks are all row chunks (cold segment versions 1 and 2): the same
 /// frames, still read, never written.
 const BACKUP_VERSION_ROWS: u32 = 5;
@@ -248,7 +252,7 @@ impl<R: Read> Frames<R> {
             input,
             file,
             offset: 0,
-            form: SpecForm::Migrating,
+            form: SpecForm::RolledUp,
         };
         frames.header()?;
         Ok(frames)
@@ -262,7 +266,8 @@ impl<R: Read> Frames<R> {
         }
         let version = u32::from_le_bytes(header[8..].try_into().expect("4 bytes"));
         self.form = match version {
-            BACKUP_VERSION | BACKUP_VERSION_ROWS => SpecForm::Migrating,
+            BACKUP_VERSION => SpecForm::RolledUp,
+            BACKUP_VERSION_UNROLLED | BACKUP_VERSION_ROWS => SpecForm::Migrating,
             BACKUP_VERSION_UNMIGRATING => SpecForm::Slotted,
             BACKUP_VERSION_UNSLOTTED => SpecForm::Mapped,
             BACKUP_VERSION_UNMAPPED => SpecForm::Formatted,
@@ -378,11 +383,11 @@ fn load<R: Read>(engine: &Engine, frames: &mut Frames<R>) -> Result<()> {
                     return Err(bad("collection frame truncated or after records".into()));
                 }
                 let old = payload.get_u32_le();
-                let form = frames.form.min(SpecForm::Mapped);
+                let form = frames.form.of_spec();
                 let spec = CollectionSpec::decode(&mut payload, form).map_err(&bad)?;
                 let name = spec.name().to_string();
                 let info = match frames.form {
-                    SpecForm::Slotted | SpecForm::Migrating => {
+                    SpecForm::Slotted | SpecForm::Migrating | SpecForm::RolledUp => {
                         CollectionInfo::decode_slots(old, spec.clone(), &mut payload, frames.form)
                             .map_err(&bad)?
                     }

@@ -402,6 +402,15 @@ impl ItemQuery {
         below_end && above_start
     }
 
+    /// Whether every key the range holds is below `key`.
+    pub(crate) fn end_below(&self, key: i64) -> bool {
+        match self.end {
+            Bound::Included(end) => end < key,
+            Bound::Excluded(end) => end <= key,
+            Bound::Unbounded => false,
+        }
+    }
+
     pub(crate) fn covers(&self, summary: &Summary) -> bool {
         match (summary.min_key, summary.max_key) {
             (Some(min), Some(max)) => self.in_range(min) && self.in_range(max),

@@ -198,6 +198,21 @@ pub enum Error {
         /// Why it was refused.
         reason: String,
     },
+    /// A summary over a range that holds part of a rollup's window: what a bucket expiry
+    /// dropped is kept per window, which a range must hold whole or not at all (its bounds
+    /// at multiples of the span, or outside the keys the window held).
+    #[error(
+        "the range cuts the rollup of array {field:?} for keys {start} to {start}+{span}: \
+         expired items are summarized per window of {span}; bound the range at its multiples"
+    )]
+    RangeCutsRollup {
+        /// The array field.
+        field: String,
+        /// The start of the window the range cuts.
+        start: i64,
+        /// The rollups' span.
+        span: i64,
+    },
     /// The file does not look like a skewdb file of a version this build understands.
     #[error("{file} has unsupported format version {found} (this build reads {supported})")]
     UnsupportedVersion {
@@ -235,8 +250,8 @@ impl Error {
     /// `record_too_large`, `key_too_large`, `batch_too_large`, `unknown_collection`,
     /// `unknown_field`, `unknown_measure`, `wrong_layout`, `invalid_item`, `schema_conflict`,
     /// `invalid_name`, `invalid_schema`, `locked`, `invalid_option`, `write_failed`,
-    /// `unsupported_version`, `invalid_cursor`, `closed`, `conflict`, `codec`. A name, once given, never changes
-    /// meaning.
+    /// `unsupported_version`, `invalid_cursor`, `closed`, `conflict`, `codec`,
+    /// `range_cuts_rollup`. A name, once given, never changes meaning.
     pub fn kind(&self) -> &'static str {
         match self {
             Error::Io { .. } => "io",
@@ -258,6 +273,7 @@ impl Error {
             Error::ReadOnly { .. } => "read_only",
             Error::NoDatabase { .. } => "no_database",
             Error::UnsupportedVersion { .. } => "unsupported_version",
+            Error::RangeCutsRollup { .. } => "range_cuts_rollup",
             Error::InvalidCursor { .. } => "invalid_cursor",
             Error::Closed => "closed",
             Error::Conflict { .. } => "conflict",

@@ -190,6 +190,10 @@ pub struct Summary {
     pub min_key: Option<i64>,
     /// Greatest key.
     pub max_key: Option<i64>,
+    /// Of `items`, how many a read counted from rollups (what a bucket expiry kept of the
+    /// items it dropped, per window: `CollectionSpec::rollup`) rather than from items held:
+    /// 0 when the summary comes from items alone. Never stored: a read sets it.
+    pub rolled_up: u64,
     /// Summaries of the measures after the first, in the array's order, once any item of
     /// the set has a value of one (boxed, so that a summary of one measure stays small).
     pub(crate) more: MoreSummaries,
@@ -201,6 +205,7 @@ pub(crate) type MoreSummaries = Option<Box<[MeasureSummary; MAX_MEASURES - 1]>>;
 impl PartialEq for Summary {
     fn eq(&self, other: &Self) -> bool {
         self.items == other.items
+            && self.rolled_up == other.rolled_up
             && self.first() == other.first()
             && self.min_key == other.min_key
             && self.max_key == other.max_key
@@ -292,6 +297,7 @@ impl Summary {
     #[inline]
     pub fn merge(&mut self, other: &Summary) {
         self.items += other.items;
+        self.rolled_up += other.rolled_up;
         self.count += other.count;
         self.sum += other.sum;
         self.min = merge_option(self.min, other.min, f64::min);
@@ -406,6 +412,7 @@ impl Summary {
             max: (count > 0).then_some(max),
             min_key: (items > 0).then_some(min_key),
             max_key: (items > 0).then_some(max_key),
+            rolled_up: 0,
             more,
         })
     }

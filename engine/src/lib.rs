@@ -41,6 +41,7 @@ mod options;
 mod page;
 mod pattern;
 mod record;
+mod rollup;
 // The one `unsafe` block (mapping a segment file: sealed cold and hot segments, and the active
 // hot segment, when `Options::memory_map` is on) is allowed where it stands, in `fs.rs`.
 #[doc(hidden)]

@@ -47,6 +47,11 @@ pub struct ArraySpec {
     /// `Summary::count`/`sum`/`min`/`max`; an array declared without names has one,
     /// [`DEFAULT_MEASURE`].
     pub measures: Vec<String>,
+    /// The span of the windows a bucket expiry keeps summaries of (a `Bucket` array only):
+    /// what `expire_buckets` drops it first adds to one rollup per window `[k * span,
+    /// (k + 1) * span)`, so summaries over expired keys stay exact
+    /// ([`crate::Summary::rolled_up`]). `None`: expiry keeps nothing of what it drops.
+    pub rollup: Option<i64>,
 }
 
 impl ArraySpec {
@@ -287,6 +292,20 @@ pub(crate) enum SpecForm {
     /// The slotted form, each array's slot followed by its layout state (checkpoint
     /// version 9, op 15, backup version 5).
     Migrating,
+    /// The migrating form, each spec ending with its arrays' rollup spans (checkpoint
+    /// version 10, ops 16 and 17, backup version 7).
+    RolledUp,
+}
+
+impl SpecForm {
+    /// The form of the spec itself in a catalog or op of this form: the slotted and
+    /// migrating forms add to what follows the spec, not to the spec.
+    pub(crate) fn of_spec(self) -> SpecForm {
+        match self {
+            SpecForm::RolledUp => SpecForm::RolledUp,
+            older => older.min(SpecForm::Mapped),
+        }
+    }
 }
 
 /// A collection's name and schema.
@@ -296,6 +315,8 @@ pub struct CollectionSpec {
     arrays: Vec<ArraySpec>,
     format: DocumentFormat,
     map: Option<DocumentMap>,
+    /// Fields [`CollectionSpec::rollup`] named that no array had (refused by `validate`).
+    rollups_of_unknown: Vec<String>,
 }
 
 impl CollectionSpec {
@@ -306,6 +327,7 @@ impl CollectionSpec {
             arrays: Vec::new(),
             format: DocumentFormat::Bytes,
             map: None,
+            rollups_of_unknown: Vec::new(),
         }
     }
 
@@ -374,7 +396,44 @@ impl CollectionSpec {
             field: field.into(),
             layout,
             measures: measures.into_iter().map(Into::into).collect(),
+            rollup: None,
         });
+        self
+    }
+
+    /// Declares that a bucket expiry of array `field` (a `Bucket` array declared before)
+    /// keeps, per window of `span` keys aligned to multiples of it, the count, sum, min and
+    /// max of every measure of what it drops: summaries over expired keys stay exact, and
+    /// say so ([`crate::Summary::rolled_up`]). Late items below the expiry's bound are
+    /// rolled up with the buckets. Checked when the collection is created: `field` must be a
+    /// `Bucket` array, `span` positive.
+    ///
+    /// ```
+    /// use skewdb::{CollectionSpec, Db, Layout, NewItem, Options};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path(), Options::new())?;
+    /// let spec = CollectionSpec::new("sensors")
+    ///     .array("t", Layout::Bucket { max_items: 60, span: Some(3600) })
+    ///     .rollup("t", 3600);
+    /// let sensors = db.create_collection(spec)?;
+    /// let mut batch = db.batch();
+    /// for minute in 0..48 * 60 {
+    ///     batch.push("sensors", "s1", "t", NewItem::new("").key(minute * 60).value(1.0));
+    /// }
+    /// batch.commit()?;
+    /// sensors.expire_buckets("t", 24 * 3600)?; // the first day's readings go
+    /// let day = sensors.summary("s1", "t", 0..24 * 3600)?.unwrap();
+    /// assert_eq!((day.items, day.sum, day.rolled_up), (1440, 1440.0, 1440));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn rollup(mut self, field: &str, span: i64) -> Self {
+        if let Some(array) = self.arrays.iter_mut().rev().find(|a| a.field == field) {
+            array.rollup = Some(span);
+        } else {
+            // Kept so that `validate` names it: an array that is not declared.
+            self.rollups_of_unknown.push(field.to_string());
+        }
         self
     }
 
@@ -470,6 +529,11 @@ impl CollectionSpec {
                 reason,
             })
         };
+        if let Some(field) = self.rollups_of_unknown.first() {
+            return schema(format!(
+                "a rollup of {field:?}, which is not an array field"
+            ));
+        }
         if self.arrays.len() > MAX_ARRAYS {
             return schema(format!(
                 "{} array fields, more than the {MAX_ARRAYS} allowed",
@@ -496,6 +560,23 @@ impl CollectionSpec {
                     array.measures.len(),
                     crate::item::MAX_MEASURES
                 ));
+            }
+            match (array.rollup, array.layout) {
+                (None, _) => {}
+                (Some(span), _) if span <= 0 => {
+                    return schema(format!(
+                        "array field {:?}: a rollup's span must be positive, not {span}",
+                        array.field
+                    ));
+                }
+                (Some(_), Layout::Bucket { .. }) => {}
+                (Some(_), layout) => {
+                    return schema(format!(
+                        "array field {:?} keeps rollups, which only a bucket array can, not {}",
+                        array.field,
+                        layout.describe()
+                    ));
+                }
             }
             for (at, measure) in array.measures.iter().enumerate() {
                 if measure.is_empty()
@@ -540,6 +621,9 @@ impl CollectionSpec {
                 if a.names_its_measures() {
                     field += &format!(" [{}]", a.measures.join(" "));
                 }
+                if let Some(span) = a.rollup {
+                    field += &format!(" rollup {span}");
+                }
                 field
             })
             .collect();
@@ -576,8 +660,8 @@ impl CollectionSpec {
         described
     }
 
-    /// Writes the spec in its newest form, [`SpecForm::Mapped`] (a catalog's
-    /// [`SpecForm::Slotted`] adds its slots after it).
+    /// Writes the spec in its newest form, [`SpecForm::RolledUp`] (a catalog's adds its
+    /// slots and layout states after it).
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         put_name(out, &self.name);
         out.put_u16_le(u16_len(self.arrays.len()));
@@ -596,6 +680,10 @@ impl CollectionSpec {
                 out.put_u8(1);
                 map.encode(out);
             }
+        }
+        for array in &self.arrays {
+            // 0 stands for none (a span is always positive).
+            out.put_i64_le(array.rollup.unwrap_or(0));
         }
     }
 
@@ -641,6 +729,7 @@ impl CollectionSpec {
                 field,
                 layout,
                 measures,
+                rollup: None,
             });
         }
         let format = if form >= SpecForm::Formatted {
@@ -663,11 +752,21 @@ impl CollectionSpec {
         } else {
             None
         };
+        if form >= SpecForm::RolledUp {
+            if bytes.remaining() < 8 * arrays.len() {
+                return Err("array rollups truncated".to_string());
+            }
+            for array in &mut arrays {
+                let span = bytes.get_i64_le();
+                array.rollup = (span != 0).then_some(span);
+            }
+        }
         let spec = CollectionSpec {
             name,
             arrays,
             format,
             map,
+            rollups_of_unknown: Vec::new(),
         };
         spec.validate().map_err(|e| e.to_string())?;
         Ok(spec)
@@ -780,7 +879,7 @@ impl CollectionInfo {
             }
             slots.push(bytes.get_u16_le());
             layouts.push(match form {
-                SpecForm::Migrating => LayoutState::decode(bytes)?,
+                SpecForm::Migrating | SpecForm::RolledUp => LayoutState::decode(bytes)?,
                 _ => LayoutState::default(),
             });
         }
@@ -937,7 +1036,7 @@ impl Catalog {
                 return Err("catalog truncated".to_string());
             }
             let id = bytes.get_u32_le();
-            let spec = CollectionSpec::decode(bytes, form.min(SpecForm::Mapped))?;
+            let spec = CollectionSpec::decode(bytes, form.of_spec())?;
             if id >= next_id
                 || catalog.by_id(id).is_some()
                 || catalog.by_name.contains_key(&spec.name)
@@ -948,7 +1047,7 @@ impl Catalog {
                 ));
             }
             let info = match form {
-                SpecForm::Slotted | SpecForm::Migrating => {
+                SpecForm::Slotted | SpecForm::Migrating | SpecForm::RolledUp => {
                     CollectionInfo::decode_slots(id, spec, bytes, form)?
                 }
                 _ => CollectionInfo::new(id, spec),

@@ -13,7 +13,7 @@ pub const MAX_FRAME_PAYLOAD: usize = MAX_RECORD_BYTES + 64 * 1024;
 pub const SEGMENT_HEADER_BYTES: usize = 32;
 const SEGMENT_MAGIC: &[u8; 8] = b"SKEWHOT\0";
 /// The hot log format version this build writes.
-pub const LOG_VERSION: u32 = 7;
+pub const LOG_VERSION: u32 = 8;
 /// The oldest version this build reads. Frames of every version are alike; a version marks
 /// the redo a log may hold, so that a build from before it refuses such a log by its version
 /// instead of failing on the first op or byte it does not know: 2, redo ops 6 (patch) and 7
@@ -22,7 +22,8 @@ pub const LOG_VERSION: u32 = 7;
 /// of several measures; 4, op 9 (a collection with its document format); 5, op 10 (a
 /// collection with its document map); 6, ops 11 to 14 (schema changes) and parent records
 /// whose array states carry their slots; 7, op 15 (a collection's schema with its arrays'
-/// layout states) and array states with a layout parity.
+/// layout states) and array states with a layout parity; 8, ops 16 and 17 (specs with
+/// their arrays' rollup spans) and rollup records (array record kind 2).
 pub const OLDEST_LOG_VERSION: u32 = 1;
 
 /// What a frame carries.

@@ -19,9 +19,13 @@ use crate::storage::Storage;
 pub const CHECKPOINT_FILE: &str = "checkpoint";
 pub const CHECKPOINT_TEMP_FILE: &str = "checkpoint.tmp";
 const MAGIC: &[u8; 8] = b"SKEWCKPT";
+/// Version 10: the catalog's specs end with their arrays' rollup spans
+/// (`SpecForm::RolledUp`), and the tree may hold rollup records (array record kind 2),
+/// which a build from before it cannot read; the checkpoint is otherwise version 9's.
+pub const CHECKPOINT_VERSION: u32 = 10;
 /// Version 9: the catalog carries each array's layout state after its slot
-/// (`SpecForm::Migrating`); the checkpoint is otherwise version 8's.
-pub const CHECKPOINT_VERSION: u32 = 9;
+/// (`SpecForm::Migrating`), without rollups. Still read, never written.
+const CHECKPOINT_VERSION_UNROLLED: u32 = 9;
 /// Version 8: the catalog carries each collection's array slots and what dropped
 /// collections and arrays left to reclaim (`SpecForm::Slotted`), without layout states:
 /// every array's parity 0, no migration. Still read, never written.
@@ -152,7 +156,8 @@ impl Checkpoint {
         header.advance(8);
         let version = header.get_u32_le();
         let form = match version {
-            CHECKPOINT_VERSION => Some(SpecForm::Migrating),
+            CHECKPOINT_VERSION => Some(SpecForm::RolledUp),
+            CHECKPOINT_VERSION_UNROLLED => Some(SpecForm::Migrating),
             CHECKPOINT_VERSION_UNMIGRATING => Some(SpecForm::Slotted),
             CHECKPOINT_VERSION_UNSLOTTED => Some(SpecForm::Mapped),
             CHECKPOINT_VERSION_UNMAPPED | CHECKPOINT_VERSION_WALKED_LEAVES => {

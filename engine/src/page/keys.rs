@@ -22,6 +22,7 @@ pub const OUTLIER_SPACE: u32 = 0x4000_0000;
 /// Kind byte of an array record key.
 pub const KIND_TAIL: u8 = 0;
 pub const KIND_CHUNK: u8 = 1;
+pub const KIND_ROLLUP: u8 = 2;
 
 /// The longest tree key: a chunk entry's.
 pub const MAX_TREE_KEY_BYTES: usize = 4 + 2 + MAX_KEY_BYTES + 2 + 1 + 8 + 4;
@@ -145,7 +146,7 @@ fn put_array(out: &mut Vec<u8>, collection: CollectionId, key: &[u8], field: usi
 /// collection (4), the parent key's length (2), the field (2) and the kind (1).
 const ARRAY_KEY_FIXED: usize = 4 + 2 + 2 + 1;
 
-/// The range of one array slot's records of one parent: its tail and chunk entries.
+/// The range of one array slot's records of one parent: its tail, chunk entries and rollups.
 pub fn array_slot(collection: CollectionId, key: &[u8], field: usize) -> (Bytes, Bytes) {
     let start = array(collection, key, field, KIND_TAIL, 0);
     let end = array(collection, key, field + 1, KIND_TAIL, 0);
@@ -237,6 +238,23 @@ pub fn chunk(
 /// The first key after every chunk entry of one array.
 pub fn chunks_end(collection: CollectionId, key: &[u8], field: usize) -> Bytes {
     Bytes::from(array(collection, key, field, KIND_CHUNK + 1, 0))
+}
+
+/// The rollup record of one array's window starting at `start`.
+pub fn rollup(collection: CollectionId, key: &[u8], field: usize, start: i64) -> Bytes {
+    let mut out = array(collection, key, field, KIND_ROLLUP, 8);
+    out.put_slice(&sortable(start));
+    Bytes::from(out)
+}
+
+/// The prefix of the rollup records of one array, sorted by their windows' starts.
+pub fn rollups(collection: CollectionId, key: &[u8], field: usize) -> Bytes {
+    Bytes::from(array(collection, key, field, KIND_ROLLUP, 0))
+}
+
+/// The first key after every rollup record of one array.
+pub fn rollups_end(collection: CollectionId, key: &[u8], field: usize) -> Bytes {
+    Bytes::from(array(collection, key, field, KIND_ROLLUP + 1, 0))
 }
 
 /// An array record key's parts after the leading u32: parent key, field index, kind and

@@ -33,6 +33,12 @@ const OP_DROP_COLLECTION: u8 = 12;
 /// A collection's schema set, as op 11, each array's layout state after its slot. Written
 /// since hot log version 7 (op 11 is read, no longer written).
 const OP_SET_COLLECTION_MIGRATING: u8 = 15;
+/// A collection created, its spec (op 10's) ending with its arrays' rollup spans. Written
+/// since hot log version 8 (op 10 is read, no longer written).
+const OP_CREATE_ROLLED_UP: u8 = 16;
+/// A collection's schema set, as op 15, its spec ending with its arrays' rollup spans.
+/// Written since hot log version 8 (op 15 is read, no longer written).
+const OP_SET_COLLECTION_ROLLED_UP: u8 = 17;
 /// An array slot of a collection retired (the array was dropped).
 const OP_RETIRE_ARRAY: u8 = 13;
 /// What a drop retired is reclaimed: off the retired list.
@@ -119,13 +125,13 @@ impl Op {
     pub fn encode(&self, out: &mut Vec<u8>) -> usize {
         match self {
             Op::CreateCollection { id, spec } => {
-                out.put_u8(OP_CREATE_MAPPED);
+                out.put_u8(OP_CREATE_ROLLED_UP);
                 out.put_u32_le(*id);
                 spec.encode(out);
                 0
             }
             Op::SetCollection(info) => {
-                out.put_u8(OP_SET_COLLECTION_MIGRATING);
+                out.put_u8(OP_SET_COLLECTION_ROLLED_UP);
                 out.put_u32_le(info.id);
                 info.spec.encode(out);
                 info.encode_slots(out);
@@ -254,28 +260,30 @@ impl Op {
             let mut value_offset = 0;
             let op = match tag {
                 OP_CREATE_COLLECTION | OP_CREATE_MEASURED | OP_CREATE_FORMATTED
-                | OP_CREATE_MAPPED => {
+                | OP_CREATE_MAPPED | OP_CREATE_ROLLED_UP => {
                     need(&bytes, 4)?;
                     let id = bytes.get_u32_le();
                     let form = match tag {
                         OP_CREATE_COLLECTION => SpecForm::Unmeasured,
                         OP_CREATE_MEASURED => SpecForm::Measured,
                         OP_CREATE_FORMATTED => SpecForm::Formatted,
-                        _ => SpecForm::Mapped,
+                        OP_CREATE_MAPPED => SpecForm::Mapped,
+                        _ => SpecForm::RolledUp,
                     };
                     Op::CreateCollection {
                         id,
                         spec: CollectionSpec::decode(&mut bytes, form)?,
                     }
                 }
-                OP_SET_COLLECTION | OP_SET_COLLECTION_MIGRATING => {
+                OP_SET_COLLECTION | OP_SET_COLLECTION_MIGRATING | OP_SET_COLLECTION_ROLLED_UP => {
                     need(&bytes, 4)?;
                     let id = bytes.get_u32_le();
-                    let spec = CollectionSpec::decode(&mut bytes, SpecForm::Mapped)?;
                     let form = match tag {
                         OP_SET_COLLECTION => SpecForm::Slotted,
-                        _ => SpecForm::Migrating,
+                        OP_SET_COLLECTION_MIGRATING => SpecForm::Migrating,
+                        _ => SpecForm::RolledUp,
                     };
+                    let spec = CollectionSpec::decode(&mut bytes, form.of_spec())?;
                     Op::SetCollection(CollectionInfo::decode_slots(id, spec, &mut bytes, form)?)
                 }
                 OP_DROP_COLLECTION => {
@@ -705,18 +713,59 @@ mod tests {
         assert!(Op::decode_all(Bytes::from(payload)).is_err());
     }
 
-    /// A create-collection op as hot log version 4 wrote it (op 9: the spec without its
-    /// document map's tag) reads as the collection with no map.
+    /// A create-collection op as hot log version 7 wrote it (op 10: the spec without its
+    /// rollups) reads as the collection without rollups, and as version 4 wrote it (op 9:
+    /// without its document map's tag either) as the collection with no map.
     #[test]
     fn a_collection_created_before_document_maps_reads_without_one() {
         let spec = CollectionSpec::new("users").array("f", crate::catalog::Layout::Embed);
         let op = Op::CreateCollection { id: 3, spec };
         let mut payload = Vec::new();
         op.encode(&mut payload);
-        assert_eq!((payload[0], payload.pop()), (OP_CREATE_MAPPED, Some(0)));
+        assert_eq!(payload[0], OP_CREATE_ROLLED_UP);
+        assert_eq!(payload.split_off(payload.len() - 8), [0; 8], "no rollup");
+        payload[0] = OP_CREATE_MAPPED;
+        let decoded = Op::decode_all(Bytes::from(payload.clone())).unwrap();
+        assert_eq!(decoded[0].op, op);
+        assert_eq!(payload.pop(), Some(0), "no map");
         payload[0] = OP_CREATE_FORMATTED;
         let decoded = Op::decode_all(Bytes::from(payload)).unwrap();
         assert_eq!(decoded[0].op, op);
+    }
+
+    /// A collection whose bucket array keeps rollups: its span survives the op, and a
+    /// schema op of hot log version 7 (op 15, without rollups) still reads.
+    #[test]
+    fn rollups_survive_the_schema_ops() {
+        let hourly = crate::catalog::Layout::Bucket {
+            max_items: 60,
+            span: Some(3600),
+        };
+        let spec = CollectionSpec::new("sensors")
+            .array("t", hourly)
+            .array("u", hourly)
+            .rollup("u", 86_400);
+        let create = Op::CreateCollection {
+            id: 3,
+            spec: spec.clone(),
+        };
+        let set = Op::SetCollection(CollectionInfo::new(3, spec.clone()));
+        for op in [create, set] {
+            let mut payload = Vec::new();
+            op.encode(&mut payload);
+            let decoded = Op::decode_all(Bytes::from(payload)).unwrap();
+            assert_eq!(decoded[0].op, op);
+        }
+        let plain = CollectionInfo::new(3, CollectionSpec::new("sensors").array("t", hourly));
+        let mut payload = Vec::new();
+        Op::SetCollection(plain.clone()).encode(&mut payload);
+        assert_eq!(payload[0], OP_SET_COLLECTION_ROLLED_UP);
+        // Op 15 had the layout states right after the map: take the rollup span out.
+        let spec_end = 1 + 4 + plain.spec.encoded_len();
+        payload.drain(spec_end - 8..spec_end);
+        payload[0] = OP_SET_COLLECTION_MIGRATING;
+        let decoded = Op::decode_all(Bytes::from(payload)).unwrap();
+        assert_eq!(decoded[0].op, Op::SetCollection(plain));
     }
 
     fn patch_payload(old_len: u32, edits: &[(u32, u32, &[u8])]) -> Vec<u8> {

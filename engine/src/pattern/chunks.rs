@@ -46,6 +46,17 @@ pub(crate) fn expires(kind: ChunkKind, summary: &Summary, before: i64) -> bool {
     }
 }
 
+/// Whether a bucket expiry with bound `before` of an array that keeps rollups reads a
+/// chunk of this kind and summary to roll up and drop its items below the bound: late
+/// items (item chunks of a Bucket array) holding any key below it. Sealed buckets go by
+/// [`expires`].
+pub(crate) fn rolls_up_late(kind: ChunkKind, summary: &Summary, before: i64) -> bool {
+    match kind {
+        ChunkKind::Items => summary.min_key.is_some_and(|min| min < before),
+        ChunkKind::Bucket => false,
+    }
+}
+
 /// Whether compaction may merge small chunks of this kind into larger ones. A sealed
 /// bucket keeps its own bounds and summary, which range queries and aggregates skip by.
 pub(crate) fn merges(kind: ChunkKind) -> bool {

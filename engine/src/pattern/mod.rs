@@ -13,7 +13,7 @@ mod push;
 mod refill;
 mod supports;
 
-pub(crate) use chunks::{expires, merges, seal_tail};
+pub(crate) use chunks::{expires, merges, rolls_up_late, seal_tail};
 pub(crate) use push::push;
 pub(crate) use refill::{Refill, refill};
 pub(crate) use supports::{Operation, check_supports};

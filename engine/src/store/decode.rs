@@ -14,6 +14,7 @@ use crate::item::{self, Item, Stored};
 use crate::page::PageStore;
 use crate::page::tree::Tree;
 use crate::record::{self, ParentRecord};
+use crate::rollup::Rollup;
 
 /// The most items per source a limited page makes room for in advance (a larger limit
 /// grows its vector as items come).
@@ -71,6 +72,17 @@ pub(crate) fn record_corruption(info: &CollectionInfo, key: &[u8], reason: Strin
             info.spec.name()
         ),
     )
+}
+
+/// The rollup record `tree_key` of the window starting at `start`.
+pub(crate) fn decode_rollup(bytes: &[u8], tree_key: &[u8], start: i64) -> Result<Rollup> {
+    Rollup::decode(bytes, start).map_err(|reason| {
+        Error::corruption(
+            UNPLACED,
+            0,
+            format!("rollup record {tree_key:x?}: {reason}"),
+        )
+    })
 }
 
 pub(crate) fn decode_items(mut bytes: Bytes, tree_key: &[u8]) -> Result<Vec<Stored>> {

@@ -87,8 +87,11 @@ pub(super) struct Request {
 pub struct Expired {
     /// Sealed buckets dropped.
     pub buckets: u64,
-    /// Items they held.
+    /// Items dropped: the buckets' and, where the array keeps rollups, late items below the
+    /// bound.
     pub items: u64,
+    /// Of `items`, those added to rollups (every one, where the array keeps rollups).
+    pub rolled_up: u64,
 }
 
 /// `Error::KeyTooLarge` for a parent key over [`MAX_KEY_BYTES`].

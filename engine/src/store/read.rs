@@ -11,7 +11,7 @@ use bytes::Bytes;
 
 use super::decode::{
     UNPLACED, decode_document, decode_read_record, decode_record_fields, decode_record_page,
-    decode_wanted_items, page_room, placed,
+    decode_rollup, decode_wanted_items, page_room, placed,
 };
 use super::versions::{Version, Versions};
 use crate::cache::records::{self, KeptRecord, Seen};
@@ -27,6 +27,7 @@ use crate::page::node::{Node, Value};
 use crate::page::tree::{LeafEntry, Tree};
 use crate::page::{PageStore, Pages, keys};
 use crate::record::ParentRecord;
+use crate::rollup::window_of;
 
 /// A parent record as a read found it: kept in the record tier, or read from the tree. (A
 /// `get` that finds its document built in the tier takes it without the record:
@@ -505,10 +506,15 @@ impl Reads<'_> {
             return Ok(None);
         };
         let array = &record.arrays[field];
-        if whole {
-            return Ok(Some(array.summary.clone()));
-        }
         let query = ItemQuery::new().range(range);
+        let rollup = info.spec.arrays()[field].rollup;
+        if whole {
+            let mut summary = array.summary.clone();
+            if let Some(span) = rollup {
+                self.add_rollups(version, info, key, field, span, &query, &mut summary)?;
+            }
+            return Ok(Some(summary));
+        }
         let mut summary = Summary::of(
             array
                 .inline
@@ -572,7 +578,61 @@ impl Reads<'_> {
                 }
             }
         }
+        if let Some(span) = rollup {
+            self.add_rollups(version, info, key, field, span, &query, &mut summary)?;
+        }
         Ok(Some(summary))
+    }
+
+    /// Adds to `summary` the rollups of array `field` (whose span is `span`) whose windows'
+    /// items `query`'s range holds; `Error::RangeCutsRollup` when it holds part of one.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one read's parts, as `summary` has them"
+    )]
+    fn add_rollups(
+        &self,
+        version: &Version,
+        info: &CollectionInfo,
+        key: &[u8],
+        field: usize,
+        span: i64,
+        query: &ItemQuery,
+        summary: &mut Summary,
+    ) -> Result<()> {
+        let slot = info.slot(field);
+        // Every rollup is of the declared span: none before the window of the range's
+        // lower bound holds a key of it.
+        let first = match query.start {
+            Bound::Included(at) | Bound::Excluded(at) => {
+                keys::rollup(info.id, key, slot, window_of(at, span))
+            }
+            Bound::Unbounded => keys::rollups(info.id, key, slot),
+        };
+        let end = keys::rollups_end(info.id, key, slot);
+        let pages = pages_for(self.pages, info);
+        let mut cursor = version.tree.cursor(&pages, Bound::Included(&first))?;
+        while let Some((tree_key, value)) = cursor.next(&version.tree, &pages)? {
+            if tree_key >= end {
+                break;
+            }
+            let at = tree_key.len() - 8;
+            let start = keys::from_sortable(tree_key[at..].try_into().expect("8 bytes"));
+            let rollup = decode_rollup(&pages.value_bytes(&value)?, &tree_key, start)
+                .map_err(|e| self.placed(e, &version.tree, &tree_key))?;
+            if query.covers(&rollup.summary) {
+                summary.merge(&rollup.counted());
+            } else if query.overlaps(&rollup.summary) {
+                return Err(Error::RangeCutsRollup {
+                    field: info.spec.arrays()[field].field.clone(),
+                    start,
+                    span: rollup.span,
+                });
+            } else if query.end_below(start) {
+                break;
+            }
+        }
+        Ok(())
     }
 
     pub fn outliers(

@@ -251,9 +251,10 @@ impl<'a> Stager<'a> {
             } => {
                 let (work, index, _) =
                     self.array(&collection, &key, &field, Operation::ExpireBuckets, cold)?;
-                let (buckets, items) = work.expire_buckets(base, index, before, cold)?;
-                self.expired.buckets += buckets;
-                self.expired.items += items;
+                let expired = work.expire_buckets(base, index, before, cold)?;
+                self.expired.buckets += expired.buckets;
+                self.expired.items += expired.items;
+                self.expired.rolled_up += expired.rolled_up;
             }
         }
         Ok(())

@@ -525,6 +525,7 @@ mod tests {
             max: Some(max),
             min_key: Some(0),
             max_key: Some(count as i64 - 1),
+            rolled_up: 0,
             more: None,
         }
     }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::apply::Txn;
-use super::decode::{decode_items, decode_record};
+use super::decode::{decode_items, decode_record, decode_rollup};
 use super::patch::patch_or_put;
 use super::shared::Shared;
 use crate::cache::Owner;
@@ -24,6 +24,8 @@ use crate::page::keys;
 use crate::page::redo::Op;
 use crate::pattern::{self, Refill};
 use crate::record::{self, ArrayState, ParentRecord};
+use crate::rollup::{Rollup, Windows};
+use crate::store::Expired;
 use crate::{
     error::{Error, Result},
     limits::MAX_RECORD_BYTES,
@@ -129,6 +131,9 @@ pub(super) struct ParentWork {
     dropped_chunks: BTreeSet<Bytes>,
     /// Arrays whose stored outlier marker goes: nothing of them is outside the record now.
     dropped_markers: BTreeSet<usize>,
+    /// Rollup records an expiry added to, by array field and window start, as the batch
+    /// leaves them (the stored rollup merged in).
+    rollups: BTreeMap<(usize, i64), Rollup>,
 }
 
 impl ParentWork {
@@ -173,6 +178,7 @@ impl ParentWork {
             new_markers: BTreeSet::new(),
             dropped_chunks: BTreeSet::new(),
             dropped_markers: BTreeSet::new(),
+            rollups: BTreeMap::new(),
         })
     }
 
@@ -403,30 +409,98 @@ impl ParentWork {
     }
 
     /// Drops every sealed bucket of array `index` that the expiry rule names for `before`,
-    /// from the chunk index alone (no bucket is read); returns the buckets and items dropped.
+    /// from the chunk index alone (no bucket is read); returns what it dropped. Where the
+    /// array keeps rollups, what it drops is first added to its windows' rollups (a bucket
+    /// inside one window by its summary, any other read), and so are its late items below
+    /// `before` (from the tail and the late item chunks), which go too.
     pub fn expire_buckets(
         &mut self,
         base: Base,
         index: usize,
         before: i64,
         cold: &mut ColdGroup,
-    ) -> Result<(u64, u64)> {
+    ) -> Result<Expired> {
+        let mut expired = Expired::default();
         let Some(mut history) = self.open_history(base, index)? else {
-            return Ok((0, 0));
+            return Ok(expired);
         };
-        let (mut buckets, mut items) = (0, 0);
+        let mut windows = self.info.spec.arrays()[index].rollup.map(Windows::new);
+        let mut changed = false;
         for chunk in history.iter_mut() {
-            if pattern::expires(chunk.chunk.kind, &chunk.chunk.summary, before) {
+            let (kind, summary) = (chunk.chunk.kind, &chunk.chunk.summary);
+            if pattern::expires(kind, summary, before) {
+                if let Some(windows) = &mut windows
+                    && !windows.fold_summary(summary)
+                {
+                    for stored in self.load_chunk(base, chunk)?.iter() {
+                        windows.fold_item(&stored.item);
+                    }
+                }
+                expired.buckets += 1;
+                expired.items += chunk.chunk.summary.items;
                 chunk.items = Some(Vec::new());
                 chunk.changed = true;
-                buckets += 1;
-                items += chunk.chunk.summary.items;
+                changed = true;
+            } else if let Some(windows) = &mut windows
+                && pattern::rolls_up_late(kind, summary, before)
+            {
+                let items = self.load_chunk(base, chunk)?;
+                let late = take_late(items, before, windows);
+                expired.items += late;
+                chunk.changed |= late > 0;
+                changed |= late > 0;
             }
         }
-        if buckets > 0 {
+        if let Some(windows) = &mut windows {
+            let tail = self.load_tail(base, index)?;
+            let late = take_late(&mut tail.items, before, windows);
+            expired.items += late;
+            changed |= late > 0;
+            expired.rolled_up = expired.items;
+        }
+        if changed {
             self.settle(index, history, cold);
         }
-        Ok((buckets, items))
+        if let Some(windows) = windows {
+            self.add_rollups(base, index, windows)?;
+        }
+        Ok(expired)
+    }
+
+    /// Merges an expiry's windows into array `index`'s rollups: the batch's own, else the
+    /// stored record of each window.
+    fn add_rollups(&mut self, base: Base, index: usize, windows: Windows) -> Result<()> {
+        let span = windows.span();
+        for (start, summary) in windows.windows {
+            let rollup = match self.rollups.entry((index, start)) {
+                Entry::Occupied(rollup) => rollup.into_mut(),
+                Entry::Vacant(vacant) => {
+                    let key = keys::rollup(self.info.id, &self.key, self.info.slot(index), start);
+                    let stored = match base.read(&key)? {
+                        Some(bytes) if !self.deleted => Some(
+                            decode_rollup(&bytes, &key, start).map_err(|e| base.placed(e, &key))?,
+                        ),
+                        _ => None,
+                    };
+                    vacant.insert(stored.unwrap_or(Rollup {
+                        span,
+                        summary: Summary::default(),
+                    }))
+                }
+            };
+            if rollup.span != span {
+                // Spans are declared once, at the array's creation.
+                let key = keys::rollup(self.info.id, &self.key, self.info.slot(index), start);
+                let error = Error::corruption(
+                    super::decode::UNPLACED,
+                    0,
+                    format!("rollup record {key:x?} of span {}, not {span}", rollup.span),
+                );
+                return Err(base.placed(error, &key));
+            }
+            rollup.summary.merge(&summary);
+        }
+        Ok(())
     }
 
     /// Moves array `index` to `layout` (see `format-spec/arrays.md`, layout changes): every
@@ -790,6 +864,12 @@ impl ParentWork {
                 value: chunk.encode(),
             });
         }
+        for ((index, start), rollup) in &self.rollups {
+            ops.push(Op::Put {
+                key: keys::rollup(id, &self.key, self.info.slot(*index), *start),
+                value: Bytes::from(rollup.encode()),
+            });
+        }
         for index in &self.dropped_markers {
             ops.push(Op::Delete {
                 key: keys::outlier(id, self.info.slot(*index), &self.key),
@@ -803,4 +883,18 @@ impl ParentWork {
         }
         Ok(())
     }
+}
+
+/// Takes out of `items` those with keys below `before`, folding each into `windows`;
+/// returns how many.
+fn take_late(items: &mut Vec<Stored>, before: i64, windows: &mut Windows) -> u64 {
+    let held = items.len();
+    items.retain(|stored| {
+        let late = stored.item.key < before;
+        if late {
+            windows.fold_item(&stored.item);
+        }
+        !late
+    });
+    (held - items.len()) as u64
 }
