@@ -412,7 +412,9 @@ impl Collection {
     /// `field` whose newest item key is below `before` (see [`crate::Batch::expire_buckets`]).
     /// Only parents with buckets outside their record are visited (found through the
     /// outlier markers), in batches of 1,000 parents, each atomic; the sweep as a whole is
-    /// not one transaction. Returns the buckets and items dropped.
+    /// not one transaction. Returns the buckets and items dropped. Where the array keeps
+    /// rollups ([`crate::CollectionSpec::rollup`]), what it drops is rolled up first, late
+    /// items below `before` included.
     pub fn expire_buckets(&self, field: &str, before: i64) -> Result<Expired> {
         let index = field_index(&self.info, field)?;
         let layout = self.info.spec.arrays()[index].layout;
@@ -433,6 +435,7 @@ impl Collection {
             let dropped = engine.commit_checked(ops, engine.options.durability, None)?;
             expired.buckets += dropped.buckets;
             expired.items += dropped.items;
+            expired.rolled_up += dropped.rolled_up;
         }
         Ok(expired)
     }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 
-use super::decode::{decode_items, decode_record};
+use super::decode::{decode_items, decode_record, decode_rollup};
 use super::segments::segment_ids;
 use super::shared::Shared;
 use super::versions::Version;
@@ -352,6 +352,17 @@ impl Shared {
                     *checker.cold_live.entry(entry.loc.segment_id).or_default() +=
                         entry.loc.len as u64;
                     checker.outside.entry(id).or_default().merge(&entry.summary);
+                }
+                keys::KIND_ROLLUP if rest.len() == 8 => {
+                    let start = keys::from_sortable(rest[..].try_into().expect("8 bytes"));
+                    let rollup = decode_rollup(&bytes, key, start).map_err(Check::Error)?;
+                    let declared = info.spec.arrays()[field].rollup;
+                    if declared != Some(rollup.span) {
+                        return Err(Check::Bad(format!(
+                            "a rollup of span {} in an array declaring {declared:?}",
+                            rollup.span
+                        )));
+                    }
                 }
                 _ => return Err(Check::Bad("unknown array record kind".to_string())),
             }
