@@ -125,6 +125,7 @@ mod tests {
             field: "readings".to_string(),
             layout,
             measures: vec!["value".to_string()],
+            rollup: None,
         }
     }
 

@@ -194,6 +194,11 @@ enum Command {
         /// (default: one, "value").
         #[arg(long = "measures", value_name = "FIELD=NAMES")]
         measures: Vec<String>,
+        /// Keep, when buckets of this Bucket array expire, one summary per window of SPAN
+        /// of what they drop: FIELD=SPAN (in the keys' units, or a duration such as 1h
+        /// where the array's keys are times).
+        #[arg(long = "rollup", value_name = "FIELD=SPAN")]
+        rollups: Vec<String>,
     },
     /// Set the body of a parent document.
     Put {
@@ -1281,6 +1286,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             collection,
             arrays,
             measures,
+            rollups,
         } => {
             let mut named: Vec<(&str, Vec<&str>)> = Vec::new();
             for given in &measures {
@@ -1304,6 +1310,21 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             if let Some((field, _)) = named.first() {
                 let message = format!("--measures names {field:?}, which no --array declares");
                 return Err(Failure::invalid_input(message));
+            }
+            for given in &rollups {
+                let (field, span) = given.split_once('=').ok_or_else(|| {
+                    Failure::invalid_input(format!("--rollup {given:?} is not FIELD=SPAN"))
+                })?;
+                let array = spec.arrays().iter().find(|a| a.field == field);
+                let array = array.ok_or_else(|| {
+                    let message = format!("--rollup names {field:?}, which no --array declares");
+                    Failure::invalid_input(message)
+                })?;
+                let span = span
+                    .parse::<SpanArg>()
+                    .and_then(|span| span.resolve(array))
+                    .map_err(|e| Failure::invalid_input(format!("--rollup {given:?}: {e}")))?;
+                spec = spec.rollup(field, span);
             }
             let handle = Db::open(&db, Options::new())?;
             handle.create_collection(spec)?;

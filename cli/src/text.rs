@@ -124,6 +124,7 @@ pub fn measure_summary_json(summary: &Summary, index: usize) -> Value {
     value["min_key"] = json!(summary.min_key);
     value["max_key"] = json!(summary.max_key);
     value["items"] = json!(summary.items);
+    value["rolled_up"] = json!(summary.rolled_up);
     value
 }
 
@@ -145,23 +146,25 @@ pub fn summary_text(summary: &Summary, array: &ArraySpec, index: Option<usize>) 
     let measures = &array.measures;
     let key = |k: Option<i64>| k.map_or("-".to_string(), |k| k.to_string());
     let keys = format!("keys {}..{}", key(summary.min_key), key(summary.max_key));
+    let items = match summary.rolled_up {
+        0 => summary.items.to_string(),
+        rolled_up => format!("{} ({rolled_up} from rollups)", summary.items),
+    };
     match index {
         Some(index) => format!(
-            "items {}  {}: {}  {keys}",
-            summary.items,
+            "items {items}  {}: {}  {keys}",
             measures[index],
             measure_text(&summary.measure(index))
         ),
         None if array.names_its_measures() => {
-            let mut out = format!("items {}  {keys}", summary.items);
+            let mut out = format!("items {items}  {keys}");
             for (at, name) in measures.iter().enumerate() {
                 out += &format!("\n  {name}: {}", measure_text(&summary.measure(at)));
             }
             out
         }
         None => format!(
-            "items {}  {}  {keys}",
-            summary.items,
+            "items {items}  {}  {keys}",
             measure_text(&summary.measure(0))
         ),
     }

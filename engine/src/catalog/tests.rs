@@ -18,6 +18,62 @@ fn layouts_parse_from_their_names_and_print_back() {
     }
 }
 
+/// `spec` in the mapped form: its newest form without the rollup spans at its end.
+fn mapped_bytes(spec: &CollectionSpec) -> Vec<u8> {
+    let mut out = Vec::new();
+    spec.encode(&mut out);
+    let back = CollectionSpec::decode(&mut Bytes::from(out.clone()), SpecForm::RolledUp);
+    assert_eq!(&back.unwrap(), spec);
+    let rollups = out.split_off(out.len() - 8 * spec.arrays().len());
+    for (span, array) in rollups.chunks(8).zip(spec.arrays()) {
+        let span = i64::from_le_bytes(span.try_into().unwrap());
+        assert_eq!(span, array.rollup.unwrap_or(0));
+    }
+    out
+}
+
+#[test]
+fn rollups_read_back_and_are_checked() {
+    let hourly = Layout::Bucket {
+        max_items: 60,
+        span: Some(3600),
+    };
+    let spec = CollectionSpec::new("sensors")
+        .array("a", hourly)
+        .array("b", hourly)
+        .rollup("b", 86_400);
+    let mut out = Vec::new();
+    spec.encode(&mut out);
+    let back = CollectionSpec::decode(&mut Bytes::from(out.clone()), SpecForm::RolledUp).unwrap();
+    assert_eq!(back.arrays()[1].rollup, Some(86_400));
+    assert_eq!(back, spec);
+    assert_eq!(mapped_bytes(&spec).len(), out.len() - 16);
+    for cut in out.len() - 16..out.len() {
+        let short =
+            CollectionSpec::decode(&mut Bytes::copy_from_slice(&out[..cut]), SpecForm::RolledUp);
+        assert!(
+            short.unwrap_err().contains("rollups truncated"),
+            "cut at {cut}"
+        );
+    }
+    // A negative span, or one on an array that is not a bucket array, is refused.
+    let mut negative = out.clone();
+    let at = negative.len() - 8;
+    negative[at..].copy_from_slice(&(-5i64).to_le_bytes());
+    let error = CollectionSpec::decode(&mut Bytes::from(negative), SpecForm::RolledUp);
+    assert!(error.unwrap_err().contains("positive"));
+    let embed = CollectionSpec::new("c")
+        .array("a", Layout::Embed)
+        .rollup("a", 60);
+    assert!(
+        embed
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("only a bucket array")
+    );
+}
+
 #[test]
 fn specs_read_back_in_every_form() {
     let spec = CollectionSpec::new("sensors")
@@ -25,8 +81,7 @@ fn specs_read_back_in_every_form() {
         .array("tags", Layout::Embed);
     for format in [DocumentFormat::Bytes, DocumentFormat::Bson] {
         let spec = spec.clone().stored_as(format);
-        let mut out = Vec::new();
-        spec.encode(&mut out);
+        let out = mapped_bytes(&spec);
         assert_eq!(out.last(), Some(&0), "no document map");
         let back = CollectionSpec::decode(&mut Bytes::from(out.clone()), SpecForm::Mapped);
         assert_eq!(back.unwrap(), spec);
@@ -66,8 +121,7 @@ fn document_maps_read_back_and_are_checked() {
         .array("tags", None, false);
     let mapped = spec.clone().mapped(map.clone());
     mapped.validate().unwrap();
-    let mut out = Vec::new();
-    mapped.encode(&mut out);
+    let out = mapped_bytes(&mapped);
     let back = CollectionSpec::decode(&mut Bytes::from(out.clone()), SpecForm::Mapped).unwrap();
     assert_eq!(back, mapped);
     let read = back.document_map().unwrap();

@@ -299,13 +299,13 @@ mod tests {
     }
 
     #[test]
-    fn versions_one_to_seven_are_read_and_others_refused() {
+    fn versions_one_to_eight_are_read_and_others_refused() {
         let header = SegmentHeader {
             segment_id: 4,
             first_lsn: 99,
         };
         let written = encode_segment_header(header);
-        assert_eq!(u32::from_le_bytes(written[8..12].try_into().unwrap()), 7);
+        assert_eq!(u32::from_le_bytes(written[8..12].try_into().unwrap()), 8);
         let with_version = |version: u32| {
             let mut bytes = written;
             bytes[8..12].copy_from_slice(&version.to_le_bytes());
@@ -320,11 +320,12 @@ mod tests {
         assert_eq!(with_version(5).unwrap(), header);
         assert_eq!(with_version(6).unwrap(), header);
         assert_eq!(with_version(7).unwrap(), header);
-        for version in [0, 8, u32::MAX] {
+        assert_eq!(with_version(8).unwrap(), header);
+        for version in [0, 9, u32::MAX] {
             match with_version(version) {
                 Err(Error::UnsupportedVersion {
                     found, supported, ..
-                }) => assert_eq!((found, supported), (version, 7)),
+                }) => assert_eq!((found, supported), (version, 8)),
                 other => panic!("version {version}: {other:?}"),
             }
         }

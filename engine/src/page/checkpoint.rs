@@ -393,8 +393,9 @@ mod tests {
     /// catalog without slots and retired records (7), and its collection's spec without the
     /// document map's tag too (5 and 6).
     fn older(bytes: &[u8], version: u32) -> Vec<u8> {
-        if version == 8 {
-            // A collection without arrays has no layout states: its bytes are version 9's.
+        if version >= 8 {
+            // A collection without arrays has no layout states and no rollups: its bytes
+            // are version 9's and 10's.
             return framed(version, &bytes[HEADER_BYTES..]);
         }
         let mut catalog = Vec::new();
@@ -416,12 +417,13 @@ mod tests {
     }
 
     /// Versions 5 (pages without slotted leaves), 6 (specs without document maps), 7
-    /// (catalogs without slots) and 8 (without layout states) read as version 9 and are
-    /// written as 9; a version past this build's is refused by its number.
+    /// (catalogs without slots), 8 (without layout states) and 9 (without rollups) read as
+    /// version 10 and are written as 10; a version past this build's is refused by its
+    /// number.
     #[test]
-    fn versions_5_to_8_are_read_and_a_newer_one_refused() {
+    fn versions_5_to_9_are_read_and_a_newer_one_refused() {
         let bytes = sample().encode();
-        for version in [5, 6, 7, 8] {
+        for version in [5, 6, 7, 8, 9] {
             let old = Checkpoint::decode(&older(&bytes, version)).unwrap();
             assert_eq!(old.encode(), bytes, "version {version}");
             // Its bytes read as the next version's are refused, not misread (7's as 8's
@@ -434,9 +436,42 @@ mod tests {
         match Checkpoint::decode(&with_version(&bytes, CHECKPOINT_VERSION + 1)) {
             Err(Error::UnsupportedVersion {
                 found, supported, ..
-            }) => assert_eq!((found, supported), (10, 9)),
+            }) => assert_eq!((found, supported), (11, 10)),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// A version 9 catalog with an array: its spec lacks the rollup spans, which version
+    /// 10 writes after the map; it reads as the array without rollups.
+    #[test]
+    fn version_9_reads_arrays_without_rollups() {
+        let mut checkpoint = sample();
+        let hourly = crate::catalog::Layout::Bucket {
+            max_items: 60,
+            span: Some(3600),
+        };
+        let spec = CollectionSpec::new("sensors").array("t", hourly);
+        checkpoint.catalog = Catalog::default();
+        checkpoint
+            .catalog
+            .insert(CollectionInfo::new(0, spec.clone()));
+        let bytes = checkpoint.encode();
+        let mut catalog = Vec::new();
+        checkpoint.catalog.encode(&mut catalog);
+        let mut payload = bytes[HEADER_BYTES..].to_vec();
+        let at = payload
+            .windows(catalog.len())
+            .position(|w| w == catalog)
+            .expect("the catalog is in the payload");
+        // Next id, count and id, then the spec, whose last 8 bytes are the array's span.
+        let spec_end = at + 12 + spec.encoded_len();
+        assert_eq!(payload[spec_end - 8..spec_end], [0; 8]);
+        payload.drain(spec_end - 8..spec_end);
+        let old = Checkpoint::decode(&framed(9, &payload)).unwrap();
+        assert_eq!(old.catalog, checkpoint.catalog);
+        assert_eq!(old.encode(), bytes);
+        // Read as version 10's, the same bytes are refused, not misread.
+        assert!(Checkpoint::decode(&framed(10, &payload)).is_err());
     }
 
     #[test]
