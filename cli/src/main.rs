@@ -1436,7 +1436,17 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                     .map_err(Failure::invalid_input)?;
                 let expired = collection.expire_buckets(&field, before)?;
                 if json {
-                    print_value(&json!({"buckets": expired.buckets, "items": expired.items}))?;
+                    print_value(&json!({
+                        "buckets": expired.buckets,
+                        "items": expired.items,
+                        "rolled_up": expired.rolled_up,
+                    }))?;
+                } else if expired.rolled_up > 0 {
+                    out!(
+                        "dropped {} buckets and {} items, every one kept in rollups",
+                        expired.buckets,
+                        expired.items
+                    );
                 } else {
                     out!(
                         "dropped {} buckets holding {} items",

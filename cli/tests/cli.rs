@@ -458,7 +458,7 @@ fn arrays_through_the_command_line() {
     // The second hour: sixty readings in buckets of ten.
     assert_eq!(
         json_lines(&expired),
-        vec![json!({"buckets": 6, "items": 60})]
+        vec![json!({"buckets": 6, "items": 60, "rolled_up": 0})]
     );
     assert_eq!(readings("p3"), 30);
     assert_user_error(
@@ -1067,6 +1067,104 @@ fn summary_every_window() {
     let zero = skewdb(&["--json", "summary", db, "s", "s1", "n", "--every", "0"]);
     let error: Value = serde_json::from_slice(&zero.stderr).unwrap();
     assert_eq!(error["kind"], "invalid_option", "{error}");
+}
+
+/// `create --rollup`: an expiry keeps per-window summaries of what it drops; summaries
+/// over the expired hours stay exact and say so; a range that cuts a rolled-up hour is
+/// refused with its own kind.
+#[test]
+fn rollups_keep_expired_windows() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db = db.to_str().unwrap();
+    let refused = skewdb(&[
+        "--json",
+        "create",
+        db,
+        "--collection",
+        "e",
+        "--array",
+        "t=embed",
+        "--rollup",
+        "t=60",
+    ]);
+    let error: Value = serde_json::from_slice(&refused.stderr).unwrap();
+    assert_eq!(error["kind"], "invalid_schema", "{error}");
+    let refused = skewdb(&[
+        "--json",
+        "create",
+        db,
+        "--collection",
+        "e",
+        "--array",
+        "t=bucket:4",
+        "--rollup",
+        "t=1h",
+    ]);
+    let error: Value = serde_json::from_slice(&refused.stderr).unwrap();
+    assert_eq!(
+        error["kind"], "invalid_input",
+        "a duration needs a time series: {error}"
+    );
+    ok(&[
+        "create",
+        db,
+        "--collection",
+        "s",
+        "--array",
+        "t=bucket:4:3600000",
+        "--rollup",
+        "t=1h",
+    ]);
+    assert!(ok(&["collections", db]).contains("rollup 3600000"));
+    // Readings every 15 minutes for 4 hours, each worth its quarter's number.
+    let mut ops = String::new();
+    for quarter in 0..16 {
+        ops.push_str(&format!(
+            "{{\"op\":\"push\",\"coll\":\"s\",\"key\":\"s1\",\"field\":\"t\",\"item_key\":{},\"value\":{quarter}}}\n",
+            quarter * 900_000
+        ));
+    }
+    ops.push_str("{\"op\":\"commit\"}\n");
+    assert!(exec(Path::new(db), &ops).status.success());
+    let expired = skewdb(&["--json", "expire", db, "s", "t", "7200000"]);
+    assert_eq!(
+        json_lines(&expired),
+        vec![json!({"buckets": 2, "items": 8, "rolled_up": 8})]
+    );
+    let whole = json_lines(&skewdb(&["--json", "summary", db, "s", "s1", "t"]));
+    assert_eq!(
+        (&whole[0]["items"], &whole[0]["sum"], &whole[0]["rolled_up"]),
+        (&json!(16), &json!(120.0), &json!(8))
+    );
+    let hours = json_lines(&skewdb(&[
+        "--json", "summary", db, "s", "s1", "t", "--every", "1h",
+    ]));
+    let sums: Vec<(i64, f64, u64)> = hours
+        .iter()
+        .map(|w| {
+            let (window, sum) = (w["window"].as_i64().unwrap(), w["sum"].as_f64().unwrap());
+            (window, sum, w["rolled_up"].as_u64().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        sums,
+        [
+            (0, 6.0, 4),
+            (3_600_000, 22.0, 4),
+            (7_200_000, 38.0, 0),
+            (10_800_000, 54.0, 0)
+        ]
+    );
+    let text = ok(&["summary", db, "s", "s1", "t", "--to", "3599999"]);
+    assert!(
+        text.starts_with("items 4 (4 from rollups)  count 4  sum 6 "),
+        "{text}"
+    );
+    let cut = skewdb(&["--json", "summary", db, "s", "s1", "t", "--from", "1000000"]);
+    assert_eq!(cut.status.code(), Some(1));
+    let error: Value = serde_json::from_slice(&cut.stderr).unwrap();
+    assert_eq!(error["kind"], "range_cuts_rollup", "{error}");
 }
 
 #[test]
