@@ -27,6 +27,16 @@ pub fn readings_db(options: Options) -> (tempfile::TempDir, Db, i64) {
 /// `humidity`, and every reading has a humidity too (percent, 0.1 resolution, on the
 /// opposite daily cycle).
 pub fn readings_db_with(options: Options, humidity: bool) -> (tempfile::TempDir, Db, i64) {
+    readings_db_kept(options, humidity, None)
+}
+
+/// [`readings_db_with`]; with `rollup`, the array keeps rollups of that span when its
+/// buckets expire (`CollectionSpec::rollup`).
+pub fn readings_db_kept(
+    options: Options,
+    humidity: bool,
+    rollup: Option<i64>,
+) -> (tempfile::TempDir, Db, i64) {
     use skewdb::{Layout, NewItem};
     let (dir, db) = temp_db(options);
     let layout = Layout::Bucket {
@@ -41,6 +51,10 @@ pub fn readings_db_with(options: Options, humidity: bool) -> (tempfile::TempDir,
         )
     } else {
         CollectionSpec::new("sensors").array("readings", layout)
+    };
+    let spec = match rollup {
+        Some(span) => spec.rollup("readings", span),
+        None => spec,
     };
     db.create_collection(spec).expect("create");
     const MINUTES: i64 = 525_600;

@@ -2,13 +2,14 @@
 //! - push throughput per layout, batches of 1,000 under `Buffered`;
 //! - `summary` over a year of minute readings beside decoding every item, same run, and
 //!   the same for a second measure (humidity) of a year of two-measure readings;
+//! - that year summarized per day (365 windows), raw and rolled up into hourly rollups;
 //! - the first page (20 newest) of a 1,000,000-item `Subset` history, warm.
 //!
 //! Run: `cargo bench -p skewdb-benches --bench arrays`
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use skewdb::{CollectionSpec, Db, Durability, ItemQuery, Layout, NewItem, Options};
-use skewdb_benches::readings_db_with;
+use skewdb_benches::{readings_db_kept, readings_db_with};
 
 fn layouts() -> Vec<(&'static str, Layout)> {
     vec![
@@ -115,6 +116,27 @@ fn summary_of_a_year_of(c: &mut Criterion, name: &str, measure: usize) {
     group.finish();
 }
 
+/// A year of minute readings summarized per day (365 windows): raw, and once every sealed
+/// bucket has expired into hourly rollups.
+fn year_per_day(c: &mut Criterion) {
+    let mut group = c.benchmark_group("year_per_day");
+    for (name, expire) in [("raw", false), ("rolled_up", true)] {
+        let options = Options::new().durability(Durability::Buffered);
+        let (_dir, db, minutes) = readings_db_kept(options, false, Some(3600));
+        let sensors = db.collection("sensors").unwrap();
+        if expire {
+            sensors.expire_buckets("readings", minutes * 60).unwrap();
+        }
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let days = sensors.summary_windows("s1", "readings", .., 86_400);
+                days.unwrap().unwrap().len()
+            })
+        });
+    }
+    group.finish();
+}
+
 fn subset_first_page(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options::new().durability(Durability::Buffered)).unwrap();
@@ -155,6 +177,7 @@ criterion_group!(
     push_throughput,
     summary_of_a_year,
     second_measure_of_a_year,
+    year_per_day,
     subset_first_page
 );
 criterion_main!(benches);

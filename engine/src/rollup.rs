@@ -61,10 +61,9 @@ impl Rollup {
     }
 
     /// The summary as a read counts it: every item from a rollup.
-    pub fn counted(&self) -> Summary {
-        let mut summary = self.summary.clone();
-        summary.rolled_up = summary.items;
-        summary
+    pub fn counted(mut self) -> Summary {
+        self.summary.rolled_up = self.summary.items;
+        self.summary
     }
 }
 

@@ -101,37 +101,11 @@ impl At<'_> {
                 reason: format!("a window's span must be positive, not {span}"),
             });
         }
-        let Some(whole) = self.summary(key, field, range)? else {
-            return Ok(None);
-        };
-        let mut windows = Vec::new();
-        let (mut lower, upper) = range;
-        // Each turn: the window of the next key in the range, then the next key past it
-        // (from the summary of the rest): windows without items cost nothing.
-        let mut next = whole.min_key;
-        while let Some(at) = next {
-            let start = at.div_euclid(span).saturating_mul(span);
-            let end = start.checked_add(span);
-            let window_upper = match (end, upper) {
-                (None, upper) => upper,
-                (Some(end), Bound::Included(last)) if last < end => Bound::Included(last),
-                (Some(end), Bound::Excluded(last)) if last <= end => Bound::Excluded(last),
-                (Some(end), _) => Bound::Excluded(end),
-            };
-            match self.summary(key, field, (lower, window_upper))? {
-                Some(summary) => windows.push((start, summary)),
-                None => return Ok(None),
-            }
-            next = match end {
-                Some(end) if window_upper == Bound::Excluded(end) => {
-                    lower = Bound::Included(end);
-                    self.summary(key, field, (lower, upper))?
-                        .and_then(|rest| rest.min_key)
-                }
-                _ => None,
-            };
-        }
-        Ok(Some(windows))
+        check_key(key)?;
+        let field = field_index(&self.info, field)?;
+        self.shared
+            .reads()
+            .summary_windows(&self.version, &self.info, key, field, range, span)
     }
 
     pub(crate) fn outliers(&self, field: &str) -> Result<Vec<Outlier>> {
@@ -352,9 +326,12 @@ impl<V: View> CollectionHandle<V> {
     /// [`summary`](Self::summary) per window of `span`: the range split at the multiples of
     /// `span` (as a Bucket array with a span aligns its buckets), one `(window start,
     /// summary)` for each window that holds items, all at one version; `None` when the
-    /// parent does not exist. Sealed buckets a window covers whole answer from their stored
-    /// summaries; only those that straddle a window's ends are decoded. A `span` that is
-    /// not positive is `Error::InvalidOption`.
+    /// parent does not exist. One walk of the array's chunk index answers every window:
+    /// sealed buckets a window covers whole answer from their stored summaries, only those
+    /// that straddle a window's ends are decoded. Rollups (`CollectionSpec::rollup`) add to
+    /// the window that holds them whole; one across two windows (a `span` not a multiple
+    /// of the rollups') is `Error::RangeCutsRollup`. A `span` that is not positive is
+    /// `Error::InvalidOption`.
     ///
     /// ```
     /// use skewdb::{CollectionSpec, Db, Layout, NewItem, Options};

@@ -4,8 +4,10 @@
 
 use bytes::{Buf, BufMut, Bytes};
 
-use super::MAX_COLLECTION_NAME_BYTES;
 use crate::limits::widths::u8_len;
+
+/// The longest collection name, in bytes (and the longest name of a field or measure).
+pub const MAX_COLLECTION_NAME_BYTES: usize = 255;
 
 /// How a collection's keys, bodies and item payloads are encoded, as its spec records it:
 /// the engine stores bytes either way; tools (the command line's `get`, `items`, `scan`,

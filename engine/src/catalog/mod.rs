@@ -17,15 +17,13 @@ mod document;
 mod layout;
 
 use document::put_name;
-pub use document::{DocumentFormat, DocumentMap};
+pub use document::{DocumentFormat, DocumentMap, MAX_COLLECTION_NAME_BYTES};
 pub use layout::{Layout, LayoutState, MAX_INLINE_ITEMS};
 
 /// The most array slots a collection gives out in its life: a tree key's slot stays below
 /// the byte that ends a parent's array records (`keys::parent_arrays_end`).
 pub const MAX_SLOTS: u16 = 0xff00;
 
-/// The longest collection name, in bytes.
-pub const MAX_COLLECTION_NAME_BYTES: usize = 255;
 /// The most collections one database holds.
 pub const MAX_COLLECTIONS: usize = 65_536;
 

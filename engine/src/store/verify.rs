@@ -67,6 +67,10 @@ pub struct Inspection {
     pub largest_record_bytes: u64,
     /// Cold chunks referenced by the chunk index.
     pub chunks: u64,
+    /// Rollup records: one per window of expired items an array keeps rollups of.
+    pub rollups: u64,
+    /// Bytes of the rollup records, keys and values.
+    pub rollup_bytes: u64,
     /// Cold segment files with their lengths.
     pub cold_segments: Vec<(String, u64)>,
     /// Collection name and its number of parent records.
@@ -356,6 +360,8 @@ impl Shared {
                 keys::KIND_ROLLUP if rest.len() == 8 => {
                     let start = keys::from_sortable(rest[..].try_into().expect("8 bytes"));
                     let rollup = decode_rollup(&bytes, key, start).map_err(Check::Error)?;
+                    inspection.rollups += 1;
+                    inspection.rollup_bytes += (key.len() + bytes.len()) as u64;
                     let declared = info.spec.arrays()[field].rollup;
                     if declared != Some(rollup.span) {
                         return Err(Check::Bad(format!(
