@@ -49,6 +49,7 @@ mod shared;
 mod space;
 mod stage;
 mod stats;
+mod summaries;
 mod verify;
 mod versions;
 mod view;
