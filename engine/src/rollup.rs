@@ -74,22 +74,37 @@ pub(crate) fn window_of(key: i64, span: i64) -> i64 {
     key.div_euclid(span).saturating_mul(span)
 }
 
-/// The windows an expiry adds to, by start, as the expiry folds what it drops into them.
+/// Summaries per window of a span, by start, as an expiry folds what it drops into them
+/// or a read what it gathers. Sets and items come mostly in key order: the window last
+/// added to is kept open beside the map, so a run of them into one window costs no lookup.
 pub(crate) struct Windows {
     span: i64,
-    pub windows: BTreeMap<i64, Summary>,
+    open: Option<(i64, Summary)>,
+    closed: BTreeMap<i64, Summary>,
 }
 
 impl Windows {
     pub fn new(span: i64) -> Self {
         Windows {
             span,
-            windows: BTreeMap::new(),
+            open: None,
+            closed: BTreeMap::new(),
         }
     }
 
     pub fn span(&self) -> i64 {
         self.span
+    }
+
+    /// The summary of the window starting at `start`, opened if it is not.
+    fn window(&mut self, start: i64) -> &mut Summary {
+        if self.open.as_ref().is_none_or(|(open, _)| *open != start) {
+            let taken = self.closed.remove(&start).unwrap_or_default();
+            if let Some((open, summary)) = self.open.replace((start, taken)) {
+                self.closed.insert(open, summary);
+            }
+        }
+        &mut self.open.as_mut().expect("just opened").1
     }
 
     /// Folds a set of items by its summary alone when its keys lie in one window; false
@@ -102,13 +117,21 @@ impl Windows {
         if window_of(max, self.span) != start {
             return false;
         }
-        self.windows.entry(start).or_default().merge(summary);
+        self.window(start).merge(summary);
         true
     }
 
     pub fn fold_item(&mut self, item: &Item) {
         let start = window_of(item.key, self.span);
-        self.windows.entry(start).or_default().add(item);
+        self.window(start).add(item);
+    }
+
+    /// Every window folded into, by start.
+    pub fn into_windows(mut self) -> BTreeMap<i64, Summary> {
+        if let Some((open, summary)) = self.open.take() {
+            self.closed.insert(open, summary);
+        }
+        self.closed
     }
 }
 
@@ -154,8 +177,13 @@ mod tests {
         assert!(!windows.fold_summary(&Summary::of(&[item(59, 1.0), item(60, 2.0)])));
         windows.fold_item(&item(59, 1.0));
         windows.fold_item(&item(60, 2.0));
-        let starts: Vec<(i64, u64)> = windows.windows.iter().map(|(s, w)| (*s, w.items)).collect();
-        assert_eq!(starts, [(-60, 2), (0, 1), (60, 1)]);
+        windows.fold_item(&item(-30, 1.0));
+        let starts: Vec<(i64, u64)> = windows
+            .into_windows()
+            .iter()
+            .map(|(s, w)| (*s, w.items))
+            .collect();
+        assert_eq!(starts, [(-60, 3), (0, 1), (60, 1)]);
         // The window below every multiple of the span within i64 starts at its least.
         assert_eq!(window_of(i64::MIN, 60), i64::MIN);
         assert_eq!(window_of(i64::MIN + 60, 60), -9_223_372_036_854_775_800);

@@ -71,7 +71,7 @@ impl Reads<'_> {
         let array = &record.arrays[field];
         self.gather_held(version, info, key, field, array, &query, &mut windows)?;
         self.gather_rollups(version, info, key, field, &query, &mut windows)?;
-        Ok(Some(windows.windows.into_iter().collect()))
+        Ok(Some(windows.into_windows().into_iter().collect()))
     }
 
     /// Gives `sink` array `field`'s held items in `query`'s range (of parent record

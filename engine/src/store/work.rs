@@ -471,7 +471,7 @@ impl ParentWork {
     /// stored record of each window.
     fn add_rollups(&mut self, base: Base, index: usize, windows: Windows) -> Result<()> {
         let span = windows.span();
-        for (start, summary) in windows.windows {
+        for (start, summary) in windows.into_windows() {
             let rollup = match self.rollups.entry((index, start)) {
                 Entry::Occupied(rollup) => rollup.into_mut(),
                 Entry::Vacant(vacant) => {
