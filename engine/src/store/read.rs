@@ -307,42 +307,67 @@ impl Reads<'_> {
         query: &ItemQuery,
     ) -> Result<Vec<ChunkRef>> {
         let mut entries = Vec::new();
+        self.for_each_chunk_in(version, info, key, field, query, |found| match found {
+            InRange::Leaf(_) => false,
+            InRange::Entry(entry) => {
+                entries.push(entry);
+                true
+            }
+        })?;
+        Ok(entries)
+    }
+
+    /// Walks the index entries of one array's chunks that hold keys in `query`'s range, in
+    /// max key order, read in place from their leaves. A leaf of chunk entries alone (its
+    /// summary, cached with the leaf, is of them all: this array's and perhaps others')
+    /// that misses the range is skipped without decoding an entry, so a range or a window
+    /// deep in a long history walks its leaves, not its entries; one wholly of this
+    /// array's entries and inside the range is offered to `visit` by that summary, and
+    /// skipped when it takes it (returns true). Every other entry reaching into the range
+    /// goes to `visit`.
+    pub(super) fn for_each_chunk_in(
+        &self,
+        version: &Version,
+        info: &CollectionInfo,
+        key: &[u8],
+        field: usize,
+        query: &ItemQuery,
+        mut visit: impl FnMut(InRange) -> bool,
+    ) -> Result<()> {
         let tree = &version.tree;
         let (mut cursor, end) = self.chunk_cursor(tree, info, key, field, query.start)?;
         let pages = pages_for(self.pages, info);
         cursor.for_each_leaf(tree, &pages, |leaf, from| {
-            let Node::Leaf {
-                entries: leaf_entries,
-                ..
-            } = leaf
-            else {
+            let Node::Leaf { entries, .. } = leaf else {
                 return Ok(false);
             };
-            let count = leaf_entries.len();
-            // A leaf of chunk entries none of which reaches into the range is skipped by
-            // its summary, without decoding an entry.
-            if let Some(whole) = leaf.chunk_summary(chunk_entry_summary)
-                && !query.overlaps(whole)
-            {
-                return Ok(count > 0 && leaf_entries.key(count - 1) < end.as_ref());
+            let count = entries.len();
+            let within = count > 0 && entries.key(count - 1) < end.as_ref();
+            let leaf_summary = leaf.chunk_summary(chunk_entry_summary);
+            if let Some(whole) = leaf_summary {
+                if !query.overlaps(whole) {
+                    return Ok(within);
+                }
+                if from == 0 && within && query.covers(whole) && visit(InRange::Leaf(whole)) {
+                    return Ok(true);
+                }
             }
             for index in from.min(count)..count {
-                let (tree_key, inline) = leaf_entries.in_place(index);
+                let (tree_key, inline) = entries.in_place(index);
                 if tree_key >= end.as_ref() {
                     return Ok(false);
                 }
                 let entry = match inline {
                     Some(bytes) => decode_inline_chunk_entry(tree_key, bytes),
-                    None => decode_chunk_entry(tree_key, &leaf_entries.value(index), &pages),
+                    None => decode_chunk_entry(tree_key, &entries.value(index), &pages),
                 }
                 .map_err(|e| self.placed(e, tree, tree_key))?;
                 if query.overlaps(&entry.summary) {
-                    entries.push(entry);
+                    visit(InRange::Entry(entry));
                 }
             }
             Ok(true)
-        })?;
-        Ok(entries)
+        })
     }
 
     /// Visits the index entries of one array's chunks whose max key is at least `from`, in
@@ -562,6 +587,14 @@ impl Reads<'_> {
     }
 }
 
+/// What [`Reads::for_each_chunk_in`] finds of one array's chunks in a range.
+pub(super) enum InRange<'a> {
+    /// A leaf of the array's entries alone, all inside the range, by their summary.
+    Leaf(&'a Summary),
+    /// One entry reaching into the range.
+    Entry(ChunkRef),
+}
+
 /// The summary of a chunk index entry held in its leaf; `None` for anything else.
 /// A parent's entry as its leaf holds it (the tree's key and the value), as a record read
 /// from the tree.
@@ -580,7 +613,7 @@ pub(super) fn pages_for<'a>(pages: &'a PageStore, info: &CollectionInfo) -> Page
     pages.reading(Owner::collection(info.id))
 }
 
-pub(super) fn decode_chunk_entry(
+fn decode_chunk_entry(
     tree_key: &[u8],
     value: &Value,
     pages: &Pages,
@@ -596,7 +629,7 @@ pub(super) fn decode_chunk_entry(
     }
 }
 
-pub(super) fn chunk_entry_summary(key: &Bytes, value: &Value) -> Option<Summary> {
+fn chunk_entry_summary(key: &Bytes, value: &Value) -> Option<Summary> {
     match value {
         Value::Inline(bytes) if keys::is_chunk_entry(key) => ChunkRef::decode_slice(bytes)
             .ok()
@@ -606,7 +639,7 @@ pub(super) fn chunk_entry_summary(key: &Bytes, value: &Value) -> Option<Summary>
 }
 
 /// A chunk index entry from its inline value's bytes.
-pub(super) fn decode_inline_chunk_entry(tree_key: &[u8], bytes: &[u8]) -> Result<ChunkRef> {
+fn decode_inline_chunk_entry(tree_key: &[u8], bytes: &[u8]) -> Result<ChunkRef> {
     ChunkRef::decode_slice(bytes).map_err(|reason| {
         Error::corruption(UNPLACED, 0, format!("chunk entry {tree_key:x?}: {reason}"))
     })

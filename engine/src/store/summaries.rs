@@ -6,9 +6,7 @@
 use std::ops::Bound;
 
 use super::decode::decode_rollup;
-use super::read::{
-    Reads, chunk_entry_summary, decode_chunk_entry, decode_inline_chunk_entry, pages_for,
-};
+use super::read::{InRange, Reads, pages_for};
 use super::versions::Version;
 use crate::cache::Owner;
 use crate::catalog::CollectionInfo;
@@ -105,50 +103,14 @@ impl Reads<'_> {
             sink.item(&stored.item);
         }
         let mut straddling = Vec::new();
-        let tree = &version.tree;
-        let (mut cursor, end) = self.chunk_cursor(tree, info, key, field, query.start)?;
-        let pages = pages_for(self.pages, info);
-        cursor.for_each_leaf(tree, &pages, |leaf, from| {
-            let Node::Leaf { entries, .. } = leaf else {
-                return Ok(false);
-            };
-            let count = entries.len();
-            let within = count > 0 && entries.key(count - 1) < end.as_ref();
-            let leaf_summary = leaf.chunk_summary(chunk_entry_summary);
-            if from == 0
-                && within
-                && let Some(whole) = leaf_summary
-                && query.covers(whole)
-                && sink.whole(whole)
-            {
-                return Ok(true);
-            }
-            // A leaf of chunk entries alone none of which reaches into the range (its
-            // summary is of them all, this array's and perhaps others'): skipped without
-            // decoding an entry. A window of a long history walks its leaves, not its
-            // entries.
-            if let Some(whole) = leaf_summary
-                && !query.overlaps(whole)
-            {
-                return Ok(within);
-            }
-            for index in from.min(count)..count {
-                let (tree_key, inline) = entries.in_place(index);
-                if tree_key >= end.as_ref() {
-                    return Ok(false);
-                }
-                let entry = match inline {
-                    Some(bytes) => decode_inline_chunk_entry(tree_key, bytes),
-                    None => decode_chunk_entry(tree_key, &entries.value(index), &pages),
-                }
-                .map_err(|e| self.placed(e, &version.tree, tree_key))?;
-                if query.overlaps(&entry.summary)
-                    && !(query.covers(&entry.summary) && sink.whole(&entry.summary))
-                {
+        self.for_each_chunk_in(version, info, key, field, query, |found| match found {
+            InRange::Leaf(whole) => sink.whole(whole),
+            InRange::Entry(entry) => {
+                if !(query.covers(&entry.summary) && sink.whole(&entry.summary)) {
                     straddling.push(entry);
                 }
+                true
             }
-            Ok(true)
         })?;
         for entry in straddling {
             let items = self.chunk_items(version, &entry, Owner::collection(info.id))?;
