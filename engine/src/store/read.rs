@@ -613,11 +613,7 @@ pub(super) fn pages_for<'a>(pages: &'a PageStore, info: &CollectionInfo) -> Page
     pages.reading(Owner::collection(info.id))
 }
 
-fn decode_chunk_entry(
-    tree_key: &[u8],
-    value: &Value,
-    pages: &Pages,
-) -> Result<ChunkRef> {
+fn decode_chunk_entry(tree_key: &[u8], value: &Value, pages: &Pages) -> Result<ChunkRef> {
     match value {
         Value::Inline(bytes) => decode_inline_chunk_entry(tree_key, bytes),
         large => {
