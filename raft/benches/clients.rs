@@ -124,6 +124,7 @@ async fn replicated(clients: usize, seconds: f64) -> Row {
                 field: "followers".to_string(),
                 layout: "outlier:100".to_string(),
                 measures: Vec::new(),
+                rollup: None,
             }],
         }],
     };

@@ -101,6 +101,7 @@ async fn replicated(writes: u64) -> Vec<f64> {
                 field: "followers".to_string(),
                 layout: "outlier:100".to_string(),
                 measures: Vec::new(),
+                rollup: None,
             }],
         }],
     };

@@ -218,6 +218,7 @@ mod tests {
                 field: "readings".to_string(),
                 layout: "bucket:60:3600".to_string(),
                 measures: vec!["temperature".to_string()],
+                rollup: None,
             }],
         }));
         requests.push(other(Op::Remove {

@@ -104,6 +104,10 @@ pub struct ArrayDecl {
     /// Its measures' names (none: the one named `value`).
     #[serde(default)]
     pub measures: Vec<String>,
+    /// The span of the rollups its bucket expiries keep (`CollectionSpec::rollup`); none
+    /// when absent.
+    #[serde(default)]
+    pub rollup: Option<i64>,
 }
 
 /// What applying a request did.
@@ -140,6 +144,9 @@ impl Request {
                                 spec.array_with_measures(&array.field, layout, &array.measures)
                             }
                         };
+                        if let Some(span) = array.rollup {
+                            spec = spec.rollup(&array.field, span);
+                        }
                     }
                     db.create_collection(spec)?;
                 }

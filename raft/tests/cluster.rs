@@ -227,6 +227,7 @@ fn create_request() -> Request {
         field: field.to_string(),
         layout: layout.to_string(),
         measures: Vec::new(),
+        rollup: None,
     };
     let create = |collection: &str, decl: ArrayDecl| Op::Create {
         collection: collection.to_string(),

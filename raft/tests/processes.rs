@@ -146,6 +146,7 @@ fn create_request() -> Request {
             field: field.to_string(),
             layout: layout.to_string(),
             measures: Vec::new(),
+            rollup: None,
         }],
     };
     Request {

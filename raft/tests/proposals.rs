@@ -20,6 +20,7 @@ fn create() -> Request {
                 field: "followers".to_string(),
                 layout: "outlier:4".to_string(),
                 measures: Vec::new(),
+                rollup: None,
             }],
         }],
     }
@@ -125,6 +126,52 @@ async fn each_request_of_an_entry_applies_or_is_refused_on_its_own() {
     assert_eq!(followers(&db, "b"), ["third"]);
     let (applied, _) = state.applied_state().await.unwrap();
     assert_eq!(applied.map(|id| id.index), Some(3));
+}
+
+/// A replicated create declares rollups; an entry of an earlier build, without the
+/// `rollup` field, reads as none.
+#[tokio::test]
+async fn a_replicated_collection_keeps_its_rollups() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_log, mut state) = skewdb_raft::open(dir.path()).unwrap();
+    let sensors = |rollup| Request {
+        ops: vec![Op::Create {
+            collection: "sensors".to_string(),
+            arrays: vec![ArrayDecl {
+                field: "t".to_string(),
+                layout: "bucket:60:3600".to_string(),
+                measures: Vec::new(),
+                rollup,
+            }],
+        }],
+    };
+    let earlier = r#"{"ops":[{"op":"create","collection":"sensors","arrays":[{"field":"t","layout":"bucket:60:3600"}]}]}"#;
+    let parsed: Request = serde_json::from_str(earlier).unwrap();
+    assert_eq!(parsed, sensors(None));
+    let bad = Request {
+        ops: vec![Op::Create {
+            collection: "bad".to_string(),
+            arrays: vec![ArrayDecl {
+                field: "e".to_string(),
+                layout: "embed".to_string(),
+                measures: Vec::new(),
+                rollup: Some(60),
+            }],
+        }],
+    };
+    let responses = state
+        .apply([entry(1, vec![sensors(Some(3600)), bad])])
+        .await
+        .unwrap();
+    assert_eq!(responses[0][0], Response::Applied);
+    assert!(
+        matches!(&responses[0][1], Response::Refused { kind, .. } if kind == "invalid_schema"),
+        "{:?}",
+        responses[0][1]
+    );
+    let db = state.reader().db();
+    let spec = db.collection("sensors").unwrap().spec().clone();
+    assert_eq!(spec.arrays()[0].rollup, Some(3600));
 }
 
 #[tokio::test]
