@@ -461,6 +461,8 @@ pub fn inspection_json(inspection: &Inspection) -> Value {
         "record_bytes": inspection.record_bytes,
         "largest_record_bytes": inspection.largest_record_bytes,
         "chunks": inspection.chunks,
+        "rollups": inspection.rollups,
+        "rollup_bytes": inspection.rollup_bytes,
         "cold_segments": inspection.cold_segments.iter().map(|(name, bytes)| json!({"file": name, "bytes": bytes})).collect::<Vec<_>>(),
         "collections": inspection.collections.iter().map(|(name, records)| json!({"name": name, "records": records})).collect::<Vec<_>>(),
     })
@@ -501,6 +503,12 @@ pub fn inspection_text(inspection: &Inspection) -> String {
         "chunks: {} referenced by the chunk index\n",
         inspection.chunks
     );
+    if inspection.rollups > 0 {
+        out += &format!(
+            "rollups: {} windows of expired items, {} bytes\n",
+            inspection.rollups, inspection.rollup_bytes
+        );
+    }
     out += "collections:\n";
     for (name, records) in &inspection.collections {
         out += &format!("  {name:<24} {records:>12} parents\n");

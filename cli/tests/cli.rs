@@ -1161,6 +1161,11 @@ fn rollups_keep_expired_windows() {
         text.starts_with("items 4 (4 from rollups)  count 4  sum 6 "),
         "{text}"
     );
+    let inspected = ok(&["inspect", db]);
+    assert!(
+        inspected.contains("rollups: 2 windows of expired items"),
+        "{inspected}"
+    );
     let cut = skewdb(&["--json", "summary", db, "s", "s1", "t", "--from", "1000000"]);
     assert_eq!(cut.status.code(), Some(1));
     let error: Value = serde_json::from_slice(&cut.stderr).unwrap();
