@@ -307,6 +307,22 @@ fn rollups_are_kept_by_every_path_and_go_with_their_parent() {
     batch.commit().unwrap();
     let fresh = sensors.summary("s1", "t", ..).unwrap().unwrap();
     assert_eq!((fresh.items, fresh.rolled_up, fresh.sum), (1, 0, 2.0));
+    // An expiry and a delete in one batch: the delete takes the rollups the expiry made.
+    let mut rng = StdRng::seed_from_u64(10);
+    Model::default().push(&db, "s3", &minutes(&mut rng, 0, 1));
+    let t = sensors.array("t").unwrap();
+    let mut batch = db.batch();
+    batch.expire_buckets_of(&t, "s3", 12 * HOUR);
+    batch.delete("sensors", "s3");
+    batch.push(
+        "sensors",
+        "s3",
+        "t",
+        NewItem::new("").key(10).measure("temp", 2.0),
+    );
+    batch.commit().unwrap();
+    let fresh = sensors.summary("s3", "t", ..).unwrap().unwrap();
+    assert_eq!((fresh.items, fresh.rolled_up, fresh.sum), (1, 0, 2.0));
     db.verify().unwrap();
 }
 

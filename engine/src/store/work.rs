@@ -211,6 +211,7 @@ impl ParentWork {
         self.new_markers.clear();
         self.dropped_chunks.clear();
         self.dropped_markers.clear();
+        self.rollups.clear();
     }
 
     /// Array `index` of a record that exists: the callers create it (a push) or return
