@@ -16,7 +16,7 @@ use crate::item::{Item, Summary};
 use crate::page::keys;
 use crate::page::node::Node;
 use crate::record::ArrayState;
-use crate::rollup::{Rollup, Windows, window_of};
+use crate::rollup::{Windows, window_of};
 
 impl Reads<'_> {
     /// The summary of array `field`'s items in `range`, with the rollups it holds whole.
@@ -34,10 +34,11 @@ impl Reads<'_> {
         };
         let array = &record.arrays[field];
         let query = ItemQuery::new().range(range);
-        let mut summary = Summary::default();
-        if whole {
-            summary = array.summary.clone();
-        } else {
+        let mut summary = match whole {
+            true => array.summary.clone(),
+            false => Summary::default(),
+        };
+        if !whole {
             self.gather_held(version, info, key, field, array, &query, &mut summary)?;
         }
         self.gather_rollups(version, info, key, field, &query, &mut summary)?;
@@ -122,8 +123,9 @@ impl Reads<'_> {
     }
 
     /// Gives `sink`, whole, every rollup of array `field` whose items `query`'s range
-    /// holds (none for an array without rollups); `Error::RangeCutsRollup` for one the
-    /// range holds part of, or the sink cannot take whole (one across its windows).
+    /// holds (none for an array without rollups), in key order, read in place from their
+    /// leaves (a year of hourly rollups is 8,760 records); `Error::RangeCutsRollup` for one
+    /// the range holds part of, or the sink cannot take whole (one across its windows).
     fn gather_rollups(
         &self,
         version: &Version,
@@ -136,32 +138,6 @@ impl Reads<'_> {
         let Some(span) = info.spec.arrays()[field].rollup else {
             return Ok(());
         };
-        self.for_each_rollup(version, info, key, field, span, query, |start, rollup| {
-            let span = rollup.span;
-            match sink.whole(&rollup.counted()) {
-                true => Ok(()),
-                false => Err(cut_rollup(info, field, start, span)),
-            }
-        })
-    }
-
-    /// Calls `each` with every rollup of array `field` (whose span is `span`) whose items
-    /// `query`'s range holds, with its window's start, in key order;
-    /// `Error::RangeCutsRollup` for one it holds part of.
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "one read's parts, as `summary` has them"
-    )]
-    fn for_each_rollup(
-        &self,
-        version: &Version,
-        info: &CollectionInfo,
-        key: &[u8],
-        field: usize,
-        span: i64,
-        query: &ItemQuery,
-        mut each: impl FnMut(i64, Rollup) -> Result<()>,
-    ) -> Result<()> {
         let slot = info.slot(field);
         // Every rollup is of the declared span: none before the window of the range's
         // lower bound holds a key of it.
@@ -175,7 +151,6 @@ impl Reads<'_> {
         let pages = pages_for(self.pages, info);
         let tree = &version.tree;
         let mut cursor = tree.cursor(&pages, Bound::Included(&first))?;
-        // Read in place from the leaves: a year of hourly rollups is 8,760 records.
         cursor.for_each_leaf(tree, &pages, |leaf, from| {
             let Node::Leaf { entries, .. } = leaf else {
                 return Ok(false);
@@ -194,17 +169,19 @@ impl Reads<'_> {
                         .and_then(|bytes| decode_rollup(&bytes, tree_key, start)),
                 };
                 let rollup = decoded.map_err(|e| self.placed(e, tree, tree_key))?;
+                let span = rollup.span;
                 if query.covers(&rollup.summary) {
-                    each(start, rollup)?;
+                    if !sink.whole(&rollup.counted()) {
+                        return Err(cut_rollup(info, field, start, span));
+                    }
                 } else if query.overlaps(&rollup.summary) {
-                    return Err(cut_rollup(info, field, start, rollup.span));
+                    return Err(cut_rollup(info, field, start, span));
                 } else if query.end_below(start) {
                     return Ok(false);
                 }
             }
             Ok(true)
-        })?;
-        Ok(())
+        })
     }
 }
 
