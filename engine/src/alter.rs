@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 /// A change to a collection's schema, committed at once and whole by
 /// [`crate::Db::alter_collection`] (or a batch's `alter_collection`): every reader sees the
 /// collection before it or after it. Applied in this order: arrays dropped, arrays added,
-/// measures added, layouts set, then the rename.
+/// measures added, layouts set, rollups set, then the rename.
 ///
 /// - A dropped array is gone for every reader at once (its inline items, tails, chunks,
 ///   summaries and outlier markers); the maintenance thread reclaims its space after.
@@ -17,6 +17,9 @@ use crate::error::{Error, Result};
 ///   summary). Dropping an array and adding one of the same name in one alteration empties
 ///   it.
 /// - An added measure has no value in any item already stored.
+/// - A rollup set on a Bucket array rolls up what later expiries drop; a rollup's span may
+///   be widened to a multiple of itself (hours to days), never narrowed or removed: the
+///   rollups already stored keep their windows, and are the only trace of what they hold.
 /// - A rename keeps every record; handles opened under the old name answer
 ///   `Error::UnknownCollection`.
 ///
@@ -44,6 +47,7 @@ pub struct Alteration {
     add_arrays: Vec<ArraySpec>,
     add_measures: Vec<(String, String)>,
     set_layouts: Vec<(String, Layout)>,
+    set_rollups: Vec<(String, i64)>,
 }
 
 impl Alteration {
@@ -103,6 +107,18 @@ impl Alteration {
         self
     }
 
+    /// Makes Bucket array field `field` keep rollups of `span` (its items' key units) of what
+    /// expiries drop from now on, as [`crate::CollectionSpec::rollup`] declares at creation.
+    /// On an array that keeps rollups already, `span` must be a multiple of the current
+    /// span (else `Error::InvalidSchema`): the rollups stored keep their span and answer
+    /// reads as before, and a new window that starts where a stored rollup does takes it in.
+    /// A rollup is never removed (drop the array for that). See `format-spec/arrays.md`,
+    /// rollups.
+    pub fn set_rollup(mut self, field: impl Into<String>, span: i64) -> Self {
+        self.set_rollups.push((field.into(), span));
+        self
+    }
+
     /// The name the alteration renames the collection to, if it does.
     pub fn new_name(&self) -> Option<&str> {
         self.rename.as_deref()
@@ -115,15 +131,18 @@ impl Alteration {
             && self.add_arrays.is_empty()
             && self.add_measures.is_empty()
             && self.set_layouts.is_empty()
+            && self.set_rollups.is_empty()
     }
 }
 
 impl CollectionInfo {
     /// The collection after `alteration`, and the slots of the arrays it drops. Checks
     /// everything but the new name's uniqueness, which the catalog knows:
-    /// `Error::UnknownField` for an array to drop or to measure that the collection lacks,
-    /// `Error::InvalidSchema` for a schema that would not be valid (an array added twice,
-    /// a measure twice or a ninth), `Error::InvalidName` for a bad name.
+    /// `Error::UnknownField` for an array to drop, measure, move or roll up that the
+    /// collection lacks, `Error::InvalidSchema` for a schema that would not be valid (an
+    /// array added twice, a measure twice or a ninth, a rollup of a non-bucket array or of
+    /// a span not positive or not a multiple of the current one), `Error::InvalidName` for
+    /// a bad name.
     pub(crate) fn altered(&self, alteration: &Alteration) -> Result<(CollectionInfo, Vec<u16>)> {
         let name = self.spec.name().to_string();
         let unknown = |field: &str| Error::UnknownField {
@@ -191,6 +210,27 @@ impl CollectionInfo {
                 previous: Some(current),
             };
             altered.spec.set_layout(index, *layout);
+        }
+        for (field, span) in &alteration.set_rollups {
+            let index = altered
+                .spec
+                .field_index(field)
+                .ok_or_else(|| unknown(field))?;
+            // A narrower or unaligned span would leave stored windows that reads, which seek
+            // rollups by the declared span's windows, could not find.
+            if let Some(current) = altered.spec.arrays()[index].rollup
+                && *span > 0
+                && span % current != 0
+            {
+                return Err(Error::InvalidSchema {
+                    collection: name,
+                    reason: format!(
+                        "array field {field:?} keeps rollups of span {current}: a new span must \
+                         be a multiple of it, not {span}"
+                    ),
+                });
+            }
+            altered.spec.set_rollup(index, *span);
         }
         if let Some(to) = &alteration.rename {
             altered.spec.rename(to.clone());

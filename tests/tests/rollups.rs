@@ -406,3 +406,126 @@ fn buckets_across_windows_are_split_into_them() {
     assert_eq!(whole.rolled_up, expired.items);
     db.verify().unwrap();
 }
+
+/// A rollup set by an alteration on a bucket array that had none, then widened from hours to
+/// days: the hourly rollups stay and answer as before, a day window that starts where one of
+/// them does takes it in, every day stays exact, and the checks refuse a narrower, unaligned
+/// or non-positive span, an unknown field and a non-bucket array.
+#[test]
+fn a_rollup_is_set_and_widened_by_an_alteration() {
+    let dir = tempfile::tempdir().unwrap();
+    let hourly = Layout::Bucket {
+        max_items: 60,
+        span: Some(HOUR),
+    };
+    let mut rng = StdRng::seed_from_u64(47);
+    let mut model = Model::default();
+    {
+        let db = Db::open(dir.path(), Options::new()).unwrap();
+        let spec = CollectionSpec::new("sensors")
+            .array_with_measures("t", hourly, ["temp", "hum"])
+            .array("notes", Layout::Embed);
+        db.create_collection(spec).unwrap();
+        model.push(&db, "s1", &minutes(&mut rng, 0, 4));
+
+        let sensors = db
+            .alter_collection("sensors", Alteration::new().set_rollup("t", HOUR))
+            .unwrap();
+        assert_eq!(sensors.spec().arrays()[0].rollup, Some(HOUR));
+        let expired = sensors.expire_buckets("t", DAY + 30 * 60).unwrap();
+        assert_eq!((expired.buckets, expired.rolled_up), (24, 1440));
+        check(&db, &model, "s1", 4);
+
+        let refused = [
+            (Alteration::new().set_rollup("t", 60), "invalid_schema"),
+            (Alteration::new().set_rollup("t", 90 * 60), "invalid_schema"),
+            (Alteration::new().set_rollup("t", 0), "invalid_schema"),
+            (Alteration::new().set_rollup("t", -DAY), "invalid_schema"),
+            (Alteration::new().set_rollup("notes", DAY), "invalid_schema"),
+            (Alteration::new().set_rollup("u", DAY), "unknown_field"),
+        ];
+        for (alteration, kind) in refused {
+            let error = db.alter_collection("sensors", alteration).unwrap_err();
+            assert_eq!(error.kind(), kind, "{error}");
+        }
+        // The same span again changes nothing.
+        db.alter_collection("sensors", Alteration::new().set_rollup("t", HOUR))
+            .unwrap();
+
+        let sensors = db
+            .alter_collection("sensors", Alteration::new().set_rollup("t", DAY))
+            .unwrap();
+        assert_eq!(
+            sensors.spec().describe_arrays(),
+            "t=bucket:60:3600 [temp hum] rollup 86400, notes=embed"
+        );
+        // Late readings: one in the first hour, rolled up hourly already, one in the second
+        // day's first hour, not expired yet.
+        let late = [(5 * 60 + 7, 3.0, Some(1.5)), (DAY + 17, -2.25, None)];
+        model.push(&db, "s1", &late);
+        let expired = sensors.expire_buckets("t", 3 * DAY + 30 * 60).unwrap();
+        assert_eq!((expired.buckets, expired.rolled_up), (48, 2 * 1440 + 2));
+        // Closed without a checkpoint: the alteration and the rollups come back from the log.
+    }
+    let db = Db::open(dir.path(), Options::new()).unwrap();
+    let check_widened = |db: &Db| {
+        let sensors = db.collection("sensors").unwrap();
+        assert_eq!(sensors.spec().arrays()[0].rollup, Some(DAY));
+        let whole = sensors.summary("s1", "t", ..).unwrap().unwrap();
+        assert_eq!(parts(&whole), model.summary(i64::MIN, i64::MAX));
+        assert_eq!(whole.rolled_up, 3 * 1440 + 2);
+        for day in 0..4 {
+            let range = day * DAY..(day + 1) * DAY;
+            let got = sensors.summary("s1", "t", range.clone()).unwrap().unwrap();
+            assert_eq!(
+                parts(&got),
+                model.summary(range.start, range.end),
+                "day {day}"
+            );
+        }
+        let days = sensors
+            .summary_windows("s1", "t", .., DAY)
+            .unwrap()
+            .unwrap();
+        let got: Vec<_> = days.iter().map(|(s, w)| (*s, parts(w))).collect();
+        let want: Vec<_> = (0..4)
+            .map(|d| (d * DAY, model.summary(d * DAY, (d + 1) * DAY)))
+            .collect();
+        assert_eq!(got, want);
+        // The first day's hours after its first stay hourly rollups: each answers alone.
+        let hour = sensors
+            .summary("s1", "t", 7 * HOUR..8 * HOUR)
+            .unwrap()
+            .unwrap();
+        assert_eq!(parts(&hour), model.summary(7 * HOUR, 8 * HOUR));
+        assert_eq!(hour.rolled_up, 60);
+        // Its first hour was taken into a day's rollup with the late reading, which holds
+        // keys of that hour alone: the hour still answers.
+        let first = sensors.summary("s1", "t", 0..HOUR).unwrap().unwrap();
+        assert_eq!(parts(&first), model.summary(0, HOUR));
+        assert_eq!(first.rolled_up, 61);
+        // The later days are day rollups: an hour of one is cut out of it.
+        let error = sensors
+            .summary("s1", "t", DAY + 2 * HOUR..DAY + 3 * HOUR)
+            .unwrap_err();
+        assert!(matches!(error, Error::RangeCutsRollup { .. }), "{error}");
+        let error = sensors.summary_windows("s1", "t", .., HOUR).unwrap_err();
+        assert!(matches!(error, Error::RangeCutsRollup { .. }), "{error}");
+        // The fourth day is raw: its hours answer.
+        let raw = sensors
+            .summary("s1", "t", 3 * DAY + HOUR..3 * DAY + 2 * HOUR)
+            .unwrap()
+            .unwrap();
+        assert_eq!((raw.items, raw.rolled_up), (60, 0));
+    };
+    check_widened(&db);
+    let inspection = db.verify().unwrap();
+    // 23 hourly rollups of the first day, one for its first hour with the late reading and
+    // two days.
+    assert_eq!(inspection.rollups, 23 + 1 + 2);
+    db.checkpoint().unwrap();
+    drop(db);
+    let db = Db::open(dir.path(), Options::new()).unwrap();
+    check_widened(&db);
+    db.verify().unwrap();
+}

@@ -282,6 +282,11 @@ impl CollectionSpec {
         self.arrays[index].layout = layout;
     }
 
+    /// Sets array field `index`'s rollup span (a schema change; checked by `validate`).
+    pub(crate) fn set_rollup(&mut self, index: usize, span: i64) {
+        self.arrays[index].rollup = Some(span);
+    }
+
     /// Renames the collection (checked by `validate`).
     pub(crate) fn rename(&mut self, name: String) {
         self.name = name;

@@ -139,7 +139,8 @@ impl Reads<'_> {
             return Ok(());
         };
         let slot = info.slot(field);
-        // Every rollup is of the declared span: none before the window of the range's
+        // Every rollup's span divides the declared one (it is that span, or one the
+        // declared span was widened from): none before the declared window of the range's
         // lower bound holds a key of it.
         let first = match query.start {
             Bound::Included(at) | Bound::Excluded(at) => {

@@ -469,7 +469,7 @@ impl ParentWork {
     }
 
     /// Merges an expiry's windows into array `index`'s rollups: the batch's own, else the
-    /// stored record of each window.
+    /// stored record of each window (of the declared span, or of one it was widened from).
     fn add_rollups(&mut self, base: Base, index: usize, windows: Windows) -> Result<()> {
         let span = windows.span();
         for (start, summary) in windows.into_windows() {
@@ -489,16 +489,21 @@ impl ParentWork {
                     }))
                 }
             };
-            if rollup.span != span {
-                // Spans are declared once, at the array's creation.
+            // A stored rollup of a narrower span (one the declared span was widened from)
+            // lies inside this window, which starts where it does: the window takes it in.
+            if span % rollup.span != 0 {
                 let key = keys::rollup(self.info.id, &self.key, self.info.slot(index), start);
                 let error = Error::corruption(
                     super::decode::UNPLACED,
                     0,
-                    format!("rollup record {key:x?} of span {}, not {span}", rollup.span),
+                    format!(
+                        "rollup record {key:x?} of span {}, which does not divide {span}",
+                        rollup.span
+                    ),
                 );
                 return Err(base.placed(error, &key));
             }
+            rollup.span = span;
             rollup.summary.merge(&summary);
         }
         Ok(())
