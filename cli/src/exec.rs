@@ -151,7 +151,7 @@ fn parse_line(line: &str, db: &Db, batch: &mut Batch) -> Result<bool, Failure> {
         return Ok(true);
     }
     if op == "drop" || op == "alter" {
-        return schema_change(&op, fields, batch).map(|()| false);
+        return schema_change(&op, fields, db, batch).map(|()| false);
     }
     if !OPS.contains(&op.as_str()) {
         return Err(Failure::invalid_input(format!(
@@ -235,9 +235,9 @@ fn parse_line(line: &str, db: &Db, batch: &mut Batch) -> Result<bool, Failure> {
 
 /// Adds a schema change to the batch: `{"op":"drop","coll":..}`, or `{"op":"alter",
 /// "coll":.., "rename":.., "add_array":["FIELD=LAYOUT",..], "drop_array":["FIELD",..],
-/// "add_measure":["FIELD=NAME",..], "set_layout":["FIELD=LAYOUT",..]}` with at least one
-/// change.
-fn schema_change(op: &str, mut fields: Fields, batch: &mut Batch) -> Result<(), Failure> {
+/// "add_measure":["FIELD=NAME",..], "set_layout":["FIELD=LAYOUT",..],
+/// "set_rollup":["FIELD=SPAN",..]}` with at least one change.
+fn schema_change(op: &str, mut fields: Fields, db: &Db, batch: &mut Batch) -> Result<(), Failure> {
     let coll: String = fields.required("coll")?;
     if op == "drop" {
         fields.finish(op)?;
@@ -250,17 +250,21 @@ fn schema_change(op: &str, mut fields: Fields, batch: &mut Batch) -> Result<(), 
         add_arrays: fields.optional("add_array")?.unwrap_or_default(),
         add_measures: fields.optional("add_measure")?.unwrap_or_default(),
         set_layouts: fields.optional("set_layout")?.unwrap_or_default(),
+        set_rollups: fields.optional("set_rollup")?.unwrap_or_default(),
     };
     fields.finish(op)?;
     let names = [
         "field \"add_array\"",
         "field \"add_measure\"",
         "field \"set_layout\"",
+        "field \"set_rollup\"",
     ];
-    let alteration = crate::schema::alteration(changes, names)?;
+    let current = db.collection(&coll).ok();
+    let alteration = crate::schema::alteration(changes, names, current.as_ref().map(|c| c.spec()))?;
     if alteration.is_empty() {
         return Err(Failure::invalid_input(
-            "an \"alter\" op needs rename, add_array, drop_array, add_measure or set_layout"
+            "an \"alter\" op needs rename, add_array, drop_array, add_measure, set_layout or \
+             set_rollup"
                 .to_string(),
         ));
     }

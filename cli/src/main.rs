@@ -49,7 +49,8 @@ One example per operation:
   {\"op\":\"commit\"}
 In push, item_key (default: the array's greatest key + 1), value (the first measure's,
 finite), measures (values of named measures, finite) and payload (default: empty) may be
-left out. An alter takes any of its four changes (at least one) and applies them at once,
+left out. An alter takes any of its changes (rename, add_array, drop_array, add_measure,
+set_layout, set_rollup: at least one) and applies them at once,
 as `skewdb alter` does; a batch must change a collection's schema before it writes to it.
 
 In a collection made by `skewdb import` (stored as bson), keys, bodies and payloads are
@@ -377,6 +378,11 @@ enum Command {
         /// moves from cancels a move).
         #[arg(long = "set-layout", group = "change", value_name = "FIELD=LAYOUT")]
         set_layouts: Vec<String>,
+        /// Rollups of what expiries drop from a Bucket array, FIELD=SPAN (key units, or a
+        /// duration such as 1d on a time series): set on an array without them, or widened
+        /// to a multiple of its span; rollups already stored keep theirs.
+        #[arg(long = "set-rollup", group = "change", value_name = "FIELD=SPAN")]
+        set_rollups: Vec<String>,
         /// Return once every parent has moved (with a progress bar on a terminal), not as
         /// soon as the change is committed.
         #[arg(long)]
@@ -1676,6 +1682,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             drop_arrays,
             add_measures,
             set_layouts,
+            set_rollups,
             wait,
         } => {
             let changes = skewdb_cli::schema::Changes {
@@ -1684,10 +1691,18 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 add_arrays,
                 add_measures,
                 set_layouts,
+                set_rollups,
             };
-            let names = ["--add-array", "--add-measure", "--set-layout"];
-            let alteration = skewdb_cli::schema::alteration(changes, names)?;
+            let names = [
+                "--add-array",
+                "--add-measure",
+                "--set-layout",
+                "--set-rollup",
+            ];
             let handle = open_existing(&db.db)?;
+            let current = handle.collection(&collection).ok();
+            let current = current.as_ref().map(|c| c.spec());
+            let alteration = skewdb_cli::schema::alteration(changes, names, current)?;
             let altered = handle.alter_collection(&collection, alteration)?;
             if wait {
                 wait_for_migrations(&handle, json)?;

@@ -1,12 +1,13 @@
 //! Schema changes from the command line and `exec`: `alter` and `drop`.
 
-use skewdb::{Alteration, Layout};
+use skewdb::{Alteration, ArraySpec, CollectionSpec, Layout};
 
 use crate::failure::Failure;
+use crate::item_key::SpanArg;
 
 /// What an alteration asks for, as the flags (or an `exec` op's fields) give it: the new
-/// name, arrays to drop, arrays to add as FIELD=LAYOUT, measures to add as FIELD=NAME, and
-/// layouts to set as FIELD=LAYOUT.
+/// name, arrays to drop, arrays to add as FIELD=LAYOUT, measures to add as FIELD=NAME,
+/// layouts to set as FIELD=LAYOUT, and rollups to set as FIELD=SPAN.
 #[derive(Default)]
 pub struct Changes {
     pub rename: Option<String>,
@@ -14,12 +15,20 @@ pub struct Changes {
     pub add_arrays: Vec<String>,
     pub add_measures: Vec<String>,
     pub set_layouts: Vec<String>,
+    pub set_rollups: Vec<String>,
 }
 
-/// The alteration `changes` ask for. `names` are what the input calls the added arrays,
-/// measures and set layouts, for messages.
-pub fn alteration(changes: Changes, names: [&str; 3]) -> Result<Alteration, Failure> {
-    let [add_flag, measure_flag, layout_flag] = names;
+/// The alteration `changes` ask for of a collection whose spec is `current` (if it
+/// exists). `names` are what the input calls the added arrays, measures, set layouts and
+/// set rollups, for messages. A rollup's span is an integer in the array's key units, or a
+/// duration (`1d`) on a time series: the array as the alteration leaves it (added, or moved
+/// to another layout) says which.
+pub fn alteration(
+    changes: Changes,
+    names: [&str; 4],
+    current: Option<&CollectionSpec>,
+) -> Result<Alteration, Failure> {
+    let [add_flag, measure_flag, layout_flag, rollup_flag] = names;
     let field_layout = |given: &str, flag: &str| -> Result<(String, Layout), Failure> {
         let (field, layout) = given.split_once('=').ok_or_else(|| {
             Failure::invalid_input(format!("{flag} {given:?} is not FIELD=LAYOUT"))
@@ -29,11 +38,20 @@ pub fn alteration(changes: Changes, names: [&str; 3]) -> Result<Alteration, Fail
         Ok((field.to_string(), layout))
     };
     let mut alteration = Alteration::new();
+    // The array each field names once the alteration's drops, additions and moves apply.
+    let mut arrays: Vec<ArraySpec> = current.map_or_else(Vec::new, |spec| spec.arrays().to_vec());
+    arrays.retain(|array| !changes.drop_arrays.contains(&array.field));
     for field in &changes.drop_arrays {
         alteration = alteration.drop_array(field);
     }
     for added in &changes.add_arrays {
         let (field, layout) = field_layout(added, add_flag)?;
+        arrays.push(ArraySpec {
+            field: field.clone(),
+            layout,
+            measures: Vec::new(),
+            rollup: None,
+        });
         alteration = alteration.add_array(field, layout);
     }
     for measured in &changes.add_measures {
@@ -44,7 +62,35 @@ pub fn alteration(changes: Changes, names: [&str; 3]) -> Result<Alteration, Fail
     }
     for set in &changes.set_layouts {
         let (field, layout) = field_layout(set, layout_flag)?;
+        if let Some(array) = arrays.iter_mut().find(|array| array.field == field) {
+            array.layout = layout;
+        }
         alteration = alteration.set_layout(field, layout);
+    }
+    for given in &changes.set_rollups {
+        let (field, span) = given.split_once('=').ok_or_else(|| {
+            Failure::invalid_input(format!("{rollup_flag} {given:?} is not FIELD=SPAN"))
+        })?;
+        let span = match span.parse::<SpanArg>() {
+            Ok(SpanArg::Integer(span)) => span,
+            Ok(duration) => {
+                // Only a duration needs the array; an unknown field is the engine's to say.
+                let array = arrays.iter().find(|array| array.field == field);
+                let array = array.ok_or_else(|| {
+                    let message = format!("{rollup_flag} {given:?}: no array field {field:?}");
+                    Failure::invalid_input(message)
+                })?;
+                duration
+                    .resolve(array)
+                    .map_err(|e| Failure::invalid_input(format!("{rollup_flag} {given:?}: {e}")))?
+            }
+            Err(e) => {
+                return Err(Failure::invalid_input(format!(
+                    "{rollup_flag} {given:?}: {e}"
+                )));
+            }
+        };
+        alteration = alteration.set_rollup(field, span);
     }
     if let Some(to) = changes.rename {
         alteration = alteration.rename(to);

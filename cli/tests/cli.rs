@@ -1172,6 +1172,92 @@ fn rollups_keep_expired_windows() {
     assert_eq!(error["kind"], "range_cuts_rollup", "{error}");
 }
 
+/// A rollup set by `alter` on a bucket array created without one, then widened by an
+/// `exec` alter op: the hourly rollups stay, a two-hour rollup holds the next two hours.
+#[test]
+fn alter_sets_and_widens_a_rollup() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db = db.to_str().unwrap();
+    ok(&[
+        "create",
+        db,
+        "--collection",
+        "s",
+        "--array",
+        "t=bucket:4:3600000",
+    ]);
+    let mut ops = String::new();
+    for quarter in 0..20 {
+        ops.push_str(&format!(
+            "{{\"op\":\"push\",\"coll\":\"s\",\"key\":\"s1\",\"field\":\"t\",\"item_key\":{},\"value\":{quarter}}}\n",
+            quarter * 900_000
+        ));
+    }
+    ops.push_str("{\"op\":\"commit\"}\n");
+    assert!(exec(Path::new(db), &ops).status.success());
+    let altered = ok(&["alter", db, "s", "--set-rollup", "t=1h"]);
+    assert!(
+        altered.contains("t=bucket:4:3600000 rollup 3600000"),
+        "{altered}"
+    );
+    let expired = skewdb(&["--json", "expire", db, "s", "t", "7200000"]);
+    assert_eq!(
+        json_lines(&expired),
+        vec![json!({"buckets": 2, "items": 8, "rolled_up": 8})]
+    );
+    for (given, kind) in [
+        ("t=90min", "invalid_schema"),
+        ("t=30min", "invalid_schema"),
+        ("t=bogus", "invalid_input"),
+        ("t", "invalid_input"),
+        ("u=1h", "invalid_input"),
+        ("u=60", "unknown_field"),
+    ] {
+        let refused = skewdb(&["--json", "alter", db, "s", "--set-rollup", given]);
+        assert_eq!(refused.status.code(), Some(1), "{given}");
+        let error: Value = serde_json::from_slice(&refused.stderr).unwrap();
+        assert_eq!(error["kind"], kind, "{given}: {error}");
+    }
+    let widen =
+        "{\"op\":\"alter\",\"coll\":\"s\",\"set_rollup\":[\"t=2h\"]}\n{\"op\":\"commit\"}\n";
+    assert!(exec(Path::new(db), widen).status.success());
+    assert!(ok(&["collections", db]).contains("rollup 7200000"));
+    let expired = skewdb(&["--json", "expire", db, "s", "t", "14400000"]);
+    assert_eq!(
+        json_lines(&expired),
+        vec![json!({"buckets": 2, "items": 8, "rolled_up": 8})]
+    );
+    let windows = json_lines(&skewdb(&[
+        "--json", "summary", db, "s", "s1", "t", "--every", "2h",
+    ]));
+    let sums: Vec<(i64, f64, u64)> = windows
+        .iter()
+        .map(|w| {
+            let (window, sum) = (w["window"].as_i64().unwrap(), w["sum"].as_f64().unwrap());
+            (window, sum, w["rolled_up"].as_u64().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        sums,
+        [(0, 28.0, 8), (7_200_000, 92.0, 8), (14_400_000, 70.0, 0)]
+    );
+    // The first two hours are hourly rollups still; the next two one rollup of both.
+    let first = json_lines(&skewdb(&[
+        "--json", "summary", db, "s", "s1", "t", "--to", "3599999",
+    ]));
+    assert_eq!(
+        (&first[0]["sum"], &first[0]["rolled_up"]),
+        (&json!(6.0), &json!(4))
+    );
+    let cut = skewdb(&["--json", "summary", db, "s", "s1", "t", "--every", "1h"]);
+    assert_eq!(cut.status.code(), Some(1));
+    let error: Value = serde_json::from_slice(&cut.stderr).unwrap();
+    assert_eq!(error["kind"], "range_cuts_rollup", "{error}");
+    let verified = skewdb(&["verify", db]);
+    assert!(verified.status.success(), "{verified:?}");
+}
+
 #[test]
 fn alter_and_drop_change_the_schema_and_refuse_bad_changes() {
     let dir = tempfile::tempdir().unwrap();
