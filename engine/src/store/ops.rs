@@ -17,6 +17,10 @@ use crate::options::Durability;
 /// A batch's operations as the API received them, before they are resolved to redo.
 #[derive(Clone, Debug)]
 pub(crate) enum BatchOp {
+    /// A redo op logged as it is, for tests that make a database no API call makes (a
+    /// record left without its parent, for `verify` to find).
+    #[cfg(test)]
+    Raw(crate::page::redo::Op),
     CreateCollection(CollectionSpec),
     AlterCollection {
         collection: Arc<str>,

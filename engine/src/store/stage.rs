@@ -120,6 +120,8 @@ impl<'a> Stager<'a> {
     pub fn apply(&mut self, op: BatchOp, cold: &mut crate::cold::ColdGroup) -> Result<()> {
         let base = self.base;
         match op {
+            #[cfg(test)]
+            BatchOp::Raw(op) => self.created.push(op),
             BatchOp::CreateCollection(spec) => {
                 spec.validate()?;
                 match self.catalog.by_name.get(spec.name()) {

@@ -362,6 +362,24 @@ impl Shared {
                     let rollup = decode_rollup(&bytes, key, start).map_err(Check::Error)?;
                     inspection.rollups += 1;
                     inspection.rollup_bytes += (key.len() + bytes.len()) as u64;
+                    // Rollups are not in the parent's summary: that they have a parent is
+                    // checked here, once per run of one parent's rollups.
+                    let owner = (collection, id.1.clone());
+                    if checker.rollups_of.as_ref() != Some(&owner) {
+                        let tree_key = keys::parent(collection, &parent);
+                        let pages = self.pages.maintaining();
+                        if version
+                            .tree
+                            .get_entry(&pages, &tree_key)
+                            .map_err(Check::Error)?
+                            .is_none()
+                        {
+                            return Err(Check::Bad(format!(
+                                "rollups of array {field} of {parent:?}, a parent that does not exist"
+                            )));
+                        }
+                        checker.rollups_of = Some(owner);
+                    }
                     // The declared span, or one it was widened from (which divides it).
                     let declared = info.spec.arrays()[field].rollup;
                     if declared.is_none_or(|declared| declared % rollup.span != 0) {
@@ -442,6 +460,8 @@ struct Checker {
     expected: BTreeMap<(u32, Bytes, usize), (Summary, Summary)>,
     outside: BTreeMap<(u32, Bytes, usize), Summary>,
     markers: std::collections::BTreeSet<(u32, Bytes, usize)>,
+    /// The parent whose rollups the walk is in, found to exist.
+    rollups_of: Option<(u32, Bytes)>,
     chunks: u64,
     /// Chunk bytes per cold segment, to hold against the tree's accounting.
     cold_live: BTreeMap<u32, u64>,
@@ -546,6 +566,43 @@ mod tests {
             rolled_up: 0,
             more: None,
         }
+    }
+
+    /// A rollup whose parent is gone (as a parent's delete batched after an expiry once left
+    /// them) is reported: the parent's summary does not count rollups, so nothing else would.
+    #[test]
+    fn rollups_without_their_parent_are_corruption() {
+        use crate::page::redo::Op;
+        use crate::store::ops::BatchOp;
+        use crate::{CollectionSpec, Db, Layout, NewItem, Options};
+
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), Options::new()).unwrap();
+        let layout = Layout::Bucket {
+            max_items: 4,
+            span: None,
+        };
+        let spec = CollectionSpec::new("s").array("t", layout).rollup("t", 10);
+        let sensors = db.create_collection(spec).unwrap();
+        let mut batch = db.batch();
+        for key in 0..40 {
+            batch.push("s", "p", "t", NewItem::new("").key(key).value(1.0));
+        }
+        batch.commit().unwrap();
+        assert_eq!(sensors.expire_buckets("t", 20).unwrap().rolled_up, 20);
+        db.verify().unwrap();
+
+        let mut batch = db.batch();
+        let id = sensors.info.id;
+        batch.ops.push(BatchOp::Raw(Op::Delete {
+            key: keys::parent(id, b"p"),
+        }));
+        batch.commit().unwrap();
+        let error = db.verify().unwrap_err();
+        assert!(
+            error.to_string().contains("a parent that does not exist"),
+            "{error}"
+        );
     }
 
     #[test]
