@@ -232,7 +232,7 @@ fn reads_beside_a_writing_process_each_show_a_prefix_of_its_batches() {
     for batch in 1..=BATCHES {
         // Batch N puts key N, zero-padded so that scan order is batch order. (Readers
         // beside a writer whose files roll, checkpoint and compact under them:
-        // tests/tests/read_only.rs.)
+        // tests/tests/suite/read_only.rs.)
         let body = format!("{batch:04}-{}", "x".repeat(2048));
         let line = format!(
             "{{\"op\":\"put\",\"coll\":\"users\",\"key\":\"{batch:04}\",\"body\":\"{body}\"}}\n{{\"op\":\"commit\"}}\n"

@@ -5,7 +5,7 @@
 //!
 //! CI runs it for 3 seconds; the long mode runs as many as `SKEWDB_CONCURRENCY_SECONDS`
 //! says (60 or more for the campaign in RELIABILITY.md):
-//! `SKEWDB_CONCURRENCY_SECONDS=60 cargo test --release -p skewdb-tests --test concurrency -- --nocapture`
+//! `SKEWDB_CONCURRENCY_SECONDS=60 cargo test --release -p skewdb-tests --test suite concurrency:: -- --nocapture`
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

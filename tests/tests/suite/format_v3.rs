@@ -5,7 +5,7 @@
 //! finishes its migration, takes writes (an expiry among them), compacts and verifies.
 //!
 //! The fixture is made by the ignored test `write_v3_fixture` below, run by that build:
-//! `SKEWDB_WRITE_FIXTURES=1 cargo test -p skewdb-tests --test format_v3 -- --ignored`.
+//! `SKEWDB_WRITE_FIXTURES=1 cargo test -p skewdb-tests --test suite format_v3:: -- --ignored`.
 //! Never regenerate it to make the other tests pass: it is what that build wrote.
 
 use std::path::{Path, PathBuf};

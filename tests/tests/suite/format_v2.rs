@@ -6,7 +6,7 @@
 //! writes, compacts and verifies.
 //!
 //! The fixture is made by the ignored test `write_v2_fixture` below:
-//! `SKEWDB_WRITE_FIXTURES=1 cargo test -p skewdb-tests --test format_v2 -- --ignored`.
+//! `SKEWDB_WRITE_FIXTURES=1 cargo test -p skewdb-tests --test suite format_v2:: -- --ignored`.
 //! Never regenerate it to make the other tests pass: it is what v2 wrote.
 
 use std::path::{Path, PathBuf};

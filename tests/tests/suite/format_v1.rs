@@ -3,7 +3,7 @@
 //! it was written with, restores from its backup alike, takes writes, compacts and verifies.
 //!
 //! The fixtures are made by the ignored test `write_v1_fixtures` below:
-//! `SKEWDB_WRITE_FIXTURES=1 cargo test -p skewdb-tests --test format_v1 -- --ignored`.
+//! `SKEWDB_WRITE_FIXTURES=1 cargo test -p skewdb-tests --test suite format_v1:: -- --ignored`.
 //! Never regenerate them to make the other tests pass: they are what v1 wrote.
 
 use std::path::{Path, PathBuf};

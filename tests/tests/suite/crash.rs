@@ -14,7 +14,7 @@ const CRASH_SEEDS: u64 = 4;
 
 /// How many times longer the workloads run: 1 in CI; the long mode sets
 /// `SKEWDB_CRASH_SCALE` (RELIABILITY.md):
-/// `SKEWDB_CRASH_SCALE=5 cargo test --release -p skewdb-tests --test crash -- --nocapture`
+/// `SKEWDB_CRASH_SCALE=5 cargo test --release -p skewdb-tests --test suite crash:: -- --nocapture`
 fn scale() -> usize {
     std::env::var("SKEWDB_CRASH_SCALE")
         .ok()
