@@ -5,7 +5,7 @@
 //!
 //! CI runs 10 cycles. The long mode runs as many as `SKEWDB_KILL_CYCLES` says (200 or more
 //! for the campaign in RELIABILITY.md):
-//! `SKEWDB_KILL_CYCLES=200 cargo test --release -p skewdb-cli --test kill -- --nocapture`
+//! `SKEWDB_KILL_CYCLES=200 cargo test --release -p skewdb-cli --test commands kill:: -- --nocapture`
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -214,7 +214,7 @@ fn migration_answers(db: &Db) -> Vec<String> {
 /// time the next open reads exactly what the collection held, verifies, and finishes the
 /// move (`compact`). CI goes once through six layouts; the long mode as many times as
 /// `SKEWDB_KILL_LAYOUT_ROUNDS` says (RELIABILITY.md):
-/// `SKEWDB_KILL_LAYOUT_ROUNDS=20 cargo test --release -p skewdb-cli --test kill -- --nocapture`
+/// `SKEWDB_KILL_LAYOUT_ROUNDS=20 cargo test --release -p skewdb-cli --test commands kill:: -- --nocapture`
 #[test]
 fn a_layout_change_killed_at_any_moment_reads_the_same_and_finishes() {
     let dir = tempfile::tempdir().expect("temporary directory");

@@ -10,8 +10,6 @@
 //! `SKEWDB_CLUSTER_ROUNDS=N` runs N rounds of the three faults (1 by default, in CI);
 //! `SKEWDB_CLUSTER_CLIENTS=N` sets the concurrent clients (4).
 
-mod linearizable;
-
 use std::collections::BTreeMap;
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -20,7 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use linearizable::{Action, Operation};
+use crate::linearizable::{self, Action, Operation};
 use skewdb_raft::api::{DocumentJson, ReadReply};
 use skewdb_raft::client::{Client, ClientError};
 use skewdb_raft::node::{NodeConfig, serve};
@@ -28,8 +26,8 @@ use skewdb_raft::{ArrayDecl, Op, Request, Response};
 
 const NODE_ENV: &str = "SKEWDB_TEST_NODE";
 
-/// The node a cluster test starts: this binary, run with `--ignored --exact node_process`
-/// and `SKEWDB_TEST_NODE=ID,DIR,ADDR`; it serves until killed.
+/// The node a cluster test starts: this binary, run with `--ignored --exact
+/// processes::node_process` and `SKEWDB_TEST_NODE=ID,DIR,ADDR`; it serves until killed.
 #[test]
 #[ignore = "a node process, started by the cluster tests"]
 fn node_process() {
@@ -60,7 +58,12 @@ impl NodeProcess {
         assert!(self.child.is_none());
         let log = std::fs::File::create(self.dir.with_extension("log")).unwrap();
         let child = Command::new(std::env::current_exe().unwrap())
-            .args(["--ignored", "--exact", "node_process", "--nocapture"])
+            .args([
+                "--ignored",
+                "--exact",
+                "processes::node_process",
+                "--nocapture",
+            ])
             .env(
                 NODE_ENV,
                 format!("{},{},{}", self.id, self.dir.display(), self.addr),
