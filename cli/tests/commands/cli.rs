@@ -1069,6 +1069,36 @@ fn summary_every_window() {
     assert_eq!(error["kind"], "invalid_option", "{error}");
 }
 
+/// Pushes `quarters` readings into array `t` of parent `s1` of collection `s`, one every 15
+/// minutes from 0 (keys in milliseconds), each worth its quarter's number, in one `exec`
+/// batch.
+fn push_quarters(db: &str, quarters: i64) {
+    let mut ops = String::new();
+    for quarter in 0..quarters {
+        ops.push_str(&format!(
+            "{{\"op\":\"push\",\"coll\":\"s\",\"key\":\"s1\",\"field\":\"t\",\"item_key\":{},\"value\":{quarter}}}\n",
+            quarter * 900_000
+        ));
+    }
+    ops.push_str("{\"op\":\"commit\"}\n");
+    assert!(exec(Path::new(db), &ops).status.success());
+}
+
+/// Each window `summary --every SPAN` prints for array `t` of `s1` in `s`: its start, sum and
+/// items from rollups.
+fn window_sums(db: &str, span: &str) -> Vec<(i64, f64, u64)> {
+    let windows = json_lines(&skewdb(&[
+        "--json", "summary", db, "s", "s1", "t", "--every", span,
+    ]));
+    windows
+        .iter()
+        .map(|w| {
+            let (window, sum) = (w["window"].as_i64().unwrap(), w["sum"].as_f64().unwrap());
+            (window, sum, w["rolled_up"].as_u64().unwrap())
+        })
+        .collect()
+}
+
 /// `create --rollup`: an expiry keeps per-window summaries of what it drops; summaries
 /// over the expired hours stay exact and say so; a range that cuts a rolled-up hour is
 /// refused with its own kind.
@@ -1117,16 +1147,8 @@ fn rollups_keep_expired_windows() {
         "t=1h",
     ]);
     assert!(ok(&["collections", db]).contains("rollup 3600000"));
-    // Readings every 15 minutes for 4 hours, each worth its quarter's number.
-    let mut ops = String::new();
-    for quarter in 0..16 {
-        ops.push_str(&format!(
-            "{{\"op\":\"push\",\"coll\":\"s\",\"key\":\"s1\",\"field\":\"t\",\"item_key\":{},\"value\":{quarter}}}\n",
-            quarter * 900_000
-        ));
-    }
-    ops.push_str("{\"op\":\"commit\"}\n");
-    assert!(exec(Path::new(db), &ops).status.success());
+    // Readings every 15 minutes for 4 hours.
+    push_quarters(db, 16);
     let expired = skewdb(&["--json", "expire", db, "s", "t", "7200000"]);
     assert_eq!(
         json_lines(&expired),
@@ -1137,18 +1159,8 @@ fn rollups_keep_expired_windows() {
         (&whole[0]["items"], &whole[0]["sum"], &whole[0]["rolled_up"]),
         (&json!(16), &json!(120.0), &json!(8))
     );
-    let hours = json_lines(&skewdb(&[
-        "--json", "summary", db, "s", "s1", "t", "--every", "1h",
-    ]));
-    let sums: Vec<(i64, f64, u64)> = hours
-        .iter()
-        .map(|w| {
-            let (window, sum) = (w["window"].as_i64().unwrap(), w["sum"].as_f64().unwrap());
-            (window, sum, w["rolled_up"].as_u64().unwrap())
-        })
-        .collect();
     assert_eq!(
-        sums,
+        window_sums(db, "1h"),
         [
             (0, 6.0, 4),
             (3_600_000, 22.0, 4),
@@ -1187,15 +1199,7 @@ fn alter_sets_and_widens_a_rollup() {
         "--array",
         "t=bucket:4:3600000",
     ]);
-    let mut ops = String::new();
-    for quarter in 0..20 {
-        ops.push_str(&format!(
-            "{{\"op\":\"push\",\"coll\":\"s\",\"key\":\"s1\",\"field\":\"t\",\"item_key\":{},\"value\":{quarter}}}\n",
-            quarter * 900_000
-        ));
-    }
-    ops.push_str("{\"op\":\"commit\"}\n");
-    assert!(exec(Path::new(db), &ops).status.success());
+    push_quarters(db, 20);
     let altered = ok(&["alter", db, "s", "--set-rollup", "t=1h"]);
     assert!(
         altered.contains("t=bucket:4:3600000 rollup 3600000"),
@@ -1228,18 +1232,8 @@ fn alter_sets_and_widens_a_rollup() {
         json_lines(&expired),
         vec![json!({"buckets": 2, "items": 8, "rolled_up": 8})]
     );
-    let windows = json_lines(&skewdb(&[
-        "--json", "summary", db, "s", "s1", "t", "--every", "2h",
-    ]));
-    let sums: Vec<(i64, f64, u64)> = windows
-        .iter()
-        .map(|w| {
-            let (window, sum) = (w["window"].as_i64().unwrap(), w["sum"].as_f64().unwrap());
-            (window, sum, w["rolled_up"].as_u64().unwrap())
-        })
-        .collect();
     assert_eq!(
-        sums,
+        window_sums(db, "2h"),
         [(0, 28.0, 8), (7_200_000, 92.0, 8), (14_400_000, 70.0, 0)]
     );
     // The first two hours are hourly rollups still; the next two one rollup of both.
