@@ -1,6 +1,7 @@
 //! A cluster's writes as `skewdb exec` spells them: JSON lines, the ops between two
 //! `{"op":"commit"}` lines one atomic batch, each batch one [`Request`] (one log entry).
-//! Besides `exec`'s `put`, `del`, `push`, `remove` and `expire`, a cluster takes `create`
+//! Besides `exec`'s `put`, `del`, `push`, `remove`, `expire` and `alter` (spans of
+//! `set_rollup` in the keys' units), a cluster takes `create`
 //! (`{"op":"create","coll":..,"arrays":[{"field":..,"layout":..}]}`), since its
 //! collections are made through the log too. Keys, bodies and payloads are strings or
 //! `{"base64": ".."}`; collections stored as BSON documents are not mapped here.
@@ -55,12 +56,28 @@ enum Line {
         #[serde(default)]
         arrays: Vec<ArrayDecl>,
     },
+    Alter {
+        coll: String,
+        #[serde(default)]
+        rename: Option<String>,
+        #[serde(default)]
+        drop_array: Vec<String>,
+        #[serde(default)]
+        add_array: Vec<String>,
+        #[serde(default)]
+        add_measure: Vec<String>,
+        #[serde(default)]
+        set_layout: Vec<String>,
+        #[serde(default)]
+        set_rollup: Vec<String>,
+    },
     Commit,
 }
 
 impl Line {
-    fn into_op(self) -> Option<Op> {
-        Some(match self {
+    /// The op of this line (`None` for a commit), or why the line is refused.
+    fn into_op(self) -> Result<Option<Op>, String> {
+        Ok(Some(match self {
             Line::Put { coll, key, body } => Op::Put {
                 collection: coll,
                 key: key.0,
@@ -113,9 +130,75 @@ impl Line {
                 collection: coll,
                 arrays,
             },
-            Line::Commit => return None,
-        })
+            Line::Alter {
+                coll,
+                rename,
+                drop_array,
+                add_array,
+                add_measure,
+                set_layout,
+                set_rollup,
+            } => {
+                if rename.is_none()
+                    && [
+                        &drop_array,
+                        &add_array,
+                        &add_measure,
+                        &set_layout,
+                        &set_rollup,
+                    ]
+                    .iter()
+                    .all(|changes| changes.is_empty())
+                {
+                    return Err("an \"alter\" op needs rename, add_array, drop_array, \
+                                add_measure, set_layout or set_rollup"
+                        .to_string());
+                }
+                Op::Alter {
+                    collection: coll,
+                    rename,
+                    drop_arrays: drop_array,
+                    add_arrays: add_array
+                        .iter()
+                        .map(|given| {
+                            let (field, layout) = pair(given, "add_array", "FIELD=LAYOUT")?;
+                            Ok(ArrayDecl {
+                                field,
+                                layout,
+                                measures: Vec::new(),
+                                rollup: None,
+                            })
+                        })
+                        .collect::<Result<_, String>>()?,
+                    add_measures: pairs(&add_measure, "add_measure", "FIELD=NAME")?,
+                    set_layouts: pairs(&set_layout, "set_layout", "FIELD=LAYOUT")?,
+                    set_rollups: pairs(&set_rollup, "set_rollup", "FIELD=SPAN")?
+                        .into_iter()
+                        .map(|(field, span)| match span.parse::<i64>() {
+                            Ok(span) => Ok((field, span)),
+                            Err(_) => Err(format!(
+                                "set_rollup {field}={span}: a span in the keys' units, an integer"
+                            )),
+                        })
+                        .collect::<Result<_, String>>()?,
+                }
+            }
+            Line::Commit => return Ok(None),
+        }))
     }
+}
+
+/// `given` split at its first `=`, or why it is not `shape` (in field `name`).
+fn pair(given: &str, name: &str, shape: &str) -> Result<(String, String), String> {
+    given
+        .split_once('=')
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .ok_or_else(|| format!("{name} {given:?} is not {shape}"))
+}
+
+/// Every one of `given` split as [`pair`] splits one.
+fn pairs(given: &[String], name: &str, shape: &str) -> Result<Vec<(String, String)>, String> {
+    given.iter().map(|one| pair(one, name, shape)).collect()
 }
 
 /// A bad input line: its number (from 1) and what is wrong with it.
@@ -166,7 +249,15 @@ pub fn parse(input: &str) -> (Vec<ExecBatch>, Option<LineError>) {
                 });
             }
             Ok(line) => {
-                ops.extend(line.into_op());
+                match line.into_op() {
+                    Ok(op) => ops.extend(op),
+                    Err(message) => {
+                        bad.get_or_insert(LineError {
+                            line: number,
+                            message,
+                        });
+                    }
+                }
                 pending += 1;
             }
             Err(error) => {
@@ -245,6 +336,19 @@ mod tests {
                 r#"{"op":"remove","coll":"s","key":"a","field":"r","item_key":1.5}"#,
                 "i64",
             ),
+            (r#"{"op":"alter","coll":"s"}"#, "needs rename"),
+            (
+                r#"{"op":"alter","coll":"s","set_layout":["r"]}"#,
+                "is not FIELD=LAYOUT",
+            ),
+            (
+                r#"{"op":"alter","coll":"s","set_rollup":["r=1h"]}"#,
+                "an integer",
+            ),
+            (
+                r#"{"op":"alter","coll":"s","set_layouts":["r=embed"]}"#,
+                "unknown field",
+            ),
         ] {
             let (batches, _) = parse(&format!("{line}\n{{\"op\":\"commit\"}}\n"));
             let error = batches[0].request.as_ref().unwrap_err();
@@ -252,5 +356,30 @@ mod tests {
         }
         let (batches, unfinished) = parse("");
         assert!(batches.is_empty() && unfinished.is_none());
+    }
+
+    #[test]
+    fn an_alter_line_is_one_op_of_every_change() {
+        let line = r#"{"op":"alter","coll":"s","rename":"t","drop_array":["old"],"add_array":["b=bucket:4:60"],"add_measure":["r=weight"],"set_layout":["r=subset:3"],"set_rollup":["b=120"]}"#;
+        let (batches, _) = parse(&format!("{line}\n{{\"op\":\"commit\"}}\n"));
+        let request = batches[0].request.as_ref().unwrap();
+        let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
+        assert_eq!(
+            request.ops,
+            [Op::Alter {
+                collection: "s".to_string(),
+                rename: Some("t".to_string()),
+                drop_arrays: vec!["old".to_string()],
+                add_arrays: vec![ArrayDecl {
+                    field: "b".to_string(),
+                    layout: "bucket:4:60".to_string(),
+                    measures: Vec::new(),
+                    rollup: None,
+                }],
+                add_measures: vec![pair("r", "weight")],
+                set_layouts: vec![pair("r", "subset:3")],
+                set_rollups: vec![("b".to_string(), 120)],
+            }]
+        );
     }
 }

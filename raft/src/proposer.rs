@@ -121,6 +121,29 @@ fn json_bytes(request: &Request) -> usize {
             ..
         } => collection.len() + field.len() + 4 * key.len(),
         Op::Delete { collection, key } => collection.len() + 4 * key.len(),
+        Op::Alter {
+            collection,
+            rename,
+            drop_arrays,
+            add_arrays,
+            add_measures,
+            set_layouts,
+            set_rollups,
+        } => {
+            let pairs = |pairs: &[(String, String)]| -> usize {
+                pairs.iter().map(|(a, b)| 8 + a.len() + b.len()).sum()
+            };
+            collection.len()
+                + rename.as_ref().map_or(0, String::len)
+                + drop_arrays.iter().map(|f| 4 + f.len()).sum::<usize>()
+                + add_arrays
+                    .iter()
+                    .map(|a| 96 + a.field.len() + a.layout.len() + a.measures.concat().len())
+                    .sum::<usize>()
+                + pairs(add_measures)
+                + pairs(set_layouts)
+                + set_rollups.iter().map(|(f, _)| 32 + f.len()).sum::<usize>()
+        }
     };
     16 + request
         .ops
@@ -232,6 +255,20 @@ mod tests {
             key: key.clone(),
             field: "f".to_string(),
             before: i64::MIN,
+        }));
+        requests.push(other(Op::Alter {
+            collection: collection.clone(),
+            rename: Some("another name".to_string()),
+            drop_arrays: vec!["old".to_string(); 3],
+            add_arrays: vec![ArrayDecl {
+                field: "readings".to_string(),
+                layout: "bucket:60:3600".to_string(),
+                measures: vec!["temperature".to_string(), "humidity".to_string()],
+                rollup: Some(i64::MIN),
+            }],
+            add_measures: vec![("readings".to_string(), "pressure".to_string()); 2],
+            set_layouts: vec![("reviews".to_string(), "subset:10".to_string()); 2],
+            set_rollups: vec![("readings".to_string(), i64::MIN); 2],
         }));
         requests.push(other(Op::Delete { collection, key }));
         for request in requests {

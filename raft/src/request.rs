@@ -2,7 +2,7 @@
 //! one atomic batch of skewdb operations.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use skewdb::{Batch, CollectionSpec, Db, Layout, NewItem};
+use skewdb::{Alteration, Batch, CollectionSpec, Db, Layout, NewItem};
 
 /// What one normal log entry carries: the requests of one or more clients, proposed
 /// together (one append and one replication for all) and applied in order, each as its
@@ -92,6 +92,27 @@ pub enum Op {
         field: String,
         before: i64,
     },
+    /// Changes a collection's schema (`skewdb::Alteration`), in the request's batch: arrays
+    /// dropped, added, measured, moved to other layouts (each replica then migrates its
+    /// parents in the background, as a single database does), rollups set, then the rename.
+    Alter {
+        collection: String,
+        #[serde(default)]
+        rename: Option<String>,
+        #[serde(default)]
+        drop_arrays: Vec<String>,
+        #[serde(default)]
+        add_arrays: Vec<ArrayDecl>,
+        /// (field, measure name).
+        #[serde(default)]
+        add_measures: Vec<(String, String)>,
+        /// (field, layout as `skewdb create` spells it).
+        #[serde(default)]
+        set_layouts: Vec<(String, String)>,
+        /// (field, span).
+        #[serde(default)]
+        set_rollups: Vec<(String, i64)>,
+    },
 }
 
 /// An array field of a collection an [`Op::Create`] makes.
@@ -132,12 +153,7 @@ impl Request {
                 Op::Create { collection, arrays } => {
                     let mut spec = CollectionSpec::new(collection);
                     for array in arrays {
-                        let layout = Layout::parse(&array.layout).map_err(|reason| {
-                            skewdb::Error::InvalidSchema {
-                                collection: collection.clone(),
-                                reason,
-                            }
-                        })?;
+                        let layout = parse_layout(collection, &array.layout)?;
                         spec = match array.measures.is_empty() {
                             true => spec.array(&array.field, layout),
                             false => {
@@ -197,8 +213,58 @@ impl Request {
                 } => {
                     batch.expire_buckets(collection, key, field, *before);
                 }
+                Op::Alter {
+                    collection,
+                    rename,
+                    drop_arrays,
+                    add_arrays,
+                    add_measures,
+                    set_layouts,
+                    set_rollups,
+                } => {
+                    let mut alteration = Alteration::new();
+                    for field in drop_arrays {
+                        alteration = alteration.drop_array(field);
+                    }
+                    for array in add_arrays {
+                        let layout = parse_layout(collection, &array.layout)?;
+                        alteration = match array.measures.is_empty() {
+                            true => alteration.add_array(&array.field, layout),
+                            false => alteration.add_array_with_measures(
+                                &array.field,
+                                layout,
+                                &array.measures,
+                            ),
+                        };
+                        if let Some(span) = array.rollup {
+                            alteration = alteration.set_rollup(&array.field, span);
+                        }
+                    }
+                    for (field, measure) in add_measures {
+                        alteration = alteration.add_measure(field, measure);
+                    }
+                    for (field, layout) in set_layouts {
+                        alteration =
+                            alteration.set_layout(field, parse_layout(collection, layout)?);
+                    }
+                    for (field, span) in set_rollups {
+                        alteration = alteration.set_rollup(field, *span);
+                    }
+                    if let Some(to) = rename {
+                        alteration = alteration.rename(to);
+                    }
+                    batch.alter_collection(collection, alteration);
+                }
             }
         }
         Ok(())
     }
+}
+
+/// `layout` as `skewdb create` spells it, or the `InvalidSchema` every replica answers.
+fn parse_layout(collection: &str, layout: &str) -> skewdb::Result<Layout> {
+    Layout::parse(layout).map_err(|reason| skewdb::Error::InvalidSchema {
+        collection: collection.to_string(),
+        reason,
+    })
 }

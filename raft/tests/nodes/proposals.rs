@@ -408,3 +408,74 @@ async fn a_request_too_large_for_the_log_is_refused_and_the_node_goes_on() {
     let _ = stop.send(());
     node.await.unwrap();
 }
+
+/// A replicated alteration: applied in its request's batch (writes after it in the same
+/// request see the new schema), or refused whole with everything else in that request.
+#[tokio::test]
+async fn a_replicated_alteration_changes_the_schema_or_is_refused_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_log, mut state) = skewdb_raft::open(dir.path()).unwrap();
+    let pushes: Vec<Request> = (0..10).map(|n| push("a", &format!("f{n}"))).collect();
+    let alter = Op::Alter {
+        collection: "users".to_string(),
+        rename: Some("people".to_string()),
+        drop_arrays: Vec::new(),
+        add_arrays: vec![ArrayDecl {
+            field: "readings".to_string(),
+            layout: "bucket:4:3600".to_string(),
+            measures: vec!["temp".to_string()],
+            rollup: Some(3600),
+        }],
+        add_measures: vec![("followers".to_string(), "weight".to_string())],
+        set_layouts: vec![("followers".to_string(), "subset:2".to_string())],
+        set_rollups: Vec::new(),
+    };
+    // Written by a client as the log's JSON, read back the same; fields left out are empty.
+    let json = serde_json::to_string(&alter).unwrap();
+    assert_eq!(serde_json::from_str::<Op>(&json).unwrap(), alter);
+    let bare: Op = serde_json::from_str(r#"{"op":"alter","collection":"x"}"#).unwrap();
+    assert!(
+        matches!(bare, Op::Alter { rename: None, ref set_layouts, .. } if set_layouts.is_empty())
+    );
+
+    let refused = Request {
+        ops: vec![
+            Op::Alter {
+                collection: "people".to_string(),
+                rename: None,
+                drop_arrays: Vec::new(),
+                add_arrays: Vec::new(),
+                add_measures: Vec::new(),
+                set_layouts: vec![("nope".to_string(), "embed".to_string())],
+                set_rollups: Vec::new(),
+            },
+            push_to("people", "b", "lost").ops.remove(0),
+        ],
+    };
+    let mut altered = Request { ops: vec![alter] };
+    altered.ops.extend(push_to("people", "a", "f10").ops);
+    let mut entries = vec![entry(1, vec![create()]), entry(2, pushes)];
+    entries.push(entry(3, vec![altered, refused]));
+    let responses = state.apply(entries).await.unwrap();
+    assert_eq!(responses[2][0], Response::Applied);
+    assert!(
+        matches!(&responses[2][1], Response::Refused { kind, .. } if kind == "unknown_field"),
+        "{:?}",
+        responses[2][1]
+    );
+    let db = state.reader().db();
+    assert!(db.collection("users").is_err());
+    let people = db.collection("people").unwrap();
+    assert_eq!(
+        people.spec().describe_arrays(),
+        "followers=subset:2 [value weight], readings=bucket:4:3600 [temp] rollup 3600"
+    );
+    let page = people
+        .items("a", "followers", &skewdb::ItemQuery::new())
+        .unwrap()
+        .unwrap();
+    let payloads: Vec<_> = page.items.iter().map(|i| i.payload.to_vec()).collect();
+    let want: Vec<_> = (0..11).map(|n| format!("f{n}").into_bytes()).collect();
+    assert_eq!(payloads, want);
+    assert!(people.get("b").unwrap().is_none());
+}
