@@ -165,6 +165,30 @@ fn a_cluster_formed_written_and_read_from_the_shell() {
     );
     assert_eq!(output.status.code(), Some(2), "{output:?}");
 
+    // A schema change through the log: renamed, an array added, the followers moved to
+    // another layout; every replica answers as before under the new name. An alteration
+    // the engine refuses is refused with its kind.
+    let alter = r#"{"op":"alter","coll":"users","rename":"people","add_array":["badges=embed"],"set_layout":["followers=subset:1"]}
+{"op":"commit"}
+{"op":"alter","coll":"people","set_layout":["nope=embed"]}
+{"op":"commit"}
+"#;
+    let altered = skewdb(&exec, alter);
+    assert_eq!(altered.status.code(), Some(1), "{altered:?}");
+    let answers = lines(&altered);
+    let index = answers[0]["index"].as_u64().unwrap();
+    assert_eq!(answers[1]["kind"], "unknown_field", "{answers:?}");
+    let mut renamed = vec!["cluster", "get", "--node", addrs[0].as_str(), "people"];
+    let min = index.to_string();
+    renamed.extend(["alice", "--local", "--min-index", min.as_str()]);
+    let moved = lines(&until_ok(&renamed, ""));
+    let arrays = &moved[0]["document"]["arrays"];
+    assert_eq!(arrays["badges"], serde_json::json!([]), "{moved:?}");
+    assert_eq!(moved[0]["document"]["body"], "hello");
+    get.truncate(2);
+    get.extend(["--node", addrs[1].as_str(), "users", "alice"]);
+    assert_eq!(skewdb(&get, "").status.code(), Some(1));
+
     // A fourth node joins (caught up, then a voter), then leaves.
     nodes.0.push(serve(4, dir.path(), &addrs[3]));
     let mut add = vec!["cluster", "add"];
