@@ -1,7 +1,7 @@
 //! A cluster's writes as `skewdb exec` spells them: JSON lines, the ops between two
 //! `{"op":"commit"}` lines one atomic batch, each batch one [`Request`] (one log entry).
-//! Besides `exec`'s `put`, `del`, `push`, `remove`, `expire` and `alter` (spans of
-//! `set_rollup` in the keys' units), a cluster takes `create`
+//! Besides `exec`'s `put`, `del`, `push`, `remove`, `expire`, `alter` (spans of
+//! `set_rollup` in the keys' units) and `drop`, a cluster takes `create`
 //! (`{"op":"create","coll":..,"arrays":[{"field":..,"layout":..}]}`), since its
 //! collections are made through the log too. Keys, bodies and payloads are strings or
 //! `{"base64": ".."}`; collections stored as BSON documents are not mapped here.
@@ -70,6 +70,9 @@ enum Line {
         set_layout: Vec<String>,
         #[serde(default)]
         set_rollup: Vec<String>,
+    },
+    Drop {
+        coll: String,
     },
     Commit,
 }
@@ -183,6 +186,7 @@ impl Line {
                         .collect::<Result<_, String>>()?,
                 }
             }
+            Line::Drop { coll } => Op::Drop { collection: coll },
             Line::Commit => return Ok(None),
         }))
     }
@@ -359,7 +363,7 @@ mod tests {
     }
 
     #[test]
-    fn an_alter_line_is_one_op_of_every_change() {
+    fn alter_and_drop_lines_are_their_ops() {
         let line = r#"{"op":"alter","coll":"s","rename":"t","drop_array":["old"],"add_array":["b=bucket:4:60"],"add_measure":["r=weight"],"set_layout":["r=subset:3"],"set_rollup":["b=120"]}"#;
         let (batches, _) = parse(&format!("{line}\n{{\"op\":\"commit\"}}\n"));
         let request = batches[0].request.as_ref().unwrap();
@@ -379,6 +383,14 @@ mod tests {
                 add_measures: vec![pair("r", "weight")],
                 set_layouts: vec![pair("r", "subset:3")],
                 set_rollups: vec![("b".to_string(), 120)],
+            }]
+        );
+        let (batches, _) = parse("{\"op\":\"drop\",\"coll\":\"s\"}\n{\"op\":\"commit\"}\n");
+        let request = batches[0].request.as_ref().unwrap();
+        assert_eq!(
+            request.ops,
+            [Op::Drop {
+                collection: "s".to_string()
             }]
         );
     }

@@ -121,6 +121,7 @@ fn json_bytes(request: &Request) -> usize {
             ..
         } => collection.len() + field.len() + 4 * key.len(),
         Op::Delete { collection, key } => collection.len() + 4 * key.len(),
+        Op::Drop { collection } => collection.len(),
         Op::Alter {
             collection,
             rename,
@@ -269,6 +270,9 @@ mod tests {
             add_measures: vec![("readings".to_string(), "pressure".to_string()); 2],
             set_layouts: vec![("reviews".to_string(), "subset:10".to_string()); 2],
             set_rollups: vec![("readings".to_string(), i64::MIN); 2],
+        }));
+        requests.push(other(Op::Drop {
+            collection: collection.clone(),
         }));
         requests.push(other(Op::Delete { collection, key }));
         for request in requests {

@@ -113,6 +113,9 @@ pub enum Op {
         #[serde(default)]
         set_rollups: Vec<(String, i64)>,
     },
+    /// Drops a collection with every record of it, in the request's batch (each replica then
+    /// reclaims its space in the background, as a single database does).
+    Drop { collection: String },
 }
 
 /// An array field of a collection an [`Op::Create`] makes.
@@ -254,6 +257,9 @@ impl Request {
                         alteration = alteration.rename(to);
                     }
                     batch.alter_collection(collection, alteration);
+                }
+                Op::Drop { collection } => {
+                    batch.drop_collection(collection);
                 }
             }
         }

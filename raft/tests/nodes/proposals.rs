@@ -479,3 +479,36 @@ async fn a_replicated_alteration_changes_the_schema_or_is_refused_whole() {
     assert_eq!(payloads, want);
     assert!(people.get("b").unwrap().is_none());
 }
+
+/// A replicated drop: the collection and its records go in the request's batch and the name
+/// is free for the next create; dropping a collection that does not exist is refused.
+#[tokio::test]
+async fn a_replicated_drop_frees_the_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_log, mut state) = skewdb_raft::open(dir.path()).unwrap();
+    let drop = |collection: &str| Request {
+        ops: vec![Op::Drop {
+            collection: collection.to_string(),
+        }],
+    };
+    let json = serde_json::to_string(&drop("users")).unwrap();
+    assert_eq!(json, r#"{"ops":[{"op":"drop","collection":"users"}]}"#);
+    let responses = state
+        .apply([
+            entry(1, vec![create(), push("a", "first")]),
+            entry(2, vec![drop("users"), drop("nowhere")]),
+            entry(3, vec![create(), push("b", "second")]),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(responses[1][0], Response::Applied);
+    assert!(
+        matches!(&responses[1][1], Response::Refused { kind, .. } if kind == "unknown_collection"),
+        "{:?}",
+        responses[1][1]
+    );
+    assert_eq!(responses[2], [Response::Applied, Response::Applied]);
+    let db = state.reader().db();
+    assert!(db.collection("users").unwrap().get("a").unwrap().is_none());
+    assert_eq!(followers(&db, "b"), ["second"]);
+}
