@@ -4,6 +4,8 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use skewdb::{Alteration, Batch, CollectionSpec, Db, Layout, NewItem};
 
+use crate::state_machine::RAFT_COLLECTION;
+
 /// What one normal log entry carries: the requests of one or more clients, proposed
 /// together (one append and one replication for all) and applied in order, each as its
 /// own atomic batch with its own [`Response`]. A node gathers the requests that wait while
@@ -147,11 +149,34 @@ pub enum Response {
     },
 }
 
+impl Op {
+    /// The collection the operation names.
+    pub fn collection(&self) -> &str {
+        match self {
+            Op::Create { collection, .. }
+            | Op::Put { collection, .. }
+            | Op::Push { collection, .. }
+            | Op::Remove { collection, .. }
+            | Op::Delete { collection, .. }
+            | Op::Expire { collection, .. }
+            | Op::Alter { collection, .. }
+            | Op::Drop { collection } => collection,
+        }
+    }
+}
+
 impl Request {
     /// Creates the collections the request names, then adds its other operations to
     /// `batch`. An error is the request's own (a bad layout, a conflicting schema).
     pub(crate) fn stage(&self, db: &Db, batch: &mut Batch) -> skewdb::Result<()> {
         for op in &self.ops {
+            // The node's own state (what it applied, its membership) is not the clients'.
+            if op.collection() == RAFT_COLLECTION {
+                return Err(skewdb::Error::InvalidName {
+                    name: RAFT_COLLECTION.to_string(),
+                    reason: "reserved for the node's own state".to_string(),
+                });
+            }
             match op {
                 Op::Create { collection, arrays } => {
                     let mut spec = CollectionSpec::new(collection);

@@ -512,3 +512,48 @@ async fn a_replicated_drop_frees_the_name() {
     assert!(db.collection("users").unwrap().get("a").unwrap().is_none());
     assert_eq!(followers(&db, "b"), ["second"]);
 }
+
+/// The node's own collection is not the clients': a put over what it applied, or a drop or
+/// an alteration of it, is refused on every replica, and the node's state stays whole.
+#[tokio::test]
+async fn the_nodes_own_collection_is_refused_to_clients() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, mut state) = skewdb_raft::open(dir.path()).unwrap();
+    let raft = RAFT_COLLECTION.to_string();
+    let ops = [
+        Op::Put {
+            collection: raft.clone(),
+            key: b"applied".to_vec(),
+            body: b"null".to_vec(),
+        },
+        Op::Drop {
+            collection: raft.clone(),
+        },
+        Op::Alter {
+            collection: raft.clone(),
+            rename: Some("mine".to_string()),
+            drop_arrays: Vec::new(),
+            add_arrays: Vec::new(),
+            add_measures: Vec::new(),
+            set_layouts: Vec::new(),
+            set_rollups: Vec::new(),
+        },
+    ];
+    let requests = ops.map(|op| Request { ops: vec![op] });
+    let responses = state
+        .apply([entry(1, vec![create()]), entry(2, requests.into())])
+        .await
+        .unwrap();
+    for response in &responses[1] {
+        assert!(
+            matches!(response, Response::Refused { kind, .. } if kind == "invalid_name"),
+            "{response:?}"
+        );
+    }
+    let (applied, _) = state.applied_state().await.unwrap();
+    assert_eq!(applied.map(|id| id.index), Some(2));
+    drop((log, state));
+    let (_log, mut state) = skewdb_raft::open(dir.path()).unwrap();
+    let (applied, _) = state.applied_state().await.unwrap();
+    assert_eq!(applied.map(|id| id.index), Some(2));
+}
