@@ -153,9 +153,12 @@ fn parse_line(line: &str, db: &Db, batch: &mut Batch) -> Result<bool, Failure> {
     if op == "drop" || op == "alter" {
         return schema_change(&op, fields, db, batch).map(|()| false);
     }
+    if op == "create" {
+        return create(fields, batch).map(|()| false);
+    }
     if !OPS.contains(&op.as_str()) {
         return Err(Failure::invalid_input(format!(
-            "unknown op {op:?} (put, del, push, remove, expire, alter, drop, commit)"
+            "unknown op {op:?} (put, del, push, remove, expire, create, alter, drop, commit)"
         )));
     }
     let coll: String = fields.required("coll")?;
@@ -231,6 +234,48 @@ fn parse_line(line: &str, db: &Db, batch: &mut Batch) -> Result<bool, Failure> {
         other => unreachable!("op {other:?} is one of OPS"),
     }
     Ok(false)
+}
+
+/// An array field of an `exec` create op, as the cluster's `exec` spells it too.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ArrayField {
+    field: String,
+    /// As `skewdb create` spells it.
+    layout: String,
+    #[serde(default)]
+    measures: Vec<String>,
+    /// A span in the keys' units.
+    #[serde(default)]
+    rollup: Option<i64>,
+}
+
+/// Adds a collection's creation to the batch: `{"op":"create","coll":..,"arrays":[{"field":..,
+/// "layout":..,"measures":[..],"rollup":SPAN},..]}` (`measures` and `rollup` optional), as
+/// [`skewdb::Db::create_collection`] creates it: nothing when it exists with the same
+/// schema, the batch refused when its schema differs.
+fn create(mut fields: Fields, batch: &mut Batch) -> Result<(), Failure> {
+    let coll: String = fields.required("coll")?;
+    let arrays: Vec<ArrayField> = fields.optional("arrays")?.unwrap_or_default();
+    fields.finish("create")?;
+    let mut spec = skewdb::CollectionSpec::new(&coll);
+    for array in arrays {
+        let layout = skewdb::Layout::parse(&array.layout).map_err(|e| {
+            Failure::invalid_input(format!(
+                "array {:?}: layout {:?}: {e}",
+                array.field, array.layout
+            ))
+        })?;
+        spec = match array.measures.is_empty() {
+            true => spec.array(&array.field, layout),
+            false => spec.array_with_measures(&array.field, layout, &array.measures),
+        };
+        if let Some(span) = array.rollup {
+            spec = spec.rollup(&array.field, span);
+        }
+    }
+    batch.create_collection(spec);
+    Ok(())
 }
 
 /// Adds a schema change to the batch: `{"op":"drop","coll":..}`, or `{"op":"alter",

@@ -15,7 +15,7 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 use serde_json::{Value, json};
 use std::ops::Bound;
 
-use skewdb::{Batch, CollectionSpec, Cursor, Db, ItemQuery, Layout, NewItem, Options};
+use skewdb::{Batch, Cursor, Db, ItemQuery, Layout, NewItem, Options};
 use skewdb_cli::failure::{self, Failure};
 use skewdb_cli::item_key::{ItemKeyArg, SpanArg};
 use skewdb_cli::mapped::{Mapped, Stated, with_stated};
@@ -45,6 +45,7 @@ One example per operation:
   {\"op\":\"expire\",\"coll\":\"sensors\",\"key\":\"s1\",\"field\":\"readings\",\"before\":1700000000}
   {\"op\":\"del\",\"coll\":\"users\",\"key\":{\"base64\":\"AAE=\"}}
   {\"op\":\"alter\",\"coll\":\"users\",\"add_array\":[\"badges=embed\"],\"drop_array\":[\"log\"],\"add_measure\":[\"followers=weight\"],\"rename\":\"people\"}
+  {\"op\":\"create\",\"coll\":\"sensors\",\"arrays\":[{\"field\":\"readings\",\"layout\":\"bucket:60:3600000\",\"measures\":[\"temperature\",\"humidity\"],\"rollup\":86400000}]}
   {\"op\":\"drop\",\"coll\":\"sessions\"}
   {\"op\":\"commit\"}
 In push, item_key (default: the array's greatest key + 1), value (the first measure's,
@@ -52,6 +53,8 @@ finite), measures (values of named measures, finite) and payload (default: empty
 left out. An alter takes any of its changes (rename, add_array, drop_array, add_measure,
 set_layout, set_rollup: at least one) and applies them at once,
 as `skewdb alter` does; a batch must change a collection's schema before it writes to it.
+A create (its arrays' measures and rollup optional) makes the collection as `skewdb create`
+does, in the batch: the writes after it may use it.
 
 In a collection made by `skewdb import` (stored as bson), keys, bodies and payloads are
 Extended JSON values instead, read through the collection's mapping as `put` and `push`
@@ -1294,44 +1297,14 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             measures,
             rollups,
         } => {
-            let mut named: Vec<(&str, Vec<&str>)> = Vec::new();
-            for given in &measures {
-                let (field, names) = given.split_once('=').ok_or_else(|| {
-                    Failure::invalid_input(format!("--measures {given:?} is not FIELD=NAMES"))
-                })?;
-                if named.iter().any(|(seen, _)| *seen == field) {
-                    let message = format!("--measures names field {field:?} twice");
-                    return Err(Failure::invalid_input(message));
-                }
-                named.push((field, names.split(',').collect()));
-            }
-            let mut spec = CollectionSpec::new(&collection);
-            for array in &arrays {
-                let (field, layout) = array_arg(array)?;
-                spec = match named.iter().position(|(f, _)| *f == field) {
-                    Some(at) => spec.array_with_measures(field, layout, named.remove(at).1),
-                    None => spec.array(field, layout),
-                };
-            }
-            if let Some((field, _)) = named.first() {
-                let message = format!("--measures names {field:?}, which no --array declares");
-                return Err(Failure::invalid_input(message));
-            }
-            for given in &rollups {
-                let (field, span) = given.split_once('=').ok_or_else(|| {
-                    Failure::invalid_input(format!("--rollup {given:?} is not FIELD=SPAN"))
-                })?;
-                let array = spec.arrays().iter().find(|a| a.field == field);
-                let array = array.ok_or_else(|| {
-                    let message = format!("--rollup names {field:?}, which no --array declares");
-                    Failure::invalid_input(message)
-                })?;
-                let span = span
-                    .parse::<SpanArg>()
-                    .and_then(|span| span.resolve(array))
-                    .map_err(|e| Failure::invalid_input(format!("--rollup {given:?}: {e}")))?;
-                spec = spec.rollup(field, span);
-            }
+            let names = ["--array", "--measures", "--rollup"];
+            let spec = skewdb_cli::schema::collection_spec(
+                &collection,
+                &arrays,
+                &measures,
+                &rollups,
+                names,
+            )?;
             let handle = Db::open(&db, Options::new())?;
             handle.create_collection(spec)?;
             if json {

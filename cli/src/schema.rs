@@ -5,6 +5,63 @@ use skewdb::{Alteration, ArraySpec, CollectionSpec, Layout};
 use crate::failure::Failure;
 use crate::item_key::SpanArg;
 
+/// The spec `skewdb create` (or an `exec` create op) asks for: arrays as FIELD=LAYOUT,
+/// measures as FIELD=NAME,NAME.. (at most once a field), rollups as FIELD=SPAN (an integer
+/// in key units, or a duration on a time series). `names` are what the input calls the
+/// arrays, measures and rollups, for messages.
+pub fn collection_spec(
+    name: &str,
+    arrays: &[String],
+    measures: &[String],
+    rollups: &[String],
+    names: [&str; 3],
+) -> Result<CollectionSpec, Failure> {
+    let [array_flag, measures_flag, rollup_flag] = names;
+    let mut named: Vec<(&str, Vec<&str>)> = Vec::new();
+    for given in measures {
+        let (field, names) = given.split_once('=').ok_or_else(|| {
+            Failure::invalid_input(format!("{measures_flag} {given:?} is not FIELD=NAMES"))
+        })?;
+        if named.iter().any(|(seen, _)| *seen == field) {
+            let message = format!("{measures_flag} names field {field:?} twice");
+            return Err(Failure::invalid_input(message));
+        }
+        named.push((field, names.split(',').collect()));
+    }
+    let mut spec = CollectionSpec::new(name);
+    for array in arrays {
+        let (field, layout) = array.split_once('=').ok_or_else(|| {
+            Failure::invalid_input(format!("{array_flag} {array:?} is not FIELD=LAYOUT"))
+        })?;
+        let layout = Layout::parse(layout)
+            .map_err(|e| Failure::invalid_input(format!("{array_flag} {array:?}: {e}")))?;
+        spec = match named.iter().position(|(f, _)| *f == field) {
+            Some(at) => spec.array_with_measures(field, layout, named.remove(at).1),
+            None => spec.array(field, layout),
+        };
+    }
+    if let Some((field, _)) = named.first() {
+        let message = format!("{measures_flag} names {field:?}, which no {array_flag} declares");
+        return Err(Failure::invalid_input(message));
+    }
+    for given in rollups {
+        let (field, span) = given.split_once('=').ok_or_else(|| {
+            Failure::invalid_input(format!("{rollup_flag} {given:?} is not FIELD=SPAN"))
+        })?;
+        let array = spec.arrays().iter().find(|a| a.field == field);
+        let array = array.ok_or_else(|| {
+            let message = format!("{rollup_flag} names {field:?}, which no {array_flag} declares");
+            Failure::invalid_input(message)
+        })?;
+        let span = span
+            .parse::<SpanArg>()
+            .and_then(|span| span.resolve(array))
+            .map_err(|e| Failure::invalid_input(format!("{rollup_flag} {given:?}: {e}")))?;
+        spec = spec.rollup(field, span);
+    }
+    Ok(spec)
+}
+
 /// What an alteration asks for, as the flags (or an `exec` op's fields) give it: the new
 /// name, arrays to drop, arrays to add as FIELD=LAYOUT, measures to add as FIELD=NAME,
 /// layouts to set as FIELD=LAYOUT, and rollups to set as FIELD=SPAN.

@@ -1184,6 +1184,65 @@ fn rollups_keep_expired_windows() {
     assert_eq!(error["kind"], "range_cuts_rollup", "{error}");
 }
 
+/// `exec` creates a collection in a batch (measures and a rollup declared) and writes to it
+/// in the same batch; the same create again changes nothing, a conflicting one or a bad
+/// layout drops its batch.
+#[test]
+fn exec_creates_a_collection_in_its_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    ok(&["create", db.to_str().unwrap(), "--collection", "users"]);
+    let create = r#"{"op":"create","coll":"s","arrays":[{"field":"t","layout":"bucket:4:3600000","measures":["temp","hum"],"rollup":3600000},{"field":"n","layout":"embed"}]}"#;
+    let input = format!(
+        "{create}\n{}\n{{\"op\":\"commit\"}}\n{create}\n{{\"op\":\"commit\"}}\n",
+        r#"{"op":"push","coll":"s","key":"s1","field":"t","item_key":5,"measures":{"temp":20.5}}"#
+    );
+    let output = exec(&db, &input);
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(json_lines(&output).len(), 2);
+    let listed = ok(&["collections", db.to_str().unwrap()]);
+    assert!(
+        listed.contains("t=bucket:4:3600000 [temp hum] rollup 3600000, n=embed"),
+        "{listed}"
+    );
+    let summary = json_lines(&skewdb(&[
+        "--json",
+        "summary",
+        db.to_str().unwrap(),
+        "s",
+        "s1",
+        "t",
+    ]));
+    assert_eq!(summary[0]["sum"], 20.5);
+    for (line, kind) in [
+        (
+            r#"{"op":"create","coll":"s","arrays":[{"field":"t","layout":"embed"}]}"#,
+            "schema_conflict",
+        ),
+        (
+            r#"{"op":"create","coll":"x","arrays":[{"field":"t","layout":"tree"}]}"#,
+            "invalid_input",
+        ),
+        (
+            r#"{"op":"create","coll":"x","arrays":[{"field":"t","layout":"embed","keep":3}]}"#,
+            "invalid_input",
+        ),
+        (
+            r#"{"op":"create","coll":"x","arrays":[{"field":"t","layout":"embed","rollup":60}]}"#,
+            "invalid_schema",
+        ),
+    ] {
+        let output = exec(&db, &format!("{line}\n{{\"op\":\"commit\"}}\n"));
+        assert_eq!(output.status.code(), Some(1), "{line}: {output:?}");
+        assert_eq!(json_lines(&output)[0]["kind"], kind, "{line}");
+    }
+    let names: Vec<String> = ok(&["collections", db.to_str().unwrap()])
+        .lines()
+        .map(|line| line.split('\t').next().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["s", "users"]);
+}
+
 /// A rollup set by `alter` on a bucket array created without one, then widened by an
 /// `exec` alter op: the hourly rollups stay, a two-hour rollup holds the next two hours.
 #[test]

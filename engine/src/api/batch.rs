@@ -131,6 +131,14 @@ impl Batch {
 
     super::writes::write_methods!();
 
+    /// Creates `spec`'s collection with the batch, as [`crate::Db::create_collection`] does
+    /// (nothing when it exists with the same schema, `Error::SchemaConflict` when its schema
+    /// differs, which refuses the whole batch): operations queued after it may write to it.
+    pub fn create_collection(&mut self, spec: crate::CollectionSpec) -> &mut Self {
+        self.ops.push(BatchOp::CreateCollection(spec));
+        self
+    }
+
     /// Changes `collection`'s schema with the batch (see [`crate::Alteration`]): operations
     /// queued after it see the new schema; a batch that wrote to the collection before it is
     /// refused (`Error::InvalidSchema`).

@@ -562,3 +562,39 @@ fn the_model_target_holds_with_array_clears_on_seeded_inputs() {
         skewdb_tests::fuzz::model(&data);
     }
 }
+
+/// A batch creates a collection and writes to it at once; created again with the same
+/// schema it changes nothing, with another one the whole batch is refused.
+#[test]
+fn a_batch_creates_a_collection_and_writes_to_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = CollectionSpec::new("p").array("r", Layout::Subset { keep: 2 });
+    {
+        let db = Db::open(dir.path(), Options::new()).unwrap();
+        let mut batch = db.batch();
+        batch.create_collection(spec.clone());
+        batch.put("p", "k", "v");
+        batch.push("p", "k", "r", NewItem::new("x"));
+        batch.commit().unwrap();
+    }
+    let db = Db::open(dir.path(), Options::new()).unwrap();
+    let p = db.collection("p").unwrap();
+    assert_eq!(p.spec(), &spec);
+    assert_eq!(p.get("k").unwrap().unwrap().array("r").unwrap().total, 1);
+
+    let mut batch = db.batch();
+    batch.create_collection(spec.clone());
+    batch.push("p", "k", "r", NewItem::new("y"));
+    batch.commit().unwrap();
+    assert_eq!(p.get("k").unwrap().unwrap().array("r").unwrap().total, 2);
+
+    let mut batch = db.batch();
+    batch.put("p", "other", "v");
+    batch.create_collection(CollectionSpec::new("p").array("r", Layout::Embed));
+    assert!(matches!(batch.commit(), Err(Error::SchemaConflict { .. })));
+    assert!(p.get("other").unwrap().is_none());
+    let mut batch = db.batch();
+    batch.create_collection(CollectionSpec::new("q").array("r", Layout::Subset { keep: 0 }));
+    assert!(matches!(batch.commit(), Err(Error::InvalidSchema { .. })));
+    assert!(db.collection("q").is_err());
+}
