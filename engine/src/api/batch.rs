@@ -134,7 +134,7 @@ impl Batch {
     /// Creates `spec`'s collection with the batch, as [`crate::Db::create_collection`] does
     /// (nothing when it exists with the same schema, `Error::SchemaConflict` when its schema
     /// differs, which refuses the whole batch): operations queued after it may write to it.
-    pub fn create_collection(&mut self, spec: crate::CollectionSpec) -> &mut Self {
+    pub fn create_collection(&mut self, spec: crate::catalog::CollectionSpec) -> &mut Self {
         self.ops.push(BatchOp::CreateCollection(spec));
         self
     }
