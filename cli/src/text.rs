@@ -286,6 +286,7 @@ pub fn schema_json(spec: &CollectionSpec) -> Value {
                 "field": array.field,
                 "layout": array.layout.describe(),
                 "measures": array.measures,
+                "rollup": array.rollup,
                 "item_key": map.and_then(|m| m.item_key_field(&array.field)),
                 "measures_from_fields": map.is_some_and(|m| m.measures_from_fields(&array.field)),
             })

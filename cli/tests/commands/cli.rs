@@ -1282,6 +1282,15 @@ fn alter_sets_and_widens_a_rollup() {
         let error: Value = serde_json::from_slice(&refused.stderr).unwrap();
         assert_eq!(error["kind"], kind, "{given}: {error}");
     }
+    let same = json_lines(&skewdb(&[
+        "--json",
+        "alter",
+        db,
+        "s",
+        "--set-rollup",
+        "t=1h",
+    ]));
+    assert_eq!(same[0]["arrays"][0]["rollup"], 3_600_000, "{same:?}");
     let widen =
         "{\"op\":\"alter\",\"coll\":\"s\",\"set_rollup\":[\"t=2h\"]}\n{\"op\":\"commit\"}\n";
     assert!(exec(Path::new(db), widen).status.success());
