@@ -36,11 +36,12 @@ impl Reads<'_> {
         let query = ItemQuery::new().range(range);
         let mut summary = match whole {
             true => array.summary.clone(),
-            false => Summary::default(),
+            false => {
+                let mut held = Summary::default();
+                self.gather_held(version, info, key, field, array, &query, &mut held)?;
+                held
+            }
         };
-        if !whole {
-            self.gather_held(version, info, key, field, array, &query, &mut summary)?;
-        }
         self.gather_rollups(version, info, key, field, &query, &mut summary)?;
         Ok(Some(summary))
     }
