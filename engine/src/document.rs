@@ -8,6 +8,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::catalog::{CollectionInfo, Layout};
+pub use crate::item::Cursor;
 use crate::item::{Item, Order, Stored, Summary};
 use crate::record::{ArrayState, ParentRecord};
 
@@ -205,80 +206,6 @@ impl std::fmt::Debug for Document {
     }
 }
 
-/// A position in an array's iteration: the last item returned. Items with equal keys are
-/// told apart by their push order, so paging never skips or repeats one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Cursor {
-    /// The item's key.
-    pub key: i64,
-    /// Its push sequence in the array: ties of `key` are ordered by it.
-    pub seq: u64,
-}
-
-/// Hex digits of a cursor token: the key and push order (8 bytes each, big-endian) and a
-/// CRC32 of them (4 bytes).
-const CURSOR_TOKEN_LEN: usize = 2 * (8 + 8 + 4);
-
-/// The cursor as a token to print and read back: 40 hex digits, checked by a CRC32 so that
-/// a token damaged in a copy is refused, not taken for another position.
-impl std::fmt::Display for Cursor {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut bytes = [0u8; 20];
-        bytes[..8].copy_from_slice(&self.key.to_be_bytes());
-        bytes[8..16].copy_from_slice(&self.seq.to_be_bytes());
-        let crc = crc32fast::hash(&bytes[..16]);
-        bytes[16..].copy_from_slice(&crc.to_be_bytes());
-        for byte in bytes {
-            write!(f, "{byte:02x}")?;
-        }
-        Ok(())
-    }
-}
-
-impl std::str::FromStr for Cursor {
-    type Err = crate::error::Error;
-
-    fn from_str(token: &str) -> Result<Cursor, crate::error::Error> {
-        let bad = |reason: &str| crate::error::Error::InvalidCursor {
-            token: token.chars().take(2 * CURSOR_TOKEN_LEN).collect(),
-            reason: reason.to_string(),
-        };
-        if token.len() != CURSOR_TOKEN_LEN || !token.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(bad("a cursor token is 40 hex digits"));
-        }
-        let mut bytes = [0u8; 20];
-        for (at, byte) in bytes.iter_mut().enumerate() {
-            *byte = u8::from_str_radix(&token[2 * at..2 * at + 2], 16)
-                .map_err(|_| bad("a cursor token is 40 hex digits"))?;
-        }
-        let crc = u32::from_be_bytes(bytes[16..].try_into().expect("4 bytes"));
-        if crc != crc32fast::hash(&bytes[..16]) {
-            return Err(bad("its check digits do not match (a damaged token)"));
-        }
-        Ok(Cursor {
-            key: i64::from_be_bytes(bytes[..8].try_into().expect("8 bytes")),
-            seq: u64::from_be_bytes(bytes[8..16].try_into().expect("8 bytes")),
-        })
-    }
-}
-
-/// A cursor serializes as its token (a string), so it can travel in a web page's query or
-/// a job's state and come back checked.
-#[cfg(feature = "serde")]
-impl serde::Serialize for Cursor {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
-    }
-}
-
-#[cfg(feature = "serde")]
-impl<'de> serde::Deserialize<'de> for Cursor {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let token = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
-        token.parse().map_err(serde::de::Error::custom)
-    }
-}
-
 /// What `items` reads: a key range, an order, a cursor and a limit.
 ///
 /// ```
@@ -431,6 +358,36 @@ pub struct ItemPage {
     pub next: Option<Cursor>,
 }
 
+/// What [`crate::CollectionHandle::for_each_item`] read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Visited {
+    /// How many items were lent to the visitor.
+    pub items: usize,
+    /// Where the next page starts ([`ItemQuery::after`]), when more remain: the query's
+    /// limit cut the page, or the visitor stopped before its last item (the cursor is then
+    /// the last item it was lent).
+    pub next: Option<Cursor>,
+}
+
+/// What a visitor of [`crate::CollectionHandle::for_each_item`] returns: `()` to go on, or
+/// a [`std::ops::ControlFlow`], whose `Break` stops the read.
+pub trait VisitFlow {
+    /// Whether the read goes on to the next item.
+    fn go_on(self) -> bool;
+}
+
+impl VisitFlow for () {
+    fn go_on(self) -> bool {
+        true
+    }
+}
+
+impl VisitFlow for std::ops::ControlFlow<()> {
+    fn go_on(self) -> bool {
+        self.is_continue()
+    }
+}
+
 /// A parent whose array overflowed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Outlier {
@@ -440,90 +397,9 @@ pub struct Outlier {
     pub total: u64,
 }
 
-pub(crate) fn sort_items(items: &mut [Stored], order: Order) {
-    // A page is gathered from parts each in order (inline items, a tail, chunks), most
-    // often in the page's order end to end: looked at first, sorted (with a buffer beside
-    // it) only when not. (key, seq) is unique, so the stable sort has no ties to keep.
-    match order {
-        Order::Ascending => {
-            if !items.is_sorted_by_key(|s| s.order()) {
-                items.sort_by_key(|s| s.order());
-            }
-        }
-        Order::Descending => {
-            if !items.is_sorted_by(|a, b| a.order() >= b.order()) {
-                items.sort_by_key(|s| std::cmp::Reverse(s.order()));
-            }
-        }
-    }
-}
-
-/// [`sort_items`] of items gathered as two parts, `items[..split]` then the rest: when both
-/// are in `order` and the second lies wholly before the first (a Bucket's sealed buckets
-/// before its open one, which a range over both gathers open bucket first), the parts swap
-/// places in one pass instead of a sort.
-pub(crate) fn sort_gathered(items: &mut [Stored], split: usize, order: Order) {
-    if split > 0 && split < items.len() {
-        let before = |a: &Stored, b: &Stored| match order {
-            Order::Ascending => a.order() <= b.order(),
-            Order::Descending => a.order() >= b.order(),
-        };
-        let (first, second) = items.split_at(split);
-        if before(&second[second.len() - 1], &first[0])
-            && first.is_sorted_by(before)
-            && second.is_sorted_by(before)
-        {
-            items.rotate_left(split);
-            return;
-        }
-    }
-    sort_items(items, order);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn stored(key: i64, seq: u64) -> Stored {
-        Stored {
-            item: crate::item::Item::new(key, &[], bytes::Bytes::new()),
-            seq,
-        }
-    }
-
-    #[test]
-    fn gathered_parts_end_in_order_whichever_way_they_came() {
-        let keys = |items: &[Stored]| items.iter().map(|s| s.item.key).collect::<Vec<_>>();
-        // Second part wholly before the first: swapped.
-        let mut items = vec![stored(5, 0), stored(6, 1), stored(1, 2), stored(2, 3)];
-        sort_gathered(&mut items, 2, Order::Ascending);
-        assert_eq!(keys(&items), [1, 2, 5, 6]);
-        // Overlapping parts, a part out of order, a split at either end: sorted.
-        for split in 0..=4 {
-            let mut items = vec![stored(5, 0), stored(1, 1), stored(6, 2), stored(2, 3)];
-            sort_gathered(&mut items, split, Order::Ascending);
-            assert_eq!(keys(&items), [1, 2, 5, 6], "{split}");
-        }
-        let mut items = vec![stored(2, 0), stored(6, 1), stored(1, 2), stored(5, 3)];
-        sort_gathered(&mut items, 2, Order::Ascending);
-        assert_eq!(keys(&items), [1, 2, 5, 6]);
-        // Descending: the newer part gathered second goes first.
-        let mut items = vec![stored(2, 0), stored(1, 1), stored(6, 2), stored(5, 3)];
-        sort_gathered(&mut items, 2, Order::Descending);
-        assert_eq!(keys(&items), [6, 5, 2, 1]);
-        // Equal keys order by push sequence across the parts.
-        let mut items = vec![stored(3, 5), stored(4, 6), stored(3, 1), stored(3, 2)];
-        sort_gathered(&mut items, 2, Order::Ascending);
-        assert_eq!(
-            items
-                .iter()
-                .map(|s| (s.item.key, s.seq))
-                .collect::<Vec<_>>(),
-            [(3, 1), (3, 2), (3, 5), (4, 6)]
-        );
-        let mut empty: Vec<Stored> = Vec::new();
-        sort_gathered(&mut empty, 0, Order::Ascending);
-    }
 
     #[test]
     fn cursor_tokens_round_trip_at_the_ends_of_the_range() {

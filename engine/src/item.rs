@@ -636,8 +636,9 @@ pub(crate) fn part_ends(
     walk_items(bytes, |_, walked| ends.push(base + walked.payload.end))
 }
 
-/// One item as [`walk_items`] reads it.
-struct Walked {
+/// One item as [`walk_items`] reads it: its fixed fields, and where the rest is in the
+/// list's bytes (a borrowed read lends them from there: [`ItemRef`]).
+pub(crate) struct Walked {
     key: i64,
     seq: u64,
     value: Option<f64>,
@@ -649,7 +650,7 @@ struct Walked {
 }
 
 impl Walked {
-    fn order(&self) -> (i64, u64) {
+    pub(crate) fn order(&self) -> (i64, u64) {
         (self.key, self.seq)
     }
 
@@ -683,7 +684,10 @@ fn read_more(stored: &[u8]) -> Box<[Option<f64>; MAX_MEASURES - 1]> {
 
 /// Reads an item list (checking every length, flag and value), calling `each` with the
 /// list's item count and every item, then advances `bytes` past it.
-fn walk_items(bytes: &mut Bytes, mut each: impl FnMut(usize, Walked)) -> Result<(), String> {
+pub(crate) fn walk_items(
+    bytes: &mut Bytes,
+    mut each: impl FnMut(usize, Walked),
+) -> Result<(), String> {
     // Read through a plain slice and an offset.
     let data: &[u8] = bytes;
     let truncated = || "item truncated".to_string();
@@ -823,5 +827,10 @@ impl NewItem {
     }
 }
 
+mod borrowed;
+mod cursor;
 #[cfg(test)]
 mod tests;
+
+pub use borrowed::ItemRef;
+pub use cursor::Cursor;

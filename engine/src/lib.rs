@@ -67,9 +67,9 @@ pub use catalog::{
     ArraySpec, CollectionSpec, DEFAULT_MEASURE, DocumentFormat, DocumentMap, Layout, MAX_ARRAYS,
     MAX_COLLECTION_NAME_BYTES, MAX_INLINE_ITEMS,
 };
-pub use document::{ArrayView, Cursor, Document, ItemPage, ItemQuery, Outlier};
+pub use document::{ArrayView, Cursor, Document, ItemPage, ItemQuery, Outlier, VisitFlow, Visited};
 pub use error::{Error, Result};
-pub use item::{Item, MAX_MEASURES, MeasureSummary, NewItem, Order, Summary};
+pub use item::{Item, ItemRef, MAX_MEASURES, MeasureSummary, NewItem, Order, Summary};
 pub use limits::{MAX_BATCH_BYTES, MAX_KEY_BYTES, MAX_RECORD_BYTES};
 pub use options::{Durability, Options};
 pub use record::RECORD_OVERHEAD_BYTES;

@@ -2,6 +2,8 @@
 //! `SnapshotCollection` the state of its snapshot; both go through `At`, the reads of one
 //! collection at one version.
 
+#[cfg(doc)]
+use std::ops::ControlFlow;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
@@ -11,8 +13,9 @@ use super::array::Array;
 use super::view::{AtSnapshot, Latest, View};
 use crate::cache::Owner;
 use crate::catalog::{CollectionId, CollectionInfo, CollectionSpec};
-use crate::document::{Document, ItemPage, ItemQuery, Outlier};
+use crate::document::{Document, ItemPage, ItemQuery, Outlier, VisitFlow, Visited};
 use crate::error::{Error, Result};
+use crate::item::ItemRef;
 use crate::item::Summary;
 use crate::page::node::Value;
 use crate::page::tree::{BackCursor, Cursor as TreeCursor};
@@ -72,6 +75,36 @@ impl At<'_> {
         self.shared
             .reads()
             .items(&self.version, &self.info, key, field, query)
+    }
+
+    /// [`CollectionHandle::for_each_item`] at this version.
+    pub(crate) fn for_each_item<F: VisitFlow>(
+        &self,
+        key: &[u8],
+        field: &str,
+        query: &ItemQuery,
+        mut visit: impl FnMut(ItemRef<'_>) -> F,
+    ) -> Result<Option<Visited>> {
+        check_key(key)?;
+        let field = field_index(&self.info, field)?;
+        let reads = self.shared.reads();
+        reads.read_items(&self.version, &self.info, key, field, query, |picked| {
+            let mut visited = Visited {
+                items: 0,
+                next: picked.next,
+            };
+            let mut items = picked.iter().peekable();
+            while let Some(item) = items.next() {
+                visited.items += 1;
+                if !visit(item).go_on() {
+                    if items.peek().is_some() {
+                        visited.next = Some(item.id());
+                    }
+                    break;
+                }
+            }
+            visited
+        })
     }
 
     pub(crate) fn summary(
@@ -298,8 +331,66 @@ impl<V: View> CollectionHandle<V> {
         self.at()?.get_projected(key.as_ref(), fields)
     }
 
+    /// Reads array `field`'s items of parent `key` on `query`'s page, merged from wherever
+    /// they live (inline, tail, cold chunks), in the query's order, and lends each to
+    /// `visit` in place: its key, values and payload are read from the bytes the engine
+    /// holds, and nothing is allocated per item. The fast read; [`CollectionHandle::items`]
+    /// is the convenience that builds an owned page on top of it.
+    ///
+    /// `visit` returns `()` to go on, or a [`ControlFlow`] whose `Break` stops the read.
+    /// Returns how many items were visited and, when more remain (the query's limit cut
+    /// the page, or `visit` stopped before its end), the cursor to continue from; `None`
+    /// when the parent does not exist.
+    ///
+    /// ```
+    /// use skewdb::{CollectionSpec, Db, ItemQuery, Layout, NewItem, Options};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path(), Options::new())?;
+    /// let bucket = Layout::Bucket { max_items: 60, span: Some(3600) };
+    /// let sensors = db.create_collection(CollectionSpec::new("sensors").array("readings", bucket))?;
+    /// let mut batch = db.batch();
+    /// for minute in 0..180 {
+    ///     let reading = NewItem::new([]).key(minute * 60).value(20.0 + minute as f64 / 10.0);
+    ///     batch.push("sensors", "s1", "readings", reading);
+    /// }
+    /// batch.commit()?;
+    /// // The last hour's readings, summed in place.
+    /// let (mut count, mut sum) = (0, 0.0);
+    /// let last_hour = ItemQuery::new().range(7200..10800);
+    /// sensors.for_each_item("s1", "readings", &last_hour, |reading| {
+    ///     count += 1;
+    ///     sum += reading.value().unwrap_or(0.0);
+    /// })?;
+    /// assert_eq!(count, 60);
+    /// // The newest reading above 37.5, stopping at the first found.
+    /// let mut found = None;
+    /// let newest = ItemQuery::new().descending();
+    /// sensors.for_each_item("s1", "readings", &newest, |reading| {
+    ///     if reading.value() > Some(37.5) {
+    ///         found = Some(reading.key());
+    ///         return std::ops::ControlFlow::Break(());
+    ///     }
+    ///     std::ops::ControlFlow::Continue(())
+    /// })?;
+    /// assert_eq!(found, Some(179 * 60));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn for_each_item<F: VisitFlow>(
+        &self,
+        key: impl AsRef<[u8]>,
+        field: &str,
+        query: &ItemQuery,
+        visit: impl FnMut(ItemRef<'_>) -> F,
+    ) -> Result<Option<Visited>> {
+        self.view.note_parent(&self.info, key.as_ref())?;
+        self.at()?.for_each_item(key.as_ref(), field, query, visit)
+    }
+
     /// Items of array `field` of parent `key`, merged from wherever they live, in key
-    /// order (ties in push order); `None` when the parent does not exist.
+    /// order (ties in push order); `None` when the parent does not exist. Each item is
+    /// built and owned (its payload shares the engine's buffer);
+    /// [`CollectionHandle::for_each_item`] reads them in place.
     pub fn items(
         &self,
         key: impl AsRef<[u8]>,

@@ -82,9 +82,9 @@ use super::batch::Writes;
 use super::batch::sealed::Token;
 use super::collection::{CollectionHandle, Scan};
 use super::view::{Latest, View};
-use crate::document::{Cursor, Document, ItemPage, ItemQuery};
+use crate::document::{Cursor, Document, ItemPage, ItemQuery, VisitFlow, Visited};
 use crate::error::{Error, Result};
-use crate::item::{NewItem, Summary};
+use crate::item::{ItemRef, NewItem, Summary};
 
 /// How bodies and payloads become bytes and back. Implement it for a format of your own.
 pub trait Codec: Send + Sync + 'static {
@@ -388,6 +388,34 @@ pub struct TypedPage<I> {
     pub next: Option<Cursor>,
 }
 
+/// An item lent by [`TypedArray::for_each_item`]: the untyped [`ItemRef`] (its key,
+/// values, payload and identity, through `Deref`), its payload decoded as `I` by `C` only
+/// when [`TypedItemRef::decode`] is called.
+pub struct TypedItemRef<'a, I, C = Json> {
+    item: ItemRef<'a>,
+    _types: Types<(I, C)>,
+}
+
+impl<'a, I: DeserializeOwned, C: Codec> TypedItemRef<'a, I, C> {
+    /// The item's payload decoded; `Error::Codec` when it does not decode as `I`.
+    pub fn decode(&self) -> Result<I> {
+        C::decode(self.item.payload()).map_err(|e| codec_error::<C>("item", e))
+    }
+
+    /// The untyped item.
+    pub fn untyped(&self) -> ItemRef<'a> {
+        self.item
+    }
+}
+
+impl<'a, I, C> std::ops::Deref for TypedItemRef<'a, I, C> {
+    type Target = ItemRef<'a>;
+
+    fn deref(&self) -> &ItemRef<'a> {
+        &self.item
+    }
+}
+
 /// An array field whose items are `I`, encoded by `C`, of a collection keyed by `K`, read
 /// through the view `V` of the handle it was made from.
 pub struct TypedArray<K, I, C = Json, V = Latest> {
@@ -436,6 +464,25 @@ impl<K: Key, I: Serialize + DeserializeOwned + ItemFields, C: Codec, V: View>
         writes
             .pending(Token::new())
             .remove_item_from(&self.array, K::encode(key), id);
+    }
+
+    /// Lends parent `key`'s items on `query`'s page to `visit` in place, each decoded only
+    /// when the visitor asks ([`TypedItemRef::decode`]): a read that looks at keys and
+    /// values decodes no payload. See [`CollectionHandle::for_each_item`].
+    pub fn for_each_item<F: VisitFlow>(
+        &self,
+        key: &K::Arg,
+        query: &ItemQuery,
+        mut visit: impl FnMut(TypedItemRef<'_, I, C>) -> F,
+    ) -> Result<Option<Visited>> {
+        let typed = |item: ItemRef<'_>| {
+            visit(TypedItemRef {
+                item,
+                _types: PhantomData,
+            })
+        };
+        self.collection
+            .for_each_item(K::encode(key), self.array.field(), query, typed)
     }
 
     /// Items of parent `key`'s array, decoded (see [`CollectionHandle::items`]).

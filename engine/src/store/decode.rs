@@ -16,16 +16,6 @@ use crate::page::tree::Tree;
 use crate::record::{self, ParentRecord};
 use crate::rollup::Rollup;
 
-/// The most items per source a limited page makes room for in advance (a larger limit
-/// grows its vector as items come).
-const PAGE_ROOM: usize = 1024;
-
-/// The items a page of `query` gathers before it is cut: with a limit, at most `limit` from
-/// each of inline, tail and a chunk, then cut to `limit` again.
-pub(super) fn page_room(query: &ItemQuery) -> usize {
-    query.limit.map_or(0, |limit| 3 * limit.min(PAGE_ROOM))
-}
-
 pub(crate) fn decode_record(
     bytes: Bytes,
     info: &CollectionInfo,
@@ -116,22 +106,30 @@ fn wanted_items(
     }
 }
 
-/// A parent record with array `field`'s inline items on `query`'s pages only (see
-/// [`wanted_items`]); the other arrays' items are stepped over.
-pub(crate) fn decode_record_page(
+/// A parent record whose array `field`'s encoded inline list goes to `list` (which walks it
+/// whole, checking it, and builds nothing the record keeps: its `inline` stays empty); the
+/// other arrays' items are stepped over. For borrowed reads, which lend the list in place.
+pub(crate) fn decode_record_list(
     bytes: Bytes,
     info: &CollectionInfo,
     key: &[u8],
     field: usize,
-    query: &ItemQuery,
+    list: impl FnOnce(&mut Bytes) -> std::result::Result<(), String>,
 ) -> Result<ParentRecord> {
-    let page = |list: &mut Bytes| {
-        // The page's other items join these (`Shared::items`): room for them too.
-        let mut items = Vec::with_capacity(page_room(query));
-        wanted_items(list, query, &mut items).map(|()| items)
-    };
-    ParentRecord::decode_field_with(bytes, info.shape(), field, page)
+    let walk = |bytes: &mut Bytes| list(bytes).map(|()| Vec::new());
+    ParentRecord::decode_field_with(bytes, info.shape(), field, walk)
         .map_err(|reason| record_corruption(info, key, reason))
+}
+
+/// A tail record's item list, walked by `walk` (which must read the list whole), or the
+/// corruption that names the tail.
+pub(crate) fn walk_tail(
+    mut bytes: Bytes,
+    tree_key: &[u8],
+    walk: impl FnOnce(&mut Bytes) -> std::result::Result<(), String>,
+) -> Result<()> {
+    let walked = walk(&mut bytes);
+    tail_checked(walked, &bytes, tree_key)
 }
 
 /// A tail record's decode, or the corruption that names the tail: `rest` is what the

@@ -8,7 +8,8 @@
 //! - `versions`: the published version, the replaced ones readers hold, the segment files
 //!   waiting for them and the record tier's epoch;
 //! - `writer`: the writer (the hot log, checkpoint bookkeeping) and its group commit;
-//! - `read`: `Reads`, `get`, `items`, `summary` and `outliers` at one version;
+//! - `read`: `Reads`, `get`, `summary` and `outliers` at one version; `items`: an
+//!   array's items, merged from wherever they live and lent in place;
 //! - `mailbox`, `background`: the maintenance thread's mailbox and the thread.
 //!
 //! The jobs, one file each:
@@ -34,6 +35,7 @@ mod compact;
 mod copy;
 pub(crate) mod decode;
 mod engine;
+mod items;
 mod mailbox;
 mod migrate;
 mod ops;

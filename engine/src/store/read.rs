@@ -10,8 +10,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::decode::{
-    UNPLACED, decode_document, decode_read_record, decode_record_fields, decode_record_page,
-    decode_wanted_items, page_room, placed,
+    UNPLACED, decode_document, decode_read_record, decode_record_fields, decode_wanted_items,
+    placed,
 };
 use super::versions::{Version, Versions};
 use crate::cache::records::{self, KeptRecord, Seen};
@@ -19,9 +19,8 @@ use crate::cache::{Admission, Owner};
 
 use crate::catalog::CollectionInfo;
 use crate::cold::{ChunkRef, ColdStore, DETACHED_SEGMENT_ID};
-use crate::document::{Cursor, Document, ItemPage, ItemQuery, Outlier, sort_gathered, sort_items};
+use crate::document::{Document, ItemQuery, Outlier};
 use crate::error::{Error, Result};
-use crate::item::Order;
 use crate::item::{Item, Stored, Summary};
 use crate::page::node::{Node, Value};
 use crate::page::tree::{LeafEntry, Tree};
@@ -179,7 +178,7 @@ impl Reads<'_> {
     }
 
     /// A parent's record, decoded by `decode`.
-    fn parent_record_with(
+    pub(super) fn parent_record_with(
         &self,
         version: &Version,
         info: &CollectionInfo,
@@ -298,7 +297,7 @@ impl Reads<'_> {
 
     /// The index entries of one array's chunks that hold keys in `query`'s range, in max key
     /// order.
-    fn chunk_entries(
+    pub(super) fn chunk_entries(
         &self,
         version: &Version,
         info: &CollectionInfo,
@@ -413,141 +412,6 @@ impl Reads<'_> {
         Ok((cursor, keys::chunks_end(info.id, key, info.slot(field))))
     }
 
-    pub fn items(
-        &self,
-        version: &Version,
-        info: &CollectionInfo,
-        key: &[u8],
-        field: usize,
-        query: &ItemQuery,
-    ) -> Result<Option<ItemPage>> {
-        // The record's inline items on the query's pages: with a limit, only the first
-        // `limit` of them in the query's order are built.
-        let read = |bytes| decode_record_page(bytes, info, key, field, query);
-        let Some(mut record) = self.parent_record_with(version, info, key, read)? else {
-            return Ok(None);
-        };
-        let array = &mut record.arrays[field];
-        // The inline items were decoded into a vector with room for the whole page (see
-        // `page_room`): the page gathers in it.
-        let mut found: Vec<Stored> = std::mem::take(&mut array.inline);
-        let inline = found.len();
-        found.reserve(page_room(query).saturating_sub(found.len()));
-        if array.has_overflow {
-            match (query.order, query.limit) {
-                (Order::Descending, Some(limit)) => {
-                    self.newest_page(version, info, key, field, query, limit, &mut found)?
-                }
-                _ => {
-                    self.tail_items(version, info, key, field, query, &mut found)?;
-                    let mut entries = self.chunk_entries(version, info, key, field, query)?;
-                    entries.sort_by_key(|e| e.summary.min_key);
-                    for entry in entries {
-                        if let Some(limit) = query.limit
-                            && found.len() >= limit
-                        {
-                            // Every unread chunk starts after the limit-th item found: stop.
-                            sort_items(&mut found, query.order);
-                            found.truncate(limit);
-                            let boundary = found[limit - 1].item.key;
-                            if entry.summary.min_key.is_some_and(|min| min > boundary) {
-                                break;
-                            }
-                        }
-                        let items =
-                            self.chunk_items(version, &entry, Owner::collection(info.id))?;
-                        // A chunk is in (key, push) order: with a limit, only its first
-                        // `limit` wanted items can be among the page's.
-                        let wanted = items.iter().filter(|s| query.wanted(s));
-                        found.extend(wanted.take(query.limit.unwrap_or(usize::MAX)).cloned());
-                    }
-                }
-            }
-        }
-        sort_gathered(&mut found, inline, query.order);
-        let next = match query.limit {
-            Some(limit) if found.len() >= limit => {
-                found.truncate(limit);
-                found.last().map(|s| Cursor {
-                    key: s.item.key,
-                    seq: s.seq,
-                })
-            }
-            _ => None,
-        };
-        let mut page = ItemPage {
-            items: Vec::with_capacity(found.len()),
-            ids: Vec::with_capacity(found.len()),
-            next,
-        };
-        for stored in found {
-            page.ids.push(Cursor {
-                key: stored.item.key,
-                seq: stored.seq,
-            });
-            page.items.push(stored.item);
-        }
-        Ok(Some(page))
-    }
-
-    /// Adds the greatest items of the tail and the chunks to `found`, walking the chunk
-    /// index backwards (by max key) and stopping once no unread chunk can hold an item
-    /// among the first `limit`: the first page of a long history reads only its newest
-    /// chunks. The tail's key comes just before the array's chunk entries, so the leaf the
-    /// walk starts in usually holds it too: it is read from there when it does, with no
-    /// second descent.
-    #[allow(clippy::too_many_arguments)]
-    fn newest_page(
-        &self,
-        version: &Version,
-        info: &CollectionInfo,
-        key: &[u8],
-        field: usize,
-        query: &ItemQuery,
-        limit: usize,
-        found: &mut Vec<Stored>,
-    ) -> Result<()> {
-        let keys = keys::ArrayKeys::new(info.id, key, info.slot(field));
-        let pages = pages_for(self.pages, info);
-        let mut cursor = version
-            .tree
-            .cursor_back(&pages, Bound::Excluded(keys.chunks_end()))?;
-        let tail = match cursor.find_behind(keys.tail()) {
-            Some(Some(value)) => Some(pages.value_bytes(&value)?),
-            Some(None) => None,
-            None => self.read_tree(version, keys.tail(), pages.owner())?,
-        };
-        if let Some(bytes) = tail {
-            decode_wanted_items(bytes, keys.tail(), query, found)
-                .map_err(|e| self.placed(e, &version.tree, keys.tail()))?;
-        }
-        while let Some((tree_key, value)) = cursor.prev(&version.tree, &pages)? {
-            if !tree_key.starts_with(keys.chunks()) {
-                break;
-            }
-            let entry = decode_chunk_entry(&tree_key, &value, &pages)
-                .map_err(|e| self.placed(e, &version.tree, &tree_key))?;
-            if found.len() >= limit {
-                sort_items(found, Order::Descending);
-                found.truncate(limit);
-                let boundary = found[limit - 1].item.key;
-                // This chunk and every one before it end below the limit-th item.
-                if entry.summary.max_key.is_some_and(|max| max < boundary) {
-                    break;
-                }
-            }
-            if !query.overlaps(&entry.summary) {
-                continue;
-            }
-            let items = self.chunk_items(version, &entry, Owner::collection(info.id))?;
-            // A chunk is in (key, push) order: only its last `limit` wanted items can be
-            // among the page's.
-            let wanted = items.iter().rev().filter(|s| query.wanted(s));
-            found.extend(wanted.take(limit).cloned());
-        }
-        Ok(())
-    }
-
     pub fn outliers(
         &self,
         version: &Version,
@@ -613,7 +477,11 @@ pub(super) fn pages_for<'a>(pages: &'a PageStore, info: &CollectionInfo) -> Page
     pages.reading(Owner::collection(info.id))
 }
 
-fn decode_chunk_entry(tree_key: &[u8], value: &Value, pages: &Pages) -> Result<ChunkRef> {
+pub(super) fn decode_chunk_entry(
+    tree_key: &[u8],
+    value: &Value,
+    pages: &Pages,
+) -> Result<ChunkRef> {
     match value {
         Value::Inline(bytes) => decode_inline_chunk_entry(tree_key, bytes),
         large => {

@@ -4,12 +4,14 @@
 //! model; every read compared.
 
 use std::collections::BTreeMap;
-use std::ops::Bound;
+use std::ops::{Bound, ControlFlow};
 use std::sync::Arc;
 
 use proptest::prelude::*;
 use skewdb::testing::{SimStorage, Storage};
-use skewdb::{CollectionSpec, Db, Durability, ItemQuery, Layout, NewItem, Order, Summary};
+use skewdb::{
+    CollectionSpec, Cursor, Db, Durability, Item, ItemQuery, Layout, NewItem, Order, Summary,
+};
 use skewdb_tests::{LAYOUT_CHOICES, small_options};
 
 const FIELDS: [(&str, Layout); 5] = [
@@ -501,6 +503,40 @@ fn run(actions: Vec<Action>) -> Result<(), TestCaseError> {
                         prop_assert!(page.items.len() <= limit);
                     }
                     prop_assert_eq!(page.items.len(), page.ids.len());
+                    // The borrowed read lends the same items in place, and the same cursor.
+                    let mut lent = Vec::new();
+                    let visited = docs
+                        .for_each_item(parent_key(p), FIELDS[f].0, &page_query, |item| {
+                            // What the item lends in place is what its owned copy holds.
+                            let owned = item.to_item();
+                            let in_place = (item.key(), item.value(), item.payload().to_vec());
+                            lent.push((item.id(), owned, in_place));
+                        })
+                        .unwrap()
+                        .unwrap();
+                    for (_, owned, in_place) in &lent {
+                        prop_assert_eq!(
+                            in_place,
+                            &(owned.key, owned.value, owned.payload.to_vec())
+                        );
+                    }
+                    let lent_ids: Vec<Cursor> = lent.iter().map(|(id, ..)| *id).collect();
+                    prop_assert_eq!(&lent_ids, &page.ids);
+                    let lent_items: Vec<Item> = lent.into_iter().map(|(_, item, _)| item).collect();
+                    prop_assert_eq!(&lent_items, &page.items);
+                    prop_assert_eq!(visited.items, page.items.len());
+                    prop_assert_eq!(visited.next, page.next);
+                    // A visitor that stops at the first item is told where to go on.
+                    if page.items.len() > 1 {
+                        let stopped = docs
+                            .for_each_item(parent_key(p), FIELDS[f].0, &page_query, |_| {
+                                ControlFlow::Break(())
+                            })
+                            .unwrap()
+                            .unwrap();
+                        prop_assert_eq!(stopped.items, 1);
+                        prop_assert_eq!(stopped.next, Some(page.ids[0]));
+                    }
                     ids.extend(page.ids.iter().map(|id| (id.key, id.seq)));
                     got.extend(page.items);
                     match page.next {
