@@ -18,6 +18,7 @@ use super::read::{Reads, decode_chunk_entry, pages_for};
 use super::versions::Version;
 use crate::cache::Owner;
 use crate::catalog::CollectionInfo;
+use crate::cold::ChunkRef;
 use crate::document::{Cursor, ItemPage, ItemQuery};
 use crate::error::Result;
 use crate::item::{ItemRef, Order, Stored, Walked, walk_items};
@@ -59,6 +60,8 @@ pub(super) struct Gathered {
     /// The chunks read, as the cache holds their items.
     chunks: Vec<Arc<Vec<Stored>>>,
     picks: Vec<Pick>,
+    /// The chunk index entries a read in key order walks.
+    entries: Vec<ChunkRef>,
 }
 
 thread_local! {
@@ -77,11 +80,17 @@ impl Gathered {
     fn give_back(mut self) {
         self.lists.clear();
         self.chunks.clear();
-        if self.picks.capacity() > PICKS_KEPT || self.listed.capacity() > PICKS_KEPT {
+        let kept = [
+            self.picks.capacity(),
+            self.listed.capacity(),
+            self.entries.capacity(),
+        ];
+        if kept.into_iter().any(|capacity| capacity > PICKS_KEPT) {
             self = Gathered::default();
         }
         self.listed.clear();
         self.picks.clear();
+        self.entries.clear();
         GATHERED.with(|kept| kept.set(self));
     }
 
@@ -312,9 +321,7 @@ impl Reads<'_> {
         Ok(Some(next))
     }
 
-    /// Gathers the items of the array's tail and of its chunks in the range, the chunks in
-    /// min key order: with a limit, stopping at the first chunk that starts after the
-    /// limit-th item found (ascending).
+    /// Gathers the items of the array's tail and of its chunks in the range.
     fn gather_overflow(
         &self,
         version: &Version,
@@ -330,9 +337,32 @@ impl Reads<'_> {
             walk_tail(bytes, &tail_key, |list| gathered.add_list(list, query))
                 .map_err(|e| self.placed(e, &version.tree, &tail_key))?;
         }
-        let mut entries = self.chunk_entries(version, info, key, field, query)?;
+        // The entries' buffer is the thread's too, taken out while the chunks are read.
+        let mut entries = std::mem::take(&mut gathered.entries);
+        let read = self.gather_chunks(version, info, key, field, query, &mut entries, gathered);
+        entries.clear();
+        gathered.entries = entries;
+        read
+    }
+
+    /// Gathers the items of the array's chunks in the range, in min key order: with a
+    /// limit, stopping at the first chunk that starts after the limit-th item found
+    /// (ascending).
+    #[allow(clippy::too_many_arguments)]
+    fn gather_chunks(
+        &self,
+        version: &Version,
+        info: &CollectionInfo,
+        key: &[u8],
+        field: usize,
+        query: &ItemQuery,
+        entries: &mut Vec<ChunkRef>,
+        gathered: &mut Gathered,
+    ) -> Result<()> {
+        let owner = Owner::collection(info.id);
+        self.chunk_entries(version, info, key, field, query, entries)?;
         entries.sort_by_key(|e| e.summary.min_key);
-        for entry in entries {
+        for entry in entries.iter() {
             if let Some(limit) = query.limit
                 && gathered.picks.len() >= limit
             {
@@ -343,7 +373,7 @@ impl Reads<'_> {
                     break;
                 }
             }
-            let items = self.chunk_items(version, &entry, owner)?;
+            let items = self.chunk_items(version, entry, owner)?;
             gathered.add_chunk(items, query, query.limit);
         }
         Ok(())

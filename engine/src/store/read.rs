@@ -295,8 +295,8 @@ impl Reads<'_> {
         }
     }
 
-    /// The index entries of one array's chunks that hold keys in `query`'s range, in max key
-    /// order.
+    /// Appends to `entries` the index entries of one array's chunks that hold keys in
+    /// `query`'s range, in max key order.
     pub(super) fn chunk_entries(
         &self,
         version: &Version,
@@ -304,16 +304,15 @@ impl Reads<'_> {
         key: &[u8],
         field: usize,
         query: &ItemQuery,
-    ) -> Result<Vec<ChunkRef>> {
-        let mut entries = Vec::new();
+        entries: &mut Vec<ChunkRef>,
+    ) -> Result<()> {
         self.for_each_chunk_in(version, info, key, field, query, |found| match found {
             InRange::Leaf(_) => false,
             InRange::Entry(entry) => {
                 entries.push(entry);
                 true
             }
-        })?;
-        Ok(entries)
+        })
     }
 
     /// Walks the index entries of one array's chunks that hold keys in `query`'s range, in

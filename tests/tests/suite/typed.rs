@@ -81,6 +81,38 @@ fn round_trip<C: Codec>() {
     let newest: Vec<i64> = page.items.iter().map(|r| r.at).collect();
     assert_eq!(newest, [24 * 60, 23 * 60, 22 * 60]);
     assert!(page.next.is_some());
+    // The borrowed read lends the same items, decoded only when asked, and the same cursor.
+    let mut lent = Vec::new();
+    let visited = readings
+        .for_each_item(&7, &ItemQuery::new().descending().limit(3), |reading| {
+            let decoded = reading.decode().unwrap();
+            assert_eq!(
+                (reading.key(), reading.value()),
+                (decoded.at, Some(decoded.celsius))
+            );
+            lent.push((reading.id(), decoded));
+        })
+        .unwrap()
+        .unwrap();
+    assert_eq!(visited.next, page.next);
+    let lent_ids: Vec<_> = lent.iter().map(|(id, _)| *id).collect();
+    assert_eq!(lent_ids, page.ids);
+    let lent: Vec<Reading> = lent.into_iter().map(|(_, reading)| reading).collect();
+    assert_eq!(lent, page.items);
+    // Keys alone over the whole array (sealed buckets and the open one), nothing decoded;
+    // a parent that does not exist lends nothing.
+    let mut keys = Vec::new();
+    readings
+        .for_each_item(&7, &ItemQuery::new(), |reading| keys.push(reading.key()))
+        .unwrap()
+        .unwrap();
+    assert_eq!(keys, (0..25).map(|minute| minute * 60).collect::<Vec<_>>());
+    assert!(
+        readings
+            .for_each_item(&8, &ItemQuery::new(), |_| ())
+            .unwrap()
+            .is_none()
+    );
     // Numeric keys scan in numeric order, both ways, over ranges of the key type.
     let ids: Vec<u64> = sensors.scan(..).unwrap().map(|d| d.unwrap().key).collect();
     assert_eq!(ids, [7, 30, 1_000_000]);
