@@ -179,10 +179,17 @@ impl Store for Skew {
     }
 
     fn page(&mut self, id: u64) -> (usize, usize) {
+        // Each review read in place, as the peers read their values.
         let query = ItemQuery::new().descending().limit(data::PAGE);
-        let page = self.products().items(product_key(id), "reviews", &query);
-        let items = page.expect("items").expect("product").items;
-        (items.len(), items.iter().map(|r| r.payload.len()).sum())
+        let mut bytes = 0;
+        let visited = self
+            .products()
+            .for_each_item(product_key(id), "reviews", &query, |review| {
+                bytes += review.payload().len();
+            })
+            .expect("items")
+            .expect("product");
+        (visited.items, bytes)
     }
 
     fn reopen(&mut self, cache_bytes: usize) {

@@ -164,8 +164,16 @@ impl FollowerStore for Skew {
 
     fn list(&mut self, user: u64) -> usize {
         let query = ItemQuery::new().limit(LIST);
-        let page = self.users.items(key(user), "followers", &query);
-        page.expect("items").expect("user").items.len()
+        let mut keys = 0;
+        let visited = self
+            .users
+            .for_each_item(key(user), "followers", &query, |follower| {
+                keys ^= follower.key();
+            })
+            .expect("items")
+            .expect("user");
+        std::hint::black_box(keys);
+        visited.items
     }
 
     fn disk_bytes(&self) -> u64 {
