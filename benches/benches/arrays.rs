@@ -3,13 +3,16 @@
 //! - `summary` over a year of minute readings beside decoding every item, same run, and
 //!   the same for a second measure (humidity) of a year of two-measure readings;
 //! - that year summarized per day (365 windows), raw and rolled up into hourly rollups;
-//! - the first page (20 newest) of a 1,000,000-item `Subset` history, warm.
+//! - the first page (20 newest) of a 1,000,000-item `Subset` history, warm, owned and read
+//!   in place;
+//! - an hour of a year of minute readings (half in the newest sealed bucket, half in the
+//!   open one), owned (`items`) and read in place (`for_each_item`), same run.
 //!
 //! Run: `cargo bench -p skewdb-benches --bench arrays`
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use skewdb::{CollectionSpec, Db, Durability, ItemQuery, Layout, NewItem, Options};
-use skewdb_benches::{readings_db_kept, readings_db_with};
+use skewdb_benches::{readings_db, readings_db_kept, readings_db_with};
 
 fn layouts() -> Vec<(&'static str, Layout)> {
     vec![
@@ -170,6 +173,53 @@ fn subset_first_page(c: &mut Criterion) {
     c.bench_function("subset_history_1m/first_page_20_newest_warm", |b| {
         b.iter(|| products.items("p1", "reviews", &query).unwrap().unwrap())
     });
+    c.bench_function(
+        "subset_history_1m/first_page_20_newest_warm_in_place",
+        |b| {
+            b.iter(|| {
+                let mut bytes = 0;
+                products
+                    .for_each_item("p1", "reviews", &query, |review| {
+                        bytes += review.payload().len()
+                    })
+                    .unwrap()
+                    .unwrap();
+                bytes
+            })
+        },
+    );
+}
+
+/// The hour that ends half an hour after the newest sealed bucket: 30 readings of that
+/// bucket and 30 of the open one, each reading's value summed.
+fn last_hour(c: &mut Criterion) {
+    let options = Options::new().durability(Durability::Buffered);
+    let (_dir, db, minutes) = readings_db(options);
+    let sensors = db.collection("sensors").unwrap();
+    let end = minutes * 60 - 1_800;
+    let hour = ItemQuery::new().range(end - 3_600..end);
+    let page = sensors.items("s1", "readings", &hour).unwrap().unwrap();
+    assert_eq!(page.items.len(), 60);
+    let mut group = c.benchmark_group("last_hour_of_a_year");
+    group.bench_function("items", |b| {
+        b.iter(|| {
+            let page = sensors.items("s1", "readings", &hour).unwrap().unwrap();
+            page.items.iter().filter_map(|i| i.value).sum::<f64>()
+        })
+    });
+    group.bench_function("in_place", |b| {
+        b.iter(|| {
+            let mut sum = 0.0;
+            sensors
+                .for_each_item("s1", "readings", &hour, |reading| {
+                    sum += reading.value().unwrap_or(0.0)
+                })
+                .unwrap()
+                .unwrap();
+            sum
+        })
+    });
+    group.finish();
 }
 
 criterion_group!(
@@ -178,6 +228,7 @@ criterion_group!(
     summary_of_a_year,
     second_measure_of_a_year,
     year_per_day,
-    subset_first_page
+    subset_first_page,
+    last_hour
 );
 criterion_main!(benches);

@@ -1,6 +1,7 @@
 //! Items of array fields, their summaries, and the bytes of an item list: the one place
 //! that encodes and decodes them (parent records, tail records and cold chunks all hold
-//! item lists). See `format-spec/arrays.md`.
+//! item lists), and `ItemRef`, an item lent in place from those bytes or from a chunk's
+//! items as the cache holds them. See `format-spec/arrays.md`.
 
 use bytes::{Buf, BufMut, Bytes};
 
@@ -668,6 +669,121 @@ impl Walked {
     }
 }
 
+/// One item of an array, lent by [`crate::CollectionHandle::for_each_item`] for the length
+/// of one call of its visitor: its key, values and payload are read in place from the
+/// bytes the engine holds (the parent record, a tail record, a cold chunk in the cache),
+/// and nothing is allocated unless [`ItemRef::to_item`] is asked for an owned copy.
+#[derive(Clone, Copy)]
+pub struct ItemRef<'a>(Repr<'a>);
+
+#[derive(Clone, Copy)]
+enum Repr<'a> {
+    /// An item of an encoded list: `list` is the whole list's bytes, `walked` where the
+    /// item is in them.
+    Listed { list: &'a Bytes, walked: &'a Walked },
+    /// An item of a decoded chunk, as the cache holds it.
+    Stored(&'a Stored),
+}
+
+impl<'a> ItemRef<'a> {
+    pub(crate) fn listed(list: &'a Bytes, walked: &'a Walked) -> Self {
+        ItemRef(Repr::Listed { list, walked })
+    }
+
+    pub(crate) fn stored(stored: &'a Stored) -> Self {
+        ItemRef(Repr::Stored(stored))
+    }
+
+    /// The item's key.
+    pub fn key(&self) -> i64 {
+        match self.0 {
+            Repr::Listed { walked, .. } => walked.key,
+            Repr::Stored(stored) => stored.item.key,
+        }
+    }
+
+    /// The item's value of its array's first measure, if it has one (see [`Item::value`]).
+    pub fn value(&self) -> Option<f64> {
+        match self.0 {
+            Repr::Listed { walked, .. } => walked.value,
+            Repr::Stored(stored) => stored.item.value,
+        }
+    }
+
+    /// The item's value of measure `index` (0 is [`ItemRef::value`]), if it has one (see
+    /// [`Item::measure`]).
+    pub fn measure(&self, index: usize) -> Option<f64> {
+        if index == 0 {
+            return self.value();
+        }
+        match self.0 {
+            Repr::Listed { list, walked } => {
+                let stored = &list[walked.more.clone()?];
+                more_measure(stored, index - 1)
+            }
+            Repr::Stored(stored) => stored.item.measure(index),
+        }
+    }
+
+    /// The item's payload, in place.
+    pub fn payload(&self) -> &'a [u8] {
+        match self.0 {
+            Repr::Listed { list, walked } => &list[walked.payload.clone()],
+            Repr::Stored(stored) => &stored.item.payload,
+        }
+    }
+
+    /// The item's identity: its key and push sequence, for [`crate::Batch::remove_item`]
+    /// and as a cursor to page on after it ([`crate::ItemQuery::after`]).
+    pub fn id(&self) -> Cursor {
+        let (key, seq) = self.order();
+        Cursor { key, seq }
+    }
+
+    /// The item as an owned [`Item`]; its payload shares the engine's buffer (no copy of
+    /// its bytes).
+    pub fn to_item(&self) -> Item {
+        match self.0 {
+            Repr::Listed { list, walked } => walked.stored(list).item,
+            Repr::Stored(stored) => stored.item.clone(),
+        }
+    }
+
+    pub(crate) fn order(&self) -> (i64, u64) {
+        match self.0 {
+            Repr::Listed { walked, .. } => walked.order(),
+            Repr::Stored(stored) => stored.order(),
+        }
+    }
+}
+
+impl std::fmt::Debug for ItemRef<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let measures: Vec<Option<f64>> = (0..MAX_MEASURES).map(|i| self.measure(i)).collect();
+        let held = measures
+            .iter()
+            .rposition(Option::is_some)
+            .map_or(0, |i| i + 1);
+        f.debug_struct("ItemRef")
+            .field("key", &self.key())
+            .field("measures", &&measures[..held])
+            .field("payload", &Bytes::copy_from_slice(self.payload()))
+            .finish()
+    }
+}
+
+/// Value `at` of the further measures' checked stored form `stored` (a mask, then the values
+/// of the bits it sets, in bit order).
+fn more_measure(stored: &[u8], at: usize) -> Option<f64> {
+    let mask = stored[0];
+    if at >= MAX_MEASURES - 1 || mask & 1 << at == 0 {
+        return None;
+    }
+    let before = (mask & ((1u8 << at) - 1)).count_ones() as usize;
+    let value = stored[1 + 8 * before..].first_chunk::<8>()?;
+    Some(f64::from_le_bytes(*value))
+}
+
 /// The values of a checked stored form of further measures (mask, then values).
 fn read_more(stored: &[u8]) -> Box<[Option<f64>; MAX_MEASURES - 1]> {
     let mask = stored[0];
@@ -827,10 +943,8 @@ impl NewItem {
     }
 }
 
-mod borrowed;
 mod cursor;
 #[cfg(test)]
 mod tests;
 
-pub use borrowed::ItemRef;
 pub use cursor::Cursor;

@@ -577,6 +577,19 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
         None
     }
 
+    /// Keeps an object a writer made for `owner` (a chunk a commit sealed: see
+    /// `ColdGroup::add_kept`), as a read that loaded it would. It is no request: no counter
+    /// moves but the resident bytes, and the trace and the what-if sample see nothing until
+    /// it is read.
+    pub fn keep_written(&self, key: CacheKey, tier: Tier, owner: Owner, value: V, weight: u64) {
+        self.insert_owned(key, tier, value, weight, owner.0);
+    }
+
+    /// The pages' share of the budget (the whole budget less the record tier's), in bytes.
+    pub fn page_budget_bytes(&self) -> u64 {
+        self.page_budget
+    }
+
     /// Whether `weight` more bytes of pages fit without evicting any.
     fn has_room(&self, weight: u64) -> bool {
         self.core.lock().resident_bytes + weight <= self.page_limit()

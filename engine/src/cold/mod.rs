@@ -35,9 +35,56 @@ pub struct ColdGroup {
     buf: Vec<u8>,
     tail: ColdTail,
     compressor: zstd::bulk::Compressor<'static>,
+    /// The chunks a commit wrote whose items go into the cache once the group is written
+    /// (see [`ColdGroup::add_kept`]), and the bytes they weigh there.
+    kept: Vec<KeptChunk>,
+    kept_bytes: u64,
+    /// The most bytes of chunks one group puts into the cache.
+    keep_limit: u64,
 }
 
+/// A chunk a commit wrote, decoded as a read would find it, for the cache.
+struct KeptChunk {
+    offset: u64,
+    owner: Owner,
+    items: Arc<Vec<Stored>>,
+    weight: u64,
+}
+
+/// The cache weight of a chunk's items as [`ColdStore::items`] holds them.
+fn items_weight(items: &Vec<Stored>) -> usize {
+    items.capacity() * size_of::<Stored>()
+        + items.iter().map(|s| s.item.payload.len()).sum::<usize>()
+}
+
+/// The share of the cache's page budget one commit group's written chunks may take there (a
+/// bulk load seals many chunks, and should not flush the cache with them).
+const KEPT_SHARE_OF_BUDGET: u64 = 32;
+
 impl ColdGroup {
+    /// [`ColdGroup::add`], and once the group is written the chunk's items go into the
+    /// cache for `owner`, as a read of the chunk would leave them (while the group's kept
+    /// chunks stay within a share of the budget): a chunk a commit seals is the one the next
+    /// reads want (a time series' newest sealed bucket, a history's newest chunk), and
+    /// decoding it costs a read more than any page does.
+    pub fn add_kept(&mut self, kind: ChunkKind, items: &[Stored], owner: Owner) -> ChunkRef {
+        let entry = self.add(kind, items);
+        if self.tail.segment_id != DETACHED_SEGMENT_ID {
+            let owned = Arc::new(owned_items(items));
+            let weight = items_weight(&owned) as u64;
+            if self.kept_bytes + weight <= self.keep_limit {
+                self.kept_bytes += weight;
+                self.kept.push(KeptChunk {
+                    offset: entry.loc.offset,
+                    owner,
+                    items: owned,
+                    weight,
+                });
+            }
+        }
+        entry
+    }
+
     /// Adds a chunk; returns its index entry.
     pub fn add(&mut self, kind: ChunkKind, items: &[Stored]) -> ChunkRef {
         let start = self.buf.len();
@@ -89,7 +136,31 @@ impl ColdGroup {
 
     pub fn rollback(&mut self, mark: usize) {
         self.buf.truncate(mark);
+        let end = self.tail.offset + mark as u64;
+        self.kept.retain(|chunk| chunk.offset < end);
+        self.kept_bytes = self.kept.iter().map(|chunk| chunk.weight).sum();
     }
+}
+
+/// `items` as a chunk's decode builds them: the payloads copied into one buffer of their
+/// own (the written items' payloads may be slices of a batch's or a record's buffers, which
+/// the cache must not hold).
+fn owned_items(items: &[Stored]) -> Vec<Stored> {
+    let mut payloads = Vec::with_capacity(items.iter().map(|s| s.item.payload.len()).sum());
+    for stored in items {
+        payloads.extend_from_slice(&stored.item.payload);
+    }
+    let payloads = Bytes::from(payloads);
+    let mut at = 0;
+    let mut owned = Vec::with_capacity(items.len());
+    for stored in items {
+        let len = stored.item.payload.len();
+        let mut copy = stored.clone();
+        copy.item.payload = payloads.slice(at..at + len);
+        at += len;
+        owned.push(copy);
+    }
+    owned
 }
 
 /// The segment id the chunks of a detached group name: no segment file has it (segments are
@@ -108,6 +179,9 @@ impl ColdGroup {
                 offset: 0,
             },
             compressor: chunk::compressor(),
+            kept: Vec::new(),
+            kept_bytes: 0,
+            keep_limit: 0,
         }
     }
 
@@ -237,6 +311,9 @@ impl ColdStore {
                 .lock()
                 .take()
                 .unwrap_or_else(chunk::compressor),
+            kept: Vec::new(),
+            kept_bytes: 0,
+            keep_limit: self.cache.page_budget_bytes() / KEPT_SHARE_OF_BUDGET,
         })
     }
 
@@ -287,6 +364,8 @@ impl ColdStore {
             buf,
             tail: group_tail,
             compressor,
+            kept,
+            ..
         } = group;
         *self.compressor.lock() = Some(compressor);
         let group = ColdGroupBytes {
@@ -305,6 +384,16 @@ impl ColdStore {
         }
         tail.offset += group.buf.len() as u64;
         *self.unsynced.lock() = true;
+        drop(tail);
+        for chunk in kept {
+            let key = CacheKey::Chunk {
+                segment_id: group.tail.segment_id,
+                offset: chunk.offset,
+            };
+            let value = Cached::Items(chunk.items);
+            self.cache
+                .keep_written(key, Tier::ColdChunk, chunk.owner, value, chunk.weight);
+        }
         Ok(())
     }
 
@@ -383,8 +472,7 @@ impl ColdStore {
         let value = self.cache.get_or_load(key, Tier::ColdChunk, owner, || {
             let items = self.read_uncached(entry)?;
             Ok(Loaded {
-                weight_bytes: items.capacity() * size_of::<Stored>()
-                    + items.iter().map(|s| s.item.payload.len()).sum::<usize>(),
+                weight_bytes: items_weight(&items),
                 value: Cached::Items(Arc::new(items)),
                 read_bytes: entry.loc.len as u64,
             })
@@ -546,6 +634,53 @@ mod tests {
         let entry = group.add(ChunkKind::Items, &items);
         cold.append(group).unwrap();
         entry
+    }
+
+    /// Items keyed from `first_key`, each with a payload of its own buffer.
+    fn items_from(first_key: i64, count: i64) -> Vec<Stored> {
+        (first_key..first_key + count)
+            .map(|key| Stored {
+                item: Item::new(key, &[Some(key as f64)], format!("item {key}").into_bytes()),
+                seq: key as u64,
+            })
+            .collect()
+    }
+
+    /// A chunk a commit wrote is in the cache once its group is written, read back as its
+    /// decode would give it: the next read of it is a hit and reads nothing. A chunk rolled
+    /// back with its batch is not; nor is one past the group's share of the budget; a
+    /// transaction's own (detached) chunks never are.
+    #[test]
+    fn chunks_a_commit_writes_are_kept_in_the_cache() {
+        let sim = Arc::new(SimStorage::new());
+        let cache = Arc::new(Cache::new(1 << 20));
+        let cold = ColdStore::new(sim, cache.clone(), 1 << 20, ColdTail::default());
+        let owner = Owner::collection(7);
+        let stats = || cache.stats(|_| None).cold;
+        let mut group = cold.group().unwrap();
+        let kept = group.add_kept(ChunkKind::Bucket, &items_from(0, 40), owner);
+        let mark = group.mark();
+        let rolled_back = group.add_kept(ChunkKind::Bucket, &items_from(40, 40), owner);
+        group.rollback(mark);
+        // Past the group's share of the budget (a thirty-second of it): written, not kept.
+        let large = items_from(100, 2_000);
+        let over = group.add_kept(ChunkKind::Items, &large, owner);
+        cold.append(group).unwrap();
+        assert!(stats().resident_bytes > 0);
+        let read = cold.items(&kept, owner).unwrap();
+        assert_eq!(*read, cold.read_uncached(&kept).unwrap());
+        assert_eq!(
+            (stats().requests, stats().misses, stats().bytes_read),
+            (1, 0, 0)
+        );
+        // The rolled-back chunk's place holds the next chunk written, not its items.
+        assert_eq!(rolled_back.loc.offset, over.loc.offset);
+        assert_eq!(cold.items(&over, owner).unwrap().len(), 2_000);
+        assert_eq!((stats().requests, stats().misses), (2, 1));
+
+        let mut detached = ColdGroup::detached();
+        detached.add_kept(ChunkKind::Items, &items_from(0, 10), owner);
+        assert!(detached.kept.is_empty());
     }
 
     fn map_held(cold: &ColdStore, segment_id: u32) -> Option<(usize, bool)> {

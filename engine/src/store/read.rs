@@ -341,12 +341,20 @@ impl Reads<'_> {
             };
             let count = entries.len();
             let within = count > 0 && entries.key(count - 1) < end.as_ref();
-            let leaf_summary = leaf.chunk_summary(chunk_entry_summary);
+            // The leaf the walk starts in is entered part way (at the range's start), and
+            // the walk reads the entries from there: it does not build the leaf's summary,
+            // which reads them all (a range of the newest items, the read a time series
+            // gets most, starts near the end of the array's last leaf, which every sealed
+            // chunk changes). The leaves after it are entered at their start.
+            let leaf_summary = match from {
+                0 => leaf.chunk_summary(chunk_entry_summary),
+                _ => None,
+            };
             if let Some(whole) = leaf_summary {
                 if !query.overlaps(whole) {
                     return Ok(within);
                 }
-                if from == 0 && within && query.covers(whole) && visit(InRange::Leaf(whole)) {
+                if within && query.covers(whole) && visit(InRange::Leaf(whole)) {
                     return Ok(true);
                 }
             }

@@ -235,7 +235,7 @@ impl ParentWork {
         let array = self.array(index);
         let number = array.next_chunk;
         array.next_chunk += 1;
-        let chunk = cold.add(kind, &items);
+        let chunk = cold.add_kept(kind, &items, Owner::collection(self.info.id));
         self.chunks.push(PendingChunk {
             index,
             number,
