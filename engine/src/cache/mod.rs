@@ -701,6 +701,23 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
         self.fit_pages();
     }
 
+    /// Keeps `value` as the record of `key` in `collection` as of `generation`: the record
+    /// a commit wrote, of a parent the tier held before the commit changed it (`leaf`: the
+    /// leaf it was read from). Only the writer calls this, while it publishes the version of
+    /// `generation` (no reader can be keeping an older record then).
+    pub fn refresh_record(
+        &self,
+        collection: u32,
+        key: &[u8],
+        value: &[u8],
+        generation: u64,
+        leaf: u64,
+    ) {
+        self.records
+            .insert_from(collection, key, value, generation, leaf, || true);
+        self.fit_pages();
+    }
+
     /// The record tier's record of `key` in `collection` (see [`RecordCache::get_record`]);
     /// a hit is offered to the what-if sample.
     pub fn get_record(&self, collection: u32, key: &[u8], generation: u64) -> Option<KeptRecord> {

@@ -625,20 +625,22 @@ impl<D: Clone> RecordCache<D> {
         shard.counts(collection).tier.resident_bytes += weight;
     }
 
-    /// Forgets the record of `key` in `collection` (a commit is changing it).
-    pub fn remove(&self, collection: u32, key: &[u8]) {
+    /// Forgets the record of `key` in `collection` (a commit is changing it); returns the
+    /// leaf it was read from when the tier held it.
+    pub fn remove(&self, collection: u32, key: &[u8]) -> Option<u64> {
         if self.budget == 0 {
-            return;
+            return None;
         }
         let hash = self.hash_of(collection, key);
         let mut shard = self.shards[shard_index(hash)].lock();
-        if let Some(at) = shard.find(hash, collection, key) {
-            let (weight, collection) = shard.take(at);
-            self.resident.fetch_sub(weight, Ordering::AcqRel);
-            let counts = shard.counts(collection);
-            counts.tier.resident_bytes -= weight;
-            counts.invalidations += 1;
-        }
+        let at = shard.find(hash, collection, key)?;
+        let leaf = shard.slot_mut(at).leaf;
+        let (weight, collection) = shard.take(at);
+        self.resident.fetch_sub(weight, Ordering::AcqRel);
+        let counts = shard.counts(collection);
+        counts.tier.resident_bytes -= weight;
+        counts.invalidations += 1;
+        Some(leaf)
     }
 
     /// Forgets every record of `collection` (a schema change is changing how they read).

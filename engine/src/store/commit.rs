@@ -443,16 +443,43 @@ impl Shared {
         for collection in schema_changed {
             records.remove_collection(*collection);
         }
+        let mut refreshed = Vec::new();
         for key in written {
-            if let Some((collection, key)) = crate::page::keys::split_parent(key) {
-                records.remove(collection, key);
+            if let Some((collection, parent)) = crate::page::keys::split_parent(key)
+                && let Some(leaf) = records.remove(collection, parent)
+            {
+                refreshed.push((key, collection, parent, leaf));
             }
         }
         version.generation = epoch + 1;
+        // A record the tier held goes back in as this version has it: a parent that is
+        // read, written and read again (a sensor's readings, a product's reviews, a
+        // profile's followers) is read from memory after the write too, not by a walk to
+        // its leaf. Only a record the tree holds in memory (inline in a leaf, or held until
+        // the next checkpoint), and small enough to copy at every commit; a record that
+        // cannot be read now is left for its next reader, who meets the error.
+        let pages = self.pages.maintaining();
+        for (key, collection, parent, leaf) in refreshed {
+            let value = match version.tree.get(&pages, key) {
+                Ok(Some(Value::Inline(value) | Value::Held(value)))
+                    if value.len() <= REFRESHED_RECORD_BYTES =>
+                {
+                    value
+                }
+                _ => continue,
+            };
+            let cache = &self.pages.cache;
+            cache.refresh_record(collection, parent, &value, epoch + 1, leaf);
+        }
         self.publish(version);
         self.versions.end_record_change(epoch);
     }
 }
+
+/// The largest record a commit puts back in the record tier: at most the largest record
+/// patched in place (four pages of the largest size), copied at every commit that changes
+/// it.
+const REFRESHED_RECORD_BYTES: usize = 64 * 1024;
 
 pub(super) fn fail_all(requests: &[Arc<Request>], error: Error) {
     let reason = error.to_string();

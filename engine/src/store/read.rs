@@ -778,10 +778,20 @@ mod tests {
         let mut batch = db.batch();
         batch.put("docs", "k", "new");
         batch.commit().unwrap();
-        assert!(kept(db.engine.current().generation).is_none());
-        assert_eq!(records.counts().tier.resident_bytes, 0);
+        // The commit puts the new record in the old one's place, without the document
+        // built from the old one; readers of the new version find it, of the old not.
+        let generation = db.engine.current().generation;
+        let (refreshed, document) = kept(generation).expect("the new record kept");
+        assert!(document.is_none());
+        assert!(kept(generation - 1).is_none());
+        assert_eq!(
+            records.counts().tier.resident_bytes,
+            crate::cache::records::entry_weight(1 + refreshed.value().len())
+        );
+        let hits = records.counts().tier.hits;
         assert_eq!(docs.get("k").unwrap().unwrap().body(), b"new");
         assert_eq!(docs.get("k").unwrap().unwrap().body(), b"new");
+        assert_eq!(records.counts().tier.hits, hits + 2);
         assert!(kept(db.engine.current().generation).unwrap().1.is_some());
         // The reader of the version before the commit reads its own record, past the tier.
         let before = db

@@ -367,9 +367,10 @@ fn invalid_options_are_refused() {
 
 /// A point read keeps the parent record in the record tier; the next read of it asks the
 /// page cache for nothing. A commit that changes the record (a put, a push logged as a
-/// patch, a delete) takes it out; records it does not change stay.
+/// patch) puts the new record in its place, a delete takes it out; records it does not
+/// change stay.
 #[test]
-fn point_reads_are_answered_by_the_record_tier_until_a_commit_changes_the_record() {
+fn point_reads_are_answered_by_the_record_tier_through_the_commits_that_change_it() {
     let (_sim, storage) = sim();
     let options = Options::new().cache_bytes(1 << 20).record_cache_percent(50);
     let db = open_db(storage, options).unwrap();
@@ -403,7 +404,8 @@ fn point_reads_are_answered_by_the_record_tier_until_a_commit_changes_the_record
         stats.records,
         "counted for its collection"
     );
-    // A push to "a" (logged as a patch) takes its record out; "b" stays.
+    // A push to "a" (logged as a patch) takes its record out and puts the new one in its
+    // place: the next read of "a" is a hit too, and sees the push; "b" stays.
     let mut batch = db.batch();
     batch.push("p", "a", "r", skewdb::NewItem::new("second").key(2));
     batch.commit().unwrap();
@@ -411,7 +413,8 @@ fn point_reads_are_answered_by_the_record_tier_until_a_commit_changes_the_record
     assert_eq!(total("b"), Some(1));
     let stats = db.cache_stats();
     assert_eq!(stats.record_invalidations, 1);
-    assert_eq!((stats.records.requests, stats.records.hits), (4, 3));
+    assert_eq!((stats.records.requests, stats.records.hits), (4, 4));
+    assert_eq!(stats.hot.requests + stats.cold.requests, 0);
     // A put and a delete too; a missing parent is never kept.
     let mut batch = db.batch();
     batch.put("p", "b", "new body");
@@ -421,6 +424,18 @@ fn point_reads_are_answered_by_the_record_tier_until_a_commit_changes_the_record
     assert!(p.get("a").unwrap().is_none());
     assert!(p.get("a").unwrap().is_none());
     assert_eq!(db.cache_stats().record_invalidations, 3);
+    // A record over 64 KiB is not copied back at every commit: it is taken out only.
+    let mut batch = db.batch();
+    batch.put("p", "big", vec![b'x'; 100_000]);
+    batch.commit().unwrap();
+    assert_eq!(total("big"), Some(0));
+    let mut batch = db.batch();
+    batch.push("p", "big", "r", skewdb::NewItem::new("one").key(1));
+    batch.commit().unwrap();
+    let before = db.cache_stats().records;
+    assert_eq!(total("big"), Some(1));
+    let after = db.cache_stats().records;
+    assert_eq!((after.hits, after.misses), (before.hits, before.misses + 1));
     // Without a record tier every get walks the tree.
     let (_sim, storage) = sim();
     let db = open_db(storage, Options::new().record_cache_percent(0)).unwrap();
