@@ -697,7 +697,11 @@ fn main() {
         && record_percent.is_none()
         && products_count == PRODUCTS
         && view_count == data::VIEWS
-        && let Err(e) = report::write(&whole, &rows)
+        && let Err(e) = report::write(&whole, &rows).and_then(|()| {
+            let date = report::today();
+            let headline = report::headline(&rows, &sensor_rows, &follower_rows, &date);
+            report::write_headline(&headline)
+        })
     {
         eprintln!("skewdb-peers: {e}");
         std::process::exit(1);

@@ -194,6 +194,179 @@ pub fn follower_table(rows: &[FollowerRow]) -> String {
     )
 }
 
+/// One operation of the headline table: skewdb's latencies and each hand-coded peer's.
+struct Headline {
+    workload: &'static str,
+    operation: String,
+    skewdb: Percentiles,
+    peers: Vec<(&'static str, Percentiles)>,
+}
+
+/// The cells of a headline figure: the best peer's figure with its engine, and how skewdb
+/// stands to it (a loss written as one).
+fn versus(skewdb: f64, peers: &[(&'static str, f64)]) -> [String; 2] {
+    let Some(&(engine, best)) = peers.iter().min_by(|a, b| a.1.total_cmp(&b.1)) else {
+        return ["-".into(), "-".into()];
+    };
+    let verdict = if skewdb <= best {
+        format!("{:.2}x faster", best / skewdb.max(f64::MIN_POSITIVE))
+    } else {
+        format!("**{:.2}x slower**", skewdb / best.max(f64::MIN_POSITIVE))
+    };
+    [format!("{best:.1} ({engine})"), verdict]
+}
+
+/// A headline figure: the operation's name and how a row's latencies are read.
+type HeadlineFigure<'a, M> = (String, &'a dyn Fn(&M) -> Percentiles);
+
+/// Headline lines of one workload: for each named figure, skewdb's and the peers'.
+fn headlines<M>(
+    workload: &'static str,
+    skewdb: &M,
+    peers: &[(&'static str, &M)],
+    figures: &[HeadlineFigure<'_, M>],
+) -> Vec<Headline> {
+    figures
+        .iter()
+        .map(|(operation, figure)| Headline {
+            workload,
+            operation: operation.clone(),
+            skewdb: figure(skewdb),
+            peers: peers.iter().map(|(e, m)| (*e, figure(m))).collect(),
+        })
+        .collect()
+}
+
+/// The README's headline: per seed workload and operation, skewdb's p50 and p99 against the
+/// best hand-coded peer's at each (the peers' embedded models left out), with the date of
+/// the run.
+pub fn headline(
+    rows: &[Row],
+    sensor_rows: &[SensorRow],
+    follower_rows: &[FollowerRow],
+    date: &str,
+) -> String {
+    let native = |engine: &str| engine == "skewdb";
+    let hand = |model: &str| model.starts_with("hand-coded");
+    let mut lines = Vec::new();
+    if let Some((_, _, skew)) = rows
+        .iter()
+        .find(|(e, m, _)| native(e) && *m == Model::Native)
+    {
+        let peers: Vec<(&'static str, &Measured)> = rows
+            .iter()
+            .filter(|(e, m, _)| !native(e) && *m == Model::HandSubset)
+            .map(|(e, _, m)| (*e, m))
+            .collect();
+        let small = crate::CACHE_BYTES >> 20;
+        let cached = crate::LARGE_CACHE_BYTES >> 20;
+        let figures: [HeadlineFigure<'_, Measured>; 5] = [
+            (format!("view, cache {small} MiB"), &|m| {
+                m.small.view_latency
+            }),
+            (format!("view, cache {cached} MiB"), &|m| {
+                m.fits.view_latency
+            }),
+            (format!("page of 20, cache {small} MiB"), &|m| {
+                m.small.page_latency
+            }),
+            (format!("page of 20, cache {cached} MiB"), &|m| {
+                m.fits.page_latency
+            }),
+            ("append, durable".to_string(), &|m| m.append_latency),
+        ];
+        lines.extend(headlines("product pages", skew, &peers, &figures));
+    }
+    if let Some((_, _, skew)) = sensor_rows.iter().find(|(e, _, _)| native(e)) {
+        let peers: Vec<(&'static str, &crate::sensors::Measured)> = sensor_rows
+            .iter()
+            .filter(|(e, m, _)| !native(e) && hand(m))
+            .map(|(e, _, m)| (*e, m))
+            .collect();
+        let figures: [HeadlineFigure<'_, crate::sensors::Measured>; 3] = [
+            ("last-hour range".to_string(), &|m| m.range_latency),
+            ("aggregate".to_string(), &|m| m.aggregate_latency),
+            ("append, durable".to_string(), &|m| m.append_latency),
+        ];
+        lines.extend(headlines("sensors", skew, &peers, &figures));
+    }
+    if let Some((_, _, skew)) = follower_rows.iter().find(|(e, _, _)| native(e)) {
+        let peers: Vec<(&'static str, &crate::followers::Measured)> = follower_rows
+            .iter()
+            .filter(|(e, m, _)| !native(e) && hand(m))
+            .map(|(e, _, m)| (*e, m))
+            .collect();
+        let figures: [HeadlineFigure<'_, crate::followers::Measured>; 2] = [
+            ("profile read".to_string(), &|m| m.profile_latency),
+            ("follow, durable".to_string(), &|m| m.follow_latency),
+        ];
+        lines.extend(headlines("followers", skew, &peers, &figures));
+    }
+    let mut out = format!(
+        "skewdb against the best peer that codes the same pattern by hand (redb, fjall, \
+         SQLite, each used as its docs recommend, values read in place), per operation; run \
+         of {date} on 2 cores, printed by `cargo run --release -p skewdb-peers` \
+         ([BENCHMARKS.md](BENCHMARKS.md#side-by-side-with-the-peers) has every figure).\n\n\
+         | workload | operation | skewdb p50 us | best peer p50 us | at p50 | skewdb p99 us | \
+         best peer p99 us | at p99 |\n|---|---|---|---|---|---|---|---|\n"
+    );
+    for line in &lines {
+        let at = |pick: fn(&Percentiles) -> f64| {
+            let peers: Vec<(&'static str, f64)> =
+                line.peers.iter().map(|(e, p)| (*e, pick(p))).collect();
+            versus(pick(&line.skewdb), &peers)
+        };
+        let [p50_peer, p50_verdict] = at(|p| p.p50_us);
+        let [p99_peer, p99_verdict] = at(|p| p.p99_us);
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.1} | {p50_peer} | {p50_verdict} | {:.1} | {p99_peer} | {p99_verdict} |",
+            line.workload, line.operation, line.skewdb.p50_us, line.skewdb.p99_us
+        );
+    }
+    out
+}
+
+/// Where the headline goes in `README.md`: everything between these two lines.
+const HEADLINE_BEGIN: &str = "<!-- headline: written by `cargo run --release -p skewdb-peers` -->";
+const HEADLINE_END: &str = "<!-- end of headline -->";
+
+/// Writes the headline into `README.md` (between its markers).
+pub fn write_headline(text: &str) -> Result<(), String> {
+    let readme = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
+    let document = std::fs::read_to_string(&readme).map_err(|e| format!("README.md: {e}"))?;
+    let updated = replace_between(&document, HEADLINE_BEGIN, HEADLINE_END, text)
+        .ok_or_else(|| format!("README.md lacks the lines {HEADLINE_BEGIN} and {HEADLINE_END}"))?;
+    std::fs::write(&readme, updated).map_err(|e| format!("README.md: {e}"))
+}
+
+/// Today's date (UTC) as YYYY-MM-DD, from the system clock.
+pub fn today() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    civil_date(i64::try_from(secs / 86_400).unwrap_or(0))
+}
+
+/// The date `days` days after 1970-01-01 (H. Hinnant's days-to-civil algorithm).
+fn civil_date(days: i64) -> String {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z - era * 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
 /// The chart of product views, from the repository's root.
 const CHART: &str = "bench-results/peers.svg";
 /// Where the tables go in `BENCHMARKS.md`: everything between these two lines.
@@ -203,8 +376,13 @@ const END: &str = "<!-- end of peers tables -->";
 /// `document` with the text between the lines `BEGIN` and `END` replaced by `text`; `None`
 /// when the markers are missing or out of order.
 pub(crate) fn replace_tables(document: &str, text: &str) -> Option<String> {
-    let begin = document.find(BEGIN)? + BEGIN.len();
-    let end = begin + document[begin..].find(END)?;
+    replace_between(document, BEGIN, END, text)
+}
+
+/// `document` with the text between the lines `first` and `last` replaced by `text`.
+fn replace_between(document: &str, first: &str, last: &str, text: &str) -> Option<String> {
+    let begin = document.find(first)? + first.len();
+    let end = begin + document[begin..].find(last)?;
     Some(format!(
         "{}\n\n{}\n\n{}",
         &document[..begin],
@@ -296,6 +474,27 @@ pub fn write_ram(text: &str, products: u64, limit_mib: u64) -> Result<(), String
 mod tests {
     use super::*;
     use crate::Viewed;
+
+    #[test]
+    fn dates_are_civil() {
+        assert_eq!(civil_date(0), "1970-01-01");
+        assert_eq!(civil_date(59), "1970-03-01");
+        assert_eq!(civil_date(11_016), "2000-02-29");
+        assert_eq!(civil_date(20_794), "2026-12-07");
+    }
+
+    #[test]
+    fn the_headline_names_the_best_peer_and_writes_losses_as_losses() {
+        assert_eq!(
+            versus(2.0, &[("redb", 4.0), ("fjall", 3.0)]),
+            ["3.0 (fjall)".to_string(), "1.50x faster".to_string()]
+        );
+        assert_eq!(
+            versus(5.0, &[("redb", 2.5)]),
+            ["2.5 (redb)".to_string(), "**2.00x slower**".to_string()]
+        );
+        assert_eq!(versus(1.0, &[]), ["-".to_string(), "-".to_string()]);
+    }
 
     #[test]
     fn the_tables_replace_only_what_lies_between_the_markers() {
