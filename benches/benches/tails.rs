@@ -115,13 +115,13 @@ fn sensors(immediate: bool, owned: bool) {
     batch.commit().expect("load");
     db.compact().expect("compact");
     let mut clock = vec![LOADED; SENSORS];
-    let mut written = vec![false; SENSORS];
-    let mut sealed = vec![false; SENSORS];
+    let mut written = [false; SENSORS];
+    let mut sealed = [false; SENSORS];
     let mut stream = Stream(88_172_645_463_325_252);
     let mut classes = Classes::default();
     for _ in 0..20_000 {
         let sensor = stream.next() as usize % SENSORS;
-        if stream.next() % 2 == 0 {
+        if stream.next().is_multiple_of(2) {
             let mut batch = db.batch();
             let reading = NewItem::new([]).key(clock[sensor]).value(1.0);
             batch.push("sensors", key(sensor), "readings", reading);
