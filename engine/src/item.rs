@@ -55,6 +55,11 @@ impl Item {
         }
     }
 
+    /// Whether the item keeps values of measures after the first (in a box of their own).
+    pub(crate) fn more_values_held(&self) -> bool {
+        self.more.is_some()
+    }
+
     /// The item's value of measure `index` (in the array's declared order; 0 is
     /// [`Item::value`]), if it has one. [`crate::ArraySpec::measure_index`] finds a
     /// measure's index by its name.

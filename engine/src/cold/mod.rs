@@ -51,15 +51,24 @@ struct KeptChunk {
     weight: u64,
 }
 
-/// The cache weight of a chunk's items as [`ColdStore::items`] holds them.
+/// The cache weight of a chunk's items as [`ColdStore::items`] holds them: the vector, the
+/// payloads, and the values of further measures each item with any keeps in a box of its
+/// own (with the allocator's header).
 fn items_weight(items: &Vec<Stored>) -> usize {
+    const BOX_BYTES: usize = size_of::<[Option<f64>; crate::item::MAX_MEASURES - 1]>() + 16;
     items.capacity() * size_of::<Stored>()
-        + items.iter().map(|s| s.item.payload.len()).sum::<usize>()
+        + items
+            .iter()
+            .map(|s| s.item.payload.len() + s.item.more_values_held() as usize * BOX_BYTES)
+            .sum::<usize>()
 }
 
 /// The share of the cache's page budget one commit group's written chunks may take there (a
 /// bulk load seals many chunks, and should not flush the cache with them).
 const KEPT_SHARE_OF_BUDGET: u64 = 32;
+
+/// The most chunks one commit group puts into the cache: a group that seals more keeps none.
+const KEPT_CHUNKS_PER_GROUP: usize = 4;
 
 impl ColdGroup {
     /// [`ColdGroup::add`], and once the group is written the chunk's items go into the
@@ -69,7 +78,14 @@ impl ColdGroup {
     /// decoding it costs a read more than any page does.
     pub fn add_kept(&mut self, kind: ChunkKind, items: &[Stored], owner: Owner) -> ChunkRef {
         let entry = self.add(kind, items);
-        if self.tail.segment_id != DETACHED_SEGMENT_ID {
+        // A group that seals more chunks than a live stream's commit does is a load: its
+        // chunks are not the ones the next reads want, and would only evict what they do.
+        if self.kept.len() >= KEPT_CHUNKS_PER_GROUP {
+            self.kept.clear();
+            self.kept_bytes = 0;
+            self.keep_limit = 0;
+        }
+        if self.tail.segment_id != DETACHED_SEGMENT_ID && self.keep_limit > 0 {
             let owned = Arc::new(owned_items(items));
             let weight = items_weight(&owned) as u64;
             if self.kept_bytes + weight <= self.keep_limit {
@@ -681,6 +697,35 @@ mod tests {
         let mut detached = ColdGroup::detached();
         detached.add_kept(ChunkKind::Items, &items_from(0, 10), owner);
         assert!(detached.kept.is_empty());
+
+        // A group sealing more chunks than a live commit does (a load) keeps none of them.
+        let mut group = cold.group().unwrap();
+        let loaded: Vec<ChunkRef> = (0..=KEPT_CHUNKS_PER_GROUP as i64)
+            .map(|at| group.add_kept(ChunkKind::Bucket, &items_from(1_000 * at, 10), owner))
+            .collect();
+        assert!(group.kept.is_empty());
+        cold.append(group).unwrap();
+        let misses = stats().misses;
+        for entry in &loaded {
+            cold.items(entry, owner).unwrap();
+        }
+        assert_eq!(stats().misses, misses + loaded.len() as u64);
+    }
+
+    /// A chunk's weight in the cache counts the boxes of further measures' values.
+    #[test]
+    fn a_chunks_weight_counts_its_further_measures() {
+        let plain = items_from(0, 10);
+        let mut measured = plain.clone();
+        for stored in &mut measured {
+            stored.item = Item::new(stored.item.key, &[Some(1.0), Some(2.0)], "p");
+        }
+        let extra = items_weight(&measured) - items_weight(&plain);
+        let payloads: usize = plain.iter().map(|s| s.item.payload.len()).sum::<usize>() - 10;
+        assert_eq!(
+            extra + payloads,
+            10 * (size_of::<[Option<f64>; crate::item::MAX_MEASURES - 1]>() + 16)
+        );
     }
 
     fn map_held(cold: &ColdStore, segment_id: u32) -> Option<(usize, bool)> {
