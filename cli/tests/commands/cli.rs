@@ -1546,3 +1546,33 @@ fn set_layout_moves_every_parent_and_reads_stay_the_same() {
         "from 1",
     );
 }
+
+/// `exec` stages its writes by name: after a rename and a new collection under the old name,
+/// a write names whatever collection has the name when its batch commits (handles, which
+/// stand for one collection, are checked against it instead: the engine's
+/// `a_stale_handle_never_writes_into_another_collection`).
+#[test]
+fn exec_writes_by_name_to_the_collection_the_name_has_now() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    ok(&["create", db.to_str().unwrap(), "--collection", "users"]);
+    let input = [
+        r#"{"op":"put","coll":"users","key":"k","body":"old"}"#,
+        r#"{"op":"commit"}"#,
+        r#"{"op":"alter","coll":"users","rename":"people"}"#,
+        r#"{"op":"commit"}"#,
+        r#"{"op":"create","coll":"users","arrays":[]}"#,
+        r#"{"op":"put","coll":"users","key":"k","body":"new"}"#,
+        r#"{"op":"commit"}"#,
+    ]
+    .join("\n");
+    let output = exec(&db, &format!("{input}\n"));
+    assert!(output.status.success(), "{output:?}");
+    let get = |coll: &str| ok(&["--json", "get", db.to_str().unwrap(), coll, "k"]);
+    assert!(
+        get("people").contains(r#""body":"old""#),
+        "{}",
+        get("people")
+    );
+    assert!(get("users").contains(r#""body":"new""#), "{}", get("users"));
+}

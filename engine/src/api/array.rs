@@ -54,6 +54,12 @@ impl Array {
             })
     }
 
+    /// The identity of the collection the handle was made for (a rename, a drop or a
+    /// re-creation gives its name another).
+    pub(crate) fn collection_id(&self) -> crate::catalog::CollectionId {
+        self.info.id
+    }
+
     /// The collection's and the field's names, shared with the batch operations.
     pub(crate) fn names(&self) -> (Arc<str>, Arc<str>) {
         (self.collection.clone(), self.field.clone())

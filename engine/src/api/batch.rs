@@ -92,6 +92,9 @@ pub struct Batch {
     names: Vec<Arc<str>>,
     /// The last parent key, shared by consecutive operations on one parent.
     last_key: Option<Bytes>,
+    /// The (name, identity) pairs of the handles written through since the batch last
+    /// changed a schema: each is checked once (`BatchOp::Expect`).
+    expected: Vec<(Arc<str>, crate::catalog::CollectionId)>,
 }
 
 impl Batch {
@@ -104,6 +107,7 @@ impl Batch {
             ops: Vec::new(),
             names: Vec::new(),
             last_key: None,
+            expected: Vec::new(),
         }
     }
 
@@ -135,6 +139,7 @@ impl Batch {
     /// (nothing when it exists with the same schema, `Error::SchemaConflict` when its schema
     /// differs, which refuses the whole batch): operations queued after it may write to it.
     pub fn create_collection(&mut self, spec: crate::catalog::CollectionSpec) -> &mut Self {
+        self.expected.clear();
         self.ops.push(BatchOp::CreateCollection(spec));
         self
     }
@@ -147,6 +152,7 @@ impl Batch {
         collection: &str,
         alteration: crate::alter::Alteration,
     ) -> &mut Self {
+        self.expected.clear();
         let collection = self.name(collection);
         self.ops.push(BatchOp::AlterCollection {
             collection,
@@ -157,6 +163,7 @@ impl Batch {
 
     /// Drops `collection` with the batch (see [`crate::Db::drop_collection`]).
     pub fn drop_collection(&mut self, collection: &str) -> &mut Self {
+        self.expected.clear();
         let collection = self.name(collection);
         self.ops.push(BatchOp::DropCollection { collection });
         self
@@ -169,6 +176,22 @@ impl Batch {
 
     fn queued(&self) -> &Batch {
         self
+    }
+
+    /// Queues the check that `collection` is still the collection of id `id` (a handle's),
+    /// once per name and id until the batch changes a schema (after which the name may
+    /// stand for another collection).
+    pub(crate) fn queue_expect(&mut self, collection: &str, id: crate::catalog::CollectionId) {
+        if self
+            .expected
+            .iter()
+            .any(|(name, known)| *known == id && name.as_ref() == collection)
+        {
+            return;
+        }
+        let collection = self.name(collection);
+        self.expected.push((collection.clone(), id));
+        self.ops.push(BatchOp::Expect { collection, id });
     }
 
     pub(crate) fn queue_put(&mut self, collection: &str, key: &[u8], body: &[u8]) {
@@ -251,6 +274,7 @@ impl Batch {
     /// still hold; returns what the batch's expiries dropped.
     pub(crate) fn commit_checked(&mut self, reads: Option<Arc<ReadSet>>) -> Result<Expired> {
         self.last_key = None;
+        self.expected.clear();
         let ops = std::mem::take(&mut self.ops);
         match self.shared.upgrade() {
             Some(shared) => shared.commit_checked(ops, self.durability, reads),

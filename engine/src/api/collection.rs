@@ -276,6 +276,11 @@ impl<V: View> CollectionHandle<V> {
         self.info.spec.name()
     }
 
+    /// The identity of the collection the handle was made for.
+    pub(crate) fn id(&self) -> CollectionId {
+        self.info.id
+    }
+
     /// The collection's schema.
     pub fn spec(&self) -> &CollectionSpec {
         &self.info.spec
@@ -491,15 +496,17 @@ impl Collection {
         let engine = &self.view.engine;
         let (collection, field): (Arc<str>, Arc<str>) = (Arc::from(self.name()), Arc::from(field));
         for parents in self.outliers(&field)?.chunks(EXPIRY_BATCH_PARENTS) {
-            let ops = parents
-                .iter()
-                .map(|parent| BatchOp::ExpireBuckets {
-                    collection: collection.clone(),
-                    key: parent.key.clone(),
-                    field: field.clone(),
-                    before,
-                })
-                .collect();
+            let expect = BatchOp::Expect {
+                collection: collection.clone(),
+                id: self.info.id,
+            };
+            let expiries = parents.iter().map(|parent| BatchOp::ExpireBuckets {
+                collection: collection.clone(),
+                key: parent.key.clone(),
+                field: field.clone(),
+                before,
+            });
+            let ops = std::iter::once(expect).chain(expiries).collect();
             let dropped = engine.commit_checked(ops, engine.options.durability, None)?;
             expired.buckets += dropped.buckets;
             expired.items += dropped.items;

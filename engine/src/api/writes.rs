@@ -94,14 +94,19 @@ macro_rules! write_methods {
         }
 
         /// [`Self::push`] to the array of a handle (whose collection and field were checked
-        /// when the handle was made).
+        /// when the handle was made). Every write through a handle is checked at commit
+        /// against the collection the handle was made for: after a rename, a drop or a
+        /// re-creation of its name the batch is refused whole with
+        /// `Error::UnknownCollection`, never written to another collection.
         pub fn push_to(
             &mut self,
             array: &$crate::api::array::Array,
             key: impl AsRef<[u8]>,
             item: $crate::item::NewItem,
         ) -> &mut Self {
-            self.queue().queue_push(array.names(), key.as_ref(), item);
+            let queue = self.queue();
+            queue.queue_expect(array.collection(), array.collection_id());
+            queue.queue_push(array.names(), key.as_ref(), item);
             self
         }
 
@@ -112,8 +117,9 @@ macro_rules! write_methods {
             key: impl AsRef<[u8]>,
             item_key: i64,
         ) -> &mut Self {
-            self.queue()
-                .queue_remove(array.names(), key.as_ref(), item_key, None);
+            let queue = self.queue();
+            queue.queue_expect(array.collection(), array.collection_id());
+            queue.queue_remove(array.names(), key.as_ref(), item_key, None);
             self
         }
 
@@ -124,8 +130,9 @@ macro_rules! write_methods {
             key: impl AsRef<[u8]>,
             id: $crate::document::Cursor,
         ) -> &mut Self {
-            self.queue()
-                .queue_remove(array.names(), key.as_ref(), id.key, Some(id.seq));
+            let queue = self.queue();
+            queue.queue_expect(array.collection(), array.collection_id());
+            queue.queue_remove(array.names(), key.as_ref(), id.key, Some(id.seq));
             self
         }
 
@@ -136,8 +143,9 @@ macro_rules! write_methods {
             key: impl AsRef<[u8]>,
             before: i64,
         ) -> &mut Self {
-            self.queue()
-                .queue_expire(array.names(), key.as_ref(), before);
+            let queue = self.queue();
+            queue.queue_expect(array.collection(), array.collection_id());
+            queue.queue_expire(array.names(), key.as_ref(), before);
             self
         }
 
@@ -149,7 +157,10 @@ macro_rules! write_methods {
             key: impl AsRef<[u8]>,
             body: impl AsRef<[u8]>,
         ) -> &mut Self {
-            self.put(collection.name(), key, body)
+            let queue = self.queue();
+            queue.queue_expect(collection.name(), collection.id());
+            queue.queue_put(collection.name(), key.as_ref(), body.as_ref());
+            self
         }
 
         /// [`Self::delete`] from the collection of a handle.
@@ -158,7 +169,10 @@ macro_rules! write_methods {
             collection: &$crate::api::collection::CollectionHandle<V>,
             key: impl AsRef<[u8]>,
         ) -> &mut Self {
-            self.delete(collection.name(), key)
+            let queue = self.queue();
+            queue.queue_expect(collection.name(), collection.id());
+            queue.queue_delete(collection.name(), key.as_ref());
+            self
         }
 
         /// How durable the commit is: `Immediate` (on disk when `commit` returns) or

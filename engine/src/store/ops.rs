@@ -44,6 +44,14 @@ pub(crate) enum BatchOp {
         key: Bytes,
         slot: usize,
     },
+    /// The collection named `collection` must be the one of id `id` (a handle's, checked at
+    /// this point of the batch): otherwise the batch is refused with
+    /// `Error::UnknownCollection`, so that a write through a handle made before a rename,
+    /// a drop or a re-creation never lands in another collection of the same name.
+    Expect {
+        collection: Arc<str>,
+        id: crate::catalog::CollectionId,
+    },
     Put {
         collection: Arc<str>,
         key: Bytes,

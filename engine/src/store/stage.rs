@@ -213,6 +213,13 @@ impl<'a> Stager<'a> {
                 let work = self.work(info.spec.name(), &key)?;
                 work.migrate(base, index, layout, state.parity, cold)?;
             }
+            BatchOp::Expect { collection, id } => {
+                if self.collection(&collection)?.id != id {
+                    return Err(Error::UnknownCollection {
+                        name: collection.to_string(),
+                    });
+                }
+            }
             BatchOp::Put {
                 collection,
                 key,

@@ -598,3 +598,127 @@ fn a_batch_creates_a_collection_and_writes_to_it() {
     assert!(matches!(batch.commit(), Err(Error::InvalidSchema { .. })));
     assert!(db.collection("q").is_err());
 }
+
+/// A write through a handle made before its collection was renamed, dropped or re-created
+/// under the same name is refused at commit with `UnknownCollection`, the whole batch with
+/// it: through a batch (`put_in`, `delete_in`, `push_to`, `remove_from`, `remove_item_from`,
+/// `expire_buckets_of`), a transaction, a typed handle, and a collection-wide expiry. A write
+/// by name goes to whatever collection has the name at commit, as before.
+#[test]
+fn a_stale_handle_never_writes_into_another_collection() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::new()).unwrap();
+    let bucket = Layout::Bucket {
+        max_items: 2,
+        span: None,
+    };
+    let spec = |name: &str| {
+        CollectionSpec::new(name)
+            .array("r", Layout::Subset { keep: 2 })
+            .array("b", bucket)
+    };
+    let books = db.create_collection(spec("books")).unwrap();
+    let reviews = books.array("r").unwrap();
+    let buckets = books.array("b").unwrap();
+    let mut batch = db.batch();
+    batch.put_in(&books, "k", "old");
+    batch.push_to(&reviews, "k", NewItem::new("x").key(1));
+    batch.commit().unwrap();
+    let unknown = |result: skewdb::Result<()>| match result {
+        Err(Error::UnknownCollection { name }) => assert_eq!(name, "books"),
+        other => panic!("{other:?}"),
+    };
+    // Renamed, then a new collection made under the old name.
+    db.rename_collection("books", "catalog").unwrap();
+    let fresh = db.create_collection(spec("books")).unwrap();
+    let id = skewdb::Cursor { key: 1, seq: 0 };
+    type Write<'a> = Box<dyn Fn(&mut skewdb::Batch) + 'a>;
+    let writes: Vec<(&str, Write)> = vec![
+        (
+            "put_in",
+            Box::new(|b| {
+                b.put_in(&books, "k", "stale");
+            }),
+        ),
+        (
+            "delete_in",
+            Box::new(|b| {
+                b.delete_in(&books, "k");
+            }),
+        ),
+        (
+            "push_to",
+            Box::new(|b| {
+                b.push_to(&reviews, "k", NewItem::new("stale").key(2));
+            }),
+        ),
+        (
+            "remove_from",
+            Box::new(|b| {
+                b.remove_from(&reviews, "k", 1);
+            }),
+        ),
+        (
+            "remove_item_from",
+            Box::new(|b| {
+                b.remove_item_from(&reviews, "k", id);
+            }),
+        ),
+        (
+            "expire_buckets_of",
+            Box::new(|b| {
+                b.expire_buckets_of(&buckets, "k", 10);
+            }),
+        ),
+    ];
+    for (what, write) in &writes {
+        let mut batch = db.batch();
+        // A write by name in the same batch: refused with it.
+        batch.put("books", "by-name", what.as_bytes());
+        write(&mut batch);
+        unknown(batch.commit());
+        assert!(fresh.get("k").unwrap().is_none(), "{what}");
+        assert!(fresh.get("by-name").unwrap().is_none(), "{what}");
+        // Through a transaction: refused likewise.
+        let mut txn = db.transaction();
+        txn.put_in(&books, "k", "stale");
+        unknown(txn.commit().map(|_| ()));
+    }
+    // The renamed collection kept its data; writes by name go where the name is now.
+    let catalog = db.collection("catalog").unwrap();
+    assert_eq!(catalog.get("k").unwrap().unwrap().body(), b"old");
+    let mut batch = db.batch();
+    batch.put("books", "by-name", "new");
+    batch.commit().unwrap();
+    assert_eq!(fresh.get("by-name").unwrap().unwrap().body(), b"new");
+    // A handle made now writes into the new collection; a batch that re-creates a name
+    // before a stale handle's write is refused too.
+    let mut batch = db.batch();
+    batch.put_in(&fresh, "k", "fresh");
+    batch.commit().unwrap();
+    assert_eq!(fresh.get("k").unwrap().unwrap().body(), b"fresh");
+    db.drop_collection("books").unwrap();
+    let mut batch = db.batch();
+    batch.create_collection(spec("books"));
+    batch.put_in(&fresh, "k", "stale");
+    unknown(batch.commit());
+    assert!(
+        db.collection("books").is_err(),
+        "the refused batch created nothing"
+    );
+    // A dropped and re-created name: the array handle's push is refused.
+    let again = db.create_collection(spec("books")).unwrap();
+    let mut batch = db.batch();
+    batch.push_to(
+        &fresh.array("r").unwrap(),
+        "k",
+        NewItem::new("stale").key(3),
+    );
+    unknown(batch.commit());
+    assert!(again.get("k").unwrap().is_none());
+    // A collection-wide expiry through a stale handle.
+    match fresh.expire_buckets("b", 10) {
+        Err(Error::UnknownCollection { .. }) => {}
+        other => panic!("{other:?}"),
+    }
+}

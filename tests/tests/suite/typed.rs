@@ -425,3 +425,70 @@ fn typed_reads_through_snapshots_and_transactions() {
     assert!(matches!(txn.commit(), Err(Error::Conflict { .. })));
     assert_eq!(sensors.get("s1").unwrap().unwrap().body, site);
 }
+
+/// Typed writes through handles made before the collection was dropped and made again
+/// under its name are refused at commit (`UnknownCollection`), bodies and items alike, and
+/// nothing lands in the new collection.
+#[test]
+fn stale_typed_handles_write_nothing_into_a_new_collection() {
+    let (_dir, db) = db();
+    let sensors = db
+        .collection("sensors")
+        .unwrap()
+        .typed::<u64, Sensor, Json>();
+    let readings = sensors.array::<Reading>("readings").unwrap();
+    db.drop_collection("sensors").unwrap();
+    let spec = CollectionSpec::new("sensors").array(
+        "readings",
+        Layout::Bucket {
+            max_items: 10,
+            span: Some(3600),
+        },
+    );
+    let fresh = db.create_collection(spec).unwrap();
+    let sensor = Sensor {
+        site: "roof".to_string(),
+        floor: 9,
+    };
+    let reading = Reading {
+        at: 60,
+        celsius: 21.5,
+    };
+    let mut batch = db.batch();
+    sensors.put(&mut batch, &1, &sensor).unwrap();
+    assert!(matches!(
+        batch.commit(),
+        Err(Error::UnknownCollection { .. })
+    ));
+    let mut batch = db.batch();
+    readings.push(&mut batch, &1, &reading).unwrap();
+    assert!(matches!(
+        batch.commit(),
+        Err(Error::UnknownCollection { .. })
+    ));
+    let mut batch = db.batch();
+    sensors.delete(&mut batch, &1);
+    assert!(matches!(
+        batch.commit(),
+        Err(Error::UnknownCollection { .. })
+    ));
+    assert!(
+        fresh
+            .clone()
+            .typed::<u64, Sensor, Json>()
+            .get(&1)
+            .unwrap()
+            .is_none()
+    );
+    // Handles made now write.
+    let sensors = fresh.typed::<u64, Sensor, Json>();
+    let mut batch = db.batch();
+    sensors.put(&mut batch, &1, &sensor).unwrap();
+    sensors
+        .array::<Reading>("readings")
+        .unwrap()
+        .push(&mut batch, &1, &reading)
+        .unwrap();
+    batch.commit().unwrap();
+    assert_eq!(sensors.get(&1).unwrap().unwrap().body, sensor);
+}
