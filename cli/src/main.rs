@@ -724,9 +724,10 @@ fn print_removed(removed: u64, what: &str, json: bool) -> Result<(), Failure> {
     }
 }
 
-/// Waits until no layout change is moving parents (a progress bar on a terminal, the
-/// parents moved out of those walked); a migration left with refused parents ends the wait
-/// with an error naming them.
+/// Waits until no layout change is moving parents (`Db::wait_for_migrations`, which moves
+/// them from this process too), with a progress bar on a terminal (the parents walked of
+/// the total, which only grow); a migration left with refused parents ends the wait with
+/// an error naming them.
 fn wait_for_migrations(db: &Db, json: bool) -> Result<(), Failure> {
     let bar = (!json && std::io::stderr().is_terminal()).then(|| {
         let bar = indicatif::ProgressBar::new(0);
@@ -736,38 +737,41 @@ fn wait_for_migrations(db: &Db, json: bool) -> Result<(), Failure> {
         );
         bar
     });
-    loop {
-        let migrations = db.stats()?.migrations;
-        let Some(first) = migrations.first() else {
-            break;
-        };
-        let walked_all = first.parents_total > 0 && first.parents_walked >= first.parents_total;
-        if walked_all && !first.refused.is_empty() {
-            if let Some(bar) = &bar {
-                bar.finish_and_clear();
-            }
-            return Err(Failure::new(
-                "record_too_large",
-                format!(
-                    "{} parents of {} cannot move to {} (their {} would pass the record \
-                     limit); they stay under {}: set the layout back to end the move",
-                    first.refused.len(),
-                    first.collection,
-                    first.to.describe(),
-                    first.field,
-                    first.from.describe()
-                ),
-            ));
-        }
-        if let Some(bar) = &bar {
+    let waiting = {
+        let db = db.clone();
+        std::thread::spawn(move || db.wait_for_migrations())
+    };
+    while !waiting.is_finished() {
+        if let (Some(bar), Some(first)) = (&bar, db.stats()?.migrations.first()) {
             bar.set_message(format!("{}.{}", first.collection, first.field));
             bar.set_length(first.parents_total);
             bar.set_position(first.parents_walked);
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
+    let open = waiting.join().map_err(|_| {
+        Failure::new(
+            "internal",
+            "the thread moving the parents panicked".to_string(),
+        )
+    })??;
     if let Some(bar) = &bar {
+        bar.set_position(bar.length().unwrap_or(0));
         bar.finish_and_clear();
+    }
+    if let Some(first) = open.iter().find(|m| !m.refused.is_empty()) {
+        return Err(Failure::new(
+            "record_too_large",
+            format!(
+                "{} parents of {} cannot move to {} (their {} would pass the record \
+                 limit); they stay under {}: set the layout back to end the move",
+                first.refused.len(),
+                first.collection,
+                first.to.describe(),
+                first.field,
+                first.from.describe()
+            ),
+        ));
     }
     Ok(())
 }

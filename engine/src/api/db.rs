@@ -294,6 +294,17 @@ impl Db {
         self.verify()
     }
 
+    /// Waits until every layout change running has moved its parents (an
+    /// [`crate::Alteration::set_layout`] moves them in the background, and commits go on
+    /// beside it): the calling thread runs the migrations' steps itself, taking turns with
+    /// the maintenance thread, so it returns without one too. Returns the migrations left
+    /// open because some of their parents cannot move to the new layout (each with its
+    /// `refused` keys); empty when every one has ended. Progress while one runs:
+    /// [`crate::Stats::migrations`], whose counts only grow, up to their totals.
+    pub fn wait_for_migrations(&self) -> Result<Vec<crate::store::MigrationProgress>> {
+        self.engine.wait_for_migrations()
+    }
+
     /// Counters of the cache, the commits, the log and checkpoints; reads the log's file sizes.
     pub fn stats(&self) -> Result<Stats> {
         self.engine.stats()

@@ -78,12 +78,18 @@ impl Shared {
         let mut cursors = self.migration_cursors.lock().clone();
         // Walks of migrations ended, cancelled or changed since are forgotten.
         cursors.retain(|c| running.iter().any(|(info, index)| c.walks(info, *index)));
+        // The walk stepped stays listed while its step runs (steps take turns), so that
+        // `Db::stats` shows its progress throughout, never a walk that has not begun.
         let mut chosen = None;
         for &(info, index) in &running {
             match cursors.iter().position(|c| c.walks(info, index)) {
                 Some(at) if cursors[at].next.is_none() => continue,
-                Some(at) => chosen = Some((info.clone(), index, cursors.remove(at))),
-                None => chosen = Some((info.clone(), index, self.begin_walk(info, index)?)),
+                Some(at) => chosen = Some((info.clone(), index, cursors[at].clone())),
+                None => {
+                    let cursor = self.begin_walk(info, index)?;
+                    cursors.push(cursor.clone());
+                    chosen = Some((info.clone(), index, cursor));
+                }
             }
             break;
         }
@@ -122,10 +128,21 @@ impl Shared {
             Err(error) => return Err(error),
         }
         cursor.next = next;
+        // Parents added since the walk began count too: the total is never below the walk.
+        let progress = &mut cursor.progress;
+        progress.parents_total = progress.parents_total.max(progress.parents_walked);
         let done = cursor.next.is_none() && cursor.progress.refused.is_empty();
-        if !done {
-            self.migration_cursors.lock().push(cursor);
-        } else {
+        // The walk's progress replaces what was listed; a finished walk's stays (at its
+        // total) until the migration ends, when the walks of migrations no longer running
+        // are forgotten.
+        {
+            let mut cursors = self.migration_cursors.lock();
+            match cursors.iter_mut().find(|c| c.walks(&info, index)) {
+                Some(listed) => *listed = cursor,
+                None => cursors.push(cursor),
+            }
+        }
+        if done {
             self.commit(
                 vec![BatchOp::FinishMigration {
                     collection: info.id,
@@ -136,6 +153,14 @@ impl Shared {
             )?;
         }
         Ok(true)
+    }
+
+    /// Runs the steps of every migration running until each has walked all its parents
+    /// (the maintenance thread's steps take turns with these); returns the migrations that
+    /// stay open because some of their parents cannot move (`MigrationProgress::refused`).
+    pub(crate) fn wait_for_migrations(&self) -> Result<Vec<MigrationProgress>> {
+        while self.migration_step()? {}
+        Ok(self.migrations())
     }
 
     /// The walk of `info`'s array `index` from its first parent, with the parents counted.

@@ -385,3 +385,85 @@ fn a_migration_with_refused_parents_lets_the_next_finish() {
     assert_eq!(doc.array("b").unwrap().inline.len(), 2);
     db.verify().unwrap();
 }
+
+/// `Db::wait_for_migrations` returns once every parent has moved, with or without the
+/// maintenance thread (the waiting thread runs the steps), and the progress `Db::stats`
+/// shows meanwhile only grows, never reads as a walk not begun once one has, and reaches
+/// its total; a parent that cannot move leaves its migration open, and the wait says so.
+#[test]
+fn a_wait_for_migrations_ends_with_every_parent_moved_and_progress_only_grows() {
+    for background in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), Options::new().background(background)).unwrap();
+        db.create_collection(CollectionSpec::new("c").array("a", Layout::Embed))
+            .unwrap();
+        const PARENTS: u64 = 12_000;
+        for start in (0..PARENTS).step_by(3_000) {
+            let mut batch = db.batch();
+            for parent in start..start + 3_000 {
+                for key in 0..3 {
+                    batch.push("c", parent.to_be_bytes(), "a", NewItem::new("x").key(key));
+                }
+            }
+            batch.commit().unwrap();
+        }
+        let subset = Layout::Subset { keep: 1 };
+        db.alter_collection("c", Alteration::new().set_layout("a", subset))
+            .unwrap();
+        let sampler = {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                let mut seen: Vec<(u64, u64)> = Vec::new();
+                loop {
+                    let migrations = db.stats().unwrap().migrations;
+                    let Some(first) = migrations.first() else {
+                        return seen;
+                    };
+                    seen.push((first.parents_walked, first.parents_total));
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            })
+        };
+        let open = db.wait_for_migrations().unwrap();
+        assert!(open.is_empty(), "{open:?}");
+        assert!(db.stats().unwrap().migrations.is_empty());
+        let seen = sampler.join().unwrap();
+        // Once a walk began (a total counted), the walk only grows and the total stays.
+        let begun: Vec<&(u64, u64)> = seen.iter().skip_while(|(_, total)| *total == 0).collect();
+        for pair in begun.windows(2) {
+            assert!(pair[1].0 >= pair[0].0, "walked went back: {pair:?}");
+            assert!(
+                pair[1].1 >= pair[0].1 && pair[1].1 > 0,
+                "total went back: {pair:?}"
+            );
+        }
+        for (walked, total) in &seen {
+            assert!(walked <= total || *total == 0, "{walked} walked of {total}");
+        }
+        let c = db.collection("c").unwrap();
+        assert_eq!(c.spec().arrays()[0].layout, subset);
+        let document = c.get(7u64.to_be_bytes()).unwrap().unwrap();
+        assert_eq!(document.array("a").unwrap().inline.len(), 1);
+        assert_eq!(document.array("a").unwrap().total, 3);
+    }
+    // A parent too large for the new layout keeps the migration open: the wait says which.
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::new()).unwrap();
+    db.create_collection(CollectionSpec::new("c").array("a", Layout::Reference))
+        .unwrap();
+    for chunk in 0..20 {
+        let mut batch = db.batch();
+        for key in 0..1_000 {
+            let item = NewItem::new(vec![b'p'; 1_000]).key(chunk * 1_000 + key);
+            batch.push("c", "huge", "a", item);
+        }
+        batch.commit().unwrap();
+    }
+    db.alter_collection("c", Alteration::new().set_layout("a", Layout::Embed))
+        .unwrap();
+    let open = db.wait_for_migrations().unwrap();
+    assert_eq!(open.len(), 1);
+    let refused: Vec<&[u8]> = open[0].refused.iter().map(|key| key.as_ref()).collect();
+    assert_eq!(refused, [b"huge".as_slice()]);
+    assert_eq!(open[0].parents_walked, open[0].parents_total);
+}
