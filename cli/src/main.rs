@@ -217,13 +217,13 @@ enum Command {
         #[arg(long, value_name = "PATH|-", conflicts_with = "body")]
         body_file: Option<PathBuf>,
     },
-    /// Push an item to an array field of a parent document.
+    /// Push an item to an array field of an existing parent document (`--upsert` creates it).
     Push {
         #[command(flatten)]
         array: ArrayArgs,
         /// The item's payload (stored as its UTF-8 bytes; an Extended JSON array element in a
-        /// collection made by import).
-        #[arg(required_unless_present = "payload_file")]
+        /// collection made by import, where it is required). Optional elsewhere: a bare
+        /// reading is a key and a value.
         payload: Option<String>,
         /// Read the payload from this file instead, or from standard input with `-`.
         #[arg(long, value_name = "PATH|-", conflicts_with = "payload")]
@@ -239,6 +239,10 @@ enum Command {
         /// The value of a named measure, NAME=V (a finite number); repeatable.
         #[arg(long = "measure", value_name = "NAME=V", allow_hyphen_values = true)]
         measures: Vec<String>,
+        /// Create the parent (with an empty body) when it does not exist; without it a push
+        /// to a missing parent is refused (`not_found`), so that a mistyped key makes nothing.
+        #[arg(long)]
+        upsert: bool,
     },
     /// Remove every item with this key from an array field, wherever it lives.
     Remove {
@@ -1343,8 +1347,12 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             item_key,
             value,
             measures,
+            upsert,
         } => {
-            let payload = given_bytes(payload, payload_file.as_deref())?;
+            let payload = match (&payload, &payload_file) {
+                (None, None) => None,
+                _ => Some(given_bytes(payload, payload_file.as_deref())?),
+            };
             let mut stated = Stated {
                 item_key: None,
                 value: value.map(|v| failure::finite(v, "--value")).transpose()?,
@@ -1364,10 +1372,30 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 |batch, c| {
                     let key = keys.read_for(&array.parent.key, c)?;
                     let field = c.array(&array.field)?;
+                    // The tool holds the database's lock: no other writer can make or
+                    // delete the parent between this look and the commit.
+                    if !upsert && c.get_projected(&key, &[])?.is_none() {
+                        return Err(Failure::new(
+                            "not_found",
+                            format!(
+                                "no parent {:?} in {} (--upsert creates it)",
+                                array.parent.key, array.parent.collection
+                            ),
+                        ));
+                    }
                     stated.item_key = item_key_of(item_key.as_ref(), &field)?;
-                    let item = match Mapped::of(c.spec()) {
-                        None => with_stated(NewItem::new(&payload), stated),
-                        Some(mapped) => utf8("the payload", payload)
+                    let item = match (Mapped::of(c.spec()), payload) {
+                        (None, payload) => {
+                            with_stated(NewItem::new(payload.unwrap_or_default()), stated)
+                        }
+                        (Some(_), None) => {
+                            return Err(Failure::invalid_input(
+                                "an item of a document collection is an Extended JSON element: \
+                                 give it as PAYLOAD or --payload-file"
+                                    .to_string(),
+                            ));
+                        }
+                        (Some(mapped), Some(payload)) => utf8("the payload", payload)
                             .and_then(|text| skewdb_cli::mongo::value_arg("payload", &text))
                             .and_then(|element| mapped.item(&array.field, &element, stated))
                             .map_err(Failure::invalid_input)?,

@@ -329,7 +329,7 @@ fn arrays_through_the_command_line() {
         let stars = stars.to_string();
         assert!(
             skewdb(&[
-                "push", &db, "products", "p1", "reviews", text, "--value", &stars
+                "push", &db, "products", "p1", "reviews", text, "--value", &stars, "--upsert"
             ])
             .status
             .success()
@@ -575,7 +575,7 @@ fn named_measures_through_the_command_line() {
         "readings=temperature,humidity",
     ]);
     let push = |extra: &[&str], payload: &str| {
-        let mut args = vec!["push", &db, "sensors", "s1", "readings"];
+        let mut args = vec!["push", &db, "sensors", "s1", "readings", "--upsert"];
         args.extend_from_slice(extra);
         args.push(payload);
         skewdb(&args)
@@ -748,9 +748,17 @@ fn backup_and_restore_through_the_command_line() {
     for n in 0..5 {
         let payload = format!("f{n}");
         assert!(
-            run(&["push", db, "users", "alice", "followers", &payload])
-                .status
-                .success()
+            run(&[
+                "push",
+                db,
+                "users",
+                "alice",
+                "followers",
+                &payload,
+                "--upsert"
+            ])
+            .status
+            .success()
         );
     }
     assert!(
@@ -927,6 +935,7 @@ fn everyday_commands() {
             "-",
             "--key",
             "3",
+            "--upsert",
         ])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -1012,7 +1021,7 @@ fn summary_every_window() {
         let key = (half_hour * 1_800_000).to_string();
         let value = half_hour.to_string();
         ok(&[
-            "push", db, "s", "s1", "t", "x", "--key", &key, "--value", &value,
+            "push", db, "s", "s1", "t", "x", "--key", &key, "--value", &value, "--upsert",
         ]);
         ok(&[
             "push",
@@ -1347,6 +1356,7 @@ fn alter_and_drop_change_the_schema_and_refuse_bad_changes() {
             "--value",
             &key,
             "f",
+            "--upsert",
         ]);
         ok(&["push", &db, "users", "alice", "log", "--key", &key, "entry"]);
     }
@@ -1575,4 +1585,53 @@ fn exec_writes_by_name_to_the_collection_the_name_has_now() {
         get("people")
     );
     assert!(get("users").contains(r#""body":"new""#), "{}", get("users"));
+}
+
+/// `push` to a missing parent is refused (`not_found`) and writes nothing unless `--upsert`,
+/// which creates it with an empty body; the payload may be left out of a collection of
+/// bytes (a bare reading), not of a collection of documents.
+#[test]
+fn push_refuses_a_missing_parent_unless_upserting() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db = db.to_str().unwrap();
+    ok(&["create", db, "--collection", "inv", "--array", "a=embed"]);
+    let refused = skewdb(&["--json", "push", db, "inv", "k1", "a", "--value", "1", "x"]);
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    let error: Value = serde_json::from_slice(&refused.stderr).unwrap();
+    assert_eq!(error["kind"], "not_found", "{error}");
+    assert!(
+        error["error"].as_str().unwrap().contains("--upsert"),
+        "{error}"
+    );
+    assert_eq!(skewdb(&["get", db, "inv", "k1"]).status.code(), Some(1));
+    // --upsert makes it; then a push without it goes in; a bare reading has no payload.
+    ok(&[
+        "push", db, "inv", "k1", "a", "--key", "1", "--value", "1", "x", "--upsert",
+    ]);
+    ok(&["push", db, "inv", "k1", "a", "--key", "2", "--value", "2.5"]);
+    let items: Vec<Value> = json_lines(&skewdb(&["--json", "items", db, "inv", "k1", "a"]));
+    assert_eq!(items.len(), 2);
+    assert_eq!(items[1]["key"], 2);
+    assert_eq!(items[1]["value"], 2.5);
+    assert_eq!(items[1]["payload"], "");
+    let got: Value = serde_json::from_str(&ok(&["--json", "get", db, "inv", "k1"])).unwrap();
+    assert_eq!(got["body"], "");
+    // A collection made by import holds documents: an item needs its element.
+    let file = dir.path().join("docs.json");
+    std::fs::write(&file, "{\"_id\":\"d1\",\"tags\":[\"a\"]}\n").unwrap();
+    ok(&[
+        "import",
+        db,
+        "--collection",
+        "docs",
+        "--file",
+        file.to_str().unwrap(),
+        "--array",
+        "tags=embed",
+    ]);
+    let bare = skewdb(&["--json", "push", db, "docs", "d1", "tags", "--key", "5"]);
+    assert_eq!(bare.status.code(), Some(1), "{bare:?}");
+    let error: Value = serde_json::from_slice(&bare.stderr).unwrap();
+    assert_eq!(error["kind"], "invalid_input", "{error}");
 }

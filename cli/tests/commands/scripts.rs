@@ -67,7 +67,9 @@ fn database(arrays: &[&str]) -> (tempfile::TempDir, String) {
 
 fn push(db: &str, key: &str, field: &str, item_key: i64, payload: &str) {
     let item_key = item_key.to_string();
-    let output = skewdb(&["push", db, "c", key, field, "--key", &item_key, payload]);
+    let output = skewdb(&[
+        "push", db, "c", key, field, "--upsert", "--key", &item_key, payload,
+    ]);
     assert!(output.status.success(), "{output:?}");
 }
 
@@ -440,7 +442,7 @@ fn non_finite_results_print_as_numbers_never_as_null() {
     let (_dir, db) = database(&["a=embed"]);
     for key in ["1", "2"] {
         let output = skewdb(&[
-            "push", &db, "c", "p", "a", "--key", key, "--value", "1e308", "x",
+            "push", &db, "c", "p", "a", "--key", key, "--value", "1e308", "x", "--upsert",
         ]);
         assert!(output.status.success(), "{output:?}");
     }
