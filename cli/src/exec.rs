@@ -260,7 +260,7 @@ fn create(mut fields: Fields, batch: &mut Batch) -> Result<(), Failure> {
     fields.finish("create")?;
     let mut spec = skewdb::CollectionSpec::new(&coll);
     for array in arrays {
-        let layout = skewdb::Layout::parse(&array.layout).map_err(|e| {
+        let layout = crate::item_key::layout(&array.layout).map_err(|e| {
             Failure::invalid_input(format!(
                 "array {:?}: layout {:?}: {e}",
                 array.field, array.layout

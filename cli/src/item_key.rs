@@ -98,6 +98,21 @@ impl SpanArg {
     }
 }
 
+/// A layout as the tool takes it: [`Layout::parse`]'s form, where a Bucket's SPAN may also
+/// be a duration (`bucket:60:1h`), which makes the array a time series keyed by
+/// milliseconds, as every duration of the tool measures.
+pub fn layout(text: &str) -> Result<Layout, String> {
+    let mut parts = text.splitn(3, ':');
+    if let (Some("bucket"), Some(max_items), Some(span)) =
+        (parts.next(), parts.next(), parts.next())
+        && span.trim().parse::<i128>().is_err()
+        && let Ok(SpanArg::Duration { millis, .. }) = span.parse::<SpanArg>()
+    {
+        return Layout::parse(&format!("bucket:{max_items}:{millis}"));
+    }
+    Layout::parse(text)
+}
+
 /// `millis` when `array` is a time series (a Bucket array with a span, keyed by
 /// milliseconds); else why not, `what` saying what the argument was.
 fn on_time_series(
@@ -159,6 +174,27 @@ mod tests {
         assert!(error.contains("Bucket arrays with a span"), "{error}");
         assert_eq!("7".parse::<ItemKeyArg>().unwrap().resolve(&plain), Ok(7));
         assert!(date.resolve(&array(Layout::Subset { keep: 3 })).is_err());
+    }
+
+    #[test]
+    fn a_buckets_span_is_a_whole_number_or_a_duration() {
+        let bucket = |span| Layout::Bucket {
+            max_items: 60,
+            span: Some(span),
+        };
+        assert_eq!(layout("bucket:60:3600").unwrap(), bucket(3600));
+        assert_eq!(layout("bucket:60:1h").unwrap(), bucket(3_600_000));
+        assert_eq!(layout("bucket:60:15min").unwrap(), bucket(900_000));
+        assert_eq!(layout("subset:5").unwrap(), Layout::Subset { keep: 5 });
+        // Not a number nor a duration, a negative span, a duration elsewhere: refused.
+        assert!(
+            layout("bucket:60:soon")
+                .unwrap_err()
+                .contains("whole number")
+        );
+        assert!(layout("bucket:60:-5").is_err());
+        assert!(layout("subset:1h").is_err());
+        assert!(layout("bucket:60:1h:2").is_err());
     }
 
     #[test]

@@ -192,6 +192,7 @@ enum Command {
         #[arg(long)]
         collection: String,
         /// An array field and its layout: FIELD=embed|reference|subset:N|outlier:N|bucket:N[:SPAN]
+        /// (SPAN in key units, or a duration such as 1h: a time series keyed by milliseconds)
         #[arg(long = "array", value_name = "FIELD=LAYOUT")]
         arrays: Vec<String>,
         /// The named measures of an array field (up to 8), in order: FIELD=NAME,NAME,...
@@ -453,7 +454,8 @@ enum Command {
         /// The field whose value (an ObjectId, string, number, boolean or date) is the parent key.
         #[arg(long, default_value = "_id")]
         key_field: String,
-        /// An array field and its layout: FIELD=embed|reference|subset:N|outlier:N|bucket:N[:SPAN].
+        /// An array field and its layout: FIELD=embed|reference|subset:N|outlier:N|bucket:N[:SPAN]
+        /// (SPAN in key units, or a duration such as 1h: a time series keyed by milliseconds).
         #[arg(long = "array", value_name = "FIELD=LAYOUT")]
         arrays: Vec<String>,
         /// The element field (a date or an integer) that keys each item: F for every array,
@@ -910,7 +912,7 @@ fn array_arg(array: &str) -> Result<(&str, Layout), Failure> {
     let (field, layout) = array
         .split_once('=')
         .ok_or_else(|| Failure::invalid_input(format!("--array {array:?} is not FIELD=LAYOUT")))?;
-    let layout = Layout::parse(layout)
+    let layout = skewdb_cli::item_key::layout(layout)
         .map_err(|e| Failure::invalid_input(format!("--array {array:?}: {e}")))?;
     Ok((field, layout))
 }

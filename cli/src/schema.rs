@@ -33,7 +33,7 @@ pub fn collection_spec(
         let (field, layout) = array.split_once('=').ok_or_else(|| {
             Failure::invalid_input(format!("{array_flag} {array:?} is not FIELD=LAYOUT"))
         })?;
-        let layout = Layout::parse(layout)
+        let layout = crate::item_key::layout(layout)
             .map_err(|e| Failure::invalid_input(format!("{array_flag} {array:?}: {e}")))?;
         spec = match named.iter().position(|(f, _)| *f == field) {
             Some(at) => spec.array_with_measures(field, layout, named.remove(at).1),
@@ -90,7 +90,7 @@ pub fn alteration(
         let (field, layout) = given.split_once('=').ok_or_else(|| {
             Failure::invalid_input(format!("{flag} {given:?} is not FIELD=LAYOUT"))
         })?;
-        let layout = Layout::parse(layout)
+        let layout = crate::item_key::layout(layout)
             .map_err(|e| Failure::invalid_input(format!("{flag} {given:?}: {e}")))?;
         Ok((field.to_string(), layout))
     };

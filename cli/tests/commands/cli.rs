@@ -1635,3 +1635,58 @@ fn push_refuses_a_missing_parent_unless_upserting() {
     let error: Value = serde_json::from_slice(&bare.stderr).unwrap();
     assert_eq!(error["kind"], "invalid_input", "{error}");
 }
+
+/// A Bucket's span as a duration, as the rollup's and the windows' already are: the array
+/// is a time series of millisecond keys, which takes dates.
+#[test]
+fn a_bucket_span_is_a_duration_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db = db.to_str().unwrap();
+    ok(&[
+        "create",
+        db,
+        "--collection",
+        "s",
+        "--array",
+        "t=bucket:60:1h",
+        "--rollup",
+        "t=1d",
+    ]);
+    let listed = ok(&["collections", db]);
+    assert!(listed.contains("t=bucket:60:3600000"), "{listed}");
+    ok(&["put", db, "s", "s1", "{}"]);
+    ok(&[
+        "push",
+        db,
+        "s",
+        "s1",
+        "t",
+        "--key",
+        "2024-01-03T00:30:00Z",
+        "--value",
+        "1",
+    ]);
+    ok(&[
+        "push",
+        db,
+        "s",
+        "s1",
+        "t",
+        "--key",
+        "2024-01-03T01:30:00Z",
+        "--value",
+        "2",
+    ]);
+    let windows = ok(&["summary", db, "s", "s1", "t", "--every", "1h"]);
+    assert_eq!(windows.lines().count(), 2, "{windows}");
+    let bad = skewdb(&[
+        "create",
+        db,
+        "--collection",
+        "x",
+        "--array",
+        "t=bucket:60:soon",
+    ]);
+    assert_eq!(bad.status.code(), Some(1), "{bad:?}");
+}
