@@ -903,7 +903,9 @@ impl NewItem {
         }
     }
 
-    /// Sets the item's key (a time, a sequence, any order).
+    /// Sets the item's key (a time, a sequence, any order). Without one, a push takes the
+    /// array's greatest key plus one (0 in an empty array), and is refused
+    /// (`Error::InvalidItem`) after an item keyed `i64::MAX`.
     pub fn key(mut self, key: i64) -> Self {
         self.key = Some(key);
         self

@@ -288,9 +288,17 @@ impl ParentWork {
                 measure,
             })?;
         let array = &mut self.record_or_new().arrays[index];
-        let item_key = new
-            .key
-            .unwrap_or_else(|| array.summary.max_key.map_or(0, |max| max.saturating_add(1)));
+        // The next key after the greatest; none follows `i64::MAX` (the item would share its
+        // key, and stand before items pushed before it only by push order).
+        let item_key = match (new.key, array.summary.max_key) {
+            (Some(key), _) => key,
+            (None, None) => 0,
+            (None, Some(max)) => max.checked_add(1).ok_or_else(|| Error::InvalidItem {
+                reason: format!(
+                    "no key follows the array's greatest, {max}: give the item its key"
+                ),
+            })?,
+        };
         let item = Item {
             key: item_key,
             value: new.value,

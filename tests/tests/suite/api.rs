@@ -1637,3 +1637,43 @@ fn what_if_predicts_live_runs_of_the_whole_budget() {
         lines.join("; ")
     );
 }
+
+/// A push without a key takes the greatest key plus one; after an item keyed `i64::MAX`
+/// none follows, and the push is refused whole instead of storing that key again.
+#[test]
+fn a_push_without_a_key_after_the_greatest_key_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::new()).unwrap();
+    let c = db
+        .create_collection(CollectionSpec::new("c").array("a", Layout::Embed))
+        .unwrap();
+    let mut batch = db.batch();
+    batch.push("c", "k", "a", NewItem::new("first"));
+    batch.push("c", "k", "a", NewItem::new("second"));
+    batch.commit().unwrap();
+    let keys = |c: &skewdb::Collection| -> Vec<i64> {
+        let page = c.items("k", "a", &ItemQuery::new()).unwrap().unwrap();
+        page.items.iter().map(|item| item.key).collect()
+    };
+    assert_eq!(keys(&c), [0, 1]);
+    let mut batch = db.batch();
+    batch.push("c", "k", "a", NewItem::new("last").key(i64::MAX));
+    batch.commit().unwrap();
+    let mut batch = db.batch();
+    batch.put("c", "other", "body");
+    batch.push("c", "k", "a", NewItem::new("after the last"));
+    match batch.commit() {
+        Err(Error::InvalidItem { reason }) => assert!(reason.contains("give the item its key")),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(keys(&c), [0, 1, i64::MAX]);
+    assert!(
+        c.get("other").unwrap().is_none(),
+        "the batch applied nothing"
+    );
+    // With a key it goes in.
+    let mut batch = db.batch();
+    batch.push("c", "k", "a", NewItem::new("keyed").key(2));
+    batch.commit().unwrap();
+    assert_eq!(keys(&c), [0, 1, 2, i64::MAX]);
+}
