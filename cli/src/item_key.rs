@@ -26,6 +26,14 @@ impl FromStr for ItemKeyArg {
         if let Ok(key) = text.parse::<i64>() {
             return Ok(ItemKeyArg::Integer(key));
         }
+        let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
+        if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(format!(
+                "{text} is outside the item keys' range, {} to {}",
+                i64::MIN,
+                i64::MAX
+            ));
+        }
         let date_time = match text.len() {
             10 => format!("{text}T00:00:00Z"),
             _ => text.to_string(),

@@ -730,6 +730,14 @@ fn print_removed(removed: u64, what: &str, json: bool) -> Result<(), Failure> {
     }
 }
 
+/// `count` and `noun`, plural unless the count is one (`1 document`, `3 documents`).
+fn counted(count: impl Into<u64>, noun: &str) -> String {
+    match count.into() {
+        1 => format!("1 {noun}"),
+        count => format!("{count} {noun}s"),
+    }
+}
+
 /// Waits until no layout change is moving parents (`Db::wait_for_migrations`, which moves
 /// them from this process too), with a progress bar on a terminal (the parents walked of
 /// the total, which only grow); a migration left with refused parents ends the wait with
@@ -993,10 +1001,15 @@ fn import_command(
     let bar = (!json && std::io::stderr().is_terminal()).then(|| {
         let bar = indicatif::ProgressBar::new_spinner();
         bar.set_style(
-            indicatif::ProgressStyle::with_template(
-                "importing {spinner} {pos} documents {per_sec}",
-            )
-            .expect("a valid template"),
+            indicatif::ProgressStyle::with_template("importing {spinner} {pos} documents {rate}")
+                .expect("a valid template")
+                // Whole documents a second: indicatif's own `{per_sec}` prints four decimals.
+                .with_key(
+                    "rate",
+                    |state: &indicatif::ProgressState, out: &mut dyn std::fmt::Write| {
+                        let _ = write!(out, "{:.0}/s", state.per_sec());
+                    },
+                ),
         );
         bar
     });
@@ -1030,9 +1043,9 @@ fn import_command(
             None => String::new(),
         };
         out!(
-            "imported {} documents ({} items{children}) into {} in {:.1} s; {} refused",
-            done.documents,
-            done.items,
+            "imported {} ({}{children}) into {} in {:.1} s; {} refused",
+            counted(done.documents, "document"),
+            counted(done.items, "item"),
             import.collection,
             started.elapsed().as_secs_f64(),
             done.refused.len()

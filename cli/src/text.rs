@@ -74,7 +74,7 @@ pub fn item_json(item: &Item, array: &ArraySpec, shown: Shown) -> Value {
 
 pub fn item_text(item: &Item, array: &ArraySpec, shown: Shown) -> String {
     let measures = &array.measures;
-    let show = |v: Option<f64>| v.map_or("-".to_string(), |v| v.to_string());
+    let show = |v: Option<f64>| v.map_or("-".to_string(), number_text);
     let values = if array.names_its_measures() {
         let values: Vec<String> = measures
             .iter()
@@ -128,12 +128,24 @@ pub fn measure_summary_json(summary: &Summary, index: usize) -> Value {
     value
 }
 
+/// A number for people: as written where that is short (`20.5`, `1000000`), in scientific
+/// notation where the decimal form would run to more than 16 digits (`1e308`, `2.5e-9`);
+/// the shortest form that reads back the same either way.
+pub fn number_text(value: f64) -> String {
+    let magnitude = value.abs();
+    if value.is_finite() && magnitude != 0.0 && !(1e-6..1e16).contains(&magnitude) {
+        format!("{value:e}")
+    } else {
+        value.to_string()
+    }
+}
+
 fn measure_text(measure: &MeasureSummary) -> String {
-    let show = |v: Option<f64>| v.map_or("-".to_string(), |v| v.to_string());
+    let show = |v: Option<f64>| v.map_or("-".to_string(), number_text);
     format!(
         "count {}  sum {}  min {}  max {}  mean {}",
         measure.count,
-        measure.sum,
+        number_text(measure.sum),
         show(measure.min),
         show(measure.max),
         show(measure.mean()),
@@ -143,30 +155,33 @@ fn measure_text(measure: &MeasureSummary) -> String {
 /// A summary for people: items, measure `index`'s values (every measure's, one per line
 /// after the first, when `index` is `None` and the array names its own), key bounds.
 pub fn summary_text(summary: &Summary, array: &ArraySpec, index: Option<usize>) -> String {
-    let measures = &array.measures;
-    let key = |k: Option<i64>| k.map_or("-".to_string(), |k| k.to_string());
-    let keys = format!("keys {}..{}", key(summary.min_key), key(summary.max_key));
     let items = match summary.rolled_up {
         0 => summary.items.to_string(),
         rolled_up => format!("{} ({rolled_up} from rollups)", summary.items),
     };
+    format!("items {items}  {}", summary_rest(summary, array, index))
+}
+
+/// What a summary says beside its count: its measures (measure `index` alone, if given) and
+/// the bounds of its keys.
+fn summary_rest(summary: &Summary, array: &ArraySpec, index: Option<usize>) -> String {
+    let measures = &array.measures;
+    let key = |k: Option<i64>| k.map_or("-".to_string(), |k| k.to_string());
+    let keys = format!("keys {}..{}", key(summary.min_key), key(summary.max_key));
     match index {
         Some(index) => format!(
-            "items {items}  {}: {}  {keys}",
+            "{}: {}  {keys}",
             measures[index],
             measure_text(&summary.measure(index))
         ),
         None if array.names_its_measures() => {
-            let mut out = format!("items {items}  {keys}");
+            let mut out = keys;
             for (at, name) in measures.iter().enumerate() {
                 out += &format!("\n  {name}: {}", measure_text(&summary.measure(at)));
             }
             out
         }
-        None => format!(
-            "items {items}  {}  {keys}",
-            measure_text(&summary.measure(0))
-        ),
+        None => format!("{}  {keys}", measure_text(&summary.measure(0))),
     }
 }
 

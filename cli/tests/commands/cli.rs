@@ -1690,3 +1690,59 @@ fn a_bucket_span_is_a_duration_too() {
     ]);
     assert_eq!(bad.status.code(), Some(1), "{bad:?}");
 }
+
+/// Text output for people: a large value in scientific notation (not 309 digits), a key out
+/// of the item keys' range said to be so, and counts of one in the singular.
+#[test]
+fn text_output_reads_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db = db.to_str().unwrap();
+    ok(&["create", db, "--collection", "c", "--array", "a=embed"]);
+    ok(&[
+        "push", db, "c", "k", "a", "--key", "1", "--value", "1e308", "x", "--upsert",
+    ]);
+    ok(&[
+        "push", db, "c", "k", "a", "--key", "2", "--value", "20.5", "y",
+    ]);
+    let items = ok(&["items", db, "c", "k", "a"]);
+    assert_eq!(items, "1\t1e308\tx\n2\t20.5\ty\n");
+    let summary = ok(&["summary", db, "c", "k", "a"]);
+    assert!(summary.contains("max 1e308"), "{summary}");
+    assert!(summary.contains("min 20.5"), "{summary}");
+    // JSON keeps numbers as numbers.
+    let json = json_lines(&skewdb(&["--json", "items", db, "c", "k", "a"]));
+    assert_eq!(json[0]["value"], 1e308);
+    let out_of_range = skewdb(&[
+        "push",
+        db,
+        "c",
+        "k",
+        "a",
+        "--key",
+        "9223372036854775808",
+        "z",
+    ]);
+    assert_eq!(out_of_range.status.code(), Some(2));
+    let message = String::from_utf8_lossy(&out_of_range.stderr).to_string();
+    assert!(
+        message.contains("outside the item keys' range"),
+        "{message}"
+    );
+    let file = dir.path().join("one.json");
+    std::fs::write(&file, "{\"_id\":1,\"tags\":[\"a\"]}\n").unwrap();
+    let imported = ok(&[
+        "import",
+        db,
+        "--collection",
+        "one",
+        "--file",
+        file.to_str().unwrap(),
+        "--array",
+        "tags=embed",
+    ]);
+    assert!(
+        imported.starts_with("imported 1 document (1 item) into one"),
+        "{imported}"
+    );
+}
