@@ -1444,44 +1444,45 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             field,
             before,
             key,
-        } => match key {
-            Some(key) => commit_one(&db, &collection, json, |batch, c| {
-                let key = keys.read_for(&key, c)?;
-                let array = c.array(&field)?;
-                let before = before
-                    .resolve(array.spec())
-                    .map_err(Failure::invalid_input)?;
-                batch.expire_buckets_of(&array, &key, before);
-                Ok(())
-            })?,
-            None => {
-                let handle = open_existing(&db)?;
-                let collection = handle.collection(&collection)?;
-                let before = before
-                    .resolve(collection.array(&field)?.spec())
-                    .map_err(Failure::invalid_input)?;
-                let expired = collection.expire_buckets(&field, before)?;
-                if json {
-                    print_value(&json!({
-                        "buckets": expired.buckets,
-                        "items": expired.items,
-                        "rolled_up": expired.rolled_up,
-                    }))?;
-                } else if expired.rolled_up > 0 {
-                    out!(
-                        "dropped {} buckets and {} items, every one kept in rollups",
-                        expired.buckets,
-                        expired.items
-                    );
-                } else {
-                    out!(
-                        "dropped {} buckets holding {} items",
-                        expired.buckets,
-                        expired.items
-                    );
+        } => {
+            let handle = open_existing(&db)?;
+            let collection = handle.collection(&collection)?;
+            let array = collection.array(&field)?;
+            let before = before
+                .resolve(array.spec())
+                .map_err(Failure::invalid_input)?;
+            let expired = match key {
+                Some(key) => {
+                    let key = keys.read_for(&key, &collection)?;
+                    if collection.get_projected(&key, &[])?.is_none() {
+                        return Err(not_found(&key));
+                    }
+                    let mut batch = handle.batch();
+                    batch.expire_buckets_of(&array, &key, before);
+                    batch.commit_expiring()?
                 }
+                None => collection.expire_buckets(&field, before)?,
+            };
+            if json {
+                print_value(&json!({
+                    "buckets": expired.buckets,
+                    "items": expired.items,
+                    "rolled_up": expired.rolled_up,
+                }))?;
+            } else if expired.rolled_up > 0 {
+                out!(
+                    "dropped {} and {}, every one kept in rollups",
+                    counted(expired.buckets, "bucket"),
+                    counted(expired.items, "item")
+                );
+            } else {
+                out!(
+                    "dropped {} holding {}",
+                    counted(expired.buckets, "bucket"),
+                    counted(expired.items, "item")
+                );
             }
-        },
+        }
         Command::Items {
             array,
             from,

@@ -447,12 +447,25 @@ fn arrays_through_the_command_line() {
         ]))
         .len()
     };
-    assert!(
-        skewdb(&["expire", &db, "products", "readings", "3600", "--key", "p3"])
-            .status
-            .success()
+    // One parent's expiry says what it dropped, as the collection's does; a parent that
+    // does not exist is not found.
+    let one = skewdb(&[
+        "--json", "expire", &db, "products", "readings", "3600", "--key", "p3",
+    ]);
+    assert!(one.status.success(), "{one:?}");
+    assert_eq!(
+        json_lines(&one),
+        vec![json!({"buckets": 6, "items": 60, "rolled_up": 0})]
     );
     assert_eq!(readings("p3"), 90);
+    let text = ok(&["expire", &db, "products", "readings", "3600", "--key", "p3"]);
+    assert_eq!(text, "dropped 0 buckets holding 0 items\n");
+    assert_user_error(
+        &skewdb(&[
+            "expire", &db, "products", "readings", "3600", "--key", "nobody",
+        ]),
+        "not found",
+    );
     let expired = skewdb(&["--json", "expire", &db, "products", "readings", "7200"]);
     assert!(expired.status.success());
     // The second hour: sixty readings in buckets of ten.

@@ -270,6 +270,12 @@ impl Batch {
         self.commit_checked(None).map(|_| ())
     }
 
+    /// [`Batch::commit`], returning what the batch's bucket expiries dropped
+    /// ([`Batch::expire_buckets`]: buckets, items, and of those the ones rolled up).
+    pub fn commit_expiring(&mut self) -> Result<Expired> {
+        self.commit_checked(None)
+    }
+
     /// [`Batch::commit`], refused with `Error::Conflict` unless `reads` (a transaction's)
     /// still hold; returns what the batch's expiries dropped.
     pub(crate) fn commit_checked(&mut self, reads: Option<Arc<ReadSet>>) -> Result<Expired> {
