@@ -286,14 +286,20 @@ impl<V: View> CollectionHandle<V> {
         &self.info.spec
     }
 
-    /// The handle of array field `field`, for the batch methods that take one;
-    /// `Error::UnknownField` for a name the schema lacks.
+    /// The handle of array field `field`, for the batch methods that take one, under the
+    /// schema the view reads now (an array added after this handle was made is found);
+    /// `Error::UnknownField` for a name the schema lacks, `Error::UnknownCollection` when
+    /// the collection is gone from the view.
     pub fn array(&self, field: &str) -> Result<Array> {
-        let index = field_index(&self.info, field)?;
+        let info = match field_index(&self.info, field) {
+            Ok(_) => self.info.clone(),
+            Err(_) => self.at()?.info,
+        };
+        let index = field_index(&info, field)?;
         Ok(Array {
             collection: Arc::from(self.name()),
             field: Arc::from(field),
-            info: self.info.clone(),
+            info,
             index,
         })
     }

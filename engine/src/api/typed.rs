@@ -85,6 +85,7 @@ use super::view::{Latest, View};
 use crate::document::{Cursor, Document, ItemPage, ItemQuery, VisitFlow, Visited};
 use crate::error::{Error, Result};
 use crate::item::{ItemRef, NewItem, Summary};
+use crate::store::Expired;
 
 /// How bodies and payloads become bytes and back. Implement it for a format of your own.
 pub trait Codec: Send + Sync + 'static {
@@ -525,5 +526,25 @@ impl<K: Key, I: Serialize + DeserializeOwned + ItemFields, C: Codec, V: View>
     pub fn summary(&self, key: &K::Arg, range: impl RangeBounds<i64>) -> Result<Option<Summary>> {
         self.collection
             .summary(K::encode(key), self.array.field(), range)
+    }
+
+    /// Parent `key`'s items in `range` summarized per window of `span` (see
+    /// [`CollectionHandle::summary_windows`]).
+    pub fn summary_windows(
+        &self,
+        key: &K::Arg,
+        range: impl RangeBounds<i64>,
+        span: i64,
+    ) -> Result<Option<Vec<(i64, Summary)>>> {
+        self.collection
+            .summary_windows(K::encode(key), self.array.field(), range, span)
+    }
+}
+
+impl<K: Key, I: Serialize + DeserializeOwned + ItemFields, C: Codec> TypedArray<K, I, C, Latest> {
+    /// Drops the sealed buckets of every parent whose newest item key is below `before`
+    /// (see [`crate::Collection::expire_buckets`]).
+    pub fn expire_buckets(&self, before: i64) -> Result<Expired> {
+        self.collection.expire_buckets(self.array.field(), before)
     }
 }

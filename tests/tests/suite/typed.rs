@@ -492,3 +492,48 @@ fn stale_typed_handles_write_nothing_into_a_new_collection() {
     batch.commit().unwrap();
     assert_eq!(sensors.get(&1).unwrap().unwrap().body, sensor);
 }
+
+/// The typed array reads and expires as the untyped one: windows of summaries and bucket
+/// expiry; and a handle made before an array was added finds the new array.
+#[test]
+fn typed_arrays_summarize_by_windows_expire_and_handles_see_added_arrays() {
+    let (_dir, db) = db();
+    let sensors = db
+        .collection("sensors")
+        .unwrap()
+        .typed::<u64, Sensor, Json>();
+    let readings = sensors.array::<Reading>("readings").unwrap();
+    let mut batch = db.batch();
+    for minute in 0..180 {
+        let reading = Reading {
+            at: minute * 60,
+            celsius: minute as f64,
+        };
+        readings.push(&mut batch, &1, &reading).unwrap();
+    }
+    batch.commit().unwrap();
+    let hours = readings.summary_windows(&1, .., 3600).unwrap().unwrap();
+    let counts: Vec<(i64, u64)> = hours.iter().map(|(start, s)| (*start, s.items)).collect();
+    assert_eq!(counts, [(0, 60), (3600, 60), (7200, 60)]);
+    let expired = readings.expire_buckets(3600).unwrap();
+    assert_eq!(expired.items, 60);
+    assert_eq!(readings.summary(&1, ..).unwrap().unwrap().items, 120);
+    // An array added after the handle was made: the old handle finds it and writes to it.
+    let untyped = db.collection("sensors").unwrap();
+    let alteration = skewdb::Alteration::new().add_array("notes", Layout::Embed);
+    db.alter_collection("sensors", alteration).unwrap();
+    let notes = untyped.array("notes").unwrap();
+    let mut batch = db.batch();
+    batch.push_to(&notes, 1u64.to_be_bytes(), skewdb::NewItem::new("cleaned"));
+    batch.commit().unwrap();
+    let fresh = db.collection("sensors").unwrap();
+    let page = fresh
+        .items(1u64.to_be_bytes(), "notes", &ItemQuery::new())
+        .unwrap()
+        .unwrap();
+    assert_eq!(page.items.len(), 1);
+    assert!(matches!(
+        untyped.array("nosuch"),
+        Err(Error::UnknownField { .. })
+    ));
+}
