@@ -24,9 +24,10 @@ use crate::error::Result;
 use crate::item::{ItemRef, Order, Stored, Walked, walk_items};
 use crate::page::keys;
 
-/// The most picks (and walked items) a thread's buffer keeps room for between reads: a read
-/// of a long array frees what it needed beyond.
-const PICKS_KEPT: usize = 1 << 16;
+/// The most picks (and walked items, chunk entries) a thread's buffers keep room for between
+/// reads (about 800 KiB in all): a read of a long array frees what it needed beyond, which
+/// costs it a few allocations, not one per item.
+const PICKS_KEPT: usize = 4_096;
 
 /// One item a read found, and where it is.
 #[derive(Clone, Copy)]
