@@ -7,8 +7,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::cache::{self, CacheValue, PageCache};
+use crate::cold::items::ChunkItems;
 use crate::document::Document;
-use crate::item::Stored;
 use crate::page::node::Node;
 
 /// A cached object.
@@ -19,7 +19,7 @@ pub enum Cached {
     /// A large record's bytes.
     Bytes(Bytes),
     /// A cold chunk's items, decompressed and decoded.
-    Items(Arc<Vec<Stored>>),
+    Items(Arc<ChunkItems>),
 }
 
 impl CacheValue for Cached {

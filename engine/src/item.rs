@@ -1,7 +1,6 @@
 //! Items of array fields, their summaries, and the bytes of an item list: the one place
 //! that encodes and decodes them (parent records, tail records and cold chunks all hold
-//! item lists), and `ItemRef`, an item lent in place from those bytes or from a chunk's
-//! items as the cache holds them. See `format-spec/arrays.md`.
+//! item lists). See `format-spec/arrays.md`.
 
 use bytes::{Buf, BufMut, Bytes};
 
@@ -53,11 +52,6 @@ impl Item {
             payload: payload.into(),
             more: values.get(1..).and_then(more_values),
         }
-    }
-
-    /// Whether the item keeps values of measures after the first (in a box of their own).
-    pub(crate) fn more_values_held(&self) -> bool {
-        self.more.is_some()
     }
 
     /// The item's value of measure `index` (in the array's declared order; 0 is
@@ -287,6 +281,25 @@ impl Summary {
         }
         if let Some(more) = &item.more {
             self.add_more(more);
+        }
+    }
+
+    /// Adds an item by its key and its values (`value(m)` of measure `m`), wherever it is
+    /// held.
+    pub(crate) fn add_values(&mut self, key: i64, value: impl Fn(usize) -> Option<f64>) {
+        self.items += 1;
+        self.min_key = merge_option(self.min_key, Some(key), i64::min);
+        self.max_key = merge_option(self.max_key, Some(key), i64::max);
+        if let Some(value) = value(0) {
+            self.count += 1;
+            self.sum += value;
+            self.min = merge_option(self.min, Some(value), f64::min);
+            self.max = merge_option(self.max, Some(value), f64::max);
+        }
+        for m in 1..MAX_MEASURES {
+            if let Some(value) = value(m) {
+                self.more_mut()[m - 1].add(value);
+            }
         }
     }
 
@@ -643,7 +656,7 @@ pub(crate) fn part_ends(
 }
 
 /// One item as [`walk_items`] reads it: its fixed fields, and where the rest is in the
-/// list's bytes (a borrowed read lends them from there: [`ItemRef`]).
+/// list's bytes (a borrowed read lends them from there: [`crate::ItemRef`]).
 pub(crate) struct Walked {
     key: i64,
     seq: u64,
@@ -660,8 +673,29 @@ impl Walked {
         (self.key, self.seq)
     }
 
+    pub(crate) fn key(&self) -> i64 {
+        self.key
+    }
+
+    pub(crate) fn value(&self) -> Option<f64> {
+        self.value
+    }
+
+    /// The item's value of measure `index`, `list` the list it was walked in.
+    pub(crate) fn measure(&self, list: &[u8], index: usize) -> Option<f64> {
+        match index {
+            0 => self.value,
+            index => more_measure(&list[self.more.clone()?], index - 1),
+        }
+    }
+
+    /// The item's payload, `list` the list it was walked in.
+    pub(crate) fn payload<'l>(&self, list: &'l [u8]) -> &'l [u8] {
+        &list[self.payload.clone()]
+    }
+
     /// The item, its payload a slice of `whole`, the list it was walked in.
-    fn stored(&self, whole: &Bytes) -> Stored {
+    pub(crate) fn stored(&self, whole: &Bytes) -> Stored {
         Stored {
             item: Item {
                 key: self.key,
@@ -671,109 +705,6 @@ impl Walked {
             },
             seq: self.seq,
         }
-    }
-}
-
-/// One item of an array, lent by [`crate::CollectionHandle::for_each_item`] for the length
-/// of one call of its visitor: its key, values and payload are read in place from the
-/// bytes the engine holds (the parent record, a tail record, a cold chunk in the cache),
-/// and nothing is allocated unless [`ItemRef::to_item`] is asked for an owned copy.
-#[derive(Clone, Copy)]
-pub struct ItemRef<'a>(Repr<'a>);
-
-#[derive(Clone, Copy)]
-enum Repr<'a> {
-    /// An item of an encoded list: `list` is the whole list's bytes, `walked` where the
-    /// item is in them.
-    Listed { list: &'a Bytes, walked: &'a Walked },
-    /// An item of a decoded chunk, as the cache holds it.
-    Stored(&'a Stored),
-}
-
-impl<'a> ItemRef<'a> {
-    pub(crate) fn listed(list: &'a Bytes, walked: &'a Walked) -> Self {
-        ItemRef(Repr::Listed { list, walked })
-    }
-
-    pub(crate) fn stored(stored: &'a Stored) -> Self {
-        ItemRef(Repr::Stored(stored))
-    }
-
-    /// The item's key.
-    pub fn key(&self) -> i64 {
-        match self.0 {
-            Repr::Listed { walked, .. } => walked.key,
-            Repr::Stored(stored) => stored.item.key,
-        }
-    }
-
-    /// The item's value of its array's first measure, if it has one (see [`Item::value`]).
-    pub fn value(&self) -> Option<f64> {
-        match self.0 {
-            Repr::Listed { walked, .. } => walked.value,
-            Repr::Stored(stored) => stored.item.value,
-        }
-    }
-
-    /// The item's value of measure `index` (0 is [`ItemRef::value`]), if it has one (see
-    /// [`Item::measure`]).
-    pub fn measure(&self, index: usize) -> Option<f64> {
-        if index == 0 {
-            return self.value();
-        }
-        match self.0 {
-            Repr::Listed { list, walked } => {
-                let stored = &list[walked.more.clone()?];
-                more_measure(stored, index - 1)
-            }
-            Repr::Stored(stored) => stored.item.measure(index),
-        }
-    }
-
-    /// The item's payload, in place.
-    pub fn payload(&self) -> &'a [u8] {
-        match self.0 {
-            Repr::Listed { list, walked } => &list[walked.payload.clone()],
-            Repr::Stored(stored) => &stored.item.payload,
-        }
-    }
-
-    /// The item's identity: its key and push sequence, for [`crate::Batch::remove_item`]
-    /// and as a cursor to page on after it ([`crate::ItemQuery::after`]).
-    pub fn id(&self) -> Cursor {
-        let (key, seq) = self.order();
-        Cursor { key, seq }
-    }
-
-    /// The item as an owned [`Item`]; its payload shares the engine's buffer (no copy of
-    /// its bytes).
-    pub fn to_item(&self) -> Item {
-        match self.0 {
-            Repr::Listed { list, walked } => walked.stored(list).item,
-            Repr::Stored(stored) => stored.item.clone(),
-        }
-    }
-
-    pub(crate) fn order(&self) -> (i64, u64) {
-        match self.0 {
-            Repr::Listed { walked, .. } => walked.order(),
-            Repr::Stored(stored) => stored.order(),
-        }
-    }
-}
-
-impl std::fmt::Debug for ItemRef<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let measures: Vec<Option<f64>> = (0..MAX_MEASURES).map(|i| self.measure(i)).collect();
-        let held = measures
-            .iter()
-            .rposition(Option::is_some)
-            .map_or(0, |i| i + 1);
-        f.debug_struct("ItemRef")
-            .field("key", &self.key())
-            .field("measures", &&measures[..held])
-            .field("payload", &Bytes::copy_from_slice(self.payload()))
-            .finish()
     }
 }
 

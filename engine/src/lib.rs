@@ -35,6 +35,7 @@ mod events;
 #[cfg(feature = "testing")]
 mod fuzz;
 mod item;
+mod item_ref;
 mod limits;
 mod log;
 mod options;
@@ -69,7 +70,8 @@ pub use catalog::{
 };
 pub use document::{ArrayView, Cursor, Document, ItemPage, ItemQuery, Outlier, VisitFlow, Visited};
 pub use error::{Error, Result};
-pub use item::{Item, ItemRef, MAX_MEASURES, MeasureSummary, NewItem, Order, Summary};
+pub use item::{Item, MAX_MEASURES, MeasureSummary, NewItem, Order, Summary};
+pub use item_ref::ItemRef;
 pub use limits::{MAX_BATCH_BYTES, MAX_KEY_BYTES, MAX_RECORD_BYTES};
 pub use options::{Durability, Options};
 pub use record::RECORD_OVERHEAD_BYTES;

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use bytes::{Buf, BufMut};
 
 use crate::item::{Item, Summary};
+use crate::item_ref::ItemRef;
 use crate::limits::widths::u8_len;
 
 /// Bytes of a rollup record's value before its summary: the window's span (8) and the
@@ -124,6 +125,13 @@ impl Windows {
     pub fn fold_item(&mut self, item: &Item) {
         let start = window_of(item.key, self.span);
         self.window(start).add(item);
+    }
+
+    /// [`Windows::fold_item`] of an item lent in place.
+    pub fn fold_ref(&mut self, item: ItemRef<'_>) {
+        let key = item.key();
+        self.window(window_of(key, self.span))
+            .add_values(key, |m| item.measure(m));
     }
 
     /// Every window folded into, by start.

@@ -84,7 +84,8 @@ use super::collection::{CollectionHandle, Scan};
 use super::view::{Latest, View};
 use crate::document::{Cursor, Document, ItemPage, ItemQuery, VisitFlow, Visited};
 use crate::error::{Error, Result};
-use crate::item::{ItemRef, NewItem, Summary};
+use crate::item::{NewItem, Summary};
+use crate::item_ref::ItemRef;
 use crate::store::Expired;
 
 /// How bodies and payloads become bytes and back. Implement it for a format of your own.

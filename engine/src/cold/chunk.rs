@@ -5,6 +5,7 @@ use crate::limits::widths::{u8_len, u32_len};
 use bytes::{Buf, BufMut, Bytes};
 
 use super::columns;
+use super::items::ChunkItems;
 use crate::item::{self, MEASURE_SUMMARY_BYTES, SUMMARY_BYTES, Stored, Summary};
 use crate::{error::Error, limits::MAX_RECORD_BYTES};
 
@@ -402,9 +403,35 @@ pub fn decode_chunk(bytes: &[u8], expected: &ChunkRef) -> Result<Vec<Stored>, St
     Ok(items)
 }
 
+/// [`decode_chunk`], into the columns the cache holds: a columnar chunk's straight from its
+/// columns, a chunk of rows' copied into them.
+pub fn decode_chunk_items(bytes: &[u8], expected: &ChunkRef) -> Result<ChunkItems, String> {
+    let raw_len = check_copy(bytes, expected)?;
+    let payload = &bytes[header_len(expected.summary.stored_more(), expected.columnar)..];
+    let raw = raw_payload(payload, raw_len, expected.columnar)?;
+    let items = match expected.columnar {
+        true => columns::decode_columns(&raw)?,
+        false => ChunkItems::from_stored(&row_items(raw)?),
+    };
+    if items.summary() != expected.summary {
+        return Err("chunk items disagree with its summary".to_string());
+    }
+    Ok(items)
+}
+
 /// The items of a chunk's payload of `raw_len` bytes before compression (a columnar
 /// payload of that length is stored as it is).
 fn payload_items(payload: &[u8], raw_len: usize, columnar: bool) -> Result<Vec<Stored>, String> {
+    let raw = raw_payload(payload, raw_len, columnar)?;
+    match columnar {
+        true => columns::decode(&raw),
+        false => row_items(raw),
+    }
+}
+
+/// A chunk's payload of `raw_len` bytes before compression, decompressed (a columnar
+/// payload of that length is stored as it is).
+fn raw_payload(payload: &[u8], raw_len: usize, columnar: bool) -> Result<Bytes, String> {
     let raw = if columnar && payload.len() == raw_len {
         payload.to_vec()
     } else {
@@ -413,10 +440,11 @@ fn payload_items(payload: &[u8], raw_len: usize, columnar: bool) -> Result<Vec<S
     if raw.len() != raw_len {
         return Err("chunk decompresses to another length".to_string());
     }
-    let mut raw = Bytes::from(raw);
-    if columnar {
-        return columns::decode(&raw);
-    }
+    Ok(Bytes::from(raw))
+}
+
+/// The items of a chunk of rows, decompressed.
+fn row_items(mut raw: Bytes) -> Result<Vec<Stored>, String> {
     let items = item::decode_items(&mut raw)?;
     if raw.has_remaining() {
         return Err("chunk items end before its payload".to_string());

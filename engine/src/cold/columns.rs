@@ -14,8 +14,9 @@
 use bytes::{BufMut, Bytes};
 use integer_encoding::VarInt;
 
-use crate::item::{Item, MAX_MEASURES, Stored, more_values};
-use crate::limits::widths::u8_len;
+use super::items::ChunkItems;
+use crate::item::{Item, MAX_MEASURES, Stored};
+use crate::limits::widths::{u8_len, u32_len};
 
 /// A measure column with no value in it (only before the last column).
 const NO_VALUES: u8 = 0;
@@ -178,6 +179,12 @@ fn decimal_exponent(values: &[f64]) -> Option<u8> {
 /// Reads a columnar list, checking every length and value; the payloads are slices of
 /// `bytes`.
 pub(crate) fn decode(bytes: &Bytes) -> Result<Vec<Stored>, String> {
+    decode_columns(bytes).map(|items| items.to_stored())
+}
+
+/// Reads a columnar list into the columns the cache holds, checking every length and value;
+/// the payloads stay where they are in `bytes`.
+pub(crate) fn decode_columns(bytes: &Bytes) -> Result<ChunkItems, String> {
     let mut reader = Reader { bytes, at: 0 };
     let count = reader.varint()?;
     // Every item takes at least a byte of key, one of sequence and one of payload length.
@@ -194,42 +201,31 @@ pub(crate) fn decode(bytes: &Bytes) -> Result<Vec<Stored>, String> {
     if columns > MAX_MEASURES {
         return Err(format!("columnar list of {columns} measures"));
     }
-    let mut values = vec![[None; MAX_MEASURES]; count];
-    (0..columns).try_for_each(|m| {
-        reader.measure(count, m + 1 == columns, |i, value| {
-            values[i][m] = Some(value);
-        })
-    })?;
-    let mut lengths = Vec::with_capacity(count);
-    for _ in 0..count {
-        let len = reader.varint()?;
-        lengths.push(usize::try_from(len).map_err(|_| "payload length too large")?);
+    let mut measures = Vec::with_capacity(columns);
+    for m in 0..columns {
+        let mut column = vec![f64::NAN; count];
+        reader.measure(count, m + 1 == columns, |i, value| column[i] = value)?;
+        measures.push(column);
     }
-    let payload_bytes = lengths
-        .iter()
-        .try_fold(0usize, |sum, &len| sum.checked_add(len))
-        .ok_or("payload lengths overflow")?;
+    let mut ends = Vec::with_capacity(count);
+    let mut payload_bytes = 0usize;
+    for _ in 0..count {
+        let len = usize::try_from(reader.varint()?).map_err(|_| "payload length too large")?;
+        payload_bytes = payload_bytes
+            .checked_add(len)
+            .filter(|&sum| sum <= bytes.len())
+            .ok_or("payload lengths overflow")?;
+        ends.push(u32_len(payload_bytes));
+    }
     if payload_bytes != bytes.len() - reader.at {
         return Err("columnar payloads disagree with their lengths".to_string());
     }
-    let mut at = reader.at;
-    let items = (0..count)
-        .map(|i| {
-            let payload = bytes.slice(at..at + lengths[i]);
-            at += lengths[i];
-            let [value, more @ ..] = values[i];
-            Stored {
-                item: Item {
-                    key: keys[i] as i64,
-                    value,
-                    payload,
-                    more: more_values(&more),
-                },
-                seq: seqs[i],
-            }
-        })
-        .collect::<Vec<_>>();
-    if items.windows(2).any(|w| w[0].order() > w[1].order()) {
+    let payloads = bytes.slice(reader.at..);
+    let held = if payloads.is_empty() { 0 } else { bytes.len() };
+    // Keys are stored as their bits: the same 64-bit values, read as signed.
+    let keys = keys.into_iter().map(|key| key as i64).collect();
+    let items = ChunkItems::from_columns(keys, seqs, measures, ends, payloads, held);
+    if !items.in_order() {
         return Err("columnar items out of order".to_string());
     }
     Ok(items)

@@ -7,6 +7,7 @@
 
 pub mod chunk;
 mod columns;
+pub(crate) mod items;
 
 use std::sync::Arc;
 
@@ -15,6 +16,7 @@ use parking_lot::Mutex;
 
 pub use chunk::{ChunkKind, ChunkLoc, ChunkRef};
 use chunk::{SEGMENT_HEADER_BYTES, check_segment_header, encode_segment_header, segment_name};
+pub(crate) use items::ChunkItems;
 
 use crate::cache::{CacheKey, Owner, Tier};
 use crate::cached::{Cache, Cached, Loaded};
@@ -47,20 +49,8 @@ pub struct ColdGroup {
 struct KeptChunk {
     offset: u64,
     owner: Owner,
-    items: Arc<Vec<Stored>>,
+    items: Arc<ChunkItems>,
     weight: u64,
-}
-
-/// The cache weight of a chunk's items as [`ColdStore::items`] holds them: the vector, the
-/// payloads, and the values of further measures each item with any keeps in a box of its
-/// own (with the allocator's header).
-fn items_weight(items: &Vec<Stored>) -> usize {
-    const BOX_BYTES: usize = size_of::<[Option<f64>; crate::item::MAX_MEASURES - 1]>() + 16;
-    items.capacity() * size_of::<Stored>()
-        + items
-            .iter()
-            .map(|s| s.item.payload.len() + s.item.more_values_held() as usize * BOX_BYTES)
-            .sum::<usize>()
 }
 
 /// The share of the cache's page budget one commit group's written chunks may take there (a
@@ -86,8 +76,8 @@ impl ColdGroup {
             self.keep_limit = 0;
         }
         if self.tail.segment_id != DETACHED_SEGMENT_ID && self.keep_limit > 0 {
-            let owned = Arc::new(owned_items(items));
-            let weight = items_weight(&owned) as u64;
+            let owned = Arc::new(ChunkItems::from_stored(items));
+            let weight = owned.weight() as u64;
             if self.kept_bytes + weight <= self.keep_limit {
                 self.kept_bytes += weight;
                 self.kept.push(KeptChunk {
@@ -158,27 +148,6 @@ impl ColdGroup {
     }
 }
 
-/// `items` as a chunk's decode builds them: the payloads copied into one buffer of their
-/// own (the written items' payloads may be slices of a batch's or a record's buffers, which
-/// the cache must not hold).
-fn owned_items(items: &[Stored]) -> Vec<Stored> {
-    let mut payloads = Vec::with_capacity(items.iter().map(|s| s.item.payload.len()).sum());
-    for stored in items {
-        payloads.extend_from_slice(&stored.item.payload);
-    }
-    let payloads = Bytes::from(payloads);
-    let mut at = 0;
-    let mut owned = Vec::with_capacity(items.len());
-    for stored in items {
-        let len = stored.item.payload.len();
-        let mut copy = stored.clone();
-        copy.item.payload = payloads.slice(at..at + len);
-        at += len;
-        owned.push(copy);
-    }
-    owned
-}
-
 /// The segment id the chunks of a detached group name: no segment file has it (segments are
 /// numbered from 1 and a database would need 2^32 of them to reach it).
 pub const DETACHED_SEGMENT_ID: u32 = u32::MAX;
@@ -213,7 +182,7 @@ pub struct DetachedChunks(Vec<u8>);
 
 impl DetachedChunks {
     /// The items of a chunk of this group.
-    pub fn items(&self, entry: &ChunkRef) -> Result<Arc<Vec<Stored>>> {
+    pub fn items(&self, entry: &ChunkRef) -> Result<Arc<ChunkItems>> {
         let (start, len) = (index(entry.loc.offset), entry.loc.len as usize);
         let bytes = start
             .checked_add(len)
@@ -221,7 +190,7 @@ impl DetachedChunks {
             .ok_or_else(|| {
                 Error::corruption("transaction", entry.loc.offset, "chunk past its group")
             })?;
-        chunk::decode_chunk(bytes, entry)
+        chunk::decode_chunk_items(bytes, entry)
             .map(Arc::new)
             .map_err(|reason| Error::corruption("transaction", entry.loc.offset, reason))
     }
@@ -480,15 +449,18 @@ impl ColdStore {
 
     /// Reads and decodes a chunk, checking it against its index entry.
     /// A chunk's items, through the cache, read for `owner`.
-    pub fn items(&self, entry: &ChunkRef, owner: Owner) -> Result<Arc<Vec<Stored>>> {
+    pub fn items(&self, entry: &ChunkRef, owner: Owner) -> Result<Arc<ChunkItems>> {
         let key = CacheKey::Chunk {
             segment_id: entry.loc.segment_id,
             offset: entry.loc.offset,
         };
         let value = self.cache.get_or_load(key, Tier::ColdChunk, owner, || {
-            let items = self.read_uncached(entry)?;
+            let (bytes, _) = self.chunk_bytes(entry.loc)?;
+            let items = chunk::decode_chunk_items(&bytes, entry).map_err(|reason| {
+                Error::corruption(segment_name(entry.loc.segment_id), entry.loc.offset, reason)
+            })?;
             Ok(Loaded {
-                weight_bytes: items_weight(&items),
+                weight_bytes: items.weight(),
                 value: Cached::Items(Arc::new(items)),
                 read_bytes: entry.loc.len as u64,
             })
@@ -684,7 +656,7 @@ mod tests {
         cold.append(group).unwrap();
         assert!(stats().resident_bytes > 0);
         let read = cold.items(&kept, owner).unwrap();
-        assert_eq!(*read, cold.read_uncached(&kept).unwrap());
+        assert_eq!(read.to_stored(), cold.read_uncached(&kept).unwrap());
         assert_eq!(
             (stats().requests, stats().misses, stats().bytes_read),
             (1, 0, 0)
@@ -712,20 +684,35 @@ mod tests {
         assert_eq!(stats().misses, misses + loaded.len() as u64);
     }
 
-    /// A chunk's weight in the cache counts the boxes of further measures' values.
+    /// A chunk's weight in the cache is its columns' (a key, a sequence and a payload end
+    /// an item, a column per measure) and its payloads' bytes.
     #[test]
-    fn a_chunks_weight_counts_its_further_measures() {
+    fn a_chunks_weight_is_its_columns_and_payloads() {
         let plain = items_from(0, 10);
         let mut measured = plain.clone();
         for stored in &mut measured {
             stored.item = Item::new(stored.item.key, &[Some(1.0), Some(2.0)], "p");
         }
-        let extra = items_weight(&measured) - items_weight(&plain);
-        let payloads: usize = plain.iter().map(|s| s.item.payload.len()).sum::<usize>() - 10;
-        assert_eq!(
-            extra + payloads,
-            10 * (size_of::<[Option<f64>; crate::item::MAX_MEASURES - 1]>() + 16)
-        );
+        let payloads: usize = plain.iter().map(|s| s.item.payload.len()).sum();
+        let columns = |measures: usize| {
+            size_of::<ChunkItems>() + 10 * (8 + 8 + 4) + measures * (size_of::<Vec<f64>>() + 10 * 8)
+        };
+        let weight = |items: &[Stored]| ChunkItems::from_stored(items).weight();
+        assert_eq!(weight(&plain), columns(1) + payloads);
+        assert_eq!(weight(&measured), columns(2) + 10);
+        // A chunk decoded from its columns weighs what one built from items does, plus the
+        // rest of the buffer its payloads share.
+        let bucket: Vec<Stored> = (0..60)
+            .map(|i| Stored {
+                item: Item::new(i * 60, &[Some(i as f64 / 10.0)], Vec::new()),
+                seq: i as u64,
+            })
+            .collect();
+        let mut encoded = Vec::new();
+        crate::cold::columns::encode(&bucket, &mut encoded);
+        let decoded = crate::cold::columns::decode_columns(&Bytes::from(encoded)).unwrap();
+        assert_eq!(decoded.weight(), ChunkItems::from_stored(&bucket).weight());
+        assert_eq!(decoded.to_stored(), bucket);
     }
 
     fn map_held(cold: &ColdStore, segment_id: u32) -> Option<(usize, bool)> {

@@ -18,10 +18,12 @@ use super::read::{Reads, decode_chunk_entry, pages_for};
 use super::versions::Version;
 use crate::cache::Owner;
 use crate::catalog::CollectionInfo;
+use crate::cold::ChunkItems;
 use crate::cold::ChunkRef;
 use crate::document::{Cursor, ItemPage, ItemQuery};
 use crate::error::Result;
-use crate::item::{ItemRef, Order, Stored, Walked, walk_items};
+use crate::item::{Order, Walked, walk_items};
+use crate::item_ref::ItemRef;
 use crate::page::keys;
 
 /// The most picks (and walked items, chunk entries) a thread's buffers keep room for between
@@ -59,7 +61,7 @@ pub(super) struct Gathered {
     /// Items walked in those lists (the list's index in `lists`, the item).
     listed: Vec<(u32, Walked)>,
     /// The chunks read, as the cache holds their items.
-    chunks: Vec<Arc<Vec<Stored>>>,
+    chunks: Vec<Arc<ChunkItems>>,
     picks: Vec<Pick>,
     /// The chunk index entries a read in key order walks.
     entries: Vec<ChunkRef>,
@@ -118,36 +120,26 @@ impl Gathered {
 
     /// Picks the items of a chunk (in (key, push) order) on `query`'s pages: the range's
     /// ends found by a search, and with a limit only the first `limit` in `order`.
-    fn add_chunk(&mut self, items: Arc<Vec<Stored>>, query: &ItemQuery, limit: Option<usize>) {
+    fn add_chunk(&mut self, items: Arc<ChunkItems>, query: &ItemQuery, limit: Option<usize>) {
         let chunk = u32_index(self.chunks.len());
-        let start = match query.start {
-            Bound::Included(start) => items.partition_point(|s| s.item.key < start),
-            Bound::Excluded(start) => items.partition_point(|s| s.item.key <= start),
-            Bound::Unbounded => 0,
-        };
-        let end = match query.end {
-            Bound::Included(end) => items.partition_point(|s| s.item.key <= end),
-            Bound::Excluded(end) => items.partition_point(|s| s.item.key < end),
-            Bound::Unbounded => items.len(),
-        };
-        let in_range = items.get(start..end.max(start)).unwrap_or_default();
-        let pick = |(index, stored): (usize, &Stored)| Pick {
-            key: stored.item.key,
-            seq: stored.seq,
+        let in_range = items.range(query.start, query.end);
+        let pick = |at: usize| Pick {
+            key: items.key(at),
+            seq: items.seq(at),
             at: At::Chunk {
                 chunk,
-                index: u32_index(start + index),
+                index: u32_index(at),
             },
         };
-        let wanted = |(_, stored): &(usize, &Stored)| query.wanted(stored);
+        let wanted = |&at: &usize| query.wanted_at(items.key(at), items.seq(at));
         let limit = limit.unwrap_or(usize::MAX);
         match query.order {
             Order::Ascending => {
-                let picked = in_range.iter().enumerate().filter(wanted).take(limit);
+                let picked = in_range.filter(wanted).take(limit);
                 self.picks.extend(picked.map(pick));
             }
             Order::Descending => {
-                let picked = in_range.iter().enumerate().rev().filter(wanted).take(limit);
+                let picked = in_range.rev().filter(wanted).take(limit);
                 self.picks.extend(picked.map(pick));
             }
         }
@@ -167,7 +159,7 @@ impl Gathered {
                 ItemRef::listed(&self.lists[*list as usize], walked)
             }
             At::Chunk { chunk, index } => {
-                ItemRef::stored(&self.chunks[chunk as usize][index as usize])
+                ItemRef::column(&self.chunks[chunk as usize], index as usize)
             }
         }
     }

@@ -18,6 +18,7 @@ use crate::cache::records::{self, KeptRecord, Seen};
 use crate::cache::{Admission, Owner};
 
 use crate::catalog::CollectionInfo;
+use crate::cold::ChunkItems;
 use crate::cold::{ChunkRef, ColdStore, DETACHED_SEGMENT_ID};
 use crate::document::{Document, ItemQuery, Outlier};
 use crate::error::{Error, Result};
@@ -66,7 +67,7 @@ impl Reads<'_> {
         version: &Version,
         entry: &ChunkRef,
         owner: Owner,
-    ) -> Result<Arc<Vec<Stored>>> {
+    ) -> Result<Arc<ChunkItems>> {
         match &version.own_chunks {
             Some(own) if entry.loc.segment_id == DETACHED_SEGMENT_ID => own.items(entry),
             _ => self.cold.items(entry, owner),

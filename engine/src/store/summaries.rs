@@ -12,7 +12,8 @@ use crate::cache::Owner;
 use crate::catalog::CollectionInfo;
 use crate::document::ItemQuery;
 use crate::error::{Error, Result};
-use crate::item::{Item, Summary};
+use crate::item::Summary;
+use crate::item_ref::ItemRef;
 use crate::page::keys;
 use crate::page::node::Node;
 use crate::record::ArrayState;
@@ -94,15 +95,15 @@ impl Reads<'_> {
         sink: &mut impl Gather,
     ) -> Result<()> {
         for stored in array.inline.iter().filter(|s| query.wanted(s)) {
-            sink.item(&stored.item);
+            sink.item(ItemRef::stored(stored));
         }
         if !array.has_overflow {
             return Ok(());
         }
         let mut tail = Vec::new();
         self.tail_items(version, info, key, field, query, &mut tail)?;
-        for stored in tail {
-            sink.item(&stored.item);
+        for stored in &tail {
+            sink.item(ItemRef::stored(stored));
         }
         let mut straddling = Vec::new();
         self.for_each_chunk_in(version, info, key, field, query, |found| match found {
@@ -116,8 +117,10 @@ impl Reads<'_> {
         })?;
         for entry in straddling {
             let items = self.chunk_items(version, &entry, Owner::collection(info.id))?;
-            for stored in items.iter().filter(|s| query.wanted(s)) {
-                sink.item(&stored.item);
+            for at in items.range(query.start, query.end) {
+                if query.wanted_at(items.key(at), items.seq(at)) {
+                    sink.item(ItemRef::column(&items, at));
+                }
             }
         }
         Ok(())
@@ -190,15 +193,15 @@ impl Reads<'_> {
 /// Where a ranged summary's parts go: one summary, or one per window.
 trait Gather {
     /// Adds one item in range.
-    fn item(&mut self, item: &Item);
+    fn item(&mut self, item: ItemRef<'_>);
     /// Adds a set of items in range by its summary; false when it cannot take it whole
     /// (the caller then adds its items one by one).
     fn whole(&mut self, summary: &Summary) -> bool;
 }
 
 impl Gather for Summary {
-    fn item(&mut self, item: &Item) {
-        self.add(item);
+    fn item(&mut self, item: ItemRef<'_>) {
+        self.add_values(item.key(), |m| item.measure(m));
     }
 
     fn whole(&mut self, summary: &Summary) -> bool {
@@ -208,8 +211,8 @@ impl Gather for Summary {
 }
 
 impl Gather for Windows {
-    fn item(&mut self, item: &Item) {
-        self.fold_item(item);
+    fn item(&mut self, item: ItemRef<'_>) {
+        self.fold_ref(item);
     }
 
     fn whole(&mut self, summary: &Summary) -> bool {

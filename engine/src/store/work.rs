@@ -745,11 +745,7 @@ impl ParentWork {
             None => match &chunk.source {
                 ChunkSource::Stored(_) => {
                     let owner = Owner::collection(self.info.id);
-                    base.shared
-                        .cold
-                        .items(&chunk.chunk, owner)?
-                        .as_ref()
-                        .clone()
+                    base.shared.cold.items(&chunk.chunk, owner)?.to_stored()
                 }
                 ChunkSource::Pending(at) => self.chunks[*at].items.clone(),
             },
