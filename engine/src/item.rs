@@ -303,6 +303,31 @@ impl Summary {
         }
     }
 
+    /// Adds items by their keys (their values are added a measure at a time:
+    /// [`Summary::add_measure`]).
+    pub(crate) fn add_keys(&mut self, keys: &[i64]) {
+        self.items += keys.len() as u64;
+        for &key in keys {
+            self.min_key = merge_option(self.min_key, Some(key), i64::min);
+            self.max_key = merge_option(self.max_key, Some(key), i64::max);
+        }
+    }
+
+    /// Adds the values of measure `m` of items added by their keys, in their order (as item
+    /// by item, so the sum is the same to the bit); NaN stands for an item without one.
+    pub(crate) fn add_measure(&mut self, m: usize, values: &[f64]) {
+        for &value in values.iter().filter(|value| !value.is_nan()) {
+            if m == 0 {
+                self.count += 1;
+                self.sum += value;
+                self.min = merge_option(self.min, Some(value), f64::min);
+                self.max = merge_option(self.max, Some(value), f64::max);
+            } else {
+                self.more_mut()[m - 1].add(value);
+            }
+        }
+    }
+
     #[inline(never)]
     fn add_more(&mut self, more: &[Option<f64>; MAX_MEASURES - 1]) {
         for (summary, value) in self.more_mut().iter_mut().zip(more.iter()) {

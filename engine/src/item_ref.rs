@@ -39,6 +39,7 @@ impl<'a> ItemRef<'a> {
     }
 
     /// The item's key.
+    #[inline]
     pub fn key(&self) -> i64 {
         match self.0 {
             Repr::Listed { walked, .. } => walked.key(),
@@ -48,6 +49,7 @@ impl<'a> ItemRef<'a> {
     }
 
     /// The item's value of its array's first measure, if it has one (see [`Item::value`]).
+    #[inline]
     pub fn value(&self) -> Option<f64> {
         match self.0 {
             Repr::Listed { walked, .. } => walked.value(),
@@ -58,6 +60,7 @@ impl<'a> ItemRef<'a> {
 
     /// The item's value of measure `index` (0 is [`ItemRef::value`]), if it has one (see
     /// [`Item::measure`]).
+    #[inline]
     pub fn measure(&self, index: usize) -> Option<f64> {
         if index == 0 {
             return self.value();
@@ -70,6 +73,7 @@ impl<'a> ItemRef<'a> {
     }
 
     /// The item's payload, in place.
+    #[inline]
     pub fn payload(&self) -> &'a [u8] {
         match self.0 {
             Repr::Listed { list, walked } => walked.payload(list),
@@ -80,6 +84,7 @@ impl<'a> ItemRef<'a> {
 
     /// The item's identity: its key and push sequence, for [`crate::Batch::remove_item`]
     /// and as a cursor to page on after it ([`crate::ItemQuery::after`]).
+    #[inline]
     pub fn id(&self) -> Cursor {
         let (key, seq) = self.order();
         Cursor { key, seq }
@@ -95,6 +100,7 @@ impl<'a> ItemRef<'a> {
         }
     }
 
+    #[inline]
     pub(crate) fn order(&self) -> (i64, u64) {
         match self.0 {
             Repr::Listed { walked, .. } => walked.order(),

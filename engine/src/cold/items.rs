@@ -82,33 +82,52 @@ impl ChunkItems {
         }
     }
 
+    #[inline]
     pub(crate) fn len(&self) -> usize {
         self.keys.len()
     }
 
+    /// The key column.
+    #[inline]
+    pub(crate) fn keys(&self) -> &[i64] {
+        &self.keys
+    }
+
+    /// The push sequence column.
+    #[inline]
+    pub(crate) fn seqs(&self) -> &[u64] {
+        &self.seqs
+    }
+
+    #[inline]
     pub(crate) fn key(&self, at: usize) -> i64 {
         self.keys[at]
     }
 
+    #[inline]
     pub(crate) fn seq(&self, at: usize) -> u64 {
         self.seqs[at]
     }
 
+    #[inline]
     pub(crate) fn order(&self, at: usize) -> (i64, u64) {
         (self.keys[at], self.seqs[at])
     }
 
     /// Item `at`'s value of measure `m`, if it has one.
+    #[inline]
     pub(crate) fn measure(&self, at: usize, m: usize) -> Option<f64> {
         let value = *self.measures.get(m)?.get(at)?;
         (!value.is_nan()).then_some(value)
     }
 
     /// Item `at`'s payload, in place.
+    #[inline]
     pub(crate) fn payload(&self, at: usize) -> &[u8] {
         &self.payloads[self.payload_range(at)]
     }
 
+    #[inline]
     fn payload_range(&self, at: usize) -> Range<usize> {
         let start = match at {
             0 => 0,
@@ -119,13 +138,17 @@ impl ChunkItems {
 
     /// Item `at` as an owned [`Item`], its payload a slice of the chunk's buffer.
     pub(crate) fn item(&self, at: usize) -> Item {
-        let more: [Option<f64>; MAX_MEASURES - 1] =
-            std::array::from_fn(|m| self.measure(at, m + 1));
+        let more = match self.measures.len() {
+            0 | 1 => None,
+            _ => more_values(&std::array::from_fn::<_, { MAX_MEASURES - 1 }, _>(|m| {
+                self.measure(at, m + 1)
+            })),
+        };
         Item {
             key: self.keys[at],
             value: self.measure(at, 0),
             payload: self.payloads.slice(self.payload_range(at)),
-            more: more_values(&more),
+            more,
         }
     }
 
@@ -159,6 +182,37 @@ impl ChunkItems {
         from..to.max(from)
     }
 
+    /// The items of `range` after `cursor` (a (key, push) order) in a read's order: those
+    /// above it when `ascending`, else those below, found by a binary search.
+    pub(crate) fn beyond(
+        &self,
+        range: Range<usize>,
+        cursor: (i64, u64),
+        ascending: bool,
+    ) -> Range<usize> {
+        let (mut low, mut high) = (range.start, range.end);
+        // The first item of the range above the cursor when ascending, at or above it when
+        // not.
+        while low < high {
+            let middle = low + (high - low) / 2;
+            let order = self.order(middle);
+            let before = if ascending {
+                order <= cursor
+            } else {
+                order < cursor
+            };
+            if before {
+                low = middle + 1;
+            } else {
+                high = middle;
+            }
+        }
+        match ascending {
+            true => low..range.end,
+            false => range.start..low,
+        }
+    }
+
     /// Whether the items are in (key, push) order.
     pub(crate) fn in_order(&self) -> bool {
         (1..self.len()).all(|at| self.order(at - 1) <= self.order(at))
@@ -167,10 +221,16 @@ impl ChunkItems {
     /// The summary of every item.
     pub(crate) fn summary(&self) -> Summary {
         let mut summary = Summary::default();
-        for at in 0..self.len() {
-            summary.add_values(self.keys[at], |m| self.measure(at, m));
-        }
+        self.add_to(0..self.len(), &mut summary);
         summary
+    }
+
+    /// Adds the items of `range` to `summary`, a column at a time.
+    pub(crate) fn add_to(&self, range: Range<usize>, summary: &mut Summary) {
+        summary.add_keys(&self.keys[range.clone()]);
+        for (m, column) in self.measures.iter().enumerate() {
+            summary.add_measure(m, &column[range.clone()]);
+        }
     }
 
     /// What the chunk takes in memory, as the cache weighs it.
@@ -186,5 +246,70 @@ impl ChunkItems {
                 .sum::<usize>()
             + self.ends.capacity() * size_of::<u32>()
             + self.payload_held
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ops::RangeBounds;
+
+    /// Items keyed 0, 0, 1, 1, ..., 9, 9 (each key pushed twice), with a value on every
+    /// other item and a payload naming the item.
+    fn chunk() -> (Vec<Stored>, ChunkItems) {
+        let items: Vec<Stored> = (0..20)
+            .map(|i: i64| Stored {
+                item: Item::new(
+                    i / 2,
+                    &[(i % 2 == 0).then_some(i as f64)],
+                    format!("item {i}").into_bytes(),
+                ),
+                seq: i as u64,
+            })
+            .collect();
+        let chunk = ChunkItems::from_stored(&items);
+        (items, chunk)
+    }
+
+    #[test]
+    fn columns_give_every_item_back() {
+        let (items, chunk) = chunk();
+        assert_eq!(chunk.to_stored(), items);
+        assert_eq!(chunk.summary(), Summary::of(items.iter().map(|s| &s.item)));
+        assert_eq!(chunk.payload(3), b"item 3");
+        assert_eq!(
+            (chunk.measure(2, 0), chunk.measure(3, 0)),
+            (Some(2.0), None)
+        );
+        assert_eq!(chunk.measure(2, 1), None);
+    }
+
+    #[test]
+    fn a_range_and_a_cursor_are_found_by_search_as_a_filter_finds_them() {
+        let (items, chunk) = chunk();
+        let bounds = |key: i64| [Bound::Unbounded, Bound::Included(key), Bound::Excluded(key)];
+        for start in (-1..=10).flat_map(bounds) {
+            for end in (-1..=10).flat_map(bounds) {
+                let range = chunk.range(start, end);
+                let filtered: Vec<usize> = (0..items.len())
+                    .filter(|&at| RangeBounds::contains(&(start, end), &items[at].item.key))
+                    .collect();
+                assert_eq!(range.clone().collect::<Vec<_>>(), filtered);
+                for cursor in (0..10).flat_map(|key| [(key, 2 * key as u64), (key, 99)]) {
+                    for ascending in [true, false] {
+                        let beyond = chunk.beyond(range.clone(), cursor, ascending);
+                        let wanted: Vec<usize> = filtered
+                            .iter()
+                            .copied()
+                            .filter(|&at| match ascending {
+                                true => items[at].order() > cursor,
+                                false => items[at].order() < cursor,
+                            })
+                            .collect();
+                        assert_eq!(beyond.collect::<Vec<_>>(), wanted);
+                    }
+                }
+            }
+        }
     }
 }

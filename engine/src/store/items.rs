@@ -119,28 +119,33 @@ impl Gathered {
     }
 
     /// Picks the items of a chunk (in (key, push) order) on `query`'s pages: the range's
-    /// ends found by a search, and with a limit only the first `limit` in `order`.
+    /// ends (and the cursor's place) found by a search, and with a limit only the first
+    /// `limit` in `order`.
     fn add_chunk(&mut self, items: Arc<ChunkItems>, query: &ItemQuery, limit: Option<usize>) {
         let chunk = u32_index(self.chunks.len());
-        let in_range = items.range(query.start, query.end);
+        let mut range = items.range(query.start, query.end);
+        if let Some(after) = query.after {
+            let ascending = query.order == Order::Ascending;
+            range = items.beyond(range, (after.key, after.seq), ascending);
+        }
+        let count = limit.unwrap_or(usize::MAX).min(range.len());
+        let (keys, seqs) = (items.keys(), items.seqs());
         let pick = |at: usize| Pick {
-            key: items.key(at),
-            seq: items.seq(at),
+            key: keys[at],
+            seq: seqs[at],
             at: At::Chunk {
                 chunk,
                 index: u32_index(at),
             },
         };
-        let wanted = |&at: &usize| query.wanted_at(items.key(at), items.seq(at));
-        let limit = limit.unwrap_or(usize::MAX);
         match query.order {
             Order::Ascending => {
-                let picked = in_range.filter(wanted).take(limit);
+                let picked = range.start..range.start + count;
                 self.picks.extend(picked.map(pick));
             }
             Order::Descending => {
-                let picked = in_range.rev().filter(wanted).take(limit);
-                self.picks.extend(picked.map(pick));
+                let picked = range.end - count..range.end;
+                self.picks.extend(picked.rev().map(pick));
             }
         }
         self.chunks.push(items);

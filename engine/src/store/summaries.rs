@@ -3,13 +3,14 @@
 //! chunk index (decoded only where they straddle a range's or a window's end), and the
 //! rollups an expiry kept (`format-spec/arrays.md`, reads and rollups).
 
-use std::ops::Bound;
+use std::ops::{Bound, Range};
 
 use super::decode::decode_rollup;
 use super::read::{InRange, Reads, pages_for};
 use super::versions::Version;
 use crate::cache::Owner;
 use crate::catalog::CollectionInfo;
+use crate::cold::ChunkItems;
 use crate::document::ItemQuery;
 use crate::error::{Error, Result};
 use crate::item::Summary;
@@ -117,10 +118,13 @@ impl Reads<'_> {
         })?;
         for entry in straddling {
             let items = self.chunk_items(version, &entry, Owner::collection(info.id))?;
-            for at in items.range(query.start, query.end) {
-                if query.wanted_at(items.key(at), items.seq(at)) {
-                    sink.item(ItemRef::column(&items, at));
-                }
+            let range = items.range(query.start, query.end);
+            if query.after.is_none() {
+                sink.items(&items, range);
+                continue;
+            }
+            for at in range.filter(|&at| query.wanted_at(items.key(at), items.seq(at))) {
+                sink.item(ItemRef::column(&items, at));
             }
         }
         Ok(())
@@ -194,6 +198,12 @@ impl Reads<'_> {
 trait Gather {
     /// Adds one item in range.
     fn item(&mut self, item: ItemRef<'_>);
+    /// Adds the items of `range` of a chunk, all in range.
+    fn items(&mut self, chunk: &ChunkItems, range: Range<usize>) {
+        for at in range {
+            self.item(ItemRef::column(chunk, at));
+        }
+    }
     /// Adds a set of items in range by its summary; false when it cannot take it whole
     /// (the caller then adds its items one by one).
     fn whole(&mut self, summary: &Summary) -> bool;
@@ -202,6 +212,10 @@ trait Gather {
 impl Gather for Summary {
     fn item(&mut self, item: ItemRef<'_>) {
         self.add_values(item.key(), |m| item.measure(m));
+    }
+
+    fn items(&mut self, chunk: &ChunkItems, range: Range<usize>) {
+        chunk.add_to(range, self);
     }
 
     fn whole(&mut self, summary: &Summary) -> bool {
