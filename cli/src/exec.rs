@@ -212,7 +212,10 @@ fn parse_line(line: &str, db: &Db, batch: &mut Batch) -> Result<bool, Failure> {
                     )
                 }
                 Some(mapped) => {
-                    let element = fields.required_extjson("payload")?;
+                    let element = match fields.extjson("payload")? {
+                        Some(element) => element,
+                        None => mapped.bare_element(&field, &mut stated).map_err(refused)?,
+                    };
                     mapped.item(&field, &element, stated).map_err(refused)?
                 }
             };

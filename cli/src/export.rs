@@ -62,7 +62,7 @@ pub fn parent_document(
 pub fn require_imported(collection: &Collection) -> Result<(), Failure> {
     if collection.spec().document_format() != DocumentFormat::Bson {
         return Err(Failure::invalid_input(format!(
-            "collection {:?} was not made by import: its documents are not stored as BSON",
+            "collection {:?} holds bytes, not documents (it was made with create --bytes)",
             collection.name()
         )));
     }

@@ -432,7 +432,7 @@ pub fn run(
     }
     if spec.document_format() != DocumentFormat::Bson {
         return Err(Failure::invalid_input(format!(
-            "collection {:?} was not made by import: its documents are not stored as BSON",
+            "collection {:?} holds bytes, not documents (it was made with create --bytes)",
             import.collection
         )));
     }

@@ -84,7 +84,7 @@ struct Cli {
     /// standard base64: for keys that are not UTF-8 or hold NUL bytes.
     #[arg(long, global = true)]
     key_base64: bool,
-    /// Print the documents of collections stored as BSON (made by `import`) as canonical
+    /// Print the documents of collections of documents (stored as BSON) as canonical
     /// Extended JSON (every number with its type) instead of relaxed.
     #[arg(long, global = true)]
     canonical: bool,
@@ -184,19 +184,32 @@ enum Command {
         #[arg(long)]
         traces: Option<PathBuf>,
     },
-    /// Create a database (and its directory) or add a collection to one.
+    /// Create a database (and its directory) or add a collection of documents to one.
     Create {
         /// The database directory (made when it does not exist).
         db: PathBuf,
         /// The collection's name.
         #[arg(long)]
         collection: String,
+        /// A collection of the application's own bytes (bodies and payloads stored as they
+        /// are given), not of documents.
+        #[arg(long, conflicts_with_all = ["key_field", "item_keys"])]
+        bytes: bool,
+        /// The body field whose value is a document's key: a put adds it to the body, an
+        /// export writes it back.
+        #[arg(long, default_value = "_id")]
+        key_field: String,
+        /// The element field (a date or an integer) that keys each item: F for every array,
+        /// or ARRAY=F for one (default: the key given with push, kept beside the element).
+        #[arg(long = "item-key", value_name = "[ARRAY=]F")]
+        item_keys: Vec<String>,
         /// An array field and its layout: FIELD=embed|reference|subset:N|outlier:N|bucket:N[:SPAN]
         /// (SPAN in key units, or a duration such as 1h: a time series keyed by milliseconds)
         #[arg(long = "array", value_name = "FIELD=LAYOUT")]
         arrays: Vec<String>,
         /// The named measures of an array field (up to 8), in order: FIELD=NAME,NAME,...
-        /// (default: one, "value").
+        /// (default: one, "value", given with push --value). In a collection of documents
+        /// they are its elements' fields of those names.
         #[arg(long = "measures", value_name = "FIELD=NAMES")]
         measures: Vec<String>,
         /// Keep, when buckets of this Bucket array expire, one summary per window of SPAN
@@ -209,8 +222,8 @@ enum Command {
     Put {
         #[command(flatten)]
         parent: ParentArgs,
-        /// The body (stored as its UTF-8 bytes; an Extended JSON document in a collection
-        /// made by import).
+        /// The body: an Extended JSON document (its key field added when absent); in a
+        /// collection made with `create --bytes`, stored as its UTF-8 bytes.
         #[arg(required_unless_present = "body_file")]
         body: Option<String>,
         /// Read the body from this file instead, or from standard input with `-` (its bytes
@@ -222,9 +235,9 @@ enum Command {
     Push {
         #[command(flatten)]
         array: ArrayArgs,
-        /// The item's payload (stored as its UTF-8 bytes; an Extended JSON array element in a
-        /// collection made by import, where it is required). Optional elsewhere: a bare
-        /// reading is a key and a value.
+        /// The item's payload: an Extended JSON array element (in a collection made with
+        /// `create --bytes`, stored as its UTF-8 bytes). Optional: a bare reading is a key
+        /// and a value.
         payload: Option<String>,
         /// Read the payload from this file instead, or from standard input with `-`.
         #[arg(long, value_name = "PATH|-", conflicts_with = "payload")]
@@ -483,7 +496,7 @@ enum Command {
         #[arg(long, requires = "children")]
         into: Option<String>,
     },
-    /// Write a collection made by `import` as `mongoexport` does: one Extended JSON line per
+    /// Write a collection of documents as `mongoexport` does: one Extended JSON line per
     /// parent, its arrays embedded again in full.
     Export {
         /// The database directory.
@@ -845,8 +858,9 @@ impl Keys {
     }
 }
 
-/// Whether `collection` was made by `import`: its keys, bodies and payloads are BSON, and
-/// the command line gives them as Extended JSON.
+/// Whether `collection` holds documents (made by `create` without `--bytes`, or by
+/// `import`): its keys, bodies and payloads are BSON, and the command line gives them as
+/// Extended JSON.
 fn stores_bson(collection: &skewdb::Collection) -> bool {
     collection.spec().document_format() == skewdb::DocumentFormat::Bson
 }
@@ -1316,18 +1330,28 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Create {
             db,
             collection,
+            bytes,
+            key_field,
+            item_keys,
             arrays,
             measures,
             rollups,
         } => {
             let names = ["--array", "--measures", "--rollup"];
-            let spec = skewdb_cli::schema::collection_spec(
+            let mut spec = skewdb_cli::schema::collection_spec(
                 &collection,
                 &arrays,
                 &measures,
                 &rollups,
                 names,
             )?;
+            if !bytes {
+                let declared: Vec<&str> = measures
+                    .iter()
+                    .filter_map(|given| given.split_once('=').map(|(field, _)| field))
+                    .collect();
+                spec = skewdb_cli::schema::of_documents(spec, &key_field, &item_keys, &declared)?;
+            }
             let handle = Db::open(&db, Options::new())?;
             handle.create_collection(spec)?;
             if json {
@@ -1403,13 +1427,10 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                         (None, payload) => {
                             with_stated(NewItem::new(payload.unwrap_or_default()), stated)
                         }
-                        (Some(_), None) => {
-                            return Err(Failure::invalid_input(
-                                "an item of a document collection is an Extended JSON element: \
-                                 give it as PAYLOAD or --payload-file"
-                                    .to_string(),
-                            ));
-                        }
+                        (Some(mapped), None) => mapped
+                            .bare_element(&array.field, &mut stated)
+                            .and_then(|element| mapped.item(&array.field, &element, stated))
+                            .map_err(Failure::invalid_input)?,
                         (Some(mapped), Some(payload)) => utf8("the payload", payload)
                             .and_then(|text| skewdb_cli::mongo::value_arg("payload", &text))
                             .and_then(|element| mapped.item(&array.field, &element, stated))

@@ -131,6 +131,60 @@ impl<'a> Mapped<'a> {
     }
 }
 
+impl Mapped<'_> {
+    /// The element of a push to array `field` that gives no payload, made of what it states:
+    /// its item key in the element field that keys the array's items (a date in a Bucket
+    /// array with a span, else an integer), and its values in the fields of their measures'
+    /// names when the array's measures are its elements' fields. What goes into the element
+    /// is taken out of `stated`, but for the item key, which the element then agrees with.
+    /// A measure the array does not have is refused, and so is an element that would be
+    /// empty (an array that keeps neither its item keys nor its values in element fields).
+    pub fn bare_element(&self, field: &str, stated: &mut Stated) -> Result<Bson, String> {
+        let mut element = Document::new();
+        let Some(array) = self.spec.arrays().iter().find(|a| a.field == field) else {
+            // Not an array of the collection: the commit refuses it, as for any collection.
+            return Ok(Bson::Document(element));
+        };
+        if let Some((name, _)) = stated
+            .measures
+            .iter()
+            .find(|(n, _)| !array.measures.contains(n))
+        {
+            return Err(format!(
+                "{field:?} has no measure {name:?} (its measures: {})",
+                array.measures.join(", ")
+            ));
+        }
+        let fields = ArrayField::mapped(self.spec, array);
+        if let (Some(name), Some(key)) = (fields.item_key.as_deref(), stated.item_key) {
+            let value = match array.layout {
+                skewdb::Layout::Bucket { span: Some(_), .. } => {
+                    Bson::DateTime(bson::DateTime::from_millis(key))
+                }
+                _ => Bson::Int64(key),
+            };
+            element.insert(name, value);
+        }
+        if !fields.measures.is_empty() {
+            if let Some(value) = stated.value.take() {
+                element.insert(array.measures[0].clone(), value);
+            }
+            for (name, value) in std::mem::take(&mut stated.measures) {
+                element.insert(name, value);
+            }
+        }
+        if element.is_empty() {
+            return Err(format!(
+                "an item of a document collection is an Extended JSON element: give it as \
+                 PAYLOAD or --payload-file (a push without one makes its element of its \
+                 --key and values, when {field:?} keeps them in element fields: create \
+                 --item-key, --measures)"
+            ));
+        }
+        Ok(Bson::Document(element))
+    }
+}
+
 /// `item` with what the write states applied: all of an item's write for a collection of
 /// the application's own bytes.
 pub fn with_stated(mut item: NewItem, stated: Stated) -> NewItem {

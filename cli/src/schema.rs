@@ -1,6 +1,6 @@
 //! Schema changes from the command line and `exec`: `alter` and `drop`.
 
-use skewdb::{Alteration, ArraySpec, CollectionSpec, Layout};
+use skewdb::{Alteration, ArraySpec, CollectionSpec, DocumentFormat, DocumentMap, Layout};
 
 use crate::failure::Failure;
 use crate::item_key::SpanArg;
@@ -60,6 +60,41 @@ pub fn collection_spec(
         spec = spec.rollup(field, span);
     }
     Ok(spec)
+}
+
+/// `spec` as a collection of documents: stored as BSON, its parents keyed by body field
+/// `key_field`, each array's items by the element field `item_keys` names for it (`F` for
+/// every array, `ARRAY=F` for one), and the measures of the arrays in `declared` (those given
+/// names) read from their elements' fields of those names.
+pub fn of_documents(
+    spec: CollectionSpec,
+    key_field: &str,
+    item_keys: &[String],
+    declared: &[&str],
+) -> Result<CollectionSpec, Failure> {
+    let fields: Vec<&str> = spec.arrays().iter().map(|a| a.field.as_str()).collect();
+    let mut keyed: Vec<Option<&str>> = vec![None; fields.len()];
+    for given in item_keys {
+        match given.split_once('=') {
+            Some((array, name)) => match fields.iter().position(|f| *f == array) {
+                Some(at) => keyed[at] = Some(name),
+                None => {
+                    let message =
+                        format!("--item-key {given:?} names {array:?}, which no --array declares");
+                    return Err(Failure::invalid_input(message));
+                }
+            },
+            None => keyed.iter_mut().for_each(|key| *key = Some(given)),
+        }
+    }
+    if key_field.is_empty() || keyed.iter().flatten().any(|name| name.is_empty()) {
+        return Err(Failure::invalid_input("a document field's name is empty"));
+    }
+    let mut map = DocumentMap::new(key_field);
+    for (field, item_key) in fields.iter().zip(&keyed) {
+        map = map.array(*field, *item_key, declared.contains(field));
+    }
+    Ok(spec.stored_as(DocumentFormat::Bson).mapped(map))
 }
 
 /// What an alteration asks for, as the flags (or an `exec` op's fields) give it: the new

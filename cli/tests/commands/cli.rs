@@ -59,7 +59,7 @@ fn assert_user_error(output: &Output, needle: &str) {
 fn created() -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db").to_str().unwrap().to_string();
-    let output = skewdb(&["create", &db, "--collection", "users"]);
+    let output = skewdb(&["create", "--bytes", &db, "--collection", "users"]);
     assert!(output.status.success(), "{output:?}");
     (dir, db)
 }
@@ -170,7 +170,7 @@ fn user_errors_are_one_line_and_exit_one() {
         "key of 1025 bytes",
     );
     assert_user_error(
-        &skewdb(&["create", &db, "--collection", ""]),
+        &skewdb(&["create", "--bytes", &db, "--collection", ""]),
         "invalid collection name",
     );
     // Usage errors exit 2, as clap's and scripts' convention has it.
@@ -316,6 +316,7 @@ fn arrays_through_the_command_line() {
     let db = dir.path().join("db").to_str().unwrap().to_string();
     let created = skewdb(&[
         "create",
+        "--bytes",
         &db,
         "--collection",
         "products",
@@ -489,6 +490,7 @@ fn arrays_through_the_command_line() {
     assert_user_error(
         &skewdb(&[
             "create",
+            "--bytes",
             &db,
             "--collection",
             "bad",
@@ -498,12 +500,21 @@ fn arrays_through_the_command_line() {
         "subset keep",
     );
     assert_user_error(
-        &skewdb(&["create", &db, "--collection", "bad", "--array", "f=heap"]),
+        &skewdb(&[
+            "create",
+            "--bytes",
+            &db,
+            "--collection",
+            "bad",
+            "--array",
+            "f=heap",
+        ]),
         "unknown layout",
     );
     assert_user_error(
         &skewdb(&[
             "create",
+            "--bytes",
             &db,
             "--collection",
             "products",
@@ -520,7 +531,7 @@ fn compact_gives_back_the_log() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db").to_str().unwrap().to_string();
     assert!(
-        skewdb(&["create", &db, "--collection", "docs"])
+        skewdb(&["create", "--bytes", &db, "--collection", "docs"])
             .status
             .success()
     );
@@ -577,6 +588,7 @@ fn named_measures_through_the_command_line() {
     };
     ok(&[
         "create",
+        "--bytes",
         &db,
         "--collection",
         "sensors",
@@ -714,7 +726,15 @@ fn named_measures_through_the_command_line() {
         (&["a=m,m"][..], "declared twice"),
         (&["a"][..], "is not FIELD=NAMES"),
     ] {
-        let mut args = vec!["create", &db, "--collection", "x", "--array", "a=embed"];
+        let mut args = vec![
+            "create",
+            "--bytes",
+            &db,
+            "--collection",
+            "x",
+            "--array",
+            "a=embed",
+        ];
         for given in measures {
             args.extend(["--measures", given]);
         }
@@ -749,6 +769,7 @@ fn backup_and_restore_through_the_command_line() {
     assert!(
         run(&[
             "create",
+            "--bytes",
             db,
             "--collection",
             "users",
@@ -894,6 +915,7 @@ fn everyday_commands() {
     let (dir, db) = created();
     ok(&[
         "create",
+        "--bytes",
         &db,
         "--collection",
         "feeds",
@@ -1021,6 +1043,7 @@ fn summary_every_window() {
     let db = db.to_str().unwrap();
     ok(&[
         "create",
+        "--bytes",
         db,
         "--collection",
         "s",
@@ -1132,6 +1155,7 @@ fn rollups_keep_expired_windows() {
     let refused = skewdb(&[
         "--json",
         "create",
+        "--bytes",
         db,
         "--collection",
         "e",
@@ -1145,6 +1169,7 @@ fn rollups_keep_expired_windows() {
     let refused = skewdb(&[
         "--json",
         "create",
+        "--bytes",
         db,
         "--collection",
         "e",
@@ -1160,6 +1185,7 @@ fn rollups_keep_expired_windows() {
     );
     ok(&[
         "create",
+        "--bytes",
         db,
         "--collection",
         "s",
@@ -1213,7 +1239,13 @@ fn rollups_keep_expired_windows() {
 fn exec_creates_a_collection_in_its_batch() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
-    ok(&["create", db.to_str().unwrap(), "--collection", "users"]);
+    ok(&[
+        "create",
+        "--bytes",
+        db.to_str().unwrap(),
+        "--collection",
+        "users",
+    ]);
     let create = r#"{"op":"create","coll":"s","arrays":[{"field":"t","layout":"bucket:4:3600000","measures":["temp","hum"],"rollup":3600000},{"field":"n","layout":"embed"}]}"#;
     let input = format!(
         "{create}\n{}\n{{\"op\":\"commit\"}}\n{create}\n{{\"op\":\"commit\"}}\n",
@@ -1274,6 +1306,7 @@ fn alter_sets_and_widens_a_rollup() {
     let db = db.to_str().unwrap();
     ok(&[
         "create",
+        "--bytes",
         db,
         "--collection",
         "s",
@@ -1348,6 +1381,7 @@ fn alter_and_drop_change_the_schema_and_refuse_bad_changes() {
     let db = dir.path().join("db").to_str().unwrap().to_string();
     ok(&[
         "create",
+        "--bytes",
         &db,
         "--collection",
         "users",
@@ -1435,7 +1469,7 @@ fn alter_and_drop_change_the_schema_and_refuse_bad_changes() {
         command.extend(args);
         assert_user_error(&skewdb(&command), needle);
     }
-    ok(&["create", &db, "--collection", "other"]);
+    ok(&["create", "--bytes", &db, "--collection", "other"]);
     assert_user_error(
         &skewdb(&["alter", &db, "people", "--rename", "other"]),
         "already exists",
@@ -1487,7 +1521,7 @@ fn alter_and_drop_change_the_schema_and_refuse_bad_changes() {
     ok(&["verify", &db]);
     ok(&["compact", &db]);
     ok(&["verify", &db]);
-    ok(&["create", &db, "--collection", "people"]);
+    ok(&["create", "--bytes", &db, "--collection", "people"]);
     assert_eq!(ok(&["count", &db, "people"]).trim(), "0");
 }
 
@@ -1497,6 +1531,7 @@ fn set_layout_moves_every_parent_and_reads_stay_the_same() {
     let db = dir.path().join("db").to_str().unwrap().to_string();
     ok(&[
         "create",
+        "--bytes",
         &db,
         "--collection",
         "p",
@@ -1578,7 +1613,13 @@ fn set_layout_moves_every_parent_and_reads_stay_the_same() {
 fn exec_writes_by_name_to_the_collection_the_name_has_now() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
-    ok(&["create", db.to_str().unwrap(), "--collection", "users"]);
+    ok(&[
+        "create",
+        "--bytes",
+        db.to_str().unwrap(),
+        "--collection",
+        "users",
+    ]);
     let input = [
         r#"{"op":"put","coll":"users","key":"k","body":"old"}"#,
         r#"{"op":"commit"}"#,
@@ -1602,13 +1643,22 @@ fn exec_writes_by_name_to_the_collection_the_name_has_now() {
 
 /// `push` to a missing parent is refused (`not_found`) and writes nothing unless `--upsert`,
 /// which creates it with an empty body; the payload may be left out of a collection of
-/// bytes (a bare reading), not of a collection of documents.
+/// bytes (a bare reading), and of a collection of documents only where the array keeps its
+/// item keys or values in element fields (the element is made of them).
 #[test]
 fn push_refuses_a_missing_parent_unless_upserting() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
     let db = db.to_str().unwrap();
-    ok(&["create", db, "--collection", "inv", "--array", "a=embed"]);
+    ok(&[
+        "create",
+        "--bytes",
+        db,
+        "--collection",
+        "inv",
+        "--array",
+        "a=embed",
+    ]);
     let refused = skewdb(&["--json", "push", db, "inv", "k1", "a", "--value", "1", "x"]);
     assert_eq!(refused.status.code(), Some(1), "{refused:?}");
     let error: Value = serde_json::from_slice(&refused.stderr).unwrap();
@@ -1658,6 +1708,7 @@ fn a_bucket_span_is_a_duration_too() {
     let db = db.to_str().unwrap();
     ok(&[
         "create",
+        "--bytes",
         db,
         "--collection",
         "s",
@@ -1695,6 +1746,7 @@ fn a_bucket_span_is_a_duration_too() {
     assert_eq!(windows.lines().count(), 2, "{windows}");
     let bad = skewdb(&[
         "create",
+        "--bytes",
         db,
         "--collection",
         "x",
@@ -1711,7 +1763,15 @@ fn text_output_reads_as_written() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
     let db = db.to_str().unwrap();
-    ok(&["create", db, "--collection", "c", "--array", "a=embed"]);
+    ok(&[
+        "create",
+        "--bytes",
+        db,
+        "--collection",
+        "c",
+        "--array",
+        "a=embed",
+    ]);
     ok(&[
         "push", db, "c", "k", "a", "--key", "1", "--value", "1e308", "x", "--upsert",
     ]);

@@ -134,6 +134,7 @@ fn every_acknowledged_batch_survives_sigkill() {
     let db = dir.path().join("db").to_str().unwrap().to_string();
     let created = skewdb(&[
         "create",
+        "--bytes",
         &db,
         "--collection",
         "docs",

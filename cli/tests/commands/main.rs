@@ -4,6 +4,7 @@
 
 mod cli;
 mod cluster;
+mod documents;
 mod kill;
 mod mongo;
 mod scripts;

@@ -1309,7 +1309,7 @@ fn advice_names_refusals_wants_a_sample_and_reads_only_imported_collections() {
     let db = dir.path().join("db");
     let db = db.to_str().unwrap();
     assert!(
-        skewdb(&["create", db, "--collection", "plain"])
+        skewdb(&["create", "--bytes", db, "--collection", "plain"])
             .status
             .success()
     );
@@ -1324,7 +1324,7 @@ fn advice_names_refusals_wants_a_sample_and_reads_only_imported_collections() {
             error["error"]
                 .as_str()
                 .unwrap()
-                .contains("was not made by import"),
+                .contains("holds bytes, not documents"),
             "{error}"
         );
     }

@@ -56,7 +56,7 @@ fn json_error(output: &Output) -> (i32, Value) {
 fn database(arrays: &[&str]) -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db").to_str().unwrap().to_string();
-    let mut args = vec!["create", &db, "--collection", "c"];
+    let mut args = vec!["create", "--bytes", &db, "--collection", "c"];
     for array in arrays {
         args.extend(["--array", array]);
     }
@@ -351,6 +351,7 @@ fn every_error_has_a_kind_and_usage_errors_exit_two() {
         (
             vec![
                 "create",
+                "--bytes",
                 &db,
                 "--collection",
                 "d",
@@ -362,7 +363,15 @@ fn every_error_has_a_kind_and_usage_errors_exit_two() {
             "cannot be negative",
         ),
         (
-            vec!["create", &db, "--collection", "d", "--array", "noequals"],
+            vec![
+                "create",
+                "--bytes",
+                &db,
+                "--collection",
+                "d",
+                "--array",
+                "noequals",
+            ],
             1,
             "invalid_input",
             "FIELD=LAYOUT",
@@ -370,6 +379,7 @@ fn every_error_has_a_kind_and_usage_errors_exit_two() {
         (
             vec![
                 "create",
+                "--bytes",
                 &db,
                 "--collection",
                 "d",
@@ -383,13 +393,21 @@ fn every_error_has_a_kind_and_usage_errors_exit_two() {
             "\"x\" declared twice",
         ),
         (
-            vec!["create", &db, "--collection", "c", "--array", "a=subset:3"],
+            vec![
+                "create",
+                "--bytes",
+                &db,
+                "--collection",
+                "c",
+                "--array",
+                "a=subset:3",
+            ],
             1,
             "schema_conflict",
             "stored with a=embed, asked for a=subset:3",
         ),
         (
-            vec!["create", &db, "--collection", ""],
+            vec!["create", "--bytes", &db, "--collection", ""],
             1,
             "invalid_name",
             "empty",

@@ -1,0 +1,310 @@
+//! One document model in the tool: `create` makes collections of documents (Extended JSON
+//! in, BSON stored, every malformed body refused with the argument named), `--bytes` a
+//! collection of the application's own bytes; a collection made by `create` is read,
+//! summarized, exported and imported again as one made by `import` is.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn skewdb(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_skewdb"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// The output of a command that must succeed.
+fn ok(args: &[&str]) -> String {
+    let output = skewdb(args);
+    assert!(output.status.success(), "{args:?}: {output:?}");
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// The JSON error of a command that must fail with exit status 1.
+fn refused(args: &[&str]) -> Value {
+    let mut with_json = vec!["--json"];
+    with_json.extend_from_slice(args);
+    let output = skewdb(&with_json);
+    assert_eq!(output.status.code(), Some(1), "{args:?}: {output:?}");
+    serde_json::from_slice(&output.stderr).unwrap()
+}
+
+fn json_lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn database() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db").to_str().unwrap().to_string();
+    (dir, db)
+}
+
+#[test]
+fn create_makes_documents_and_refuses_what_is_not_one() {
+    let (dir, db) = database();
+    let db = db.as_str();
+    ok(&[
+        "create",
+        db,
+        "--collection",
+        "products",
+        "--array",
+        "reviews=subset:3",
+    ]);
+    // Malformed bodies, and bodies that are not documents, are refused, the argument named.
+    let error = refused(&["put", db, "products", "bad", r#"{"name":"#]);
+    assert_eq!(error["kind"], "invalid_input", "{error}");
+    assert!(error["error"].as_str().unwrap().contains("body"), "{error}");
+    let error = refused(&["put", db, "products", "bad", "[1, 2]"]);
+    assert!(
+        error["error"].as_str().unwrap().contains("not a document"),
+        "{error}"
+    );
+    let error = refused(&["put", db, "products", "bad", r#"{"_id": "other"}"#]);
+    assert_eq!(error["kind"], "invalid_input", "{error}");
+    assert_eq!(
+        skewdb(&["get", db, "products", "bad"]).status.code(),
+        Some(1)
+    );
+
+    ok(&[
+        "put",
+        db,
+        "products",
+        "p1",
+        r#"{"name": "lamp", "price": 25}"#,
+    ]);
+    for stars in 1..=5 {
+        let element = format!(r#"{{"stars": {stars}, "text": "review {stars}"}}"#);
+        ok(&[
+            "push",
+            db,
+            "products",
+            "p1",
+            "reviews",
+            &element,
+            "--value",
+            &stars.to_string(),
+        ]);
+    }
+    let error = refused(&["push", db, "products", "p1", "reviews", r#"{"stars": "#]);
+    assert!(
+        error["error"].as_str().unwrap().contains("payload"),
+        "{error}"
+    );
+    // The body carries its key; the newest reviews page back by cursor.
+    let got: Value = serde_json::from_str(&ok(&["--json", "get", db, "products", "p1"])).unwrap();
+    assert_eq!(got["body"]["_id"], "p1", "{got}");
+    assert_eq!(got["body"]["name"], "lamp", "{got}");
+    let page = json_lines(&ok(&[
+        "--json", "items", db, "products", "p1", "reviews", "--desc", "--limit", "2",
+    ]));
+    assert_eq!(page.len(), 3, "two items and a cursor: {page:?}");
+    assert_eq!(page[0]["payload"]["stars"], 5, "{page:?}");
+    let cursor = page[2]["cursor"].as_str().unwrap();
+    let rest = json_lines(&ok(&[
+        "--json", "items", db, "products", "p1", "reviews", "--desc", "--cursor", cursor,
+    ]));
+    let stars: Vec<i64> = rest
+        .iter()
+        .map(|i| i["payload"]["stars"].as_i64().unwrap())
+        .collect();
+    assert_eq!(stars, [3, 2, 1]);
+    let summary: Value =
+        serde_json::from_str(&ok(&["--json", "summary", db, "products", "p1", "reviews"])).unwrap();
+    assert_eq!(
+        (summary["count"].as_u64(), summary["sum"].as_f64()),
+        (Some(5), Some(15.0))
+    );
+
+    // Exported, imported into another collection and exported again: the same bytes.
+    let first = dir.path().join("first.json");
+    ok(&["export", db, "products", "--out", first.to_str().unwrap()]);
+    let exported = std::fs::read_to_string(&first).unwrap();
+    assert!(exported.contains(r#""name":"lamp""#), "{exported}");
+    ok(&[
+        "import",
+        db,
+        "--collection",
+        "copy",
+        "--file",
+        first.to_str().unwrap(),
+        "--array",
+        "reviews=subset:3",
+    ]);
+    let second = dir.path().join("second.json");
+    ok(&["export", db, "copy", "--out", second.to_str().unwrap()]);
+    assert_eq!(std::fs::read(&second).unwrap(), exported.as_bytes());
+    // And advise reads it as it reads an imported one.
+    ok(&["advise", db, "products"]);
+}
+
+#[test]
+fn bytes_keep_a_collection_of_the_applications_own_bytes() {
+    let (_dir, db) = database();
+    let db = db.as_str();
+    ok(&[
+        "create",
+        db,
+        "--collection",
+        "raw",
+        "--bytes",
+        "--array",
+        "a=embed",
+    ]);
+    ok(&["put", db, "raw", "k", r#"{"name":"#]);
+    let got: Value = serde_json::from_str(&ok(&["--json", "get", db, "raw", "k"])).unwrap();
+    assert_eq!(got["body"], r#"{"name":"#);
+    let error = refused(&["export", db, "raw"]);
+    assert!(
+        error["error"].as_str().unwrap().contains("create --bytes"),
+        "{error}"
+    );
+    // Document options do not go with --bytes.
+    let usage = skewdb(&[
+        "create",
+        db,
+        "--collection",
+        "x",
+        "--bytes",
+        "--key-field",
+        "id",
+    ]);
+    assert_eq!(usage.status.code(), Some(2), "{usage:?}");
+}
+
+#[test]
+fn a_bare_reading_makes_its_element_where_the_array_maps_its_fields() {
+    let (dir, db) = database();
+    let db = db.as_str();
+    ok(&[
+        "create",
+        db,
+        "--collection",
+        "sensors",
+        "--key-field",
+        "name",
+        "--array",
+        "readings=bucket:60:1h",
+        "--item-key",
+        "readings=t",
+        "--measures",
+        "readings=temp,hum",
+        "--array",
+        "notes=embed",
+    ]);
+    ok(&["put", db, "sensors", "s1", r#"{"site": "roof"}"#]);
+    let at = "2024-01-03T12:00:00Z";
+    ok(&[
+        "push", db, "sensors", "s1", "readings", "--key", at, "--value", "21.5",
+    ]);
+    ok(&[
+        "push",
+        db,
+        "sensors",
+        "s1",
+        "readings",
+        "--key",
+        "2024-01-03T12:01:00Z",
+        "--measure",
+        "hum=0.4",
+    ]);
+    let error = refused(&[
+        "push",
+        db,
+        "sensors",
+        "s1",
+        "readings",
+        "--key",
+        at,
+        "--measure",
+        "wind=3",
+    ]);
+    assert!(
+        error["error"]
+            .as_str()
+            .unwrap()
+            .contains("no measure \"wind\""),
+        "{error}"
+    );
+    // An array that keeps nothing in element fields needs its element.
+    let error = refused(&["push", db, "sensors", "s1", "notes", "--value", "1"]);
+    assert_eq!(error["kind"], "invalid_input", "{error}");
+    // The same through exec.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_skewdb"))
+        .args(["exec", db])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let input = concat!(
+        r#"{"op":"push","coll":"sensors","key":"s1","field":"readings","item_key":1704283320000,"measures":{"temp":22.5}}"#,
+        "\n",
+        r#"{"op":"commit"}"#,
+        "\n"
+    );
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+
+    let out = dir.path().join("sensors.json");
+    ok(&["export", db, "sensors", "--out", out.to_str().unwrap()]);
+    let exported: Value =
+        serde_json::from_str(std::fs::read_to_string(&out).unwrap().trim()).unwrap();
+    assert_eq!(exported["name"], "s1", "{exported}");
+    let readings = exported["readings"].as_array().unwrap();
+    assert_eq!(readings.len(), 3, "{exported}");
+    assert_eq!(
+        readings[0]["t"]["$date"], "2024-01-03T12:00:00Z",
+        "{exported}"
+    );
+    assert_eq!(readings[0]["temp"], 21.5, "{exported}");
+    assert_eq!(readings[1]["hum"], 0.4, "{exported}");
+    assert!(readings[1].get("temp").is_none(), "{exported}");
+    assert_eq!(readings[2]["temp"], 22.5, "{exported}");
+    let summary: Value = serde_json::from_str(&ok(&[
+        "--json",
+        "summary",
+        db,
+        "sensors",
+        "s1",
+        "readings",
+        "--measure",
+        "temp",
+    ]))
+    .unwrap();
+    assert_eq!(summary["count"], 2, "{summary}");
+}
+
+#[test]
+fn document_options_name_what_they_map() {
+    let (_dir, db) = database();
+    let db = db.as_str();
+    let error = refused(&[
+        "create",
+        db,
+        "--collection",
+        "c",
+        "--array",
+        "a=embed",
+        "--item-key",
+        "b=t",
+    ]);
+    assert_eq!(error["kind"], "invalid_input", "{error}");
+    assert!(
+        error["error"].as_str().unwrap().contains("\"b\""),
+        "{error}"
+    );
+    let error = refused(&["create", db, "--collection", "c", "--key-field", ""]);
+    assert_eq!(error["kind"], "invalid_input", "{error}");
+}
