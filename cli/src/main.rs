@@ -1597,7 +1597,11 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                     (true, index) => {
                         let mut value = match index {
                             Some(index) => {
-                                let mut value = text::measure_summary_json(&summary, index);
+                                let mut value = text::measure_summary_json(
+                                    &summary,
+                                    array_handle.spec(),
+                                    index,
+                                );
                                 value["measure"] = json!(measures[index]);
                                 value
                             }
@@ -1605,13 +1609,17 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                         };
                         if let Some(window) = window {
                             value["window"] = json!(window);
+                            value = text::with_dates(value, array_handle.spec(), &["window"]);
                         }
                         print_value(&value)?;
                     }
                     (false, index) => {
                         let line = text::summary_text(&summary, array_handle.spec(), index);
                         match window {
-                            Some(window) => out!("window {window}: {line}"),
+                            Some(window) => {
+                                let start = text::key_text(window, array_handle.spec());
+                                out!("window {start}: {line}")
+                            }
                             None => out!("{line}"),
                         }
                     }

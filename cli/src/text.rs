@@ -6,8 +6,8 @@ use serde_json::{Value, json};
 
 pub use crate::mongo::Shown;
 use skewdb::{
-    ArraySpec, CacheStats, CollectionSpec, Document, Inspection, Item, MeasureSummary, SpaceStats,
-    Stats, Summary, TierSpace, TierStats,
+    ArraySpec, CacheStats, CollectionSpec, Document, Inspection, Item, Layout, MeasureSummary,
+    SpaceStats, Stats, Summary, TierSpace, TierStats,
 };
 
 /// Bytes as a JSON value: a string when valid UTF-8, else `{"base64": "..."}`.
@@ -52,8 +52,66 @@ fn optional_double_json(value: Option<f64>) -> Value {
     value.map_or(Value::Null, double_json)
 }
 
+/// The date (RFC 3339) an item key of `array` stands for, when the array is a time series
+/// and the key is within the dates it can print. A time series is a Bucket array whose span
+/// is whole seconds (a duration, as `bucket:60:1h` declares it): keyed by milliseconds since
+/// 1970, as the tool's dates are. A span in other units (`bucket:10:3600`) keeps integers.
+pub fn key_date(key: i64, array: &ArraySpec) -> Option<String> {
+    match array.layout {
+        Layout::Bucket {
+            span: Some(span), ..
+        } if span >= 1000 && span % 1000 == 0 => bson::DateTime::from_millis(key)
+            .try_to_rfc3339_string()
+            .ok(),
+        _ => None,
+    }
+}
+
+/// A layout for people: as the engine describes it, a time series' span as a duration
+/// (`bucket:60:1h`, as `create` takes it).
+pub fn layout_text(layout: &Layout) -> String {
+    match *layout {
+        Layout::Bucket {
+            max_items,
+            span: Some(span),
+        } if span >= 1000 && span % 1000 == 0 => {
+            let span = std::time::Duration::from_millis(span.unsigned_abs());
+            let span = humantime::format_duration(span)
+                .to_string()
+                .replace(' ', "");
+            format!("bucket:{max_items}:{span}")
+        }
+        _ => layout.describe(),
+    }
+}
+
+/// An item key (or a window's start) for people: its date in a time series, else the
+/// integer.
+pub fn key_text(key: i64, array: &ArraySpec) -> String {
+    key_date(key, array).unwrap_or_else(|| key.to_string())
+}
+
+/// `value` with the date beside each key field named in `keys` (`"key"` gets `"date"`,
+/// `"min_key"` gets `"min_date"`, `"window"` gets `"window_date"`), when the array is a
+/// time series: JSON keeps the integers.
+pub fn with_dates(mut value: Value, array: &ArraySpec, keys: &[&str]) -> Value {
+    for &field in keys {
+        let Some(key) = value.get(field).and_then(Value::as_i64) else {
+            continue;
+        };
+        if let Some(date) = key_date(key, array) {
+            let name = match field.strip_suffix("key") {
+                Some(prefix) => format!("{prefix}date"),
+                None => format!("{field}_date"),
+            };
+            value[name] = Value::String(date);
+        }
+    }
+    value
+}
+
 /// An item; with its `"measures"` by name when its array names its own (else its one
-/// measure is its `value`).
+/// measure is its `value`), and its key's date in a time series.
 pub fn item_json(item: &Item, array: &ArraySpec, shown: Shown) -> Value {
     let measures = &array.measures;
     let mut value = json!({
@@ -69,7 +127,7 @@ pub fn item_json(item: &Item, array: &ArraySpec, shown: Shown) -> Value {
             .collect();
         value["measures"] = Value::Object(by_name);
     }
-    value
+    with_dates(value, array, &["key"])
 }
 
 pub fn item_text(item: &Item, array: &ArraySpec, shown: Shown) -> String {
@@ -87,7 +145,7 @@ pub fn item_text(item: &Item, array: &ArraySpec, shown: Shown) -> String {
     };
     format!(
         "{}\t{}\t{}",
-        item.key,
+        key_text(item.key, array),
         values,
         shown.payload_text(&item.payload)
     )
@@ -106,7 +164,7 @@ fn measure_json(measure: &MeasureSummary) -> Value {
 /// every measure's by name under `"measures"` when the array names its own.
 pub fn summary_json(summary: &Summary, array: &ArraySpec) -> Value {
     let measures = &array.measures;
-    let mut value = measure_summary_json(summary, 0);
+    let mut value = measure_summary_json(summary, array, 0);
     if array.names_its_measures() {
         let by_name: serde_json::Map<String, Value> = measures
             .iter()
@@ -118,14 +176,15 @@ pub fn summary_json(summary: &Summary, array: &ArraySpec) -> Value {
     value
 }
 
-/// A summary with measure `index`'s count, sum, min and max.
-pub fn measure_summary_json(summary: &Summary, index: usize) -> Value {
+/// A summary with measure `index`'s count, sum, min and max, and its key bounds' dates in
+/// a time series.
+pub fn measure_summary_json(summary: &Summary, array: &ArraySpec, index: usize) -> Value {
     let mut value = measure_json(&summary.measure(index));
     value["min_key"] = json!(summary.min_key);
     value["max_key"] = json!(summary.max_key);
     value["items"] = json!(summary.items);
     value["rolled_up"] = json!(summary.rolled_up);
-    value
+    with_dates(value, array, &["min_key", "max_key"])
 }
 
 /// A number for people: as written where that is short (`20.5`, `1000000`), in scientific
@@ -166,7 +225,7 @@ pub fn summary_text(summary: &Summary, array: &ArraySpec, index: Option<usize>) 
 /// the bounds of its keys.
 fn summary_rest(summary: &Summary, array: &ArraySpec, index: Option<usize>) -> String {
     let measures = &array.measures;
-    let key = |k: Option<i64>| k.map_or("-".to_string(), |k| k.to_string());
+    let key = |k: Option<i64>| k.map_or("-".to_string(), |k| key_text(k, array));
     let keys = format!("keys {}..{}", key(summary.min_key), key(summary.max_key));
     match index {
         Some(index) => format!(
@@ -211,17 +270,24 @@ pub fn document_text(document: &Document, spec: &CollectionSpec, shown: Shown) -
         shown.body_text(document.body())
     );
     for (array, array_spec) in document.arrays().iter().zip(spec.arrays()) {
+        let plural = if array.total == 1 { "" } else { "s" };
+        let overflowed = if array.has_overflow {
+            ", overflowed"
+        } else {
+            ""
+        };
+        // The summary's count is said once, unless it counts other items than the array
+        // holds (rollups of expired ones).
+        let summary = &array.summary;
+        let rest = match summary.items == array.total && summary.rolled_up == 0 {
+            true => summary_rest(summary, array_spec, None),
+            false => summary_text(summary, array_spec, None),
+        };
         out += &format!(
-            "array {} ({}): {} items{}, {}\n",
+            "array {} ({}): {} item{plural}{overflowed}  {rest}\n",
             array.field,
-            array.layout.describe(),
+            layout_text(&array.layout),
             array.total,
-            if array.has_overflow {
-                ", overflowed"
-            } else {
-                ""
-            },
-            summary_text(&array.summary, array_spec, None)
         );
         for item in &array.inline {
             out += &format!("  {}\n", item_text(item, array_spec, shown));

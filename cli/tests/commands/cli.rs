@@ -1088,7 +1088,7 @@ fn summary_every_window() {
         "summary", db, "s", "s1", "t", "--every", "2h", "--from", "3600000",
     ]);
     assert!(
-        text.starts_with("window 0: items 2  count 2  sum 5 "),
+        text.starts_with("window 1970-01-01T00:00:00Z: items 2  count 2  sum 5 "),
         "{text}"
     );
     assert_eq!(text.lines().count(), 3, "{text}");

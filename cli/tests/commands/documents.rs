@@ -284,6 +284,21 @@ fn a_bare_reading_makes_its_element_where_the_array_maps_its_fields() {
     ]))
     .unwrap();
     assert_eq!(summary["count"], 2, "{summary}");
+    assert_eq!(summary["min_date"], "2024-01-03T12:00:00Z", "{summary}");
+    // Text speaks time: the span as a duration, keys and windows as dates, the count once.
+    let got = ok(&["get", db, "sensors", "s1"]);
+    assert!(
+        got.contains(
+            "array readings (bucket:60:1h): 3 items  keys \
+             2024-01-03T12:00:00Z..2024-01-03T12:02:00Z"
+        ),
+        "{got}"
+    );
+    let windows = ok(&["summary", db, "sensors", "s1", "readings", "--every", "1h"]);
+    assert!(
+        windows.starts_with("window 2024-01-03T12:00:00Z: items 3  "),
+        "{windows}"
+    );
 }
 
 #[test]

@@ -1105,7 +1105,7 @@ fn a_collection_imported_before_mappings_takes_a_second_import_with_its_flags() 
     let items = stdout(&skewdb(&["items", &db, "sensors", "s3", "readings"]));
     assert_eq!(
         items.split('\t').take(2).collect::<Vec<_>>(),
-        ["1706745600000", "temp=5"]
+        ["2024-02-01T00:00:00Z", "temp=5"]
     );
 }
 
@@ -1157,7 +1157,19 @@ fn a_time_series_takes_dates_for_item_keys() {
     let day = ["items", db, "c", "s1", "readings", "--from", "2024-01-01"];
     let mut first_day = day.to_vec();
     first_day.extend(["--to", "2024-01-01T23:59:59.999Z"]);
-    assert_eq!(keys(ok(&first_day)), ["1704067200000", "1704110400000"]);
+    // Printed as dates; JSON keeps the integers and adds the dates beside them.
+    assert_eq!(
+        keys(ok(&first_day)),
+        ["2024-01-01T00:00:00Z", "2024-01-01T12:00:00Z"]
+    );
+    let mut as_json = vec!["--json"];
+    as_json.extend_from_slice(&first_day);
+    let items: Vec<serde_json::Value> = ok(&as_json)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(items[1]["key"], 1704110400000i64);
+    assert_eq!(items[1]["date"], "2024-01-01T12:00:00Z");
     let summary = ok(&[
         "--json",
         "summary",
@@ -1172,7 +1184,7 @@ fn a_time_series_takes_dates_for_item_keys() {
     assert_eq!(summary["count"], 2, "{summary}");
     let mut after = day.to_vec();
     after.extend(["--after", "2024-01-02T00:00:00+00:00"]);
-    assert_eq!(keys(ok(&after)), ["1704261600000"]);
+    assert_eq!(keys(ok(&after)), ["2024-01-03T06:00:00Z"]);
     assert_eq!(
         ok(&["remove", db, "c", "s1", "readings", "2024-01-01T12:00:00Z"]),
         "removed 1 item\n"
