@@ -3,7 +3,7 @@
 
 use std::str::FromStr;
 
-use skewdb::{ArraySpec, Layout};
+use skewdb::{ArraySpec, Cursor, Layout};
 
 /// An item key argument: an integer, or an RFC 3339 date-time (`2024-01-03T12:00:00Z`) or a
 /// bare date (`2024-01-03`, midnight UTC), which keys only a Bucket array with a span (a
@@ -104,6 +104,59 @@ impl SpanArg {
             }),
         }
     }
+}
+
+/// The token `items` prints to continue a read: the cursor's own token (as the library
+/// prints it) for a read in key order; for a read newest first, the same with its check
+/// digits taken over the order too, so that each order refuses the other's token.
+pub fn cursor_token(cursor: Cursor, descending: bool) -> String {
+    let token = cursor.to_string();
+    match descending {
+        false => token,
+        true => format!("{}{:08x}", &token[..32], descending_check(&token[..32])),
+    }
+}
+
+/// The cursor of a token `items` printed, for a read in the order `descending` says; a
+/// token of the other order, or a damaged one, is refused (`invalid_cursor`).
+pub fn parse_cursor(token: &str, descending: bool) -> Result<Cursor, skewdb::Error> {
+    let refused = |reason: &str| skewdb::Error::InvalidCursor {
+        token: token.chars().take(40).collect(),
+        reason: reason.to_string(),
+    };
+    let ascending = token.parse::<Cursor>();
+    let of_descending = token.len() == 40
+        && token.is_ascii()
+        && u32::from_str_radix(&token[32..], 16).ok() == Some(descending_check(&token[..32]));
+    match (descending, ascending, of_descending) {
+        (false, Ok(cursor), _) => Ok(cursor),
+        (false, Err(_), true) => Err(refused("it continues a read with --desc")),
+        (true, _, true) => {
+            let plain = format!(
+                "{}{:08x}",
+                &token[..32],
+                crc32fast::hash(&hex(&token[..32]))
+            );
+            plain.parse::<Cursor>()
+        }
+        (true, Ok(_), false) => Err(refused("it continues a read without --desc")),
+        (_, Err(error), _) => Err(error),
+    }
+}
+
+/// The check digits of a descending read's token over its first 32 hex digits.
+fn descending_check(digits: &str) -> u32 {
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&hex(digits));
+    hasher.update(b"descending");
+    hasher.finalize()
+}
+
+/// The bytes of hex digits that are known to be hex (a token's first 32).
+fn hex(digits: &str) -> Vec<u8> {
+    (0..digits.len() / 2)
+        .map(|at| u8::from_str_radix(&digits[2 * at..2 * at + 2], 16).unwrap_or(0))
+        .collect()
 }
 
 /// A layout as the tool takes it: [`Layout::parse`]'s form, where a Bucket's SPAN may also

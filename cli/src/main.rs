@@ -15,7 +15,7 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 use serde_json::{Value, json};
 use std::ops::Bound;
 
-use skewdb::{Batch, Cursor, Db, ItemQuery, Layout, NewItem, Options};
+use skewdb::{Batch, Db, ItemQuery, Layout, NewItem, Options};
 use skewdb_cli::failure::{self, Failure};
 use skewdb_cli::item_key::{ItemKeyArg, SpanArg};
 use skewdb_cli::mapped::{Mapped, Stated, with_stated};
@@ -1530,7 +1530,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 query = query.after_key(after);
             }
             if let Some(cursor) = cursor {
-                query = query.after(cursor.parse::<Cursor>()?);
+                query = query.after(skewdb_cli::item_key::parse_cursor(&cursor, desc)?);
             }
             if let Some(limit) = limit {
                 query = query.limit(limit);
@@ -1547,8 +1547,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 }
             }
             if let Some(next) = page.next {
+                let next = skewdb_cli::item_key::cursor_token(next, desc);
                 if json {
-                    print_value(&json!({"cursor": next.to_string()}))?;
+                    print_value(&json!({"cursor": next}))?;
                 } else {
                     out!("next page: --cursor {next}");
                 }

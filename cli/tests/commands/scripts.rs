@@ -159,6 +159,46 @@ fn damaged_or_conflicting_cursors_are_refused() {
     assert_eq!((code, error["kind"].as_str()), (2, Some("usage")));
 }
 
+/// A cursor continues the read that printed it: a token of a read newest first is refused
+/// by a read in key order, and the other way round, each saying which flag it wants.
+#[test]
+fn a_cursor_continues_only_a_read_in_its_own_order() {
+    let (_dir, db) = database(&["a=embed"]);
+    for key in 1..=3 {
+        push(&db, "p", "a", key, "x");
+    }
+    let first = |order: &[&str]| {
+        let mut args = vec!["--json", "items", &db, "c", "p", "a", "--limit", "1"];
+        args.extend_from_slice(order);
+        let page = json_lines(&skewdb(&args).stdout);
+        page[1]["cursor"].as_str().unwrap().to_string()
+    };
+    let (ascending, descending) = (first(&[]), first(&["--desc"]));
+    let read = |token: &str, order: &[&str]| {
+        let mut args = vec!["--json", "items", &db, "c", "p", "a", "--cursor", token];
+        args.extend_from_slice(order);
+        skewdb(&args)
+    };
+    // Each continues its own read.
+    let keys = |output: Output| -> Vec<i64> {
+        json_lines(&output.stdout)
+            .iter()
+            .map(|i| i["key"].as_i64().unwrap())
+            .collect()
+    };
+    assert_eq!(keys(read(&ascending, &[])), [2, 3]);
+    assert_eq!(keys(read(&descending, &["--desc"])), [2, 1]);
+    // And neither the other's.
+    for (token, order, wanted) in [
+        (&descending, &[][..], "with --desc"),
+        (&ascending, &["--desc"][..], "without --desc"),
+    ] {
+        let (code, error) = json_error(&read(token, order));
+        assert_eq!((code, error["kind"].as_str()), (1, Some("invalid_cursor")));
+        assert!(error["error"].as_str().unwrap().contains(wanted), "{error}");
+    }
+}
+
 #[test]
 fn exec_refuses_misspelled_repeated_and_mistyped_fields_naming_line_and_field() {
     let (_dir, db) = database(&["a=embed"]);
