@@ -71,6 +71,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use std::borrow::Borrow;
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 
@@ -329,14 +330,16 @@ impl<K: Key, B: Serialize + DeserializeOwned, C: Codec, V: View + Clone>
     }
 
     /// The parents whose keys fall in `range`, decoded, in key order (`.rev()` for
-    /// descending).
-    pub fn scan(&self, range: impl RangeBounds<K::Arg>) -> Result<TypedScan<K, B, C>> {
+    /// descending). Any range of the keys as written: `8..`, `..=99`, `"a".."m"` of
+    /// `String` keys, `(Bound::Excluded("a"), Bound::Unbounded)`, `..`.
+    pub fn scan(&self, range: impl KeyRange<K::Arg>) -> Result<TypedScan<K, B, C>> {
         let bound = |bound: Bound<&K::Arg>| match bound {
             Bound::Included(key) => Bound::Included(K::encode(key)),
             Bound::Excluded(key) => Bound::Excluded(K::encode(key)),
             Bound::Unbounded => Bound::Unbounded,
         };
-        let range = (bound(range.start_bound()), bound(range.end_bound()));
+        let (start, end) = range.bounds();
+        let range = (bound(start), bound(end));
         Ok(TypedScan {
             scan: self.collection.scan(range)?,
             _types: PhantomData,
@@ -354,6 +357,47 @@ impl<K: Key, B: Serialize + DeserializeOwned, C: Codec, V: View + Clone>
             array: self.collection.array(field)?,
             _types: PhantomData,
         })
+    }
+}
+
+/// A range of keys as [`TypedCollection::scan`] takes it: any of the standard ranges (and a
+/// pair of [`Bound`]s) whose ends borrow as the key's argument type, so that a collection
+/// keyed by `String` takes `"a".."m"` as one keyed by `u64` takes `1..9`.
+pub trait KeyRange<A: ?Sized> {
+    /// The range's ends.
+    fn bounds(&self) -> (Bound<&A>, Bound<&A>);
+}
+
+fn borrowed<A: ?Sized, Q: Borrow<A>>(bound: Bound<&Q>) -> Bound<&A> {
+    match bound {
+        Bound::Included(key) => Bound::Included(key.borrow()),
+        Bound::Excluded(key) => Bound::Excluded(key.borrow()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+macro_rules! key_ranges {
+    ($($range:ty),*) => {$(
+        impl<A: ?Sized, Q: Borrow<A>> KeyRange<A> for $range {
+            fn bounds(&self) -> (Bound<&A>, Bound<&A>) {
+                (borrowed(self.start_bound()), borrowed(self.end_bound()))
+            }
+        }
+    )*};
+}
+
+key_ranges!(
+    std::ops::Range<Q>,
+    std::ops::RangeFrom<Q>,
+    std::ops::RangeTo<Q>,
+    std::ops::RangeInclusive<Q>,
+    std::ops::RangeToInclusive<Q>,
+    (Bound<Q>, Bound<Q>)
+);
+
+impl<A: ?Sized> KeyRange<A> for std::ops::RangeFull {
+    fn bounds(&self) -> (Bound<&A>, Bound<&A>) {
+        (Bound::Unbounded, Bound::Unbounded)
     }
 }
 

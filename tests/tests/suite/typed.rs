@@ -227,6 +227,50 @@ fn bodies_that_do_not_decode_are_codec_errors() {
     ));
 }
 
+/// String keys scan over ranges as they are written: `"a".."m"`, owned `String`s, bound
+/// pairs of `&str`, inclusive and open-ended ranges.
+#[test]
+fn string_keys_scan_over_ranges_as_written() {
+    use std::ops::Bound;
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::new()).unwrap();
+    let words = db
+        .create_collection(CollectionSpec::new("words"))
+        .unwrap()
+        .typed::<String, u32, Json>();
+    let mut batch = db.batch();
+    for (at, word) in ["apple", "banana", "cherry", "mango", "zebra"]
+        .iter()
+        .enumerate()
+    {
+        words.put(&mut batch, word, &(at as u32)).unwrap();
+    }
+    batch.commit().unwrap();
+    let keys = |scan: skewdb::typed::TypedScan<String, u32, Json>| -> Vec<String> {
+        scan.map(|d| d.unwrap().key).collect()
+    };
+    assert_eq!(keys(words.scan("b".."m").unwrap()), ["banana", "cherry"]);
+    assert_eq!(
+        keys(words.scan("b"..="mango").unwrap()),
+        ["banana", "cherry", "mango"]
+    );
+    assert_eq!(
+        keys(words.scan(String::from("c")..).unwrap()),
+        ["cherry", "mango", "zebra"]
+    );
+    assert_eq!(keys(words.scan(..="banana").unwrap()), ["apple", "banana"]);
+    let after_cherry = (Bound::Excluded("cherry"), Bound::Unbounded);
+    assert_eq!(keys(words.scan(after_cherry).unwrap()), ["mango", "zebra"]);
+    assert_eq!(keys(words.scan(..).unwrap()).len(), 5);
+    let back: Vec<String> = words
+        .scan("a".."d")
+        .unwrap()
+        .rev()
+        .map(|d| d.unwrap().key)
+        .collect();
+    assert_eq!(back, ["cherry", "banana", "apple"]);
+}
+
 #[test]
 fn signed_keys_keep_their_order() {
     let dir = tempfile::tempdir().unwrap();
