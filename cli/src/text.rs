@@ -491,6 +491,10 @@ pub fn cache_text(cache: &CacheStats) -> String {
     out
 }
 
+/// What `stats` prints for people: the database's state (space, log, moves, what awaits
+/// reclaiming, what the open replayed). The cache's and the commits' counters are a
+/// process's own: a command that opens the database to print them has made none, so they
+/// print only when the process has (`--json` has them all, as `Db::stats` does).
 pub fn stats_text(stats: &Stats, space: &SpaceStats) -> String {
     let mut migrations = String::new();
     for m in &stats.migrations {
@@ -506,21 +510,27 @@ pub fn stats_text(stats: &Stats, space: &SpaceStats) -> String {
             m.refused.len()
         );
     }
+    let process = match stats.commits + stats.checkpoints + stats.log_syncs {
+        0 => String::new(),
+        _ => format!(
+            "{}commits {} in {} groups, {} syncs, checkpoints {}, dirty pages {}, held records {} B (this process)\n",
+            cache_text(&stats.cache),
+            stats.commits,
+            stats.commit_groups,
+            stats.log_syncs,
+            stats.checkpoints,
+            stats.dirty_pages,
+            stats.held_bytes,
+        ),
+    };
     migrations
         + &format!(
-            "{}{}log: {} segments, {} bytes, next lsn {}, durable lsn {}, {} syncs\ncommits {} in {} groups (this process), checkpoints {}, dirty pages {}, held records {} B, replayed at open {} B\ndropped collections and arrays not yet reclaimed: {}\n",
+            "{}log: {} segments, {} bytes, next lsn {}, durable lsn {}; {} B replayed at open\n{process}dropped collections and arrays not yet reclaimed: {}\n",
             space_text(space),
-            cache_text(&stats.cache),
             stats.log_segments,
             stats.log_bytes,
             stats.next_lsn,
             stats.durable_lsn,
-            stats.log_syncs,
-            stats.commits,
-            stats.commit_groups,
-            stats.checkpoints,
-            stats.dirty_pages,
-            stats.held_bytes,
             stats.replayed_bytes,
             stats.retired
         )

@@ -1819,3 +1819,18 @@ fn text_output_reads_as_written() {
         "{imported}"
     );
 }
+
+/// `stats` prints the database's state, not the counters of the process it opened to print
+/// them (which has made no commits and read nothing); `--json` keeps every counter.
+#[test]
+fn stats_prints_the_database_not_its_own_process() {
+    let (_dir, db) = created();
+    ok(&["put", &db, "users", "k", "v"]);
+    let text = ok(&["stats", &db]);
+    assert!(text.contains("log: "), "{text}");
+    assert!(text.contains("B replayed at open"), "{text}");
+    assert!(!text.contains("this process"), "{text}");
+    assert!(!text.contains("commits 0"), "{text}");
+    let json: Value = serde_json::from_str(&ok(&["--json", "stats", &db])).unwrap();
+    assert_eq!(json["commits"], 0, "{json}");
+}
