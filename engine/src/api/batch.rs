@@ -12,9 +12,10 @@ use crate::{
     options::Durability,
 };
 
-/// What typed handles write into: a [`Batch`], or a [`crate::Transaction`]'s writes. Sealed:
-/// the way in is the crate's own, so a transaction's writes cannot be committed past its
-/// check through it:
+/// What typed handles write into: a batch (`&mut batch`), or a [`crate::Transaction`]'s
+/// writes (`&mut txn`, or `&txn`, so that a typed handle made from the transaction writes
+/// into it while it reads through it). Sealed: the way in is the crate's own, so a
+/// transaction's writes cannot be committed past its check through it:
 ///
 /// ```compile_fail
 /// fn bypass(writes: &mut impl skewdb::Writes) {
@@ -24,6 +25,8 @@ use crate::{
 pub trait Writes: sealed::Pending {}
 
 impl Writes for Batch {}
+
+impl<W: Writes + ?Sized> Writes for &mut W {}
 
 pub(crate) mod sealed {
     /// Only the crate can make one, so only the crate can call [`Pending::pending`].
@@ -37,14 +40,28 @@ pub(crate) mod sealed {
         }
     }
 
-    /// The batch a writer queues into.
+    /// The batch a writer queues into, lent to `write`.
     pub trait Pending {
-        fn pending(&mut self, token: Token) -> &mut super::Batch;
+        fn with_pending<R>(
+            &mut self,
+            token: Token,
+            write: impl FnOnce(&mut super::Batch) -> R,
+        ) -> R;
     }
 
     impl Pending for super::Batch {
-        fn pending(&mut self, _: Token) -> &mut super::Batch {
-            self
+        fn with_pending<R>(&mut self, _: Token, write: impl FnOnce(&mut super::Batch) -> R) -> R {
+            write(self)
+        }
+    }
+
+    impl<W: Pending + ?Sized> Pending for &mut W {
+        fn with_pending<R>(
+            &mut self,
+            token: Token,
+            write: impl FnOnce(&mut super::Batch) -> R,
+        ) -> R {
+            (**self).with_pending(token, write)
         }
     }
 }

@@ -60,7 +60,9 @@ use crate::store::{Engine, ReadSet, Version, check_key};
 pub struct Transaction {
     engine: Engine,
     base: Arc<Version>,
-    batch: Batch,
+    /// Its writes; behind a lock so that a typed handle made from the transaction, which
+    /// reads through `&Transaction`, can write into it too (`Writes for &Transaction`).
+    batch: Mutex<Batch>,
     reads: Arc<ReadSet>,
     /// The view of the pending writes, and how many operations it reflects.
     view: Mutex<Option<(usize, Arc<Version>)>>,
@@ -73,7 +75,7 @@ impl Transaction {
         Transaction {
             engine,
             base,
-            batch,
+            batch: Mutex::new(batch),
             reads: Arc::new(ReadSet::default()),
             view: Mutex::new(None),
         }
@@ -91,7 +93,8 @@ impl Transaction {
 
     /// The version reads see: the one the transaction began at, with its writes so far.
     fn view(&self) -> Result<Arc<Version>> {
-        let ops = &self.batch.ops;
+        let batch = self.batch.lock();
+        let ops = &batch.ops;
         if ops.is_empty() {
             return Ok(self.base.clone());
         }
@@ -110,11 +113,11 @@ impl Transaction {
 
     /// The batch the transaction's writes queue into, applied at its commit.
     fn queue(&mut self) -> &mut Batch {
-        &mut self.batch
+        self.batch.get_mut()
     }
 
-    fn queued(&self) -> &Batch {
-        &self.batch
+    fn queued(&self) -> parking_lot::MutexGuard<'_, Batch> {
+        self.batch.lock()
     }
 
     /// Applies the writes if nothing the transaction read has changed since it began:
@@ -122,17 +125,33 @@ impl Transaction {
     /// nothing applied) otherwise; the errors a batch can have too.
     pub fn commit(mut self) -> Result<()> {
         let reads = (!self.reads.is_empty()).then(|| self.reads.clone());
-        self.batch.commit_checked(reads).map(|_| ())
+        self.batch.get_mut().commit_checked(reads).map(|_| ())
     }
 }
 
 impl super::batch::Writes for Transaction {}
 
 impl super::batch::sealed::Pending for Transaction {
-    fn pending(&mut self, _: super::batch::sealed::Token) -> &mut Batch {
-        &mut self.batch
+    fn with_pending<R>(
+        &mut self,
+        _: super::batch::sealed::Token,
+        write: impl FnOnce(&mut Batch) -> R,
+    ) -> R {
+        write(self.batch.get_mut())
     }
 }
+
+impl super::batch::sealed::Pending for &Transaction {
+    fn with_pending<R>(
+        &mut self,
+        _: super::batch::sealed::Token,
+        write: impl FnOnce(&mut Batch) -> R,
+    ) -> R {
+        write(&mut self.batch.lock())
+    }
+}
+
+impl super::batch::Writes for &Transaction {}
 
 /// One collection as a [`Transaction`] reads it: at the version the transaction began,
 /// with its own writes; each read is remembered, for the commit to check.

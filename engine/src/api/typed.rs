@@ -314,19 +314,19 @@ impl<K: Key, B: Serialize + DeserializeOwned, C: Codec, V: View + Clone>
     }
 
     /// Sets parent `key`'s body in `writes` (a batch or a transaction); `Error::Codec` when `body` does not encode.
-    pub fn put(&self, writes: &mut impl Writes, key: &K::Arg, body: &B) -> Result<()> {
+    pub fn put(&self, mut writes: impl Writes, key: &K::Arg, body: &B) -> Result<()> {
         let bytes = C::encode(body).map_err(|e| codec_error::<C>("body", e))?;
-        writes
-            .pending(Token::new())
-            .put_in(&self.collection, K::encode(key), bytes);
+        writes.with_pending(Token::new(), |batch| {
+            batch.put_in(&self.collection, K::encode(key), bytes);
+        });
         Ok(())
     }
 
     /// Deletes parent `key` in `writes`.
-    pub fn delete(&self, writes: &mut impl Writes, key: &K::Arg) {
-        writes
-            .pending(Token::new())
-            .delete_in(&self.collection, K::encode(key));
+    pub fn delete(&self, mut writes: impl Writes, key: &K::Arg) {
+        writes.with_pending(Token::new(), |batch| {
+            batch.delete_in(&self.collection, K::encode(key));
+        });
     }
 
     /// The parents whose keys fall in `range`, decoded, in key order (`.rev()` for
@@ -480,7 +480,7 @@ impl<K: Key, I: Serialize + DeserializeOwned + ItemFields, C: Codec, V: View>
 
     /// Pushes `item` to parent `key`'s array in `writes`, keyed and valued as the item says;
     /// `Error::Codec` when it does not encode.
-    pub fn push(&self, writes: &mut impl Writes, key: &K::Arg, item: &I) -> Result<()> {
+    pub fn push(&self, mut writes: impl Writes, key: &K::Arg, item: &I) -> Result<()> {
         let payload = C::encode(item).map_err(|e| codec_error::<C>("item", e))?;
         let mut new = NewItem::new(payload);
         if let Some(item_key) = item.item_key() {
@@ -492,24 +492,24 @@ impl<K: Key, I: Serialize + DeserializeOwned + ItemFields, C: Codec, V: View>
         for (name, value) in item.item_measures() {
             new = new.measure(name, value);
         }
-        writes
-            .pending(Token::new())
-            .push_to(&self.array, K::encode(key), new);
+        writes.with_pending(Token::new(), |batch| {
+            batch.push_to(&self.array, K::encode(key), new);
+        });
         Ok(())
     }
 
     /// Removes every item keyed `item_key` from parent `key`'s array, in `writes`.
-    pub fn remove(&self, writes: &mut impl Writes, key: &K::Arg, item_key: i64) {
-        writes
-            .pending(Token::new())
-            .remove_from(&self.array, K::encode(key), item_key);
+    pub fn remove(&self, mut writes: impl Writes, key: &K::Arg, item_key: i64) {
+        writes.with_pending(Token::new(), |batch| {
+            batch.remove_from(&self.array, K::encode(key), item_key);
+        });
     }
 
     /// Removes the one item `id` names from parent `key`'s array, in `writes`.
-    pub fn remove_item(&self, writes: &mut impl Writes, key: &K::Arg, id: Cursor) {
-        writes
-            .pending(Token::new())
-            .remove_item_from(&self.array, K::encode(key), id);
+    pub fn remove_item(&self, mut writes: impl Writes, key: &K::Arg, id: Cursor) {
+        writes.with_pending(Token::new(), |batch| {
+            batch.remove_item_from(&self.array, K::encode(key), id);
+        });
     }
 
     /// Lends parent `key`'s items on `query`'s page to `visit` in place, each decoded only

@@ -183,9 +183,16 @@ macro_rules! write_methods {
             self
         }
 
-        /// Operations queued, not yet committed.
+        /// Operations queued, not yet committed (the checks of the handles they were
+        /// queued through that their collections are still theirs are not counted).
         pub fn len(&self) -> usize {
-            self.queued().ops.len()
+            let queued = self.queued();
+            let checks = queued
+                .ops
+                .iter()
+                .filter(|op| matches!(op, $crate::store::BatchOp::Expect { .. }))
+                .count();
+            queued.ops.len() - checks
         }
 
         /// True when no operation is queued.

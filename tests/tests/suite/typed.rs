@@ -327,10 +327,39 @@ fn typed_handles_write_into_a_transaction() {
         sensors.get("s1").unwrap().is_none(),
         "not before the commit"
     );
+    // A typed handle made from the transaction writes into it too (`&txn`), and reads its
+    // writes back through itself.
+    let hall = sensor.clone();
+    {
+        let in_txn = txn
+            .collection("sensors")
+            .unwrap()
+            .typed::<String, Sensor, Json>();
+        let readings_in_txn = in_txn.array::<Reading>("readings").unwrap();
+        let porch = Sensor {
+            site: "porch".into(),
+            floor: 0,
+        };
+        in_txn.put(&txn, "s2", &porch).unwrap();
+        let cold = Reading {
+            at: 120,
+            celsius: -3.0,
+        };
+        readings_in_txn.push(&txn, "s2", &cold).unwrap();
+        assert_eq!(in_txn.get("s2").unwrap().unwrap().body, porch);
+        let page = readings_in_txn.items("s2", &ItemQuery::new()).unwrap().unwrap();
+        assert_eq!(page.items, [cold]);
+        in_txn.delete(&txn, "s1");
+        assert!(in_txn.get("s1").unwrap().is_none());
+        in_txn.put(&txn, "s1", &hall).unwrap();
+    }
+    assert_eq!(txn.len(), 6);
     txn.commit().unwrap();
     let stored = sensors.get("s1").unwrap().unwrap();
     assert_eq!(stored.body, sensor);
-    assert_eq!(readings.summary("s1", ..).unwrap().unwrap().max, Some(21.5));
+    assert_eq!(sensors.get("s2").unwrap().unwrap().body.site, "porch");
+    assert!(readings.summary("s1", ..).unwrap().is_none_or(|s| s.items == 0));
+    assert_eq!(readings.summary("s2", ..).unwrap().unwrap().min, Some(-3.0));
 }
 
 #[test]
