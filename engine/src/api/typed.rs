@@ -584,6 +584,20 @@ impl<K: Key, I: Serialize + DeserializeOwned + ItemFields, C: Codec, V: View>
         self.collection
             .summary_windows(K::encode(key), self.array.field(), range, span)
     }
+
+    /// The parents flagged past the array's inline cap (an Outlier array), by key, with
+    /// each one's item count (see [`CollectionHandle::outliers`]); `Error::Codec` for a key
+    /// that does not decode as `K`.
+    pub fn outliers(&self) -> Result<Vec<(K, u64)>> {
+        let outliers = self.collection.outliers(self.array.field())?;
+        outliers
+            .into_iter()
+            .map(|outlier| {
+                let key = K::decode(&outlier.key).map_err(|e| codec_error::<C>("key", e))?;
+                Ok((key, outlier.total))
+            })
+            .collect()
+    }
 }
 
 impl<K: Key, I: Serialize + DeserializeOwned + ItemFields, C: Codec> TypedArray<K, I, C, Latest> {

@@ -347,7 +347,10 @@ fn typed_handles_write_into_a_transaction() {
         };
         readings_in_txn.push(&txn, "s2", &cold).unwrap();
         assert_eq!(in_txn.get("s2").unwrap().unwrap().body, porch);
-        let page = readings_in_txn.items("s2", &ItemQuery::new()).unwrap().unwrap();
+        let page = readings_in_txn
+            .items("s2", &ItemQuery::new())
+            .unwrap()
+            .unwrap();
         assert_eq!(page.items, [cold]);
         in_txn.delete(&txn, "s1");
         assert!(in_txn.get("s1").unwrap().is_none());
@@ -358,7 +361,12 @@ fn typed_handles_write_into_a_transaction() {
     let stored = sensors.get("s1").unwrap().unwrap();
     assert_eq!(stored.body, sensor);
     assert_eq!(sensors.get("s2").unwrap().unwrap().body.site, "porch");
-    assert!(readings.summary("s1", ..).unwrap().is_none_or(|s| s.items == 0));
+    assert!(
+        readings
+            .summary("s1", ..)
+            .unwrap()
+            .is_none_or(|s| s.items == 0)
+    );
     assert_eq!(readings.summary("s2", ..).unwrap().unwrap().min, Some(-3.0));
 }
 
@@ -609,4 +617,36 @@ fn typed_arrays_summarize_by_windows_expire_and_handles_see_added_arrays() {
         untyped.array("nosuch"),
         Err(Error::UnknownField { .. })
     ));
+}
+
+/// An Outlier array's flagged parents through the typed handle, keys decoded.
+#[test]
+fn typed_arrays_list_their_outliers_by_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::new()).unwrap();
+    let spec = CollectionSpec::new("sensors").array("readings", Layout::Outlier { inline_cap: 2 });
+    let sensors = db
+        .create_collection(spec)
+        .unwrap()
+        .typed::<String, Sensor, Json>();
+    let readings = sensors.array::<Reading>("readings").unwrap();
+    let mut batch = db.batch();
+    let sensor = Sensor {
+        site: "roof".into(),
+        floor: 3,
+    };
+    for (key, count) in [("busy", 5), ("quiet", 2), ("loud", 3)] {
+        sensors.put(&mut batch, key, &sensor).unwrap();
+        for at in 0..count {
+            let reading = Reading {
+                at,
+                celsius: at as f64,
+            };
+            readings.push(&mut batch, key, &reading).unwrap();
+        }
+    }
+    batch.commit().unwrap();
+    let mut outliers = readings.outliers().unwrap();
+    outliers.sort();
+    assert_eq!(outliers, [("busy".to_string(), 5), ("loud".to_string(), 3)]);
 }
