@@ -329,21 +329,57 @@ async fn exec(State(node): State<Arc<Node>>, body: String) -> HttpResponse {
     out.into_response()
 }
 
-/// Reads one parent from `db` as of one version: its body, every array's items, and the
-/// index of the last entry that version applied.
-fn read_parent(db: &Db, query: &ReadQuery) -> Result<ReadReply, Failure> {
-    let snapshot = db.snapshot();
+/// How long a read waits for the entry being applied to be done before it answers
+/// `unavailable` (an entry's requests apply in milliseconds).
+const WHOLE_ENTRY_PATIENCE: Duration = Duration::from_secs(5);
+
+/// A snapshot of `db` that holds whole log entries, and the index of the last one it holds.
+/// The machine applies each request of an entry in a batch of its own (recording how many
+/// are done under `partial` until the last records the entry as applied): a version taken
+/// between them would show some of the entry's writes under the index before it, so such a
+/// snapshot is let go and another taken once the entry is done.
+fn whole_entry_snapshot(db: &Db) -> Result<(skewdb::Snapshot, u64), Failure> {
     let engine = |e: skewdb::Error| Failure::new(e.kind(), e.to_string());
-    let applied = snapshot
-        .collection(RAFT_COLLECTION)
-        .map_err(engine)?
-        .get_projected("applied", &[])
-        .map_err(engine)?
-        .map(|d| serde_json::from_slice::<Option<openraft::LogId<NodeId>>>(d.body()))
-        .transpose()
-        .map_err(|e| Failure::new("corruption", e.to_string()))?
-        .flatten();
-    let index = applied.map_or(0, |id| id.index);
+    let corrupt = |e: serde_json::Error| Failure::new("corruption", e.to_string());
+    let deadline = std::time::Instant::now() + WHOLE_ENTRY_PATIENCE;
+    loop {
+        let snapshot = db.snapshot();
+        let raft = snapshot.collection(RAFT_COLLECTION).map_err(engine)?;
+        let read = |name: &str| raft.get_projected(name, &[]).map_err(engine);
+        let applied = match read(crate::state_machine::APPLIED)? {
+            Some(d) => serde_json::from_slice::<Option<openraft::LogId<NodeId>>>(d.body())
+                .map_err(corrupt)?,
+            None => None,
+        };
+        let index = applied.map_or(0, |id| id.index);
+        let partial = match read(crate::state_machine::PARTIAL)? {
+            Some(d) => Some(
+                serde_json::from_slice::<crate::state_machine::Partial>(d.body())
+                    .map_err(corrupt)?,
+            ),
+            None => None,
+        };
+        // A partial record of a later entry than the last applied: this version is inside
+        // that entry.
+        let inside = partial.is_some_and(|p| applied.is_none_or(|a| a.index < p.index));
+        if !inside {
+            return Ok((snapshot, index));
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(Failure::new(
+                "unavailable",
+                "the node has been applying a log entry for 5 s: try again",
+            ));
+        }
+        std::thread::sleep(Duration::from_micros(50));
+    }
+}
+
+/// Reads one parent from `db` as of one version that holds whole log entries: its body,
+/// every array's items, and the index of the last entry that version applied.
+fn read_parent(db: &Db, query: &ReadQuery) -> Result<ReadReply, Failure> {
+    let (snapshot, index) = whole_entry_snapshot(db)?;
+    let engine = |e: skewdb::Error| Failure::new(e.kind(), e.to_string());
     let collection = snapshot.collection(&query.coll).map_err(engine)?;
     let key = &query.key.0;
     let Some(parent) = collection.get_projected(key, &[]).map_err(engine)? else {
@@ -540,4 +576,75 @@ fn status_of(node: &Node) -> Status {
 
 async fn status(State(node): State<Arc<Node>>) -> HttpResponse {
     Json(status_of(&node)).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{Consistency, JsonBytes};
+    use crate::state_machine::{APPLIED, PARTIAL, Partial};
+    use openraft::{CommittedLeaderId, LogId};
+    use skewdb::{CollectionSpec, Layout, NewItem, Options};
+
+    fn applied(index: u64) -> Vec<u8> {
+        serde_json::to_vec(&Some(LogId::<NodeId>::new(
+            CommittedLeaderId::new(1, 1),
+            index,
+        )))
+        .unwrap()
+    }
+
+    /// A read taken while an entry's requests are applied (a batch each) waits until the
+    /// entry is done, and reports its index with all of its writes: never part of it under
+    /// the index before it.
+    #[test]
+    fn a_read_never_sees_part_of_an_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), Options::new()).unwrap();
+        db.create_collection(CollectionSpec::new(RAFT_COLLECTION))
+            .unwrap();
+        db.create_collection(CollectionSpec::new("c").array("a", Layout::Embed))
+            .unwrap();
+        let mut batch = db.batch();
+        batch.put("c", "k", "body");
+        batch.put(RAFT_COLLECTION, APPLIED, applied(4));
+        batch.commit().unwrap();
+        // Entry 5 of two pushes, its first applied and its second not yet, as the state
+        // machine leaves it between the two batches.
+        let partial = Partial { index: 5, done: 1 };
+        let mut batch = db.batch();
+        batch.push("c", "k", "a", NewItem::new("first"));
+        batch.put(
+            RAFT_COLLECTION,
+            PARTIAL,
+            serde_json::to_vec(&partial).unwrap(),
+        );
+        batch.commit().unwrap();
+        let query = || ReadQuery {
+            coll: "c".to_string(),
+            key: JsonBytes(b"k".to_vec()),
+            consistency: Consistency::Local,
+            min_index: None,
+        };
+        let reader = {
+            let (db, query) = (db.clone(), query());
+            std::thread::spawn(move || read_parent(&db, &query).map_err(|f| f.error))
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(
+            !reader.is_finished(),
+            "a read inside an entry waits for its end"
+        );
+        let mut batch = db.batch();
+        batch.push("c", "k", "a", NewItem::new("second"));
+        batch.put(RAFT_COLLECTION, APPLIED, applied(5));
+        batch.commit().unwrap();
+        let reply = reader.join().unwrap().unwrap();
+        assert_eq!(reply.index, 5);
+        assert_eq!(reply.document.unwrap().arrays["a"].len(), 2);
+        // Once the entry is done, the partial record left behind is of an applied entry: a
+        // read answers at once.
+        let reply = read_parent(&db, &query()).map_err(|f| f.error).unwrap();
+        assert_eq!(reply.index, 5);
+    }
 }

@@ -28,9 +28,9 @@ use crate::{NodeId, Response, StorageError, TypeConfig};
 
 /// The collection holding what the state machine has applied.
 pub const RAFT_COLLECTION: &str = "_raft";
-const APPLIED: &str = "applied";
+pub(crate) const APPLIED: &str = "applied";
 const MEMBERSHIP: &str = "membership";
-const PARTIAL: &str = "partial";
+pub(crate) const PARTIAL: &str = "partial";
 
 /// The state's directory in a node that never installed a snapshot (or installed one with
 /// a build from before `state.current`).
@@ -298,9 +298,9 @@ fn apply_entry(
 
 /// How many requests of the entry at `index` are applied, while not all are.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
-struct Partial {
-    index: u64,
-    done: usize,
+pub(crate) struct Partial {
+    pub(crate) index: u64,
+    pub(crate) done: usize,
 }
 
 /// The name of the current state's directory in node directory `dir`.
@@ -380,7 +380,9 @@ struct Held {
 
 impl StateReader {
     /// The state machine's database as of now: its collections hold what the node has
-    /// applied, and `_raft` what it applied last. Reads through it see whole entries only.
+    /// applied, and `_raft` what it applied last. A version taken through it may be inside an
+    /// entry being applied (its requests apply a batch each): the node's reads take one that
+    /// is not (see `DISTRIBUTION.md`, "Reads").
     pub fn db(&self) -> Db {
         self.shared
             .db
