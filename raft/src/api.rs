@@ -131,7 +131,9 @@ pub struct ReadReply {
 
 /// An error a node answers with (any status but 200): `kind` as `skewdb`'s error kinds,
 /// plus `not_leader` (the request needs the leader: `leader` and `leader_addr` say where
-/// it is when this node knows) and `unknown_outcome` (the write may or may not apply).
+/// it is when this node knows), `unknown_outcome` (the write may or may not apply) and
+/// `node_stopped` (the node's Raft has stopped: nothing was proposed, the write did not
+/// apply; another node may take it).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Failure {
     pub error: String,
@@ -176,8 +178,12 @@ pub struct RemoveRequest {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Status {
     pub id: NodeId,
-    /// `leader`, `follower`, `candidate` or `learner`.
+    /// `leader`, `follower`, `candidate`, `learner`, or `shutdown` once its Raft stopped.
     pub state: String,
+    /// Why its Raft stopped, when it has (`state` is `shutdown`): it then answers every
+    /// write `node_stopped` (nothing proposed) until it is restarted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
     pub term: u64,
     pub leader: Option<NodeId>,
     pub leader_addr: Option<String>,

@@ -143,6 +143,12 @@ impl Client {
             let failure: Failure = response.json().await.map_err(|e| {
                 ClientError::Unknown(format!("{addr} answered {status} unreadably: {e}"))
             })?;
+            // A node whose Raft stopped proposed nothing: another node may take it.
+            if failure.kind == "node_stopped" && target == Target::Leader {
+                last = format!("{addr}: {}", failure.error);
+                self.set_leader(None);
+                continue;
+            }
             if failure.kind == "not_leader" && target == Target::Leader {
                 last = format!("{addr}: {}", failure.error);
                 self.set_leader(failure.leader_addr.clone());

@@ -231,6 +231,11 @@ impl Node {
                 Failure::new("unknown_outcome", error),
             ),
             Rejected::TooLarge(bytes) => failure(StatusCode::PAYLOAD_TOO_LARGE, too_large(bytes)),
+            // Nothing proposed: it did not and will not apply; another node may take it.
+            Rejected::Stopped(why) => failure(
+                StatusCode::SERVICE_UNAVAILABLE,
+                Failure::new("node_stopped", format!("node {}: {why}", self.id)),
+            ),
         }
     }
 }
@@ -306,6 +311,13 @@ async fn exec(State(node): State<Arc<Node>>, body: String) -> HttpResponse {
                 Err(Rejected::TooLarge(bytes)) => {
                     let why = too_large(bytes);
                     json!({"error": why.error, "kind": why.kind, "line": line})
+                }
+                // Nothing proposed, and nothing later will be.
+                Err(Rejected::Stopped(reason)) => {
+                    let why = Failure::new("node_stopped", format!("node {}: {reason}", node.id));
+                    let answer = json!({"error": why.error, "kind": why.kind, "line": line});
+                    stopped = Some(why);
+                    answer
                 }
                 Err(_) => {
                     let why = Failure::new(
@@ -561,6 +573,7 @@ fn status_of(node: &Node) -> Status {
     Status {
         id: node.id,
         state: state.to_string(),
+        stopped: crate::proposer::stopped(&node.raft),
         term: metrics.current_term,
         leader: metrics.current_leader,
         leader_addr: metrics

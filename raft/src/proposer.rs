@@ -35,6 +35,9 @@ pub(crate) enum Rejected {
     /// The request would make a log entry over the record limit: refused before it was
     /// proposed (the log could not hold it). Its size as the log's JSON.
     TooLarge(usize),
+    /// The node's Raft had stopped (a storage failure, a log it cannot read) before the
+    /// request was proposed: it did not and will not apply. Why, as the node knows it.
+    Stopped(String),
 }
 
 /// What a log entry adds around its requests' JSON (log id, payload tag, the array), with
@@ -153,6 +156,15 @@ fn json_bytes(request: &Request) -> usize {
         .sum::<usize>()
 }
 
+/// Why `raft` has stopped, when its metrics say it has (`ServerState::Shutdown`).
+pub(crate) fn stopped(raft: &openraft::Raft<TypeConfig>) -> Option<String> {
+    let metrics = raft.metrics().borrow().clone();
+    (metrics.state == openraft::ServerState::Shutdown).then(|| match &metrics.running_state {
+        Err(fatal) => format!("its Raft stopped: {fatal}"),
+        Ok(()) => "its Raft stopped".to_string(),
+    })
+}
+
 async fn gather(raft: openraft::Raft<TypeConfig>, mut waiting: mpsc::UnboundedReceiver<Waiting>) {
     let slots = Arc::new(Semaphore::new(IN_FLIGHT));
     let mut carried = None;
@@ -182,6 +194,14 @@ async fn gather(raft: openraft::Raft<TypeConfig>, mut waiting: mpsc::UnboundedRe
         tokio::spawn(async move {
             let (requests, replies): (Vec<Request>, Vec<_>) =
                 gathered.into_iter().map(|w| (w.request, w.reply)).unzip();
+            // A Raft that has stopped proposes nothing: say so, not "unknown".
+            if let Some(why) = stopped(&raft) {
+                drop(slot);
+                for reply in replies {
+                    let _ = reply.send(Err(Rejected::Stopped(why.clone())));
+                }
+                return;
+            }
             let written = raft.client_write(Proposal(requests)).await;
             drop(slot);
             match written {
@@ -211,6 +231,55 @@ async fn gather(raft: openraft::Raft<TypeConfig>, mut waiting: mpsc::UnboundedRe
 mod tests {
     use super::*;
     use crate::ArrayDecl;
+
+    /// A node whose Raft has stopped answers every write "stopped, nothing proposed"
+    /// (`Rejected::Stopped`), never "unknown": the write certainly did not apply.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stopped_raft_refuses_writes_as_not_proposed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (log, state) = crate::open(dir.path()).unwrap();
+        let config = openraft::Config {
+            heartbeat_interval: 50,
+            election_timeout_min: 150,
+            election_timeout_max: 300,
+            ..openraft::Config::default()
+        };
+        let config = Arc::new(config.validate().unwrap());
+        let router = crate::network::Router::default();
+        let raft = openraft::Raft::new(1, config, router.clone(), log, state)
+            .await
+            .unwrap();
+        router.connect(1, raft.clone());
+        let members = [(1, openraft::BasicNode::default())].into_iter().collect();
+        let members: std::collections::BTreeMap<_, _> = members;
+        raft.initialize(members).await.unwrap();
+        raft.wait(Some(std::time::Duration::from_secs(5)))
+            .state(openraft::ServerState::Leader, "a leader")
+            .await
+            .unwrap();
+        let proposer = Proposer::start(raft.clone());
+        let create = Request {
+            ops: vec![Op::Create {
+                collection: "c".to_string(),
+                arrays: Vec::new(),
+            }],
+        };
+        assert!(proposer.propose(create).await.is_ok());
+        assert_eq!(stopped(&raft), None);
+        raft.shutdown().await.unwrap();
+        assert!(stopped(&raft).is_some());
+        let put = Request {
+            ops: vec![Op::Put {
+                collection: "c".to_string(),
+                key: b"k".to_vec(),
+                body: b"v".to_vec(),
+            }],
+        };
+        match proposer.propose(put).await {
+            Err(Rejected::Stopped(why)) => assert!(why.contains("stopped"), "{why}"),
+            other => panic!("a stopped node answered {other:?}"),
+        }
+    }
 
     fn push(payload: usize) -> Request {
         Request {
