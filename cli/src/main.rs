@@ -664,6 +664,43 @@ fn print_logs(verbose: u8, json: bool) {
     };
 }
 
+/// `compact`'s progress: a spinner saying what runs while there is no total yet (finishing
+/// layout moves, reclaiming what drops left), then a bar of the chunk and page bytes, once
+/// the compaction has planned them. It never shows a total of nothing.
+struct CompactBar(indicatif::ProgressBar, bool);
+
+impl CompactBar {
+    fn new(bar: indicatif::ProgressBar) -> CompactBar {
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} compacting: {msg} {elapsed}")
+                .expect("a valid template"),
+        );
+        bar.set_message("finishing layout moves and reclaiming what drops left");
+        bar.enable_steady_tick(std::time::Duration::from_millis(100));
+        CompactBar(bar, false)
+    }
+
+    /// `done` of `total` bytes planned: the bar once there is a total.
+    fn at(&mut self, done: u64, total: u64) {
+        let CompactBar(bar, sized) = self;
+        if total == 0 {
+            return;
+        }
+        if !*sized {
+            bar.disable_steady_tick();
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "compacting {bar:40} {bytes}/{total_bytes} of chunks and pages",
+                )
+                .expect("a valid template"),
+            );
+            *sized = true;
+        }
+        bar.set_length(total);
+        bar.set_position(done);
+    }
+}
+
 /// A spinner on stderr while a long command works, when stderr is a terminal and the output
 /// is for people (nothing otherwise): what it does, the time so far, and a count when the
 /// command reports one. Cleared when dropped.
@@ -1846,24 +1883,16 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }
         Command::Compact { db } => {
             let handle = open_existing(&db.db)?;
-            let bar = std::io::stderr().is_terminal().then(|| {
-                let bar = indicatif::ProgressBar::new(0);
-                bar.set_style(
-                    indicatif::ProgressStyle::with_template(
-                        "compacting {bar:40} {bytes}/{total_bytes} of chunks and pages",
-                    )
-                    .expect("a valid template"),
-                );
-                bar
-            });
+            let mut bar = std::io::stderr()
+                .is_terminal()
+                .then(|| CompactBar::new(indicatif::ProgressBar::new_spinner()));
             let report = handle.compact_with_progress(|done, total| {
-                if let Some(bar) = &bar {
-                    bar.set_length(total);
-                    bar.set_position(done);
+                if let Some(bar) = &mut bar {
+                    bar.at(done, total);
                 }
             })?;
             if let Some(bar) = bar {
-                bar.finish_and_clear();
+                bar.0.finish_and_clear();
             }
             if json {
                 print_value(&json!({
@@ -1899,4 +1928,23 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CompactBar;
+
+    /// The bar shows no total until there is one, then the true total.
+    #[test]
+    fn the_compact_bar_waits_for_a_total() {
+        let mut bar = CompactBar::new(indicatif::ProgressBar::hidden());
+        bar.at(0, 0);
+        assert!(!bar.1, "no bar of nothing");
+        assert!(bar.0.message().contains("reclaiming"));
+        bar.at(10, 4096);
+        assert!(bar.1);
+        assert_eq!((bar.0.position(), bar.0.length()), (10, Some(4096)));
+        bar.at(4096, 8192);
+        assert_eq!((bar.0.position(), bar.0.length()), (4096, Some(8192)));
+    }
 }
