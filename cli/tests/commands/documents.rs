@@ -323,3 +323,88 @@ fn document_options_name_what_they_map() {
     let error = refused(&["create", db, "--collection", "c", "--key-field", ""]);
     assert_eq!(error["kind"], "invalid_input", "{error}");
 }
+
+/// The README's first session, run as written (in a temporary directory): each command
+/// prints what the `#` lines after it say (spaces and tabs alike; a line ending in `...]}`
+/// is the start of what prints).
+#[test]
+fn the_readmes_first_session_prints_what_it_says() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let start = readme
+        .find("A first session")
+        .expect("the README's first session");
+    let block = &readme[start..];
+    let block = &block[block.find("```sh\n").unwrap() + 6..];
+    let block = &block[..block.find("```").unwrap()];
+    // Commands (continued lines joined) with the output lines after each.
+    let mut steps: Vec<(String, Vec<String>)> = Vec::new();
+    let mut continued = false;
+    for line in block.lines() {
+        if let Some(expected) = line.strip_prefix("#") {
+            steps
+                .last_mut()
+                .unwrap()
+                .1
+                .push(expected.trim().to_string());
+        } else if continued {
+            let command = &mut steps.last_mut().unwrap().0;
+            command.push(' ');
+            command.push_str(line.trim().trim_end_matches('\\'));
+            continued = line.ends_with('\\');
+        } else {
+            continued = line.ends_with('\\');
+            steps.push((line.trim_end_matches('\\').to_string(), Vec::new()));
+        }
+    }
+    assert!(steps.len() >= 8, "{steps:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let normal = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    for (command, expected) in &steps {
+        let words = shell_words(command);
+        assert_eq!(words[0], "skewdb", "{command}");
+        let output = Command::new(env!("CARGO_BIN_EXE_skewdb"))
+            .args(&words[1..])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{command}: {output:?}");
+        let printed = String::from_utf8(output.stdout).unwrap();
+        let printed: Vec<&str> = printed.lines().collect();
+        assert_eq!(printed.len(), expected.len(), "{command}: {printed:?}");
+        for (printed, expected) in printed.iter().zip(expected) {
+            let (printed, expected) = (normal(printed), normal(expected));
+            match expected.strip_suffix("...]}") {
+                Some(start) => assert!(printed.starts_with(start), "{command}: {printed}"),
+                None => assert_eq!(printed, expected, "{command}"),
+            }
+        }
+    }
+}
+
+/// The words of a command line as a shell splits them, for the README's lines: plain
+/// words and single-quoted ones.
+fn shell_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut chars = line.chars().peekable();
+    while let Some(&c) = chars.peek() {
+        if c.is_whitespace() {
+            chars.next();
+            continue;
+        }
+        let mut word = String::new();
+        while let Some(&c) = chars.peek() {
+            if c.is_whitespace() {
+                break;
+            }
+            chars.next();
+            if c == '\'' {
+                word.extend(chars.by_ref().take_while(|&c| c != '\''));
+            } else {
+                word.push(c);
+            }
+        }
+        words.push(word);
+    }
+    words
+}
