@@ -270,14 +270,9 @@ impl Summary {
     /// Adds one item.
     #[inline]
     pub fn add(&mut self, item: &Item) {
-        self.items += 1;
-        self.min_key = merge_option(self.min_key, Some(item.key), i64::min);
-        self.max_key = merge_option(self.max_key, Some(item.key), i64::max);
+        self.add_key(item.key);
         if let Some(value) = item.value {
-            self.count += 1;
-            self.sum += value;
-            self.min = merge_option(self.min, Some(value), f64::min);
-            self.max = merge_option(self.max, Some(value), f64::max);
+            self.add_value(0, value);
         }
         if let Some(more) = &item.more {
             self.add_more(more);
@@ -287,18 +282,10 @@ impl Summary {
     /// Adds an item by its key and its values (`value(m)` of measure `m`), wherever it is
     /// held.
     pub(crate) fn add_values(&mut self, key: i64, value: impl Fn(usize) -> Option<f64>) {
-        self.items += 1;
-        self.min_key = merge_option(self.min_key, Some(key), i64::min);
-        self.max_key = merge_option(self.max_key, Some(key), i64::max);
-        if let Some(value) = value(0) {
-            self.count += 1;
-            self.sum += value;
-            self.min = merge_option(self.min, Some(value), f64::min);
-            self.max = merge_option(self.max, Some(value), f64::max);
-        }
-        for m in 1..MAX_MEASURES {
+        self.add_key(key);
+        for m in 0..MAX_MEASURES {
             if let Some(value) = value(m) {
-                self.more_mut()[m - 1].add(value);
+                self.add_value(m, value);
             }
         }
     }
@@ -306,10 +293,8 @@ impl Summary {
     /// Adds items by their keys (their values are added a measure at a time:
     /// [`Summary::add_measure`]).
     pub(crate) fn add_keys(&mut self, keys: &[i64]) {
-        self.items += keys.len() as u64;
         for &key in keys {
-            self.min_key = merge_option(self.min_key, Some(key), i64::min);
-            self.max_key = merge_option(self.max_key, Some(key), i64::max);
+            self.add_key(key);
         }
     }
 
@@ -317,14 +302,28 @@ impl Summary {
     /// by item, so the sum is the same to the bit); NaN stands for an item without one.
     pub(crate) fn add_measure(&mut self, m: usize, values: &[f64]) {
         for &value in values.iter().filter(|value| !value.is_nan()) {
-            if m == 0 {
-                self.count += 1;
-                self.sum += value;
-                self.min = merge_option(self.min, Some(value), f64::min);
-                self.max = merge_option(self.max, Some(value), f64::max);
-            } else {
-                self.more_mut()[m - 1].add(value);
-            }
+            self.add_value(m, value);
+        }
+    }
+
+    /// Counts one item and takes its key into the bounds.
+    #[inline]
+    fn add_key(&mut self, key: i64) {
+        self.items += 1;
+        self.min_key = merge_option(self.min_key, Some(key), i64::min);
+        self.max_key = merge_option(self.max_key, Some(key), i64::max);
+    }
+
+    /// Adds one value of measure `m` (0 the first).
+    #[inline]
+    fn add_value(&mut self, m: usize, value: f64) {
+        if m == 0 {
+            self.count += 1;
+            self.sum += value;
+            self.min = merge_option(self.min, Some(value), f64::min);
+            self.max = merge_option(self.max, Some(value), f64::max);
+        } else {
+            self.more_mut()[m - 1].add(value);
         }
     }
 

@@ -112,6 +112,8 @@ pub struct Batch {
     /// The (name, identity) pairs of the handles written through since the batch last
     /// changed a schema: each is checked once (`BatchOp::Expect`).
     expected: Vec<(Arc<str>, crate::catalog::CollectionId)>,
+    /// How many of `ops` are those checks (not writes: `len` leaves them out).
+    pub(crate) checks: usize,
 }
 
 impl Batch {
@@ -125,6 +127,7 @@ impl Batch {
             names: Vec::new(),
             last_key: None,
             expected: Vec::new(),
+            checks: 0,
         }
     }
 
@@ -209,6 +212,7 @@ impl Batch {
         let collection = self.name(collection);
         self.expected.push((collection.clone(), id));
         self.ops.push(BatchOp::Expect { collection, id });
+        self.checks += 1;
     }
 
     pub(crate) fn queue_put(&mut self, collection: &str, key: &[u8], body: &[u8]) {
@@ -298,6 +302,7 @@ impl Batch {
     pub(crate) fn commit_checked(&mut self, reads: Option<Arc<ReadSet>>) -> Result<Expired> {
         self.last_key = None;
         self.expected.clear();
+        self.checks = 0;
         let ops = std::mem::take(&mut self.ops);
         match self.shared.upgrade() {
             Some(shared) => shared.commit_checked(ops, self.durability, reads),

@@ -187,12 +187,7 @@ macro_rules! write_methods {
         /// queued through that their collections are still theirs are not counted).
         pub fn len(&self) -> usize {
             let queued = self.queued();
-            let checks = queued
-                .ops
-                .iter()
-                .filter(|op| matches!(op, $crate::store::BatchOp::Expect { .. }))
-                .count();
-            queued.ops.len() - checks
+            queued.ops.len() - queued.checks
         }
 
         /// True when no operation is queued.

@@ -394,9 +394,7 @@ fn decompress(payload: &[u8], raw_len: usize) -> Result<Vec<u8>, String> {
 /// Decodes the chunk at the start of `bytes`, checking its checksum, its sizes against the
 /// limits before decompressing, and that its items agree with its summary.
 pub fn decode_chunk(bytes: &[u8], expected: &ChunkRef) -> Result<Vec<Stored>, String> {
-    let raw_len = check_copy(bytes, expected)?;
-    let payload = &bytes[header_len(expected.summary.stored_more(), expected.columnar)..];
-    let items = payload_items(payload, raw_len, expected.columnar)?;
+    let items = stored_items(checked_raw(bytes, expected)?, expected.columnar)?;
     if Summary::of(items.iter().map(|s| &s.item)) != expected.summary {
         return Err("chunk items disagree with its summary".to_string());
     }
@@ -406,9 +404,7 @@ pub fn decode_chunk(bytes: &[u8], expected: &ChunkRef) -> Result<Vec<Stored>, St
 /// [`decode_chunk`], into the columns the cache holds: a columnar chunk's straight from its
 /// columns, a chunk of rows' copied into them.
 pub fn decode_chunk_items(bytes: &[u8], expected: &ChunkRef) -> Result<ChunkItems, String> {
-    let raw_len = check_copy(bytes, expected)?;
-    let payload = &bytes[header_len(expected.summary.stored_more(), expected.columnar)..];
-    let raw = raw_payload(payload, raw_len, expected.columnar)?;
+    let raw = checked_raw(bytes, expected)?;
     let items = match expected.columnar {
         true => columns::decode_columns(&raw)?,
         false => ChunkItems::from_stored(&row_items(raw)?),
@@ -419,10 +415,16 @@ pub fn decode_chunk_items(bytes: &[u8], expected: &ChunkRef) -> Result<ChunkItem
     Ok(items)
 }
 
-/// The items of a chunk's payload of `raw_len` bytes before compression (a columnar
-/// payload of that length is stored as it is).
-fn payload_items(payload: &[u8], raw_len: usize, columnar: bool) -> Result<Vec<Stored>, String> {
-    let raw = raw_payload(payload, raw_len, columnar)?;
+/// The decompressed payload of the chunk at the start of `bytes`, once its checksum, header
+/// and sizes hold against `expected`.
+fn checked_raw(bytes: &[u8], expected: &ChunkRef) -> Result<Bytes, String> {
+    let raw_len = check_copy(bytes, expected)?;
+    let payload = &bytes[header_len(expected.summary.stored_more(), expected.columnar)..];
+    raw_payload(payload, raw_len, expected.columnar)
+}
+
+/// The items of a decompressed payload, each built.
+fn stored_items(raw: Bytes, columnar: bool) -> Result<Vec<Stored>, String> {
     match columnar {
         true => columns::decode(&raw),
         false => row_items(raw),
@@ -484,7 +486,7 @@ pub fn decode_standalone(bytes: &[u8]) -> Result<Vec<Stored>, String> {
     if raw_len > MAX_RECORD_BYTES {
         return Err(format!("chunk of {raw_len} raw bytes over the limit"));
     }
-    let items = payload_items(&bytes[header_bytes..], raw_len, true)?;
+    let items = stored_items(raw_payload(&bytes[header_bytes..], raw_len, true)?, true)?;
     entry.summary = Summary::of(items.iter().map(|s| &s.item));
     if entry.summary.stored_more() != kind.more {
         return Err("chunk kind byte disagrees with its items' measures".to_string());

@@ -105,11 +105,6 @@ impl ChunkItems {
     }
 
     #[inline]
-    pub(crate) fn seq(&self, at: usize) -> u64 {
-        self.seqs[at]
-    }
-
-    #[inline]
     pub(crate) fn order(&self, at: usize) -> (i64, u64) {
         (self.keys[at], self.seqs[at])
     }

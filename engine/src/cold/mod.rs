@@ -455,10 +455,7 @@ impl ColdStore {
             offset: entry.loc.offset,
         };
         let value = self.cache.get_or_load(key, Tier::ColdChunk, owner, || {
-            let (bytes, _) = self.chunk_bytes(entry.loc)?;
-            let items = chunk::decode_chunk_items(&bytes, entry).map_err(|reason| {
-                Error::corruption(segment_name(entry.loc.segment_id), entry.loc.offset, reason)
-            })?;
+            let items = self.read_checked(entry, chunk::decode_chunk_items)?;
             Ok(Loaded {
                 weight_bytes: items.weight(),
                 value: Cached::Items(Arc::new(items)),
@@ -478,8 +475,18 @@ impl ColdStore {
     /// A chunk's items read from its segment, bypassing the cache (for maintenance copies,
     /// which should not evict what readers use).
     pub fn read_uncached(&self, entry: &ChunkRef) -> Result<Vec<Stored>> {
+        self.read_checked(entry, chunk::decode_chunk)
+    }
+
+    /// What `decode` reads of a chunk's bytes, checked against its entry; its complaint a
+    /// corruption at the chunk's place.
+    fn read_checked<T>(
+        &self,
+        entry: &ChunkRef,
+        decode: impl FnOnce(&[u8], &ChunkRef) -> std::result::Result<T, String>,
+    ) -> Result<T> {
         let (bytes, _) = self.chunk_bytes(entry.loc)?;
-        chunk::decode_chunk(&bytes, entry).map_err(|reason| {
+        decode(&bytes, entry).map_err(|reason| {
             Error::corruption(segment_name(entry.loc.segment_id), entry.loc.offset, reason)
         })
     }

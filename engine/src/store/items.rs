@@ -123,11 +123,7 @@ impl Gathered {
     /// `limit` in `order`.
     fn add_chunk(&mut self, items: Arc<ChunkItems>, query: &ItemQuery, limit: Option<usize>) {
         let chunk = u32_index(self.chunks.len());
-        let mut range = items.range(query.start, query.end);
-        if let Some(after) = query.after {
-            let ascending = query.order == Order::Ascending;
-            range = items.beyond(range, (after.key, after.seq), ascending);
-        }
+        let range = on_pages(&items, query);
         let count = limit.unwrap_or(usize::MAX).min(range.len());
         let (keys, seqs) = (items.keys(), items.seqs());
         let pick = |at: usize| Pick {
@@ -167,6 +163,19 @@ impl Gathered {
                 ItemRef::column(&self.chunks[chunk as usize], index as usize)
             }
         }
+    }
+}
+
+/// The items of a chunk on `query`'s pages: its range, and past its cursor, found by
+/// search.
+pub(super) fn on_pages(items: &ChunkItems, query: &ItemQuery) -> std::ops::Range<usize> {
+    let range = items.range(query.start, query.end);
+    match query.after {
+        Some(after) => {
+            let ascending = query.order == Order::Ascending;
+            items.beyond(range, (after.key, after.seq), ascending)
+        }
+        None => range,
     }
 }
 

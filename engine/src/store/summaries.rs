@@ -118,14 +118,7 @@ impl Reads<'_> {
         })?;
         for entry in straddling {
             let items = self.chunk_items(version, &entry, Owner::collection(info.id))?;
-            let range = items.range(query.start, query.end);
-            if query.after.is_none() {
-                sink.items(&items, range);
-                continue;
-            }
-            for at in range.filter(|&at| query.wanted_at(items.key(at), items.seq(at))) {
-                sink.item(ItemRef::column(&items, at));
-            }
+            sink.items(&items, super::items::on_pages(&items, query));
         }
         Ok(())
     }
