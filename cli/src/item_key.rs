@@ -106,14 +106,22 @@ impl SpanArg {
     }
 }
 
+/// Whether an array with `layout` is a time series as the tool prints and builds its items:
+/// a Bucket array whose span is whole seconds (a duration, as `bucket:60:1h` declares it),
+/// keyed by milliseconds since 1970 as the tool's dates are. A span in other units
+/// (`bucket:10:3600`) keeps integers. (Dates are taken as input by any Bucket with a span.)
+pub fn keyed_by_time(layout: &Layout) -> bool {
+    matches!(layout, Layout::Bucket { span: Some(span), .. } if *span >= 1000 && span % 1000 == 0)
+}
+
 /// The token `items` prints to continue a read: the cursor's own token (as the library
 /// prints it) for a read in key order; for a read newest first, the same with its check
-/// digits taken over the order too, so that each order refuses the other's token.
+/// digits turned by [`DESCENDING`], so that each order refuses the other's token.
 pub fn cursor_token(cursor: Cursor, descending: bool) -> String {
     let token = cursor.to_string();
     match descending {
         false => token,
-        true => format!("{}{:08x}", &token[..32], descending_check(&token[..32])),
+        true => turned(&token).expect("a cursor's own token"),
     }
 }
 
@@ -124,39 +132,24 @@ pub fn parse_cursor(token: &str, descending: bool) -> Result<Cursor, skewdb::Err
         token: token.chars().take(40).collect(),
         reason: reason.to_string(),
     };
-    let ascending = token.parse::<Cursor>();
-    let of_descending = token.len() == 40
-        && token.is_ascii()
-        && u32::from_str_radix(&token[32..], 16).ok() == Some(descending_check(&token[..32]));
-    match (descending, ascending, of_descending) {
-        (false, Ok(cursor), _) => Ok(cursor),
-        (false, Err(_), true) => Err(refused("it continues a read with --desc")),
-        (true, _, true) => {
-            let plain = format!(
-                "{}{:08x}",
-                &token[..32],
-                crc32fast::hash(&hex(&token[..32]))
-            );
-            plain.parse::<Cursor>()
-        }
-        (true, Ok(_), false) => Err(refused("it continues a read without --desc")),
+    let as_given = token.parse::<Cursor>();
+    let turned = turned(token).and_then(|turned| turned.parse::<Cursor>().ok());
+    match (descending, as_given, turned) {
+        (false, Ok(cursor), _) | (true, _, Some(cursor)) => Ok(cursor),
+        (false, Err(_), Some(_)) => Err(refused("it continues a read with --desc")),
+        (true, Ok(_), None) => Err(refused("it continues a read without --desc")),
         (_, Err(error), _) => Err(error),
     }
 }
 
-/// The check digits of a descending read's token over its first 32 hex digits.
-fn descending_check(digits: &str) -> u32 {
-    let mut hasher = crc32fast::Hasher::new();
-    hasher.update(&hex(digits));
-    hasher.update(b"descending");
-    hasher.finalize()
-}
+/// What a descending read's token's check digits are turned by (XOR): "desc".
+const DESCENDING: u32 = 0x6465_7363;
 
-/// The bytes of hex digits that are known to be hex (a token's first 32).
-fn hex(digits: &str) -> Vec<u8> {
-    (0..digits.len() / 2)
-        .map(|at| u8::from_str_radix(&digits[2 * at..2 * at + 2], 16).unwrap_or(0))
-        .collect()
+/// `token` (a cursor token's 40 hex digits) with its check digits turned by [`DESCENDING`];
+/// `None` for what is not of that shape.
+fn turned(token: &str) -> Option<String> {
+    let check = u32::from_str_radix(token.get(32..)?, 16).ok()?;
+    (token.len() == 40).then(|| format!("{}{:08x}", &token[..32], check ^ DESCENDING))
 }
 
 /// A layout as the tool takes it: [`Layout::parse`]'s form, where a Bucket's SPAN may also

@@ -133,8 +133,8 @@ impl<'a> Mapped<'a> {
 
 impl Mapped<'_> {
     /// The element of a push to array `field` that gives no payload, made of what it states:
-    /// its item key in the element field that keys the array's items (a date in a Bucket
-    /// array with a span, else an integer), and its values in the fields of their measures'
+    /// its item key in the element field that keys the array's items (a date in a time
+    /// series, `item_key::keyed_by_time`, else an integer), and its values in the fields of their measures'
     /// names when the array's measures are its elements' fields. What goes into the element
     /// is taken out of `stated`, but for the item key, which the element then agrees with.
     /// A measure the array does not have is refused, and so is an element that would be
@@ -157,11 +157,9 @@ impl Mapped<'_> {
         }
         let fields = ArrayField::mapped(self.spec, array);
         if let (Some(name), Some(key)) = (fields.item_key.as_deref(), stated.item_key) {
-            let value = match array.layout {
-                skewdb::Layout::Bucket { span: Some(_), .. } => {
-                    Bson::DateTime(bson::DateTime::from_millis(key))
-                }
-                _ => Bson::Int64(key),
+            let value = match crate::item_key::keyed_by_time(&array.layout) {
+                true => Bson::DateTime(bson::DateTime::from_millis(key)),
+                false => Bson::Int64(key),
             };
             element.insert(name, value);
         }

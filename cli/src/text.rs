@@ -53,18 +53,15 @@ fn optional_double_json(value: Option<f64>) -> Value {
 }
 
 /// The date (RFC 3339) an item key of `array` stands for, when the array is a time series
-/// and the key is within the dates it can print. A time series is a Bucket array whose span
-/// is whole seconds (a duration, as `bucket:60:1h` declares it): keyed by milliseconds since
-/// 1970, as the tool's dates are. A span in other units (`bucket:10:3600`) keeps integers.
+/// ([`crate::item_key::keyed_by_time`]) and the key is within the dates it can print.
 pub fn key_date(key: i64, array: &ArraySpec) -> Option<String> {
-    match array.layout {
-        Layout::Bucket {
-            span: Some(span), ..
-        } if span >= 1000 && span % 1000 == 0 => bson::DateTime::from_millis(key)
-            .try_to_rfc3339_string()
-            .ok(),
-        _ => None,
-    }
+    crate::item_key::keyed_by_time(&array.layout)
+        .then(|| {
+            bson::DateTime::from_millis(key)
+                .try_to_rfc3339_string()
+                .ok()
+        })
+        .flatten()
 }
 
 /// A layout for people: as the engine describes it, a time series' span as a duration
@@ -74,7 +71,7 @@ pub fn layout_text(layout: &Layout) -> String {
         Layout::Bucket {
             max_items,
             span: Some(span),
-        } if span >= 1000 && span % 1000 == 0 => {
+        } if crate::item_key::keyed_by_time(layout) => {
             let span = std::time::Duration::from_millis(span.unsigned_abs());
             let span = humantime::format_duration(span)
                 .to_string()
