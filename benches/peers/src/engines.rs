@@ -147,6 +147,18 @@ impl Store for Skew {
         batch.commit().expect("load");
     }
 
+    fn load_transaction(&mut self, products: &mut dyn Iterator<Item = Product>) {
+        let mut txn = self.db().transaction();
+        for product in products {
+            txn.put("products", product_key(product.id), &product.body);
+            for review in product.reviews {
+                let item = NewItem::new(review.text).key(review.time);
+                txn.push("products", product_key(product.id), "reviews", item);
+            }
+        }
+        txn.commit().expect("load");
+    }
+
     fn finish_load(&mut self) {
         self.db().compact().expect("compact");
     }
@@ -228,27 +240,41 @@ impl Peer {
     }
 }
 
+/// The puts that store `product` under `model`: a value per product (reviews embedded, or
+/// the newest [`KEEP`] of them), and a key per older review in the history table.
+fn puts_of(model: Model, product: &Product) -> Vec<kv::Put> {
+    let mut puts = Vec::new();
+    let value = match model {
+        Model::Embedded => data::encode(&product.body, &product.reviews),
+        _ => {
+            let split = product.reviews.len().saturating_sub(KEEP);
+            for review in &product.reviews[..split] {
+                let key = data::history_key(product.id, review.time);
+                puts.push((HISTORY, key.to_vec(), review.text.clone()));
+            }
+            data::encode(&product.body, &product.reviews[split..])
+        }
+    };
+    puts.push((PRODUCTS, product_key(product.id).to_vec(), value));
+    puts
+}
+
 impl Store for Peer {
     fn load(&mut self, products: &[Product]) {
         let mut puts = Vec::new();
         for product in products {
-            let value = match self.model {
-                Model::Embedded => data::encode(&product.body, &product.reviews),
-                _ => {
-                    let split = product.reviews.len().saturating_sub(KEEP);
-                    for review in &product.reviews[..split] {
-                        let key = data::history_key(product.id, review.time);
-                        puts.push((HISTORY, key.to_vec(), review.text.clone()));
-                    }
-                    data::encode(&product.body, &product.reviews[split..])
-                }
-            };
-            puts.push((PRODUCTS, product_key(product.id).to_vec(), value));
+            puts.extend(puts_of(self.model, product));
             if puts.len() >= 20_000 {
                 self.kv.put_all(std::mem::take(&mut puts), false);
             }
         }
         self.kv.put_all(puts, true);
+    }
+
+    fn load_transaction(&mut self, products: &mut dyn Iterator<Item = Product>) {
+        let model = self.model;
+        let mut puts = products.flat_map(|product| puts_of(model, &product));
+        self.kv.put_stream(&mut puts, true);
     }
 
     fn view(&mut self, id: u64) -> usize {

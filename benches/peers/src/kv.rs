@@ -20,7 +20,12 @@ pub trait Kv {
         value
     }
     /// Writes every put in one transaction; durable (fsync) when `durable`.
-    fn put_all(&mut self, puts: Vec<(&'static str, Vec<u8>, Vec<u8>)>, durable: bool);
+    fn put_all(&mut self, puts: Vec<(&'static str, Vec<u8>, Vec<u8>)>, durable: bool) {
+        self.put_stream(&mut puts.into_iter(), durable);
+    }
+    /// [`Kv::put_all`] of puts made as the transaction takes them (a load whose
+    /// transactions are larger than the harness should hold).
+    fn put_stream(&mut self, puts: &mut dyn Iterator<Item = Put>, durable: bool);
     /// Calls `read` with the values of keys in `start..end` where the engine holds them, in
     /// key order (descending when `newest_first`), at most `limit` of them; returns how many.
     fn scan(
@@ -39,6 +44,9 @@ pub trait Kv {
     /// SQLite's page cache hits and misses (`sqlite3_db_status`).
     fn cache_counters(&self) -> CacheCounters;
 }
+
+/// A put: table, key, value.
+pub type Put = (&'static str, Vec<u8>, Vec<u8>);
 
 /// Calls `each` on the first `limit` entries of `range`, from its end when `newest_first`;
 /// returns how many.
@@ -97,14 +105,14 @@ impl Kv for RedbKv {
         guard.map(|value| read(value.value())).is_some()
     }
 
-    fn put_all(&mut self, puts: Vec<(&'static str, Vec<u8>, Vec<u8>)>, durable: bool) {
+    fn put_stream(&mut self, puts: &mut dyn Iterator<Item = Put>, durable: bool) {
         let mut write = self.db.begin_write().expect("write");
         let durability = match durable {
             true => redb::Durability::Immediate,
             false => redb::Durability::None,
         };
         write.set_durability(durability).expect("durability");
-        for (name, key, value) in &puts {
+        for (name, key, value) in puts {
             let mut table = write.open_table(table(name)).expect("table");
             table.insert(&key[..], &value[..]).expect("insert");
         }
@@ -195,7 +203,7 @@ impl Kv for FjallKv {
         value.map(|value| read(&value)).is_some()
     }
 
-    fn put_all(&mut self, puts: Vec<(&'static str, Vec<u8>, Vec<u8>)>, durable: bool) {
+    fn put_stream(&mut self, puts: &mut dyn Iterator<Item = Put>, durable: bool) {
         let mut batch = self.db.batch();
         if durable {
             batch = batch.durability(Some(fjall::PersistMode::SyncAll));
@@ -301,22 +309,20 @@ impl Kv for SqliteKv {
             .is_some()
     }
 
-    fn put_all(&mut self, puts: Vec<(&'static str, Vec<u8>, Vec<u8>)>, durable: bool) {
-        for (name, _, _) in &puts {
-            if self.tables.insert(name) {
-                self.connection
-                    .execute_batch(&format!(
-                        "CREATE TABLE {name} (k BLOB PRIMARY KEY, v BLOB NOT NULL)"
-                    ))
-                    .expect("table");
-            }
-        }
+    fn put_stream(&mut self, puts: &mut dyn Iterator<Item = Put>, durable: bool) {
         let synchronous = if durable { "FULL" } else { "OFF" };
         self.connection
             .execute_batch(&format!("PRAGMA synchronous = {synchronous}"))
             .expect("pragma");
         let transaction = self.connection.transaction().expect("transaction");
-        for (name, key, value) in &puts {
+        for (name, key, value) in puts {
+            if self.tables.insert(name) {
+                transaction
+                    .execute_batch(&format!(
+                        "CREATE TABLE {name} (k BLOB PRIMARY KEY, v BLOB NOT NULL)"
+                    ))
+                    .expect("table");
+            }
             transaction
                 .prepare_cached(&format!(
                     "INSERT OR REPLACE INTO {name} (k, v) VALUES (?1, ?2)"

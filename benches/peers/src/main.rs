@@ -92,6 +92,9 @@ pub trait Store {
     /// Loads products with their reviews (not timed); called once, or once per slice of
     /// them in order, then [`Store::finish_load`].
     fn load(&mut self, products: &[Product]);
+    /// Loads `products` in one transaction, taking each as it is made (the harness holds
+    /// one product at a time, however large the transaction).
+    fn load_transaction(&mut self, products: &mut dyn Iterator<Item = Product>);
     /// After the last [`Store::load`]: what the engine's users do after a bulk load.
     fn finish_load(&mut self) {}
     /// The product page: body and the 5 newest reviews; returns the bytes rendered.
@@ -524,6 +527,10 @@ struct Args {
     /// One engine's process of the RAM-limited run (started by the run itself).
     #[arg(long = "ram-child", value_name = "ENGINE", hide = true)]
     ram_child: Option<String>,
+    /// In the RAM-limited run, every engine loads in transactions of this many products
+    /// (largest first, whatever their reviews) instead of slices of bounded size.
+    #[arg(long = "load-transaction", value_name = "PRODUCTS")]
+    load_transaction: Option<usize>,
     /// The cgroup that process joins first.
     #[arg(long = "ram-cgroup", value_name = "DIR", hide = true)]
     ram_cgroup: Option<std::path::PathBuf>,
@@ -542,6 +549,7 @@ fn main() {
         view_count,
         ram_limit,
         ram_child,
+        load_transaction,
         ram_cgroup,
     } = clap::Parser::parse();
     let runs = |name: &str| workload.as_ref().is_none_or(|w| w == name);
@@ -550,7 +558,13 @@ fn main() {
         page_bytes,
     };
     if let Some(engine) = ram_child {
-        ram::child(&engine, products_count, view_count, ram_cgroup.as_deref());
+        ram::child(
+            &engine,
+            products_count,
+            view_count,
+            ram_cgroup.as_deref(),
+            load_transaction,
+        );
         return;
     }
     if let Some(limit_mib) = ram_limit {
@@ -560,11 +574,13 @@ fn main() {
             limit_mib,
             *SETTINGS.lock().expect("settings"),
             only.as_deref(),
+            load_transaction,
         );
         print!("{report}");
         // A run with other settings is a trial: printed, not written.
         if *SETTINGS.lock().expect("settings") == Settings::default()
             && only.is_none()
+            && load_transaction.is_none()
             && let Err(e) = report::write_ram(&report, products_count, limit_mib)
         {
             eprintln!("skewdb-peers: {e}");

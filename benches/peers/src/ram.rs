@@ -11,7 +11,8 @@
 //!
 //! Run: `cargo run --release -p skewdb-peers -- --ram-limit 320 --products 400000 --views
 //! 200000` (as root, for the cgroup; without one the limit is not applied and the table says
-//! so).
+//! so). With `--load-transaction 1000` every engine loads in transactions of 1,000 products
+//! (the first holding about a million reviews), as an import in large transactions does.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -209,6 +210,7 @@ pub fn run(
     limit_mib: u64,
     settings: crate::Settings,
     only: Option<&str>,
+    per_transaction: Option<usize>,
 ) -> String {
     let limit_bytes = limit_mib << 20;
     let exe = std::env::current_exe().expect("the bench's own executable");
@@ -240,6 +242,9 @@ pub fn run(
         if let Some(group) = &group {
             command.arg("--ram-cgroup").arg(&group.dir);
         }
+        if let Some(count) = per_transaction {
+            command.args(["--load-transaction", &count.to_string()]);
+        }
         if let Some(bytes) = settings.page_bytes {
             command.args(["--page-bytes", &bytes.to_string()]);
         }
@@ -264,8 +269,16 @@ pub fn run(
         drop(group);
     }
     let table = table(&rows);
+    let load = match per_transaction {
+        Some(count) => format!(
+            "loaded in transactions of {count} products each, largest first, whatever their reviews (the first holds the most), each product made as the transaction takes it"
+        ),
+        None => format!(
+            "loaded a slice of at most {SLICE} products and {SLICE_REVIEWS} reviews at a time"
+        ),
+    };
     format!(
-        "RAM-limited product pages: {products} products (the product-pages workload, loaded a slice of at most {SLICE} products and {SLICE_REVIEWS} reviews at a time), {limit_note}; every engine's cache {} MiB (skewdb: {settings}); after the load the engine opens its files again, takes {} views to warm its cache (not timed), then {RUNS} passes of {views} views and {} pages, each timed (the median pass). Device reads: `read_bytes` of the process's `/proc/self/io` over the warm-up and the passes, per operation (view or page).\n\n{table}",
+        "RAM-limited product pages: {products} products (the product-pages workload, {load}), {limit_note}; every engine's cache {} MiB (skewdb: {settings}); after the load the engine opens its files again, takes {} views to warm its cache (not timed), then {RUNS} passes of {views} views and {} pages, each timed (the median pass). Device reads: `read_bytes` of the process's `/proc/self/io` over the warm-up and the passes, per operation (view or page).\n\n{table}",
         CACHE_BYTES >> 20,
         data::WARM_VIEWS.min(views * crate::RUNS),
         data::PAGES.min(views),
@@ -381,8 +394,15 @@ fn phase(name: &str) {
     println!("{PHASE}{name}");
 }
 
-/// One engine's process: joins `cgroup` first, then loads, reopens and times the views.
-pub fn child(engine: &str, products: u64, views: usize, cgroup: Option<&Path>) {
+/// One engine's process: joins `cgroup` first, then loads (a slice at a time, or in
+/// transactions of `per_transaction` products), reopens and times the views.
+pub fn child(
+    engine: &str,
+    products: u64,
+    views: usize,
+    cgroup: Option<&Path>,
+    per_transaction: Option<usize>,
+) {
     if let Some(cgroup) = cgroup {
         std::fs::write(cgroup.join("cgroup.procs"), std::process::id().to_string())
             .expect("join the memory cgroup");
@@ -400,6 +420,20 @@ pub fn child(engine: &str, products: u64, views: usize, cgroup: Option<&Path>) {
     let mut checked = Vec::new();
     let mut stream = data::product_stream(products);
     let mut at = 0;
+    if let Some(count) = per_transaction {
+        let mut remaining = products as usize;
+        while remaining > 0 {
+            let take = count.min(remaining);
+            remaining -= take;
+            let mut transaction = stream.by_ref().take(take).inspect(|product| {
+                if places.contains(&at) {
+                    checked.push(crate::Expected::of(product));
+                }
+                at += 1;
+            });
+            store.load_transaction(&mut transaction);
+        }
+    }
     let mut next = stream.next();
     while next.is_some() {
         let mut slice = Vec::new();

@@ -6,7 +6,7 @@ use std::sync::{Arc, Weak};
 use bytes::Bytes;
 
 use crate::item::NewItem;
-use crate::store::{BatchOp, Engine, Expired, ReadSet, Shared};
+use crate::store::{BatchOp, Engine, Expired, Queue, ReadSet, Shared};
 use crate::{
     error::{Error, Result},
     options::Durability,
@@ -104,7 +104,12 @@ enum ArrayOp {
 pub struct Batch {
     shared: Weak<Shared>,
     pub(crate) durability: Durability,
-    pub(crate) ops: Vec<BatchOp>,
+    /// In memory up to a share of the cache's budget, the older ones past it in a scratch
+    /// file (see [`Queue`]).
+    pub(crate) ops: Queue,
+    /// Why the queue could not go to its scratch file, returned by the commit (which
+    /// refuses the batch whole).
+    failed: Option<Error>,
     /// Collection and field names already used by this batch, shared by its operations.
     names: Vec<Arc<str>>,
     /// The last parent key, shared by consecutive operations on one parent.
@@ -123,7 +128,8 @@ impl Batch {
         Batch {
             shared: Arc::downgrade(engine.shared()),
             durability: engine.options.durability,
-            ops: Vec::new(),
+            ops: Queue::new(Queue::share_of(engine.options.cache_bytes)),
+            failed: None,
             names: Vec::new(),
             last_key: None,
             expected: Vec::new(),
@@ -160,7 +166,7 @@ impl Batch {
     /// differs, which refuses the whole batch): operations queued after it may write to it.
     pub fn create_collection(&mut self, spec: crate::catalog::CollectionSpec) -> &mut Self {
         self.expected.clear();
-        self.ops.push(BatchOp::CreateCollection(spec));
+        self.queue_op(BatchOp::CreateCollection(spec));
         self
     }
 
@@ -174,7 +180,7 @@ impl Batch {
     ) -> &mut Self {
         self.expected.clear();
         let collection = self.name(collection);
-        self.ops.push(BatchOp::AlterCollection {
+        self.queue_op(BatchOp::AlterCollection {
             collection,
             alteration,
         });
@@ -185,8 +191,23 @@ impl Batch {
     pub fn drop_collection(&mut self, collection: &str) -> &mut Self {
         self.expected.clear();
         let collection = self.name(collection);
-        self.ops.push(BatchOp::DropCollection { collection });
+        self.queue_op(BatchOp::DropCollection { collection });
         self
+    }
+
+    /// Queues `op`; the queue goes to its scratch file once it outgrows its share.
+    pub(crate) fn queue_op(&mut self, op: BatchOp) {
+        if !self.ops.push(op) || self.failed.is_some() {
+            return;
+        }
+        let shared = &self.shared;
+        let spilled = self.ops.spill(|| match shared.upgrade() {
+            Some(shared) => shared.scratch(),
+            None => Err(Error::Closed),
+        });
+        if let Err(error) = spilled {
+            self.failed = Some(error);
+        }
     }
 
     /// The batch these writes queue into: this one.
@@ -211,13 +232,13 @@ impl Batch {
         }
         let collection = self.name(collection);
         self.expected.push((collection.clone(), id));
-        self.ops.push(BatchOp::Expect { collection, id });
+        self.queue_op(BatchOp::Expect { collection, id });
         self.checks += 1;
     }
 
     pub(crate) fn queue_put(&mut self, collection: &str, key: &[u8], body: &[u8]) {
         let (collection, key) = (self.name(collection), self.key(key));
-        self.ops.push(BatchOp::Put {
+        self.queue_op(BatchOp::Put {
             collection,
             key,
             body: Bytes::copy_from_slice(body),
@@ -226,7 +247,7 @@ impl Batch {
 
     pub(crate) fn queue_delete(&mut self, collection: &str, key: &[u8]) {
         let (collection, key) = (self.name(collection), self.key(key));
-        self.ops.push(BatchOp::Delete { collection, key });
+        self.queue_op(BatchOp::Delete { collection, key });
     }
 
     /// The collection's and the field's names, shared with the batch's other operations.
@@ -261,7 +282,7 @@ impl Batch {
         op: ArrayOp,
     ) {
         let key = self.key(key);
-        self.ops.push(match op {
+        self.queue_op(match op {
             ArrayOp::Push(item) => BatchOp::Push {
                 collection,
                 key,
@@ -303,7 +324,10 @@ impl Batch {
         self.last_key = None;
         self.expected.clear();
         self.checks = 0;
-        let ops = std::mem::take(&mut self.ops);
+        let ops = self.ops.take();
+        if let Some(error) = self.failed.take() {
+            return Err(error);
+        }
         match self.shared.upgrade() {
             Some(shared) => shared.commit_checked(ops, self.durability, reads),
             None if ops.is_empty() => Ok(Expired::default()),

@@ -512,8 +512,8 @@ impl Collection {
                 field: field.clone(),
                 before,
             });
-            let ops = std::iter::once(expect).chain(expiries).collect();
-            let dropped = engine.commit_checked(ops, engine.options.durability, None)?;
+            let ops: Vec<BatchOp> = std::iter::once(expect).chain(expiries).collect();
+            let dropped = engine.commit_checked(ops.into(), engine.options.durability, None)?;
             expired.buckets += dropped.buckets;
             expired.items += dropped.items;
             expired.rolled_up += dropped.rolled_up;

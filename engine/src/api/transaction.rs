@@ -104,7 +104,7 @@ impl Transaction {
         {
             return Ok(version.clone());
         }
-        let version = self.engine.own_view(&self.base, ops.clone())?;
+        let version = self.engine.own_view(&self.base, ops.ops())?;
         *view = Some((ops.len(), version.clone()));
         Ok(version)
     }

@@ -32,10 +32,20 @@ pub struct ColdTail {
     pub offset: u64,
 }
 
-/// Chunks built in memory for one commit group, written with one write.
+/// Chunks built for one commit group: in memory, written with one write at the group's end,
+/// except that a group that outgrows [`GROUP_FLUSH_BYTES`] (a bulk load's, a compaction's)
+/// writes what it holds to its segment as it goes, past the store's tail, where nothing
+/// refers to it until the group's redo does.
 pub struct ColdGroup {
+    /// The bytes not yet written, which follow the `flushed` ones.
     buf: Vec<u8>,
     tail: ColdTail,
+    /// How many of the group's bytes are already in its segment (from `tail`).
+    flushed: u64,
+    /// Where a group too large for memory writes as it goes; `None` for a detached group.
+    storage: Option<Arc<dyn Storage>>,
+    /// Why a write as it went failed: the group's append fails with it.
+    failed: Option<Error>,
     compressor: zstd::bulk::Compressor<'static>,
     /// The chunks a commit wrote whose items go into the cache once the group is written
     /// (see [`ColdGroup::add_kept`]), and the bytes they weigh there.
@@ -44,6 +54,10 @@ pub struct ColdGroup {
     /// The most bytes of chunks one group puts into the cache.
     keep_limit: u64,
 }
+
+/// A group holds at most about this many bytes of chunks in memory before it writes them
+/// to its segment.
+pub const GROUP_FLUSH_BYTES: usize = 4 << 20;
 
 /// A chunk a commit wrote, decoded as a read would find it, for the cache.
 struct KeptChunk {
@@ -93,55 +107,126 @@ impl ColdGroup {
 
     /// Adds a chunk; returns its index entry.
     pub fn add(&mut self, kind: ChunkKind, items: &[Stored]) -> ChunkRef {
+        let offset = self.end();
         let start = self.buf.len();
         let encoded = chunk::encode_chunk(kind, items, &mut self.compressor, &mut self.buf);
-        ChunkRef {
+        let entry = ChunkRef {
             loc: ChunkLoc {
                 segment_id: self.tail.segment_id,
-                offset: self.tail.offset + start as u64,
+                offset,
                 len: u32_len(self.buf.len() - start),
             },
             kind,
             columnar: encoded.columnar,
             summary: encoded.summary,
-        }
+        };
+        self.flush_if_full();
+        entry
     }
 
     /// Adds a chunk copied as it is from elsewhere (its bytes carry no location); returns
     /// its new index entry.
     pub fn add_raw(&mut self, bytes: &[u8], entry: &ChunkRef) -> ChunkRef {
-        let offset = self.tail.offset + self.buf.len() as u64;
+        let offset = self.end();
         self.buf.extend_from_slice(bytes);
-        ChunkRef {
+        let entry = ChunkRef {
             loc: ChunkLoc {
                 segment_id: self.tail.segment_id,
                 offset,
                 len: u32_len(bytes.len()),
             },
             ..entry.clone()
+        };
+        self.flush_if_full();
+        entry
+    }
+
+    /// Where the next chunk goes in the segment.
+    fn end(&self) -> u64 {
+        self.tail.offset + self.flushed + self.buf.len() as u64
+    }
+
+    /// Writes the bytes held to the segment once they outgrow [`GROUP_FLUSH_BYTES`].
+    fn flush_if_full(&mut self) {
+        let Some(storage) = &self.storage else {
+            return;
+        };
+        if self.buf.len() < GROUP_FLUSH_BYTES || self.failed.is_some() {
+            return;
+        }
+        let name = segment_name(self.tail.segment_id);
+        match storage.write_at(&name, self.tail.offset + self.flushed, &self.buf) {
+            Ok(()) => {
+                self.flushed += self.buf.len() as u64;
+                self.buf.clear();
+            }
+            Err(error) => self.failed = Some(error),
         }
     }
 
-    /// Where the bytes added since `mark` go, and a copy of them, for redo that carries
-    /// them; `None` when none were.
-    pub fn written_since(&self, mark: usize) -> Option<(ChunkLoc, Bytes)> {
-        let bytes = &self.buf[mark..];
-        (!bytes.is_empty()).then(|| {
-            let loc = ChunkLoc {
-                segment_id: self.tail.segment_id,
-                offset: self.tail.offset + mark as u64,
-                len: u32_len(bytes.len()),
-            };
-            (loc, Bytes::copy_from_slice(bytes))
+    /// The items of a chunk this group added (in memory, or written as it went).
+    pub fn items(&self, entry: &ChunkRef) -> Result<Arc<ChunkItems>> {
+        let name = segment_name(entry.loc.segment_id);
+        let bad = |reason: &str| Error::corruption(&name, entry.loc.offset, reason);
+        let written = self.tail.offset + self.flushed;
+        let start = entry.loc.offset;
+        let end = start + entry.loc.len as u64;
+        if entry.loc.segment_id != self.tail.segment_id || start < self.tail.offset {
+            return Err(bad("chunk not of its group"));
+        }
+        let read;
+        let bytes = if start >= written {
+            let at = index(start - written);
+            self.buf
+                .get(at..at + entry.loc.len as usize)
+                .ok_or_else(|| bad("chunk past its group"))?
+        } else if end <= written {
+            let storage = self
+                .storage
+                .as_ref()
+                .ok_or_else(|| bad("chunk not written"))?;
+            read = storage.read_vec(&name, start, entry.loc.len as usize)?;
+            &read[..]
+        } else {
+            return Err(bad("chunk across a group's write"));
+        };
+        chunk::decode_chunk_items(bytes, entry)
+            .map(Arc::new)
+            .map_err(|reason| bad(&reason))
+    }
+
+    /// Where the bytes added since `mark` go; `None` when none were.
+    pub fn written_since(&self, mark: usize) -> Option<ChunkLoc> {
+        let len = self.mark() - mark;
+        (len > 0).then(|| ChunkLoc {
+            segment_id: self.tail.segment_id,
+            offset: self.tail.offset + mark as u64,
+            len: u32_len(len),
         })
     }
 
-    pub fn mark(&self) -> usize {
-        self.buf.len()
+    /// A copy of the bytes added since `mark`, for redo that carries them: `None` when
+    /// some of them are written already (a group that large is not carried).
+    pub fn bytes_since(&self, mark: usize) -> Option<Bytes> {
+        let from = (mark as u64).checked_sub(self.flushed)?;
+        Some(Bytes::copy_from_slice(&self.buf[index(from)..]))
     }
 
+    /// The group's length in bytes so far, as a mark to roll back to.
+    pub fn mark(&self) -> usize {
+        index(self.flushed) + self.buf.len()
+    }
+
+    /// Drops what was added since `mark`. Bytes already written stay in the segment past
+    /// the store's tail, where the next group writes over them.
     pub fn rollback(&mut self, mark: usize) {
-        self.buf.truncate(mark);
+        match (mark as u64).checked_sub(self.flushed) {
+            Some(in_memory) => self.buf.truncate(index(in_memory)),
+            None => {
+                self.buf.clear();
+                self.flushed = mark as u64;
+            }
+        }
         let end = self.tail.offset + mark as u64;
         self.kept.retain(|chunk| chunk.offset < end);
         self.kept_bytes = self.kept.iter().map(|chunk| chunk.weight).sum();
@@ -163,6 +248,9 @@ impl ColdGroup {
                 segment_id: DETACHED_SEGMENT_ID,
                 offset: 0,
             },
+            flushed: 0,
+            storage: None,
+            failed: None,
             compressor: chunk::compressor(),
             kept: Vec::new(),
             kept_bytes: 0,
@@ -291,6 +379,9 @@ impl ColdStore {
         Ok(ColdGroup {
             buf: Vec::new(),
             tail: self.tail(),
+            flushed: 0,
+            storage: Some(self.storage.clone()),
+            failed: None,
             compressor: self
                 .compressor
                 .lock()
@@ -342,32 +433,40 @@ impl ColdStore {
         Ok(())
     }
 
-    /// Writes a group's chunks.
+    /// Writes a group's chunks (those it has not written as it went).
     pub fn append(&self, group: ColdGroup) -> Result<()> {
         self.check_writable()?;
         let ColdGroup {
             buf,
             tail: group_tail,
+            flushed,
+            failed,
             compressor,
             kept,
             ..
         } = group;
         *self.compressor.lock() = Some(compressor);
+        if let Some(error) = failed {
+            return self.fail(error);
+        }
         let group = ColdGroupBytes {
             buf,
             tail: group_tail,
         };
-        if group.buf.is_empty() {
+        if group.buf.is_empty() && flushed == 0 {
             return Ok(());
         }
         let mut tail = self.tail.lock();
         assert_eq!(*tail, group.tail, "a cold group written where it was begun");
         let name = segment_name(tail.segment_id);
-        if let Err(error) = self.storage.write_at(&name, tail.offset, &group.buf) {
+        if let Err(error) = self
+            .storage
+            .write_at(&name, tail.offset + flushed, &group.buf)
+        {
             drop(tail);
             return self.fail(error);
         }
-        tail.offset += group.buf.len() as u64;
+        tail.offset += flushed + group.buf.len() as u64;
         *self.unsynced.lock() = true;
         drop(tail);
         for chunk in kept {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use super::scratch::Scratch;
 use super::seam::{LockGuard, Mapped, Storage};
 use crate::error::{Error, Result};
 
@@ -163,6 +164,11 @@ fn create_dir_durably(
 impl Storage for FsStorage {
     fn describe(&self) -> String {
         self.dir.display().to_string()
+    }
+
+    fn scratch(&self) -> Result<Scratch> {
+        self.writable()?;
+        Scratch::in_dir(&self.dir)
     }
 
     fn lock(&self) -> Result<Box<dyn LockGuard>> {

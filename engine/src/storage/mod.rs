@@ -7,6 +7,7 @@
 mod frozen;
 mod fs;
 mod maps;
+mod scratch;
 mod seam;
 // The engine's own tests use the simulation too, without every tool the test crates use.
 #[cfg(any(test, feature = "testing"))]
@@ -16,6 +17,7 @@ pub mod sim;
 pub use frozen::Frozen;
 pub use fs::FsStorage;
 pub use maps::{Segment, SegmentMaps};
+pub use scratch::Scratch;
 #[cfg(feature = "testing")]
 pub use seam::Mapped;
 pub use seam::{LockGuard, Storage, parse_segment_file_name, segment_file_name};

@@ -1,6 +1,7 @@
 //! The seam itself: the operations the engine performs on its directory, the views of whole
 //! files they hand out, and the names of segment files.
 
+use super::scratch::Scratch;
 use crate::error::Result;
 use crate::limits::widths::index;
 
@@ -82,6 +83,13 @@ pub trait Storage: Send + Sync + 'static {
     /// growing file would cost a read of all of it each time it grew).
     fn map_growing(&self, _name: &str) -> Result<Option<Mapped>> {
         Ok(None)
+    }
+
+    /// Scratch space of a process's own for what it would otherwise hold in memory (see
+    /// [`Scratch`]): a file beside the database where there is a directory, memory where
+    /// there is none.
+    fn scratch(&self) -> Result<Scratch> {
+        Ok(Scratch::memory())
     }
 
     /// Reads `len` bytes at `offset` into a new buffer.

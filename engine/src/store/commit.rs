@@ -10,7 +10,8 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 
 use super::apply::{Txn, apply, is_large, patched_value};
-use super::ops::{BatchOp, Expired, Request};
+use super::ops::{BatchOp, Expired};
+use super::queue::{Queue, Request};
 use super::reads::ReadSet;
 use super::shared::Shared;
 use super::stage;
@@ -58,7 +59,8 @@ impl Shared {
     /// Commits a batch: atomic, and durable on return under `Durability::Immediate`.
     /// Concurrent commits are grouped: one thread writes (and syncs) them all at once.
     pub fn commit(&self, ops: Vec<BatchOp>, durability: Durability) -> Result<()> {
-        self.commit_checked(ops, durability, None).map(|_| ())
+        self.commit_checked(ops.into(), durability, None)
+            .map(|_| ())
     }
 
     /// [`Shared::commit`] of a transaction's writes, refused with `Error::Conflict` unless
@@ -66,7 +68,7 @@ impl Shared {
     /// batches grouped before it): the transaction takes effect as if all of it ran then.
     pub fn commit_checked(
         &self,
-        ops: Vec<BatchOp>,
+        ops: Queue,
         durability: Durability,
         reads: Option<Arc<ReadSet>>,
     ) -> Result<Expired> {
@@ -153,7 +155,7 @@ impl Shared {
             let marks = (group.mark(), cold.mark());
             // A savepoint costs copies; only a group of several batches needs one.
             let savepoint = (requests.len() > 1).then(|| (txn.tree.clone(), txn.catalog.clone()));
-            let ops = std::mem::take(&mut *request.ops.lock());
+            let ops = request.ops.lock().take();
             let checked = match &request.reads {
                 Some(reads) => reads.check(&self.pages, &txn.tree),
                 None => Ok(()),
@@ -274,13 +276,13 @@ impl Shared {
         txn: &mut Txn,
         group: &mut Group,
         cold: &mut ColdGroup,
-        ops: Vec<BatchOp>,
+        ops: Queue,
         durability: Durability,
     ) -> Result<(ChunkRedo, Expired)> {
         let mut stager = stage::Stager::new(self, txn);
         let cold_mark = cold.mark();
-        for op in ops {
-            stager.apply(op, cold)?;
+        for op in ops.into_ops() {
+            stager.apply(op?, cold)?;
         }
         let (mut redo, patched, expired) = stager.finish()?;
         let chunks = match cold.written_since(cold_mark) {
@@ -288,11 +290,17 @@ impl Shared {
             // The chunks' bytes go first: replay puts back what was lost before it checks
             // them. Carried only where that spares a sync (an `Immediate` commit) and costs
             // little: a bulk load's chunks are written once, and synced.
-            Some((loc, bytes))
-                if durability == Durability::Immediate && bytes.len() <= MAX_CARRIED_COLD_BYTES =>
+            Some(loc)
+                if durability == Durability::Immediate
+                    && loc.len as usize <= MAX_CARRIED_COLD_BYTES =>
             {
-                redo.insert(0, Op::ColdBytes { loc, bytes });
-                ChunkRedo::Carried
+                match cold.bytes_since(cold_mark) {
+                    Some(bytes) => {
+                        redo.insert(0, Op::ColdBytes { loc, bytes });
+                        ChunkRedo::Carried
+                    }
+                    None => ChunkRedo::Located,
+                }
             }
             Some(_) => ChunkRedo::Located,
         };

@@ -20,6 +20,8 @@
 //! - `patch`: a changed record logged as the bytes that change;
 //! - `apply`: redo applied to a tree, by the commit path and by replay;
 //! - `decode`: parent and tail records decoded for readers, the stager and `verify`;
+//! - `queue`: a batch's operations as queued, the older ones in a scratch file past a share
+//!   of the budget;
 //! - `reads`: what a transaction read, checked at its commit; `view`: its own view;
 //! - `checkpoint`: checkpoints, log cleaning and the removal of unneeded segments;
 //! - `recovery`: opening a database (checkpoint, then redo replay);
@@ -41,6 +43,7 @@ mod migrate;
 mod ops;
 mod patch;
 mod progress;
+mod queue;
 mod read;
 mod read_only;
 mod reads;
@@ -61,6 +64,7 @@ mod writer;
 pub(crate) use copy::CopiedRecord;
 pub(crate) use engine::Engine;
 pub(crate) use ops::{BatchOp, check_key};
+pub(crate) use queue::Queue;
 pub(crate) use reads::ReadSet;
 pub(crate) use shared::Shared;
 pub(crate) use versions::Version;

@@ -1,18 +1,15 @@
-//! What a batch is on its way in: the operations as the API queued them, the request a
-//! committing thread groups with others, and what a commit answers.
+//! What a batch is on its way in: the operations as the API queued them, and what a commit
+//! answers.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
-use parking_lot::Mutex;
 
-use super::reads::ReadSet;
 use crate::alter::Alteration;
 use crate::catalog::CollectionSpec;
 use crate::error::{Error, Result};
 use crate::item::NewItem;
 use crate::limits::MAX_KEY_BYTES;
-use crate::options::Durability;
 
 /// A batch's operations as the API received them, before they are resolved to redo.
 #[derive(Clone, Debug)]
@@ -81,17 +78,6 @@ pub(crate) enum BatchOp {
         field: Arc<str>,
         before: i64,
     },
-}
-
-/// One batch waiting in the commit queue.
-pub(super) struct Request {
-    /// Taken by the group that stages them.
-    pub(super) ops: Mutex<Vec<BatchOp>>,
-    /// The batch's own durability: a group is synced when any of its batches asks.
-    pub(super) durability: Durability,
-    /// A transaction's reads, checked against the group's state before its writes stage.
-    pub(super) reads: Option<Arc<ReadSet>>,
-    pub(super) result: Mutex<Option<Result<Expired>>>,
 }
 
 /// What a bucket expiry dropped.

@@ -94,6 +94,11 @@ impl Shared {
         placed(error, tree, &self.pages, tree_key)
     }
 
+    /// A scratch file beside the database, for a batch's operations past its share of memory.
+    pub(crate) fn scratch(&self) -> crate::error::Result<crate::storage::Scratch> {
+        self.pages.storage.scratch()
+    }
+
     pub(super) fn max_inline(&self) -> usize {
         max_inline_record(self.pages.page_bytes)
     }

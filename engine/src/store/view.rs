@@ -17,13 +17,17 @@ use crate::page::redo::Op;
 impl Shared {
     /// `base` with `ops` applied: records and tails in memory (a large one held, as a patched
     /// one is), new chunks in a detached group the view reads them back from.
-    pub(crate) fn own_view(&self, base: &Version, ops: Vec<BatchOp>) -> Result<Arc<Version>> {
+    pub(crate) fn own_view(
+        &self,
+        base: &Version,
+        ops: impl Iterator<Item = Result<BatchOp>>,
+    ) -> Result<Arc<Version>> {
         let mut txn = Txn::new(base.tree.clone(), base.catalog.clone());
         let mut cold = ColdGroup::detached();
         let redo = {
             let mut stager = Stager::new(self, &txn);
             for op in ops {
-                stager.apply(op, &mut cold)?;
+                stager.apply(op?, &mut cold)?;
             }
             stager.finish()?.0
         };

@@ -73,12 +73,12 @@ impl Tail {
     }
 }
 
-/// A chunk the batch wrote, with its items (kept: a later remove in the batch may change it).
+/// A chunk the batch wrote (a later remove in the batch reads its items back from the
+/// group: a bulk load's chunks are not all held in memory).
 struct PendingChunk {
     index: usize,
     number: u32,
     chunk: ChunkRef,
-    items: Vec<Stored>,
 }
 
 /// A chunk of one array as a remove sees it: stored (with its tree key) or new in this batch
@@ -240,7 +240,6 @@ impl ParentWork {
             index,
             number,
             chunk: chunk.clone(),
-            items,
         });
         chunk
     }
@@ -386,7 +385,7 @@ impl ParentWork {
             if summary.min_key.is_some_and(|min| min <= item_key)
                 && summary.max_key.is_some_and(|max| max >= item_key)
             {
-                let items = self.load_chunk(base, chunk)?;
+                let items = self.load_chunk(base, chunk, cold)?;
                 let before = items.len();
                 items.retain(keep);
                 removed += before - items.len();
@@ -407,7 +406,7 @@ impl ParentWork {
         match pattern::refill(layout, array.inline.len()) {
             Refill::Nothing => {}
             Refill::Greatest(need) => {
-                let moved = self.take_greatest(base, index, need, &mut history)?;
+                let moved = self.take_greatest(base, index, need, &mut history, cold)?;
                 let array = self.array(index);
                 array.inline.extend(moved);
                 array.inline.sort_by_key(Stored::order);
@@ -441,7 +440,7 @@ impl ParentWork {
                 if let Some(windows) = &mut windows
                     && !windows.fold_summary(summary)
                 {
-                    for stored in self.load_chunk(base, chunk)?.iter() {
+                    for stored in self.load_chunk(base, chunk, cold)?.iter() {
                         windows.fold_item(&stored.item);
                     }
                 }
@@ -453,7 +452,7 @@ impl ParentWork {
             } else if let Some(windows) = &mut windows
                 && pattern::rolls_up_late(kind, summary, before)
             {
-                let items = self.load_chunk(base, chunk)?;
+                let items = self.load_chunk(base, chunk, cold)?;
                 let late = take_late(items, before, windows);
                 expired.items += late;
                 chunk.changed |= late > 0;
@@ -545,7 +544,7 @@ impl ParentWork {
         let mut items = Vec::new();
         let mut gone_pending = Vec::new();
         for chunk in &mut history {
-            items.append(self.load_chunk(base, chunk)?);
+            items.append(self.load_chunk(base, chunk, cold)?);
             match &chunk.source {
                 ChunkSource::Stored(tree_key) => {
                     self.dropped_chunks.insert(tree_key.clone());
@@ -692,6 +691,7 @@ impl ParentWork {
         index: usize,
         need: usize,
         history: &mut [HistoryChunk],
+        cold: &ColdGroup,
     ) -> Result<Vec<Stored>> {
         let tail = self.load_tail(base, index)?;
         let mut candidates: Vec<(i64, u64)> = tail.items.iter().map(Stored::order).collect();
@@ -704,7 +704,7 @@ impl ParentWork {
             if enough {
                 break;
             }
-            let items = self.load_chunk(base, &mut history[at])?;
+            let items = self.load_chunk(base, &mut history[at], cold)?;
             candidates.extend(items.iter().map(Stored::order));
         }
         candidates.sort_unstable_by(|a, b| b.cmp(a));
@@ -739,6 +739,7 @@ impl ParentWork {
         &self,
         base: Base,
         chunk: &'c mut HistoryChunk,
+        cold: &ColdGroup,
     ) -> Result<&'c mut Vec<Stored>> {
         let items = match chunk.items.take() {
             Some(items) => items,
@@ -747,7 +748,7 @@ impl ParentWork {
                     let owner = Owner::collection(self.info.id);
                     base.shared.cold.items(&chunk.chunk, owner)?.to_stored()
                 }
-                ChunkSource::Pending(at) => self.chunks[*at].items.clone(),
+                ChunkSource::Pending(at) => cold.items(&self.chunks[*at].chunk)?.to_stored(),
             },
         };
         Ok(chunk.items.insert(items))

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard};
 
-use super::ops::{Expired, Request};
+use super::ops::Expired;
+use super::queue::Request;
 use crate::error::Result;
 use crate::log::{HotLog, LogTail};
 
