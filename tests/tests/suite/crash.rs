@@ -184,6 +184,74 @@ fn crash_matrix_cold_compaction() {
     assert!(images > 0);
 }
 
+/// Batches larger than what a batch keeps in memory: each queues over 4 MiB of payloads that
+/// do not compress (so its operations go to a scratch file past the 1 MiB share of the small
+/// options, and its commit group writes cold chunks to their segment as it goes), removes in
+/// the same batch an item of a chunk it sealed (read back from the segment), and a batch
+/// refused at its end (after it wrote chunks) comes between them. Every crash image holds
+/// the state after some batch from the last durable one to the one in flight.
+#[test]
+fn crash_matrix_batches_larger_than_their_memory_share() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(69);
+    let mut steps = Vec::new();
+    for batch in 0..3i64 {
+        let mut ops = Vec::new();
+        for n in 0..1_800i64 {
+            let payload: Vec<u8> = (0..2_600).map(|_| rng.random()).collect();
+            let key = format!("p{}", n % 3).into_bytes();
+            let item = (batch * 10_000 + n, Some(n as f64), payload);
+            let (collection, field) = match n % 2 {
+                0 => ("products", "reviews"),
+                _ => ("users", "followers"),
+            };
+            ops.push(skewdb_tests::Step::Push(collection, key, field, item));
+        }
+        // The batch's fourth item went to a sealed chunk long before its end.
+        ops.push(skewdb_tests::Step::Remove(
+            "products",
+            b"p0".to_vec(),
+            "reviews",
+            batch * 10_000 + 6,
+        ));
+        steps.push(ops);
+    }
+    let states = prefix_states(&steps);
+    let sim = SimStorage::new();
+    let storage: Arc<dyn Storage> = Arc::new(sim.clone());
+    // Fewer checkpoints and segment rollovers than the other matrices: the syncs captured
+    // are mostly the commits' own (each image holds tens of MiB).
+    let options = small_options(Durability::Immediate)
+        .checkpoint_bytes(256 * 1024)
+        .segment_bytes(16 << 20);
+    let db = open_db(storage, options).unwrap();
+    sim.capture_syncs(true);
+    let mut captured_at = Vec::new();
+    for (index, batch) in steps.iter().enumerate() {
+        commit(&db, batch).unwrap();
+        if index == 0 {
+            // Refused after its chunks were written: nothing of it is applied, and the next
+            // batch's chunks go where its went.
+            let mut refused = db.batch();
+            for n in 0..1_800u32 {
+                let payload: Vec<u8> = (0..2_600).map(|_| rng.random()).collect();
+                refused.push("users", b"p9", "followers", skewdb::NewItem::new(payload));
+                refused.put("users", n.to_be_bytes(), b"x");
+            }
+            refused.put("no such collection", b"k", b"v");
+            assert!(refused.commit().is_err());
+        }
+        captured_at.push(sim.captured_count());
+    }
+    assert_eq!(normalized(&read_all(&db).unwrap()), states[steps.len()]);
+    db.verify().unwrap();
+    drop(db);
+    let durable = |acked: usize| acked;
+    let images = check_images(&sim, &captured_at, durable, &states, Durability::Immediate);
+    println!("batches larger than their memory share: {images} crash images");
+    assert!(images > 0);
+}
+
 #[test]
 fn crash_matrix_buffered() {
     let images = crash_matrix(Durability::Buffered, 120 * scale(), 2);

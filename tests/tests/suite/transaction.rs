@@ -318,3 +318,103 @@ fn a_transaction_reads_back_the_cold_chunks_its_writes_made() {
     );
     db.verify().unwrap();
 }
+
+/// A transaction whose writes outgrow what a batch keeps in memory (an eighth of the cache's
+/// budget, at least 1 MiB: the older ones go to a scratch file beside the database) reads
+/// them back before its commit, removals included, counts them all, commits them whole, and
+/// leaves no file behind; a batch of the same size dropped uncommitted leaves none either.
+#[test]
+fn a_transaction_past_its_memory_share_reads_its_own_writes_and_commits_them() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(open(dir.path()));
+    // A cache of 1 MiB: the share is the least, 1 MiB, which the transaction passes three
+    // times over.
+    let db = Db::open(dir.path(), Options::new().cache_bytes(1 << 20)).unwrap();
+    let files = |dir: &std::path::Path| {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = files(dir.path());
+    let items = 12_000i64;
+    let mut txn = db.transaction();
+    txn.put("products", b"p1", b"first");
+    for key in 0..items {
+        let payload = format!("{key:0>200}");
+        txn.push("products", b"p1", "reviews", NewItem::new(payload).key(key));
+    }
+    txn.remove("products", b"p1", "reviews", 17);
+    txn.put("counters", b"c", b"7");
+    assert_eq!(txn.len(), items as usize + 3);
+
+    let expected: Vec<i64> = (0..items).filter(|key| *key != 17).collect();
+    let keys_of =
+        |page: skewdb::ItemPage| -> Vec<i64> { page.items.iter().map(|i| i.key).collect() };
+    {
+        let in_txn = txn.collection("products").unwrap();
+        let page = in_txn
+            .items(b"p1", "reviews", &ItemQuery::new().limit(usize::MAX))
+            .unwrap()
+            .unwrap();
+        assert_eq!(keys_of(page), expected);
+        let document = in_txn.get(b"p1").unwrap().unwrap();
+        assert_eq!(document.body(), b"first");
+        assert_eq!(document.array("reviews").unwrap().total, items as u64 - 1);
+        let counters = txn.collection("counters").unwrap();
+        assert_eq!(body_number(counters.get(b"c").unwrap()), 7);
+    }
+    // Nothing of it is visible outside before the commit.
+    assert!(
+        db.collection("products")
+            .unwrap()
+            .get(b"p1")
+            .unwrap()
+            .is_none()
+    );
+    txn.commit().unwrap();
+
+    let products = db.collection("products").unwrap();
+    let page = products
+        .items(b"p1", "reviews", &ItemQuery::new().limit(usize::MAX))
+        .unwrap()
+        .unwrap();
+    assert_eq!(keys_of(page), expected);
+    assert_eq!(
+        body_number(db.collection("counters").unwrap().get(b"c").unwrap()),
+        7
+    );
+
+    let mut dropped = db.batch();
+    for key in 0..items {
+        dropped.push(
+            "products",
+            b"p2",
+            "reviews",
+            NewItem::new([b'x'; 200]).key(key),
+        );
+    }
+    drop(dropped);
+    assert!(products.get(b"p2").unwrap().is_none());
+    db.checkpoint().unwrap();
+    let after = files(dir.path());
+    assert!(
+        after.iter().all(|name| before.contains(name)
+            || name.starts_with("hot-")
+            || name.starts_with("cold-")),
+        "{before:?} -> {after:?}"
+    );
+    drop(products);
+    drop(db);
+    let db = Db::open(dir.path(), Options::new()).unwrap();
+    let page = db
+        .collection("products")
+        .unwrap()
+        .items(b"p1", "reviews", &ItemQuery::new().limit(usize::MAX))
+        .unwrap()
+        .unwrap();
+    assert_eq!(keys_of(page), expected);
+    db.verify().unwrap();
+}
