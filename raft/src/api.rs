@@ -184,6 +184,11 @@ pub struct Status {
     /// write `node_stopped` (nothing proposed) until it is restarted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
+    /// Started on an empty directory and still catching up with the cluster: it takes
+    /// entries and snapshots but votes in no election until its log reaches the commit
+    /// index the leader first named to it (a wiped node must not vote on what it lost).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rejoining: bool,
     pub term: u64,
     pub leader: Option<NodeId>,
     pub leader_addr: Option<String>,

@@ -12,7 +12,8 @@
 //!
 //! Layout of a node's directory: `log/` (the log database), `state/` (the state machine's
 //! database), `snapshot.json` and `snapshots/` (the current snapshot's meta and backup
-//! file, and a snapshot being received, `*.partial`).
+//! file, and a snapshot being received, `*.partial`), and `rejoining` while a node that
+//! started on an empty directory catches up ([`Rejoin`]).
 
 // openraft's traits return its `StorageError` (over 200 bytes) by value; the helpers that
 // build it return it the same way rather than boxing what every caller unboxes again.
@@ -28,12 +29,14 @@ pub mod net;
 pub mod network;
 pub mod node;
 mod proposer;
+pub mod rejoin;
 mod request;
 mod state_machine;
 
 use std::path::Path;
 
 pub use log_store::LogStore;
+pub use rejoin::Rejoin;
 pub use request::{ArrayDecl, Op, Proposal, Request, Response};
 pub use state_machine::{RAFT_COLLECTION, SnapshotBuilder, StateMachine, StateReader};
 
@@ -57,8 +60,11 @@ pub type StorageError = openraft::StorageError<NodeId>;
 /// Opens (or creates) a node's storage in `dir`: its log store and its state machine.
 pub fn open(dir: impl AsRef<Path>) -> Result<(LogStore, StateMachine), StorageError> {
     let dir = dir.as_ref();
+    // Before anything is made in it: whether the directory was empty.
+    let rejoin = std::sync::Arc::new(Rejoin::open(dir)?);
     std::fs::create_dir_all(dir).map_err(|e| error::io_error(e, "create the node directory"))?;
     let log = LogStore::open(&dir.join("log"))?;
-    let state = StateMachine::open(dir)?;
+    let mut state = StateMachine::open(dir)?;
+    state.set_rejoin(rejoin);
     Ok((log, state))
 }

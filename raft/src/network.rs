@@ -13,18 +13,22 @@ use openraft::raft::{
 };
 use openraft::{BasicNode, RaftNetwork, RaftNetworkFactory};
 
+use crate::rejoin::Rejoin;
 use crate::{NodeId, TypeConfig};
 
 type Raft = openraft::Raft<TypeConfig>;
 
+/// A reachable node: its Raft, and its rejoin state when it has one.
+type Reachable = (Raft, Option<Arc<Rejoin>>);
+
 /// The nodes reachable now.
 #[derive(Clone, Default)]
 pub struct Router {
-    nodes: Arc<Mutex<BTreeMap<NodeId, Raft>>>,
+    nodes: Arc<Mutex<BTreeMap<NodeId, Reachable>>>,
 }
 
 impl Router {
-    fn node(&self, id: NodeId) -> Option<Raft> {
+    fn node(&self, id: NodeId) -> Option<Reachable> {
         self.nodes
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -37,7 +41,16 @@ impl Router {
         self.nodes
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(id, raft);
+            .insert(id, (raft, None));
+    }
+
+    /// Makes node `id` reachable through `raft`, refusing votes while `rejoin` says it is
+    /// catching up, as a `skewdb serve` node does (see [`Rejoin`]).
+    pub fn connect_rejoining(&self, id: NodeId, raft: Raft, rejoin: Arc<Rejoin>) {
+        self.nodes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, (raft, Some(rejoin)));
     }
 
     /// Makes node `id` unreachable.
@@ -81,8 +94,10 @@ impl RaftNetworkFactory<TypeConfig> for Router {
 }
 
 impl Connection {
-    /// The target's Raft, or the error an unreachable node gives.
-    fn target_node<E: std::error::Error>(&self) -> Result<Raft, RPCError<NodeId, BasicNode, E>> {
+    /// The target's Raft and rejoin state, or the error an unreachable node gives.
+    fn target_node<E: std::error::Error>(
+        &self,
+    ) -> Result<Reachable, RPCError<NodeId, BasicNode, E>> {
         self.router
             .node(self.target)
             .ok_or_else(|| unreachable(self.target))
@@ -95,8 +110,16 @@ impl RaftNetwork<TypeConfig> for Connection {
         rpc: AppendEntriesRequest<TypeConfig>,
         _option: RPCOption,
     ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
-        let node = self.target_node()?;
-        node.append_entries(rpc).await.map_err(remote)
+        let (node, rejoin) = self.target_node()?;
+        let leader_commit = rpc.leader_commit.map(|id| id.index);
+        let response = node.append_entries(rpc).await.map_err(remote)?;
+        if let Some(rejoin) = rejoin {
+            let last = node.metrics().borrow().last_log_index;
+            rejoin
+                .caught_up_to(leader_commit, last)
+                .map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+        }
+        Ok(response)
     }
 
     async fn install_snapshot(
@@ -107,7 +130,7 @@ impl RaftNetwork<TypeConfig> for Connection {
         InstallSnapshotResponse<NodeId>,
         RPCError<NodeId, BasicNode, RaftError<NodeId, InstallSnapshotError>>,
     > {
-        let node = self.target_node()?;
+        let (node, _) = self.target_node()?;
         node.install_snapshot(rpc).await.map_err(remote)
     }
 
@@ -116,7 +139,11 @@ impl RaftNetwork<TypeConfig> for Connection {
         rpc: VoteRequest<NodeId>,
         _option: RPCOption,
     ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
-        let node = self.target_node()?;
+        let (node, rejoin) = self.target_node()?;
+        if rejoin.is_some_and(|rejoin| !rejoin.admits(&rpc)) {
+            let refused = std::io::Error::other(format!("node {} is rejoining", self.target));
+            return Err(RPCError::Network(NetworkError::new(&refused)));
+        }
         node.vote(rpc).await.map_err(remote)
     }
 }

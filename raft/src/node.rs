@@ -95,6 +95,8 @@ struct Node {
     raft: Raft,
     reader: StateReader,
     proposer: Proposer,
+    /// Whether it is catching up after starting on an empty directory (no votes meanwhile).
+    rejoin: Arc<crate::Rejoin>,
 }
 
 /// Runs node `config` until `shutdown` completes, then stops Raft and returns. `ready` is
@@ -113,6 +115,7 @@ pub async fn serve(
         .map_err(|e| ServeError(e.to_string()))?
         .map_err(|e| ServeError(format!("cannot open {}: {e}", config.dir.display())))?;
     let reader = state.reader();
+    let rejoin = state.rejoin();
     let databases = [log.open_token(), reader.open_token()];
     let raft = Raft::new(
         config.id,
@@ -134,6 +137,7 @@ pub async fn serve(
         raft: raft.clone(),
         reader,
         proposer: Proposer::start(raft.clone()),
+        rejoin,
     });
     let app = axum::Router::new()
         .route("/raft/append", post(append))
@@ -255,10 +259,32 @@ async fn append(
     State(node): State<Arc<Node>>,
     Json(rpc): Json<AppendEntriesRequest<TypeConfig>>,
 ) -> HttpResponse {
-    Json(node.raft.append_entries(rpc).await).into_response()
+    let leader_commit = rpc.leader_commit.map(|id| id.index);
+    let appended = node.raft.append_entries(rpc).await;
+    if appended.is_ok() {
+        let last = node.raft.metrics().borrow().last_log_index;
+        // A marker that cannot be removed leaves the node rejoining (refusing votes, the
+        // safe side); the next append tries again.
+        let _ = node.rejoin.caught_up_to(leader_commit, last);
+    }
+    Json(appended).into_response()
 }
 
+/// A vote request, refused while the node is rejoining (see [`crate::Rejoin`]): the candidate
+/// hears an error, as from a node it cannot reach, and counts no vote.
 async fn vote(State(node): State<Arc<Node>>, Json(rpc): Json<VoteRequest<NodeId>>) -> HttpResponse {
+    if !node.rejoin.admits(&rpc) {
+        return failure(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Failure::new(
+                "rejoining",
+                format!(
+                    "node {} started on an empty directory and votes once it has caught up",
+                    node.id
+                ),
+            ),
+        );
+    }
     Json(node.raft.vote(rpc).await).into_response()
 }
 
@@ -574,6 +600,7 @@ fn status_of(node: &Node) -> Status {
         id: node.id,
         state: state.to_string(),
         stopped: crate::proposer::stopped(&node.raft),
+        rejoining: node.rejoin.rejoining(),
         term: metrics.current_term,
         leader: metrics.current_leader,
         leader_addr: metrics

@@ -67,6 +67,8 @@ pub struct StateMachine {
     receiving: Option<PathBuf>,
     /// Numbers the files of snapshots received.
     received: u64,
+    /// Whether the node is catching up after starting on an empty directory.
+    rejoin: std::sync::Arc<crate::Rejoin>,
 }
 
 /// Applied entries are written to the OS, not synced, each with its log id in the same
@@ -137,6 +139,7 @@ impl StateMachine {
             partial: None,
             receiving: None,
             received: 0,
+            rejoin: Arc::new(crate::Rejoin::voting(dir)),
         };
         machine.load()?;
         Ok(machine)
@@ -178,6 +181,16 @@ impl StateMachine {
     /// openraft owns the machine and across snapshot installs.
     pub fn reader(&self) -> StateReader {
         self.state.clone()
+    }
+
+    /// The node's rejoin state ([`crate::Rejoin`]): its server refuses votes while it says
+    /// the node is catching up.
+    pub fn rejoin(&self) -> std::sync::Arc<crate::Rejoin> {
+        self.rejoin.clone()
+    }
+
+    pub(crate) fn set_rejoin(&mut self, rejoin: std::sync::Arc<crate::Rejoin>) {
+        self.rejoin = rejoin;
     }
 
     /// Records `meta` with its backup file as the current snapshot, replacing the last.

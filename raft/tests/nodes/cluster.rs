@@ -20,10 +20,11 @@ use skewdb_tests::{Model, ModelDoc, inline_views};
 
 type Raft = openraft::Raft<TypeConfig>;
 
-/// A running node: its Raft and the reads of its state.
+/// A running node: its Raft, the reads of its state and whether it is rejoining.
 struct Node {
     raft: Raft,
     reader: StateReader,
+    rejoin: Arc<skewdb_raft::Rejoin>,
 }
 
 struct Cluster {
@@ -42,11 +43,20 @@ impl Cluster {
     async fn start(&mut self, id: NodeId) {
         let (log, state) = skewdb_raft::open(self.node_dir(id)).unwrap();
         let reader = state.reader();
+        let rejoin = state.rejoin();
         let raft = Raft::new(id, self.config.clone(), self.router.clone(), log, state)
             .await
             .unwrap();
-        self.router.connect(id, raft.clone());
-        self.nodes.insert(id, Node { raft, reader });
+        self.router
+            .connect_rejoining(id, raft.clone(), rejoin.clone());
+        self.nodes.insert(
+            id,
+            Node {
+                raft,
+                reader,
+                rejoin,
+            },
+        );
     }
 
     /// Disconnects node `id` and shuts it down, as a crash of its process would stop it.
@@ -361,6 +371,105 @@ async fn a_cluster_keeps_every_acknowledged_write_through_a_leader_change() {
     for id in 1..=3 {
         cluster.check(id, index, &model).await;
     }
+    for id in 1..=3 {
+        cluster.stop(id).await;
+    }
+}
+
+/// The config of the tests of this file: short timeouts, and snapshots and purges within the
+/// test, so that a node that was away must catch up by snapshot.
+fn test_config() -> Arc<Config> {
+    let config = Config {
+        cluster_name: "skewdb".to_string(),
+        heartbeat_interval: 100,
+        election_timeout_min: 400,
+        election_timeout_max: 800,
+        snapshot_policy: SnapshotPolicy::LogsSinceLast(20),
+        max_in_snapshot_log_to_keep: 0,
+        purge_batch_size: 1,
+        ..Config::default()
+    };
+    Arc::new(config.validate().unwrap())
+}
+
+/// A node whose directory is wiped (a disk replaced) and that is restarted with the same
+/// command line, under the id the cluster knows, without being removed and added: a
+/// follower, then the leader. Each comes back empty, learns the cluster's state by snapshot
+/// and log while the cluster takes writes, and serves it; its Raft keeps running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wiped_node_restarted_under_its_id_catches_up() {
+    let mut cluster = Cluster {
+        dir: tempfile::tempdir().unwrap(),
+        config: test_config(),
+        router: Router::default(),
+        nodes: BTreeMap::new(),
+    };
+    for id in 1..=3 {
+        cluster.start(id).await;
+    }
+    let members: BTreeMap<NodeId, BasicNode> =
+        (1..=3).map(|id| (id, BasicNode::default())).collect();
+    cluster.nodes[&1].raft.initialize(members).await.unwrap();
+    let mut model = Model::new();
+    let mut index = cluster.write(create_request()).await;
+    let mut n = 0;
+    for _ in 0..30 {
+        index = cluster.write(nth_write(n, &mut model)).await;
+        n += 1;
+    }
+    for id in 1..=3 {
+        cluster.check(id, index, &model).await;
+    }
+
+    for wiped_leader in [false, true] {
+        let leader = cluster.leader().await;
+        let wiped = match wiped_leader {
+            true => leader,
+            false => *cluster.nodes.keys().find(|&&id| id != leader).unwrap(),
+        };
+        cluster.stop(wiped).await;
+        std::fs::remove_dir_all(cluster.node_dir(wiped)).unwrap();
+        for _ in 0..30 {
+            index = cluster.write(nth_write(n, &mut model)).await;
+            n += 1;
+        }
+        cluster.start(wiped).await;
+        assert!(cluster.nodes[&wiped].rejoin.rejoining());
+        for _ in 0..10 {
+            index = cluster.write(nth_write(n, &mut model)).await;
+            n += 1;
+        }
+        cluster.check(wiped, index, &model).await;
+        // Caught up: it votes again, its marker gone.
+        for _ in 0..100 {
+            if !cluster.nodes[&wiped].rejoin.rejoining() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(!cluster.nodes[&wiped].rejoin.rejoining());
+        assert!(!cluster.node_dir(wiped).join("rejoining").exists());
+        for id in 1..=3 {
+            cluster.check(id, index, &model).await;
+            // No node's Raft stopped: a leader that finds a follower's log gone back to
+            // empty searches it again instead of failing.
+            let metrics = cluster.nodes[&id].raft.metrics().borrow().clone();
+            assert!(
+                metrics.running_state.is_ok(),
+                "node {id} after node {wiped} was wiped (the leader: {wiped_leader}): {:?}",
+                metrics.running_state
+            );
+        }
+    }
+    // The wiped leader's turn left another leader; it and the old one still vote: an
+    // election among them works.
+    let leader = cluster.leader().await;
+    cluster.stop(leader).await;
+    index = cluster.write(nth_write(n, &mut model)).await;
+    for &id in cluster.nodes.keys() {
+        cluster.check(id, index, &model).await;
+    }
+    cluster.start(leader).await;
     for id in 1..=3 {
         cluster.stop(id).await;
     }

@@ -2,12 +2,13 @@
 //! `node_process`), clients writing and reading every layout through HTTP while faults hit
 //! the nodes: the leader killed (SIGKILL) and restarted, a node paused (SIGSTOP) past the
 //! election timeout and resumed, a node's directory wiped and the node re-joined by
-//! snapshot. The history of each parent (invocations, completions, unknown outcomes) is
+//! snapshot (removed and added back), then a follower's and the leader's directories wiped
+//! and each restarted under its id as it was (it rejoins by itself). The history of each parent (invocations, completions, unknown outcomes) is
 //! checked for linearizability against a model; every acknowledged write must be in the
 //! final state and nothing never written may be. Reads from followers with the client's
 //! last write index must see that write.
 //!
-//! `SKEWDB_CLUSTER_ROUNDS=N` runs N rounds of the three faults (1 by default, in CI);
+//! `SKEWDB_CLUSTER_ROUNDS=N` runs N rounds of the five faults (1 by default, in CI);
 //! `SKEWDB_CLUSTER_CLIENTS=N` sets the concurrent clients (4).
 
 use std::collections::BTreeMap;
@@ -363,7 +364,7 @@ impl Cluster {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn processes_stay_linearizable_through_kills_pauses_and_a_wiped_node() {
+async fn processes_stay_linearizable_through_kills_pauses_and_wiped_nodes() {
     let rounds = env_number("SKEWDB_CLUSTER_ROUNDS", 1);
     let clients = env_number("SKEWDB_CLUSTER_CLIENTS", 4);
     let dir = tempfile::tempdir().unwrap();
@@ -488,6 +489,44 @@ async fn processes_stay_linearizable_through_kills_pauses_and_a_wiped_node() {
             rejoined.snapshot_index.is_some(),
             "the wiped node caught up without a snapshot: {rejoined:?}"
         );
+
+        // A follower's disk lost, then the leader's, each node restarted with the same
+        // command line (no removal, no addition): it starts rejoining (no votes), catches
+        // up by snapshot and log while the clients write, and votes again.
+        for wipe_leader in [false, true] {
+            tokio::time::sleep(settle).await;
+            let leader = cluster.leader().await;
+            let wiped = match wipe_leader {
+                true => leader,
+                false => (leader + 1) % cluster.nodes.len(),
+            };
+            cluster.nodes[wiped].kill();
+            std::fs::remove_dir_all(&cluster.nodes[wiped].dir).unwrap();
+            faults += 1;
+            cluster.nodes[wiped].start();
+            let mut caught_up = None;
+            for _ in 0..150 {
+                let target = match cluster.client.status(cluster.leader().await).await {
+                    Ok(status) => status.applied_index,
+                    Err(_) => None,
+                };
+                match cluster.client.status(wiped).await {
+                    Ok(now) if !now.rejoining && now.applied_index >= target => {
+                        caught_up = Some(now);
+                        break;
+                    }
+                    Ok(now) => caught_up = Some(now),
+                    Err(error) => eprintln!("node {wiped} not answering yet: {error}"),
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            let caught_up = caught_up.expect("the wiped node answers");
+            assert!(
+                !caught_up.rejoining && caught_up.stopped.is_none(),
+                "the node wiped (leader: {wipe_leader}) did not rejoin: {caught_up:?}"
+            );
+            assert!(!cluster.nodes[wiped].dir.join("rejoining").exists());
+        }
     }
     tokio::time::sleep(settle).await;
     stop.store(true, Ordering::Relaxed);
