@@ -206,8 +206,9 @@ async fn client_loop(
         rng
     };
     let now = || started.elapsed().as_nanos() as u64;
-    // Per parent: items this client pushed and saw acknowledged (to remove), and the log
-    // index of its last acknowledged write (for follower reads).
+    // Per parent: items this client pushed and saw acknowledged (to remove), and its session
+    // token: the largest index its acknowledged writes and its reads that found the parent
+    // answered (for follower reads).
     let mut own: BTreeMap<usize, (Vec<i64>, u64)> = BTreeMap::new();
     while !stop.load(Ordering::Relaxed) {
         let parent = (next() % PARENTS.len() as u64) as usize;
@@ -215,8 +216,8 @@ async fn client_loop(
         let dice = next() % 100;
         let invoked = now();
         if dice < 5 {
-            // Read your writes from a follower (or any node): not linearizable, but it
-            // must see this client's own last write.
+            // Read from a follower (or any node) with the session token: not linearizable,
+            // but never older than what this client wrote or read last.
             let Some(&(_, index)) = own.get(&parent) else {
                 continue;
             };
@@ -242,6 +243,13 @@ async fn client_loop(
             let completed = now();
             let mut history = history.lock().unwrap();
             if let Ok(reply) = read {
+                // The index a read answers is a session token too: a later read from any
+                // node, passing it, must not find the parent older (parents are never
+                // deleted, so one seen stays).
+                if reply.document.is_some() {
+                    let token = &mut own.entry(parent).or_default().1;
+                    *token = (*token).max(reply.index);
+                }
                 history.reads += 1;
                 history.parents.entry(parent).or_default().push(Operation {
                     invoked,
@@ -291,7 +299,7 @@ async fn client_loop(
                 assert_eq!(reply.response, Response::Applied, "{action:?}");
                 history.acknowledged += 1;
                 let entry = own.entry(parent).or_default();
-                entry.1 = reply.index;
+                entry.1 = entry.1.max(reply.index);
                 if let Action::Push(item_key) = action {
                     entry.0.push(item_key);
                 }
