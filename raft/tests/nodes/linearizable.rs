@@ -26,12 +26,15 @@ pub enum Action {
 pub type Parent = (Option<u64>, Vec<i64>);
 
 /// One operation of the history: invoked and completed at these instants (nanoseconds
-/// from any common origin); `completed` is `None` when its outcome is unknown.
+/// from any common origin); `completed` is `None` when its outcome is unknown. `index`: the
+/// log index an acknowledged write was applied at, or the one a read answered (the state it
+/// read had applied that far); `None` where unknown.
 #[derive(Clone, Debug)]
 pub struct Operation {
     pub invoked: u64,
     pub completed: Option<u64>,
     pub action: Action,
+    pub index: Option<u64>,
 }
 
 /// A key's contribution to the hash of a set of keys (SplitMix64's finalizer).
@@ -230,6 +233,83 @@ pub fn check(history: &[Operation]) -> Result<(), String> {
     ))
 }
 
+/// Whether the index each read of `history` (one parent's operations, follower reads
+/// included) answered agrees with the items it saw: every item whose push was acknowledged
+/// at an index up to the read's is there unless some remove of it may have come first; none
+/// whose push was acknowledged after the read's index is; none whose remove was acknowledged
+/// up to it is; a body put acknowledged after it is not the one read; and a read that found
+/// no parent comes before every acknowledged write. (Whether the reads agree with real time
+/// is [`check`]'s question; this one is whether the index a client passes on as its session
+/// token stands for the state it saw.)
+pub fn check_indexes(history: &[Operation]) -> Result<(), String> {
+    use std::collections::HashMap;
+    let acked = |o: &Operation| o.completed.and(o.index);
+    let mut pushed: HashMap<i64, u64> = HashMap::new();
+    let mut removed: HashMap<i64, Vec<Option<u64>>> = HashMap::new();
+    let mut put: HashMap<u64, u64> = HashMap::new();
+    let mut first_write = None::<u64>;
+    for op in history {
+        if let (Some(index), false) = (acked(op), matches!(op.action, Action::Read(_))) {
+            first_write = Some(first_write.map_or(index, |first| first.min(index)));
+        }
+        match op.action {
+            Action::Push(key) => {
+                if let Some(index) = acked(op) {
+                    pushed.insert(key, index);
+                }
+            }
+            Action::Remove(key) => removed.entry(key).or_default().push(acked(op)),
+            Action::Put(value) => {
+                if let Some(index) = acked(op) {
+                    put.insert(value, index);
+                }
+            }
+            Action::Read(_) => {}
+        }
+    }
+    for op in history {
+        let (Action::Read(seen), Some(at)) = (&op.action, op.index) else {
+            continue;
+        };
+        let Some((body, items)) = seen else {
+            if let Some(first) = first_write.filter(|first| *first <= at) {
+                return Err(format!(
+                    "a read at index {at} found no parent, written at {first}"
+                ));
+            }
+            continue;
+        };
+        for key in items {
+            if let Some(index) = pushed.get(key).filter(|index| **index > at) {
+                return Err(format!(
+                    "a read at index {at} saw item {key}, pushed at {index}"
+                ));
+            }
+            let gone = removed.get(key).into_iter().flatten();
+            if let Some(index) = gone.flatten().find(|index| **index <= at) {
+                return Err(format!(
+                    "a read at index {at} saw item {key}, removed at {index}"
+                ));
+            }
+        }
+        for (key, index) in &pushed {
+            // A remove whose index is unknown, or up to the read's, may have taken it.
+            let may_be_gone = removed
+                .get(key)
+                .is_some_and(|removes| removes.iter().any(|r| r.is_none_or(|r| r <= at)));
+            if *index <= at && !may_be_gone && !items.contains(key) {
+                return Err(format!(
+                    "a read at index {at} missed item {key}, pushed at {index}"
+                ));
+            }
+        }
+        if let Some(index) = body.and_then(|body| put.get(&body)).filter(|i| **i > at) {
+            return Err(format!("a read at index {at} saw a body put at {index}"));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,7 +319,53 @@ mod tests {
             invoked,
             completed,
             action,
+            index: None,
         }
+    }
+
+    fn at(index: u64, op: Operation) -> Operation {
+        Operation {
+            index: Some(index),
+            ..op
+        }
+    }
+
+    #[test]
+    fn a_push_applied_twice_is_caught() {
+        let history = [
+            op(0, None, Action::Push(1)),
+            op(5, Some(6), read(None, &[1, 1])),
+        ];
+        assert!(check(&history).is_err());
+    }
+
+    #[test]
+    fn reads_whose_index_disagrees_with_what_they_saw_are_caught() {
+        let history = [
+            at(10, op(0, Some(1), Action::Push(1))),
+            at(11, op(2, Some(3), Action::Push(2))),
+            at(12, op(4, Some(5), Action::Remove(1))),
+            op(6, None, Action::Push(3)),
+            at(13, op(6, Some(7), Action::Put(5))),
+        ];
+        let with = |read: Operation| {
+            let mut all = history.to_vec();
+            all.push(read);
+            check_indexes(&all)
+        };
+        // Consistent: at 11 both items; at 12 only the second; an unknown push may show.
+        assert!(with(at(11, op(8, Some(9), read(None, &[1, 2])))).is_ok());
+        assert!(with(at(12, op(8, Some(9), read(None, &[2, 3])))).is_ok());
+        assert!(with(at(13, op(8, Some(9), read(Some(5), &[2])))).is_ok());
+        assert!(with(at(9, op(8, Some(9), Action::Read(None)))).is_ok());
+        // Doctored: an item acknowledged at or before the index missing, one acknowledged
+        // after it present, one removed by then present, a body put after it, no parent
+        // after it was written.
+        assert!(with(at(11, op(8, Some(9), read(None, &[2])))).is_err());
+        assert!(with(at(10, op(8, Some(9), read(None, &[1, 2])))).is_err());
+        assert!(with(at(12, op(8, Some(9), read(None, &[1, 2])))).is_err());
+        assert!(with(at(12, op(8, Some(9), read(Some(5), &[2])))).is_err());
+        assert!(with(at(10, op(8, Some(9), Action::Read(None)))).is_err());
     }
 
     fn read(body: Option<u64>, items: &[i64]) -> Action {

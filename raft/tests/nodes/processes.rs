@@ -182,6 +182,9 @@ fn observed(document: &Option<DocumentJson>, field: &str) -> Option<(Option<u64>
 #[derive(Default)]
 struct History {
     parents: BTreeMap<usize, Vec<Operation>>,
+    /// Reads from any node with a session token: not in real-time order (not checked for
+    /// linearizability), but their indexes are.
+    follower: BTreeMap<usize, Vec<Operation>>,
     acknowledged: usize,
     unknown: usize,
     failed: usize,
@@ -234,7 +237,14 @@ async fn client_loop(
                     document.is_some(),
                     "node {node} lost {key} written at {index}"
                 );
-                history.lock().unwrap().follower_reads += 1;
+                let mut history = history.lock().unwrap();
+                history.follower_reads += 1;
+                history.follower.entry(parent).or_default().push(Operation {
+                    invoked,
+                    completed: Some(now()),
+                    action: Action::Read(observed(&document, field)),
+                    index: Some(at),
+                });
             }
             continue;
         }
@@ -255,6 +265,7 @@ async fn client_loop(
                     invoked,
                     completed: Some(completed),
                     action: Action::Read(observed(&reply.document, field)),
+                    index: Some(reply.index),
                 });
             }
             // A read that failed changed nothing: left out.
@@ -294,8 +305,10 @@ async fn client_loop(
         let written = client.write(&Request { ops: vec![op] }).await;
         let completed = now();
         let mut history = history.lock().unwrap();
+        let mut index = None;
         let completed = match written {
             Ok(reply) => {
+                index = Some(reply.index);
                 assert_eq!(reply.response, Response::Applied, "{action:?}");
                 history.acknowledged += 1;
                 let entry = own.entry(parent).or_default();
@@ -319,6 +332,7 @@ async fn client_loop(
             invoked,
             completed,
             action,
+            index,
         });
     }
 }
@@ -368,6 +382,25 @@ impl Cluster {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         panic!("no leader in 20 s");
+    }
+
+    /// How long after `since` a node other than `old` (killed, paused or wiped) was found
+    /// leading: the election's time as a client sees it (polled every 20 ms).
+    async fn election_after(&self, old: usize, since: Instant) -> Duration {
+        while since.elapsed() < Duration::from_secs(20) {
+            for (at, node) in self.nodes.iter().enumerate() {
+                if at == old || node.child.is_none() || node.paused {
+                    continue;
+                }
+                if let Ok(status) = self.client.status(at).await
+                    && status.state == "leader"
+                {
+                    return since.elapsed();
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("no new leader in 20 s");
     }
 }
 
@@ -427,23 +460,31 @@ async fn processes_stay_linearizable_through_kills_pauses_and_wiped_nodes() {
         .collect();
 
     let mut faults = 0;
+    let mut kinds: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut elections: Vec<Duration> = Vec::new();
     let settle = Duration::from_secs(2);
     for _ in 0..rounds {
         // The leader killed mid-stream, restarted from its directory a moment later.
         tokio::time::sleep(settle).await;
         let leader = cluster.leader().await;
+        let killed = Instant::now();
         cluster.nodes[leader].kill();
         faults += 1;
-        tokio::time::sleep(Duration::from_millis(1_500)).await;
+        *kinds.entry("leader killed").or_default() += 1;
+        elections.push(cluster.election_after(leader, killed).await);
+        tokio::time::sleep(Duration::from_millis(1_500).saturating_sub(killed.elapsed())).await;
         cluster.nodes[leader].start();
 
         // The leader paused past the election timeout (150-300 ms): the others elect
         // another; it comes back as a follower with a stale term.
         tokio::time::sleep(settle).await;
         let leader = cluster.leader().await;
+        let paused = Instant::now();
         cluster.nodes[leader].pause();
         faults += 1;
-        tokio::time::sleep(Duration::from_millis(1_500)).await;
+        *kinds.entry("leader paused").or_default() += 1;
+        elections.push(cluster.election_after(leader, paused).await);
+        tokio::time::sleep(Duration::from_millis(1_500).saturating_sub(paused.elapsed())).await;
         cluster.nodes[leader].resume();
 
         // A follower's disk lost: killed, its directory wiped, taken out of the
@@ -455,6 +496,9 @@ async fn processes_stay_linearizable_through_kills_pauses_and_wiped_nodes() {
         cluster.nodes[wiped].kill();
         std::fs::remove_dir_all(&cluster.nodes[wiped].dir).unwrap();
         faults += 1;
+        *kinds
+            .entry("follower wiped, removed and added")
+            .or_default() += 1;
         let id = cluster.nodes[wiped].id;
         cluster
             .client
@@ -508,9 +552,18 @@ async fn processes_stay_linearizable_through_kills_pauses_and_wiped_nodes() {
                 true => leader,
                 false => (leader + 1) % cluster.nodes.len(),
             };
+            let killed = Instant::now();
             cluster.nodes[wiped].kill();
             std::fs::remove_dir_all(&cluster.nodes[wiped].dir).unwrap();
             faults += 1;
+            let kind = match wipe_leader {
+                true => "leader wiped, restarted in place",
+                false => "follower wiped, restarted in place",
+            };
+            *kinds.entry(kind).or_default() += 1;
+            if wipe_leader {
+                elections.push(cluster.election_after(wiped, killed).await);
+            }
             cluster.nodes[wiped].start();
             let mut caught_up = None;
             for _ in 0..150 {
@@ -556,6 +609,7 @@ async fn processes_stay_linearizable_through_kills_pauses_and_wiped_nodes() {
             invoked: end,
             completed: Some(end + 1),
             action: Action::Read(observed(&reply.document, field)),
+            index: Some(reply.index),
         });
         // Every node, read where it stands once it applied as far: the same state.
         for node in 0..cluster.nodes.len() {
@@ -578,6 +632,11 @@ async fn processes_stay_linearizable_through_kills_pauses_and_wiped_nodes() {
         if let Err(why) = linearizable::check(ops) {
             anomalies.push(format!("{}: {why}", PARENTS[*at].2));
         }
+        let mut indexed = ops.clone();
+        indexed.extend(history.follower.get(at).into_iter().flatten().cloned());
+        if let Err(why) = linearizable::check_indexes(&indexed) {
+            anomalies.push(format!("{}: {why}", PARENTS[*at].2));
+        }
     }
     eprintln!(
         "{operations} operations ({} writes acknowledged, {} unknown, {} refused, {} \
@@ -588,6 +647,19 @@ async fn processes_stay_linearizable_through_kills_pauses_and_wiped_nodes() {
         history.reads,
         history.follower_reads,
         anomalies.len()
+    );
+    elections.sort();
+    let kinds: Vec<String> = kinds
+        .iter()
+        .map(|(kind, n)| format!("{n} {kind}"))
+        .collect();
+    eprintln!(
+        "faults: {}; elections after a leader fault (until a client finds the new leader): \
+         median {} ms, max {} ms over {}",
+        kinds.join(", "),
+        elections[elections.len() / 2].as_millis(),
+        elections.last().expect("an election").as_millis(),
+        elections.len()
     );
     assert!(anomalies.is_empty(), "{anomalies:#?}");
     assert!(
