@@ -638,13 +638,82 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     }
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>, StorageError> {
-        let Some(stored) = read_stored(&self.dir)? else {
-            return Ok(None);
+        // A snapshot built meanwhile (its builder runs beside the machine) replaces the
+        // current one and removes its file, possibly between the reading of the meta and the
+        // opening of the file: the meta is read again. (A file once open stays readable.)
+        let mut tries = 0;
+        loop {
+            let Some(stored) = read_stored(&self.dir)? else {
+                return Ok(None);
+            };
+            let path = self.dir.join(SNAPSHOTS).join(&stored.file);
+            match tokio::fs::File::open(&path).await {
+                Ok(data) => {
+                    return Ok(Some(Snapshot {
+                        meta: stored.meta,
+                        snapshot: Box::new(data),
+                    }));
+                }
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound && tries < 10 => {
+                    tries += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+                Err(error) => return Err(io_error(error, "open the snapshot")),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openraft::storage::{RaftSnapshotBuilder, RaftStateMachine};
+
+    /// A snapshot built beside a reader of the current one replaces it and removes its file
+    /// between the reader's reading of the meta and its opening of the file: the reader
+    /// reads the meta again and opens the new one (it once failed the leader with "open the
+    /// snapshot: No such file or directory", which stopped its Raft).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_current_snapshot_is_found_while_a_new_one_replaces_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_log, mut machine) = crate::open(dir.path()).unwrap();
+        let first = machine
+            .get_snapshot_builder()
+            .await
+            .build_snapshot()
+            .await
+            .unwrap();
+        let first_file = read_stored(dir.path()).unwrap().unwrap().file;
+        // The state a reader meets mid-replacement: the meta names a file already removed;
+        // the new meta arrives a moment later.
+        let stored = read_stored(dir.path()).unwrap().unwrap();
+        let moved = format!("moved-{first_file}");
+        std::fs::rename(
+            dir.path().join(SNAPSHOTS).join(&first_file),
+            dir.path().join(SNAPSHOTS).join(&moved),
+        )
+        .unwrap();
+        let replacing = {
+            let dir = dir.path().to_path_buf();
+            tokio::spawn(async move {
+                tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+                StateMachine::set_current(&dir, &stored.meta, &moved).unwrap();
+            })
         };
-        let data = open_snapshot(&self.dir, &stored.file).await?;
-        Ok(Some(Snapshot {
-            meta: stored.meta,
-            snapshot: Box::new(data),
-        }))
+        let current = machine
+            .get_current_snapshot()
+            .await
+            .unwrap()
+            .expect("a snapshot");
+        replacing.await.unwrap();
+        assert_eq!(current.meta, first.meta);
+        // Nothing to find at all is still an error, after the tries.
+        std::fs::remove_file(
+            dir.path()
+                .join(SNAPSHOTS)
+                .join(format!("moved-{first_file}")),
+        )
+        .unwrap();
+        assert!(machine.get_current_snapshot().await.is_err());
     }
 }

@@ -17,6 +17,7 @@ mod data;
 mod engines;
 mod followers;
 mod kv;
+mod optimum;
 mod ram;
 mod report;
 mod sensors;

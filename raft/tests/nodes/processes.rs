@@ -400,7 +400,11 @@ impl Cluster {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        panic!("no new leader in 20 s");
+        let mut states = Vec::new();
+        for at in 0..self.nodes.len() {
+            states.push(format!("node {at}: {:?}", self.client.status(at).await));
+        }
+        panic!("no new leader in 20 s after node {old}'s fault: {states:#?}");
     }
 }
 
