@@ -4,7 +4,8 @@
 //! from the same seeds) are replayed over records: a view reads its product's record (the
 //! body and the newest five reviews, as the hand-coded models store it); a page reads that
 //! record and the next fifteen reviews as one more object (as a layout that kept them
-//! together would). A record not in RAM is read whole from the device, in 4 KiB pages.
+//! together would). A record not in RAM is read from the device, its bytes and no more (as
+//! if records were packed so that a read takes only what it needs).
 //! Two policies over the same RAM: Belady's MIN (evict what is next read farthest ahead:
 //! the optimum, for objects of one size; for mixed sizes the usual greedy form, a lower
 //! bound in practice) and LRU over records. Both start cold, where the engines start after
@@ -17,11 +18,9 @@ use crate::data;
 /// What a record-granular cache read from the device over the run's operations.
 #[derive(Clone, Copy, Debug)]
 pub struct Optimum {
-    pub ram_bytes: u64,
     /// Device bytes per operation (view or page), Belady's MIN and LRU.
     pub belady_per_operation: f64,
     pub lru_per_operation: f64,
-    pub operations: usize,
 }
 
 /// An object an operation reads: a product's record, or the reviews of its page past it.
@@ -72,11 +71,6 @@ fn trace(products: u64, views: usize) -> (Vec<Object>, usize) {
     (trace, operations)
 }
 
-/// Device bytes of reading `size` bytes in whole 4 KiB pages.
-fn device_bytes(size: u64) -> u64 {
-    size.div_ceil(4096).max(1) * 4096
-}
-
 /// Belady's MIN over `trace` with `ram` bytes: device bytes read.
 fn belady(trace: &[Object], sizes: &HashMap<Object, u64>, ram: u64) -> u64 {
     // Where each access's object is read next (usize::MAX: never).
@@ -98,7 +92,7 @@ fn belady(trace: &[Object], sizes: &HashMap<Object, u64>, ram: u64) -> u64 {
                 by_next.remove(&(next, *object));
             }
             None => {
-                read += device_bytes(size);
+                read += size;
                 used += size;
             }
         }
@@ -125,7 +119,7 @@ fn lru(trace: &[Object], sizes: &HashMap<Object, u64>, ram: u64) -> u64 {
                 by_use.remove(&(last, *object));
             }
             None => {
-                read += device_bytes(size);
+                read += size;
                 used += size;
             }
         }
@@ -147,10 +141,8 @@ pub fn run(products: u64, views: usize, ram_bytes: u64) -> Optimum {
     let (trace, operations) = trace(products, views);
     let per = |bytes: u64| bytes as f64 / operations as f64;
     Optimum {
-        ram_bytes,
         belady_per_operation: per(belady(&trace, &sizes, ram_bytes)),
         lru_per_operation: per(lru(&trace, &sizes, ram_bytes)),
-        operations,
     }
 }
 
@@ -158,7 +150,7 @@ pub fn run(products: u64, views: usize, ram_bytes: u64) -> Optimum {
 mod tests {
     use super::*;
 
-    /// On a small trace worked by hand: three objects of one page, room for two.
+    /// On a small trace worked by hand: three objects of one size, room for two.
     #[test]
     fn belady_and_lru_count_the_misses_of_a_trace_worked_by_hand() {
         let (a, b, c) = (Object::Record(0), Object::Record(1), Object::Record(2));

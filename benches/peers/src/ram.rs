@@ -295,7 +295,7 @@ pub fn run(
         ),
     };
     format!(
-        "RAM-limited product pages: {products} products (the product-pages workload, {load}), {limit_note}; every engine's cache {} MiB (skewdb: {settings}); after the load the engine opens its files again, takes {} views to warm its cache (not timed), then {RUNS} passes of {views} views and {} pages, each timed (the median pass). Device reads: `read_bytes` of the process's `/proc/self/io` over the warm-up and the passes, per operation (view or page). The yardstick rows replay the same operations over records (a view reads its product's record, a page that record and its next fifteen reviews as one object), each miss read whole in 4 KiB pages, starting cold, with the limit less {} MiB of RAM: what an engine that kept exactly the records read would read.\n\n{table}",
+        "RAM-limited product pages: {products} products (the product-pages workload, {load}), {limit_note}; every engine's cache {} MiB (skewdb: {settings}); after the load the engine opens its files again, takes {} views to warm its cache (not timed), then {RUNS} passes of {views} views and {} pages, each timed (the median pass). Device reads: `read_bytes` of the process's `/proc/self/io` over the warm-up and the passes, per operation (view or page). The yardstick rows replay the same operations over records (a view reads its product's record, a page that record and its next fifteen reviews as one object), each miss reading the record's bytes and no more, starting cold, with the limit less {} MiB of RAM: what an engine that kept exactly the records read would read.\n\n{table}",
         CACHE_BYTES >> 20,
         data::WARM_VIEWS.min(views * crate::RUNS),
         data::PAGES.min(views),
