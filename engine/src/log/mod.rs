@@ -645,20 +645,42 @@ pub fn scan_segment(
             format!("scan starts past the end of the file ({file_len} bytes)"),
         ));
     }
-    let bytes = storage.read_vec(&name, offset, index(file_len - offset))?;
+    let mut bytes = read_growing(storage, &name, offset, index(file_len - offset))?;
     let mut at = 0usize;
     let mut last_lsn = None;
+    let mut rereads = 0;
     while at < bytes.len() {
         let rest = &bytes[at..];
-        let header = match decode_header(rest, rest.len() as u64) {
+        let checked = decode_header(rest, rest.len() as u64).and_then(|header| {
+            let frame_len = FRAME_HEADER_BYTES + header.payload_len as usize;
+            check_payload(rest, &rest[FRAME_HEADER_BYTES..frame_len]).map(|()| header)
+        });
+        let header = match checked {
             Ok(header) => header,
+            // A frame that does not decode, with bytes written after it: on a file system
+            // that shows a writer's bytes to a reader beside it out of order (FUSE, where a
+            // read-only open found a frame header of zeros with the frames after it already
+            // there), the frame is being written. Read again, a few times, before calling it
+            // bad; bytes at rest read the same.
+            Err(_)
+                if storage.beside_a_writer()
+                    && rereads < GROWING_TRIES
+                    && !all_zero(&bytes[at..]) =>
+            {
+                rereads += 1;
+                std::thread::sleep(std::time::Duration::from_millis(2));
+                let from = offset + at as u64;
+                let now_len = storage.len(&name)?.max(from);
+                let fresh = read_growing(storage, &name, from, index(now_len - from))?;
+                bytes.truncate(at);
+                bytes.extend_from_slice(&fresh);
+                continue;
+            }
             Err(bad) => return Ok(stop_at(&bytes, at, offset, bad, last_lsn)),
         };
+        let rest = &bytes[at..];
         let frame_len = FRAME_HEADER_BYTES + header.payload_len as usize;
         let payload = &rest[FRAME_HEADER_BYTES..frame_len];
-        if let Err(bad) = check_payload(rest, payload) {
-            return Ok(stop_at(&bytes, at, offset, bad, last_lsn));
-        }
         if let Some(last) = last_lsn
             && header.lsn != last + 1
         {
@@ -680,6 +702,30 @@ pub fn scan_segment(
         durable_after_bad: None,
     })
 }
+
+/// `len` bytes of segment `name` from `offset`, as far as its length said. Beside a writer
+/// ([`Storage::beside_a_writer`]), a file system that shows a file's new length before it
+/// shows the bytes (seen on FUSE: a read-only open found the active segment's length grown
+/// and its read cut short) is read again: the bytes follow within moments.
+fn read_growing(storage: &dyn Storage, name: &str, offset: u64, len: usize) -> Result<Vec<u8>> {
+    let mut tries = 0;
+    loop {
+        match storage.read_vec(name, offset, len) {
+            Err(Error::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::UnexpectedEof
+                    && storage.beside_a_writer()
+                    && tries < GROWING_TRIES =>
+            {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            read => return read,
+        }
+    }
+}
+
+/// How many times [`read_growing`] reads again (about 100 ms in all).
+const GROWING_TRIES: u32 = 50;
 
 /// The scan's stop at a frame that does not decode: the segment's unused space when every
 /// byte from there on is zero (the writer extends the file ahead of its writes), else a bad
@@ -893,6 +939,96 @@ mod tests {
             read_frame_pooled(sim.as_ref(), below_header, &buffers, Payload::Check),
             Err(Error::Corruption { .. })
         ));
+    }
+
+    /// A file system that shows a frame's bytes late to a reader beside the writer (as FUSE
+    /// did: a read-only open found a frame header of zeros with the frames after it there):
+    /// the first reads of the segment see `window` as zeros.
+    struct LateBytes {
+        inner: Arc<SimStorage>,
+        window: std::ops::Range<u64>,
+        late_reads: parking_lot::Mutex<u32>,
+    }
+
+    impl Storage for LateBytes {
+        fn describe(&self) -> String {
+            self.inner.describe()
+        }
+        fn lock(&self) -> Result<Box<dyn crate::storage::LockGuard>> {
+            self.inner.lock()
+        }
+        fn list(&self) -> Result<Vec<String>> {
+            self.inner.list()
+        }
+        fn create(&self, name: &str) -> Result<()> {
+            self.inner.create(name)
+        }
+        fn len(&self, name: &str) -> Result<u64> {
+            self.inner.len(name)
+        }
+        fn read_at(&self, name: &str, offset: u64, buf: &mut [u8]) -> Result<()> {
+            self.inner.read_at(name, offset, buf)?;
+            let mut late = self.late_reads.lock();
+            if *late > 0 {
+                *late -= 1;
+                for (at, byte) in buf.iter_mut().enumerate() {
+                    if self.window.contains(&(offset + at as u64)) {
+                        *byte = 0;
+                    }
+                }
+            }
+            Ok(())
+        }
+        fn write_at(&self, name: &str, offset: u64, data: &[u8]) -> Result<()> {
+            self.inner.write_at(name, offset, data)
+        }
+        fn set_len(&self, name: &str, len: u64) -> Result<()> {
+            self.inner.set_len(name, len)
+        }
+        fn sync(&self, name: &str) -> Result<()> {
+            self.inner.sync(name)
+        }
+        fn sync_dir(&self) -> Result<()> {
+            self.inner.sync_dir()
+        }
+        fn rename(&self, from: &str, to: &str) -> Result<()> {
+            self.inner.rename(from, to)
+        }
+        fn remove(&self, name: &str) -> Result<()> {
+            self.inner.remove(name)
+        }
+        fn beside_a_writer(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn beside_a_writer_a_frame_shown_late_is_read_again_not_called_bad() {
+        let (sim, _log, locs) = log_with(&[b"one", b"two", b"three"]);
+        let header = locs[1].offset..locs[1].offset + FRAME_HEADER_BYTES as u64;
+        let late = LateBytes {
+            inner: sim.clone(),
+            window: header.clone(),
+            late_reads: parking_lot::Mutex::new(3),
+        };
+        let mut seen = Vec::new();
+        let stop = scan_segment(&late, 1, 32, |header, _, payload| {
+            seen.push((header.lsn, payload.to_vec()));
+            Ok(())
+        })
+        .unwrap();
+        assert!(stop.bad.is_none(), "{stop:?}");
+        assert_eq!(seen.len(), 3);
+        assert_eq!(seen[1].1, b"two");
+        // Bytes that stay as they are (damage at rest) are bad after the tries, as before.
+        let stuck = LateBytes {
+            inner: sim,
+            window: header,
+            late_reads: parking_lot::Mutex::new(u32::MAX),
+        };
+        let stop = scan_segment(&stuck, 1, 32, |_, _, _| Ok(())).unwrap();
+        assert_eq!(stop.end, locs[1].offset);
+        assert!(stop.bad.is_some());
     }
 
     #[test]

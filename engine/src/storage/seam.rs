@@ -85,6 +85,13 @@ pub trait Storage: Send + Sync + 'static {
         Ok(None)
     }
 
+    /// Whether a writer elsewhere may be appending to these files while they are read (a
+    /// read-only open beside a live database): a read of a segment's growing end then waits
+    /// a moment for bytes a file system shows late (`log::scan_segment`).
+    fn beside_a_writer(&self) -> bool {
+        false
+    }
+
     /// Scratch space of a process's own for what it would otherwise hold in memory (see
     /// [`Scratch`]): a file beside the database where there is a directory, memory where
     /// there is none.

@@ -33,6 +33,15 @@ const NODE_ENV: &str = "SKEWDB_TEST_NODE";
 #[ignore = "a node process, started by the cluster tests"]
 fn node_process() {
     let spec = std::env::var(NODE_ENV).expect("SKEWDB_TEST_NODE=ID,DIR,ADDR");
+    // Warnings and errors (openraft's among them) to stderr, the node's log file, which a
+    // failing test prints; `RUST_LOG` says more.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
     let parts: Vec<&str> = spec.splitn(3, ',').collect();
     let mut config = NodeConfig::new(parts[0].parse().unwrap(), parts[1], parts[2]);
     // Elections after 150-300 ms without a heartbeat; a snapshot (and a purge) every 40
