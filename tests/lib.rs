@@ -715,3 +715,24 @@ impl Storage for SyncHook {
         self.inner.remove(name)
     }
 }
+
+/// `VmHWM` (peak resident memory) and `VmRSS` of this process, in bytes (Linux).
+pub fn process_memory() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|kib| kib.parse::<u64>().ok())
+            .map(|kib| kib * 1024)
+            .unwrap_or_else(|| panic!("{name} in /proc/self/status"))
+    };
+    (field("VmHWM:"), field("VmRSS:"))
+}
+
+/// Starts a new peak of this process's resident memory: the kernel sets `VmHWM` back to the
+/// present resident memory (Linux).
+pub fn reset_memory_peak() {
+    std::fs::write("/proc/self/clear_refs", "5").expect("reset the peak of /proc/self");
+}

@@ -11,6 +11,7 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use skewdb::{CollectionSpec, Db, ItemQuery, Layout, NewItem, Options};
+use skewdb_tests::{process_memory as memory, reset_memory_peak as reset_peak};
 
 /// The cache's budget.
 const BUDGET: usize = 16 << 20;
@@ -21,26 +22,6 @@ const ALLOWANCE: u64 = 48 << 20;
 /// eighth of the budget for queued operations, the cold chunks not yet written, the
 /// scratch file's buffers).
 const STAGING: u64 = (BUDGET as u64 / 8) + (8 << 20);
-
-/// `VmHWM` (peak resident memory) and `VmRSS` of this process, in bytes.
-fn memory() -> (u64, u64) {
-    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix(name))
-            .and_then(|rest| rest.split_whitespace().next())
-            .and_then(|kib| kib.parse::<u64>().ok())
-            .map(|kib| kib * 1024)
-            .unwrap_or_else(|| panic!("{name} in /proc/self/status"))
-    };
-    (field("VmHWM:"), field("VmRSS:"))
-}
-
-/// Starts a new peak: the kernel sets `VmHWM` back to the present resident memory.
-fn reset_peak() {
-    std::fs::write("/proc/self/clear_refs", "5").expect("reset the peak of /proc/self");
-}
 
 /// Product pages in one transaction of `products` products, largest first (as a harness
 /// that sorts by review count loads them): product `n` has about `first / (n + 1)` reviews,

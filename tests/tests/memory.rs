@@ -10,6 +10,7 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use skewdb::{CollectionSpec, Db, ItemQuery, Layout, NewItem, Options};
+use skewdb_tests::{process_memory as memory, reset_memory_peak as reset_peak};
 
 /// The cache's budget.
 const BUDGET: usize = 16 << 20;
@@ -20,26 +21,6 @@ const ALLOWANCE: u64 = 48 << 20;
 /// The database is at least this many times the budget plus the allowance, so that holding
 /// all of it, or any sizeable part, fails the test.
 const DATA_OVER_LIMIT: u64 = 2;
-
-/// `VmHWM` (peak resident memory) and `VmRSS` of this process, in bytes.
-fn memory() -> (u64, u64) {
-    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix(name))
-            .and_then(|rest| rest.split_whitespace().next())
-            .and_then(|kib| kib.parse::<u64>().ok())
-            .map(|kib| kib * 1024)
-            .unwrap_or_else(|| panic!("{name} in /proc/self/status"))
-    };
-    (field("VmHWM:"), field("VmRSS:"))
-}
-
-/// Starts a new peak: the kernel sets `VmHWM` back to the present resident memory.
-fn reset_peak() {
-    std::fs::write("/proc/self/clear_refs", "5").expect("reset the peak of /proc/self");
-}
 
 fn dir_bytes(dir: &std::path::Path) -> u64 {
     std::fs::read_dir(dir)

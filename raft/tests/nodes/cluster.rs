@@ -262,21 +262,9 @@ fn dir_has_snapshot(dir: &Path) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_keeps_every_acknowledged_write_through_a_leader_change() {
-    let config = Config {
-        cluster_name: "skewdb".to_string(),
-        heartbeat_interval: 100,
-        election_timeout_min: 400,
-        election_timeout_max: 800,
-        // Snapshots and purges happen within the test, so a node that was away must
-        // catch up by snapshot.
-        snapshot_policy: SnapshotPolicy::LogsSinceLast(20),
-        max_in_snapshot_log_to_keep: 0,
-        purge_batch_size: 1,
-        ..Config::default()
-    };
     let mut cluster = Cluster {
         dir: tempfile::tempdir().unwrap(),
-        config: Arc::new(config.validate().unwrap()),
+        config: test_config(),
         router: Router::default(),
         nodes: BTreeMap::new(),
     };
