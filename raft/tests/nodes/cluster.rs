@@ -35,6 +35,23 @@ struct Cluster {
 }
 
 impl Cluster {
+    /// Three nodes in new directories, started and formed into a cluster.
+    async fn formed() -> Cluster {
+        let mut cluster = Cluster {
+            dir: tempfile::tempdir().unwrap(),
+            config: test_config(),
+            router: Router::default(),
+            nodes: BTreeMap::new(),
+        };
+        for id in 1..=3 {
+            cluster.start(id).await;
+        }
+        let members: BTreeMap<NodeId, BasicNode> =
+            (1..=3).map(|id| (id, BasicNode::default())).collect();
+        cluster.nodes[&1].raft.initialize(members).await.unwrap();
+        cluster
+    }
+
     fn node_dir(&self, id: NodeId) -> PathBuf {
         self.dir.path().join(format!("node-{id}"))
     }
@@ -262,18 +279,7 @@ fn dir_has_snapshot(dir: &Path) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_keeps_every_acknowledged_write_through_a_leader_change() {
-    let mut cluster = Cluster {
-        dir: tempfile::tempdir().unwrap(),
-        config: test_config(),
-        router: Router::default(),
-        nodes: BTreeMap::new(),
-    };
-    for id in 1..=3 {
-        cluster.start(id).await;
-    }
-    let members: BTreeMap<NodeId, BasicNode> =
-        (1..=3).map(|id| (id, BasicNode::default())).collect();
-    cluster.nodes[&1].raft.initialize(members).await.unwrap();
+    let mut cluster = Cluster::formed().await;
 
     let mut model = Model::new();
     let mut index = cluster.write(create_request()).await;
@@ -386,18 +392,7 @@ fn test_config() -> Arc<Config> {
 /// and log while the cluster takes writes, and serves it; its Raft keeps running.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wiped_node_restarted_under_its_id_catches_up() {
-    let mut cluster = Cluster {
-        dir: tempfile::tempdir().unwrap(),
-        config: test_config(),
-        router: Router::default(),
-        nodes: BTreeMap::new(),
-    };
-    for id in 1..=3 {
-        cluster.start(id).await;
-    }
-    let members: BTreeMap<NodeId, BasicNode> =
-        (1..=3).map(|id| (id, BasicNode::default())).collect();
-    cluster.nodes[&1].raft.initialize(members).await.unwrap();
+    let mut cluster = Cluster::formed().await;
     let mut model = Model::new();
     let mut index = cluster.write(create_request()).await;
     let mut n = 0;
