@@ -4,30 +4,11 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
+use super::support::{skewdb, skewdb_with_input};
 use serde_json::{Value, json};
 
-fn skewdb(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_skewdb"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 fn exec(db: &Path, input: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_skewdb"))
-        .args(["exec", db.to_str().unwrap()])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    skewdb_with_input(&["exec", db.to_str().unwrap()], input.as_bytes())
 }
 
 fn stdout(output: &Output) -> String {

@@ -2,30 +2,17 @@
 //! starts with): three nodes on loopback, a cluster formed, writes and reads through any
 //! node, a node added and removed, and the errors each command names.
 
-use std::io::Write;
 use std::net::TcpListener;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
+use super::support::skewdb_with_input;
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_skewdb");
 
 fn skewdb(args: &[&str], input: &str) -> Output {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    skewdb_with_input(args, input.as_bytes())
 }
 
 fn lines(output: &Output) -> Vec<Value> {

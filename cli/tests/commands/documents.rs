@@ -3,17 +3,9 @@
 //! collection of the application's own bytes; a collection made by `create` is read,
 //! summarized, exported and imported again as one made by `import` is.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
-
 use serde_json::Value;
 
-fn skewdb(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_skewdb"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+use super::support::{skewdb, skewdb_with_input};
 
 /// The output of a command that must succeed.
 fn ok(args: &[&str]) -> String {
@@ -235,26 +227,13 @@ fn a_bare_reading_makes_its_element_where_the_array_maps_its_fields() {
     let error = refused(&["push", db, "sensors", "s1", "notes", "--value", "1"]);
     assert_eq!(error["kind"], "invalid_input", "{error}");
     // The same through exec.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_skewdb"))
-        .args(["exec", db])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
     let input = concat!(
         r#"{"op":"push","coll":"sensors","key":"s1","field":"readings","item_key":1704283320000,"measures":{"temp":22.5}}"#,
         "\n",
         r#"{"op":"commit"}"#,
         "\n"
     );
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
+    let output = skewdb_with_input(&["exec", db], input.as_bytes());
     assert!(output.status.success(), "{output:?}");
 
     let out = dir.path().join("sensors.json");
@@ -363,7 +342,7 @@ fn the_readmes_first_session_prints_what_it_says() {
     for (command, expected) in &steps {
         let words = shell_words(command);
         assert_eq!(words[0], "skewdb", "{command}");
-        let output = Command::new(env!("CARGO_BIN_EXE_skewdb"))
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_skewdb"))
             .args(&words[1..])
             .current_dir(dir.path())
             .output()

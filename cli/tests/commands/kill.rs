@@ -11,6 +11,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use super::support::skewdb;
 use rand::{Rng, SeedableRng};
 use skewdb::{Db, ItemQuery, Options};
 
@@ -30,13 +31,6 @@ fn open(path: impl AsRef<std::path::Path>, options: Options) -> Db {
             opened => return opened.expect("open"),
         }
     }
-}
-
-fn skewdb(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_skewdb"))
-        .args(args)
-        .output()
-        .expect("run skewdb")
 }
 
 /// The lines of batch `i` of cycle `cycle`: puts under the batch's own keys, a push to a

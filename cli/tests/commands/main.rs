@@ -8,3 +8,4 @@ mod documents;
 mod kill;
 mod mongo;
 mod scripts;
+mod support;

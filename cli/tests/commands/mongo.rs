@@ -1,14 +1,8 @@
 //! `import` and `export`: MongoDB's Extended JSON in and out, arrays split under a layout.
 
+use super::support::skewdb;
 use std::path::Path;
 use std::process::{Command, Output};
-
-fn skewdb(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_skewdb"))
-        .args(args)
-        .output()
-        .unwrap()
-}
 
 fn stdout(output: &Output) -> String {
     String::from_utf8(output.stdout.clone()).unwrap()

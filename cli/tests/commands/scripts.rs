@@ -6,28 +6,13 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
+use super::support::{skewdb, skewdb_with_input};
 use serde_json::{Value, json};
 
-fn skewdb(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_skewdb"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 fn exec_bytes(db: &str, args: &[&str], input: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_skewdb"))
-        .args(args)
-        .args(["exec", db])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // A process that refuses to start (a locked database) may exit before it reads: the
-    // write then fails with a broken pipe, and the output says why.
-    let _ = child.stdin.take().unwrap().write_all(input);
-    child.wait_with_output().unwrap()
+    let mut all = args.to_vec();
+    all.extend(["exec", db]);
+    skewdb_with_input(&all, input)
 }
 
 fn exec(db: &str, lines: &[&str]) -> Output {
