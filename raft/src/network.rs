@@ -111,15 +111,11 @@ impl RaftNetwork<TypeConfig> for Connection {
         _option: RPCOption,
     ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
         let (node, rejoin) = self.target_node()?;
-        let leader_commit = rpc.leader_commit.map(|id| id.index);
-        let response = node.append_entries(rpc).await.map_err(remote)?;
-        if let Some(rejoin) = rejoin {
-            let last = node.metrics().borrow().last_log_index;
-            rejoin
-                .caught_up_to(leader_commit, last)
-                .map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+        match rejoin {
+            Some(rejoin) => rejoin.append_entries(&node, rpc).await,
+            None => node.append_entries(rpc).await,
         }
-        Ok(response)
+        .map_err(remote)
     }
 
     async fn install_snapshot(

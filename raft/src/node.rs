@@ -259,15 +259,7 @@ async fn append(
     State(node): State<Arc<Node>>,
     Json(rpc): Json<AppendEntriesRequest<TypeConfig>>,
 ) -> HttpResponse {
-    let leader_commit = rpc.leader_commit.map(|id| id.index);
-    let appended = node.raft.append_entries(rpc).await;
-    if appended.is_ok() {
-        let last = node.raft.metrics().borrow().last_log_index;
-        // A marker that cannot be removed leaves the node rejoining (refusing votes, the
-        // safe side); the next append tries again.
-        let _ = node.rejoin.caught_up_to(leader_commit, last);
-    }
-    Json(appended).into_response()
+    Json(node.rejoin.append_entries(&node.raft, rpc).await).into_response()
 }
 
 /// A vote request, refused while the node is rejoining (see [`crate::Rejoin`]): the candidate

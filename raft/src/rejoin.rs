@@ -18,7 +18,8 @@
 
 use std::path::{Path, PathBuf};
 
-use openraft::raft::VoteRequest;
+use openraft::error::RaftError;
+use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse, VoteRequest};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::NodeId;
@@ -92,6 +93,24 @@ impl Rejoin {
     /// rejoining, only a cluster's formation (a candidate whose log ends at index 0).
     pub fn admits(&self, vote: &VoteRequest<NodeId>) -> bool {
         !self.rejoining() || vote.last_log_id.is_none_or(|last| last.index == 0)
+    }
+
+    /// Gives `rpc` to `raft` and, while the node rejoins, sees whether the log it leaves has
+    /// caught up (every transport's append goes through here). A marker that cannot be
+    /// removed leaves the node rejoining (refusing votes: the safe side); the next append
+    /// tries again.
+    pub async fn append_entries(
+        &self,
+        raft: &openraft::Raft<crate::TypeConfig>,
+        rpc: AppendEntriesRequest<crate::TypeConfig>,
+    ) -> Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>> {
+        let leader_commit = rpc.leader_commit.map(|id| id.index);
+        let appended = raft.append_entries(rpc).await?;
+        if self.rejoining() {
+            let last = raft.metrics().borrow().last_log_index;
+            let _ = self.caught_up_to(leader_commit, last);
+        }
+        Ok(appended)
     }
 
     /// After the node took an append naming the leader's commit index `leader_commit`

@@ -156,7 +156,7 @@ impl Queue {
     pub(crate) fn into_ops(self) -> impl Iterator<Item = Result<BatchOp>> {
         let spilled = self.spilled.map(|mut spilled| {
             let buf = std::mem::take(&mut spilled.buf);
-            SpillReader::new(spilled, buf)
+            Reader::new(Source::Owned(spilled, buf))
         });
         spilled
             .into_iter()
@@ -167,14 +167,10 @@ impl Queue {
     /// The operations in the order queued, as copies (for a transaction's view of its own
     /// writes).
     pub(crate) fn ops(&self) -> impl Iterator<Item = Result<BatchOp>> + '_ {
-        let spilled = self.spilled.as_ref().map(|spilled| Reader {
-            source: Source::Borrowed(spilled),
-            position: 0,
-            block: Vec::new(),
-            at: 0,
-            names: Vec::new(),
-            last_key: None,
-        });
+        let spilled = self
+            .spilled
+            .as_ref()
+            .map(|spilled| Reader::new(Source::Borrowed(spilled)));
         spilled
             .into_iter()
             .flatten()
@@ -388,12 +384,10 @@ struct Reader<'a> {
     last_key: Option<Bytes>,
 }
 
-type SpillReader = Reader<'static>;
-
-impl SpillReader {
-    fn new(spilled: Spilled, buf: Vec<u8>) -> SpillReader {
+impl<'a> Reader<'a> {
+    fn new(source: Source<'a>) -> Reader<'a> {
         Reader {
-            source: Source::Owned(spilled, buf),
+            source,
             position: 0,
             block: Vec::new(),
             at: 0,
