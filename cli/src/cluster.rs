@@ -76,8 +76,9 @@ pub enum ClusterCommand {
     },
     /// `skewdb exec`'s JSON lines from standard input, through the leader: each batch one
     /// log entry, answered once committed and applied, with its log index. Takes `create`
-    /// too: {"op":"create","coll":..,"arrays":[{"field":..,"layout":..}]}, and `alter` and
-    /// `drop` as `exec` spells them (rollup spans in the keys' units).
+    /// too: {"op":"create","coll":..,"arrays":[{"field":..,"layout":..}]} (a cluster's
+    /// collections hold bytes: "bytes":true may be said, document fields are refused), and
+    /// `alter` and `drop` as `exec` spells them (rollup spans in the keys' units).
     Exec {
         /// A node of the cluster, HOST:PORT (repeatable).
         #[arg(long = "node", required = true)]

@@ -3,6 +3,7 @@
 //! or a value out of range is an error naming the line and the field, and drops that
 //! line's batch.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
@@ -12,7 +13,7 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeOwned, Deserializer, MapAccess, Visitor};
 use serde_json::json;
 use serde_json::value::RawValue;
-use skewdb::{Batch, Db, NewItem, bson_key};
+use skewdb::{Batch, CollectionSpec, Db, NewItem, bson_key};
 // Bytes as the input writes them: a string (its UTF-8) or `{"base64": "..."}`, read alike
 // by the cluster's `exec`.
 use skewdb_raft::api::JsonBytes;
@@ -142,7 +143,14 @@ fn parent_key(fields: &mut Fields, mapped: Option<&Mapped>) -> Result<Vec<u8>, F
 /// or repeated one, a wrong type or a value out of range is an error naming the field.
 /// Keys, bodies and payloads of a collection stored as `bson` are Extended JSON, read
 /// through its document map as `put` and `push` read them.
-fn parse_line(line: &str, db: &Db, batch: &mut Batch) -> Result<bool, Failure> {
+/// A collection created by the batch being read (`created`, by name) maps the lines after
+/// its creation as it will once the batch commits.
+fn parse_line(
+    line: &str,
+    db: &Db,
+    batch: &mut Batch,
+    created: &mut HashMap<String, CollectionSpec>,
+) -> Result<bool, Failure> {
     let mut fields: Fields = serde_json::from_str(line)
         .map_err(|e| Failure::invalid_input(format!("invalid JSON: {e}")))?;
     let op: String = fields.required("op")?;
@@ -154,7 +162,7 @@ fn parse_line(line: &str, db: &Db, batch: &mut Batch) -> Result<bool, Failure> {
         return schema_change(&op, fields, db, batch).map(|()| false);
     }
     if op == "create" {
-        return create(fields, batch).map(|()| false);
+        return create(fields, batch, created).map(|()| false);
     }
     if !OPS.contains(&op.as_str()) {
         return Err(Failure::invalid_input(format!(
@@ -164,7 +172,11 @@ fn parse_line(line: &str, db: &Db, batch: &mut Batch) -> Result<bool, Failure> {
     let coll: String = fields.required("coll")?;
     // A collection that does not exist is refused by the commit, as before any map.
     let collection = db.collection(&coll).ok();
-    let mapped = collection.as_ref().and_then(|c| Mapped::of(c.spec()));
+    let spec = match created.get(&coll) {
+        Some(spec) => Some(spec),
+        None => collection.as_ref().map(|c| c.spec()),
+    };
+    let mapped = spec.and_then(Mapped::of);
     let key = parent_key(&mut fields, mapped.as_ref())?;
     let refused = |message: String| Failure::invalid_input(message);
     match op.as_str() {
@@ -239,7 +251,8 @@ fn parse_line(line: &str, db: &Db, batch: &mut Batch) -> Result<bool, Failure> {
     Ok(false)
 }
 
-/// An array field of an `exec` create op, as the cluster's `exec` spells it too.
+/// An array field of an `exec` create op, as the cluster's `exec` spells it too (but
+/// `item_key`, a document field, which a cluster's collections of bytes do not have).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ArrayField {
@@ -251,18 +264,31 @@ struct ArrayField {
     /// A span in the keys' units.
     #[serde(default)]
     rollup: Option<i64>,
+    /// The element field holding an item's key (`create --item-key`).
+    #[serde(default)]
+    item_key: Option<String>,
 }
 
-/// Adds a collection's creation to the batch: `{"op":"create","coll":..,"arrays":[{"field":..,
-/// "layout":..,"measures":[..],"rollup":SPAN},..]}` (`measures` and `rollup` optional), as
-/// [`skewdb::Db::create_collection`] creates it: nothing when it exists with the same
-/// schema, the batch refused when its schema differs.
-fn create(mut fields: Fields, batch: &mut Batch) -> Result<(), Failure> {
+/// Adds a collection's creation to the batch: `{"op":"create","coll":..,"key_field":..,
+/// "arrays":[{"field":..,"layout":..,"measures":[..],"rollup":SPAN,"item_key":..},..]}`
+/// (all but `coll` optional) makes a collection of documents, as `skewdb create` does;
+/// `"bytes":true` one of the application's bytes (`create --bytes`), which takes no
+/// `key_field` or `item_key`. As [`skewdb::Db::create_collection`] creates it: nothing when
+/// it exists with the same schema, the batch refused when its schema differs.
+fn create(
+    mut fields: Fields,
+    batch: &mut Batch,
+    created: &mut HashMap<String, CollectionSpec>,
+) -> Result<(), Failure> {
     let coll: String = fields.required("coll")?;
     let arrays: Vec<ArrayField> = fields.optional("arrays")?.unwrap_or_default();
+    let bytes: bool = fields.optional("bytes")?.unwrap_or(false);
+    let key_field: Option<String> = fields.optional("key_field")?;
     fields.finish("create")?;
-    let mut spec = skewdb::CollectionSpec::new(&coll);
-    for array in arrays {
+    let mut spec = CollectionSpec::new(&coll);
+    let mut item_keys = Vec::new();
+    let mut declared = Vec::new();
+    for array in &arrays {
         let layout = crate::item_key::layout(&array.layout).map_err(|e| {
             Failure::invalid_input(format!(
                 "array {:?}: layout {:?}: {e}",
@@ -271,12 +297,30 @@ fn create(mut fields: Fields, batch: &mut Batch) -> Result<(), Failure> {
         })?;
         spec = match array.measures.is_empty() {
             true => spec.array(&array.field, layout),
-            false => spec.array_with_measures(&array.field, layout, &array.measures),
+            false => {
+                declared.push(array.field.as_str());
+                spec.array_with_measures(&array.field, layout, &array.measures)
+            }
         };
         if let Some(span) = array.rollup {
             spec = spec.rollup(&array.field, span);
         }
+        if let Some(name) = &array.item_key {
+            item_keys.push(format!("{}={name}", array.field));
+        }
     }
+    if bytes {
+        if key_field.is_some() || !item_keys.is_empty() {
+            return Err(Failure::invalid_input(
+                "a collection of bytes (\"bytes\": true) has no document fields: \
+                 \"key_field\" and \"item_key\" are for a collection of documents",
+            ));
+        }
+    } else {
+        let key_field = key_field.as_deref().unwrap_or("_id");
+        spec = crate::schema::of_documents(spec, key_field, &item_keys, &declared)?;
+    }
+    created.insert(coll, spec.clone());
     batch.create_collection(spec);
     Ok(())
 }
@@ -328,7 +372,7 @@ const OPS: [&str; 5] = ["put", "del", "push", "remove", "expire"];
 /// not part of the supported API.
 #[doc(hidden)]
 pub fn parse_input_line(line: &str, db: &Db, batch: &mut Batch) -> Result<bool, String> {
-    parse_line(line, db, batch).map_err(|failure| failure.message)
+    parse_line(line, db, batch, &mut HashMap::new()).map_err(|failure| failure.message)
 }
 
 /// Where `exec` reports: acknowledgements and per-line errors on `output`, a line for
@@ -363,6 +407,8 @@ pub fn run(db: &Db, mut input: impl BufRead, output: &mut impl Write, json: bool
     let mut committed = 0u64;
     let mut failed = false;
     let mut batch = db.batch();
+    // Collections the batch being read creates.
+    let mut created = HashMap::new();
     // Set by a bad line: the rest of its batch is read but not applied.
     let mut batch_failed = false;
     // Lines of the batch being read (bad ones included), to tell an unfinished batch.
@@ -407,10 +453,11 @@ pub fn run(db: &Db, mut input: impl BufRead, output: &mut impl Write, json: bool
         if line.trim().is_empty() {
             continue;
         }
-        match parse_line(line, db, &mut batch) {
+        match parse_line(line, db, &mut batch, &mut created) {
             Ok(false) => batch_lines += 1,
             Ok(true) => {
                 batch_lines = 0;
+                created.clear();
                 if std::mem::take(&mut batch_failed) {
                     // A bad line refused its batch: what was read of it is discarded.
                     batch = db.batch();

@@ -54,10 +54,14 @@ left out. An alter takes any of its changes (rename, add_array, drop_array, add_
 set_layout, set_rollup: at least one) and applies them at once,
 as `skewdb alter` does; a batch must change a collection's schema before it writes to it.
 A create (its arrays' measures and rollup optional) makes the collection as `skewdb create`
-does, in the batch: the writes after it may use it.
+does, in the batch: the writes after it may use it. Like `skewdb create`, it makes a
+collection of documents: key_field (default _id) and each array's item_key name their
+document fields; \"bytes\":true makes one of the application's bytes instead
+(`create --bytes`), as the examples above (the users collection) are.
 
-In a collection made by `skewdb import` (stored as bson), keys, bodies and payloads are
-Extended JSON values instead, read through the collection's mapping as `put` and `push`
+In a collection of documents (made by `skewdb create` or `skewdb import`, or an exec
+create without \"bytes\":true: stored as bson), keys, bodies and payloads are Extended
+JSON values instead, read through the collection's mapping as `put` and `push`
 read them: the body a document, the payload an array element, each item's key and measures
 from the element's fields when the import took them from there.
   {\"op\":\"push\",\"coll\":\"sensors\",\"key\":{\"$oid\":\"65a000000000000000000901\"},\"field\":\"readings\",\"payload\":{\"t\":{\"$date\":\"2024-01-03T00:00:00Z\"},\"temp\":20}}

@@ -3,8 +3,10 @@
 //! Besides `exec`'s `put`, `del`, `push`, `remove`, `expire`, `alter` (spans of
 //! `set_rollup` in the keys' units) and `drop`, a cluster takes `create`
 //! (`{"op":"create","coll":..,"arrays":[{"field":..,"layout":..}]}`), since its
-//! collections are made through the log too. Keys, bodies and payloads are strings or
-//! `{"base64": ".."}`; collections stored as BSON documents are not mapped here.
+//! collections are made through the log too. A cluster's collections hold the
+//! application's bytes: keys, bodies and payloads are strings or `{"base64": ".."}`, a
+//! create may say `"bytes": true` (as the local `exec` must for such a collection) and
+//! one that asks for documents is refused.
 
 use std::collections::BTreeMap;
 
@@ -12,6 +14,37 @@ use serde::Deserialize;
 
 use crate::api::JsonBytes;
 use crate::{ArrayDecl, Op, Request};
+
+/// Why a create of a collection of documents is refused.
+const DOCUMENTS_REFUSED: &str = "a cluster's collections hold the application's bytes \
+     (\"bytes\": true, the default): it does not map documents, so \"bytes\": false, \
+     \"key_field\" and \"item_key\" are refused";
+
+/// An array of a create line: an [`ArrayDecl`], every field checked.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ArrayLine {
+    field: String,
+    layout: String,
+    #[serde(default)]
+    measures: Vec<String>,
+    #[serde(default)]
+    rollup: Option<i64>,
+    /// Named only to be refused with a reason, as `key_field`.
+    #[serde(default)]
+    item_key: Option<String>,
+}
+
+impl ArrayLine {
+    fn into_decl(self) -> ArrayDecl {
+        ArrayDecl {
+            field: self.field,
+            layout: self.layout,
+            measures: self.measures,
+            rollup: self.rollup,
+        }
+    }
+}
 
 /// One input line.
 #[derive(Deserialize)]
@@ -54,7 +87,13 @@ enum Line {
     Create {
         coll: String,
         #[serde(default)]
-        arrays: Vec<ArrayDecl>,
+        arrays: Vec<ArrayLine>,
+        /// A cluster's collections hold bytes: `true` may be said, `false` is refused.
+        #[serde(default)]
+        bytes: Option<bool>,
+        /// Named only to be refused with a reason: a cluster does not map documents.
+        #[serde(default)]
+        key_field: Option<String>,
     },
     Alter {
         coll: String,
@@ -129,10 +168,21 @@ impl Line {
                 field,
                 before,
             },
-            Line::Create { coll, arrays } => Op::Create {
-                collection: coll,
+            Line::Create {
+                coll,
                 arrays,
-            },
+                bytes,
+                key_field,
+            } => {
+                let item_keyed = arrays.iter().any(|a| a.item_key.is_some());
+                if bytes == Some(false) || key_field.is_some() || item_keyed {
+                    return Err(DOCUMENTS_REFUSED.to_string());
+                }
+                Op::Create {
+                    collection: coll,
+                    arrays: arrays.into_iter().map(ArrayLine::into_decl).collect(),
+                }
+            }
             Line::Alter {
                 coll,
                 rename,
@@ -353,6 +403,22 @@ mod tests {
                 r#"{"op":"alter","coll":"s","set_layouts":["r=embed"]}"#,
                 "unknown field",
             ),
+            (
+                r#"{"op":"create","coll":"s","bytes":false}"#,
+                "does not map documents",
+            ),
+            (
+                r#"{"op":"create","coll":"s","key_field":"sku"}"#,
+                "does not map documents",
+            ),
+            (
+                r#"{"op":"create","coll":"s","arrays":[{"field":"r","layout":"embed","item_key":"at"}]}"#,
+                "does not map documents",
+            ),
+            (
+                r#"{"op":"create","coll":"s","arrays":[{"field":"r","layout":"embed","keep":3}]}"#,
+                "unknown field `keep`",
+            ),
         ] {
             let (batches, _) = parse(&format!("{line}\n{{\"op\":\"commit\"}}\n"));
             let error = batches[0].request.as_ref().unwrap_err();
@@ -360,6 +426,27 @@ mod tests {
         }
         let (batches, unfinished) = parse("");
         assert!(batches.is_empty() && unfinished.is_none());
+    }
+
+    #[test]
+    fn a_create_of_bytes_may_say_so() {
+        let said = r#"{"op":"create","coll":"s","bytes":true,"arrays":[{"field":"r","layout":"bucket:4","measures":["t"],"rollup":60}]}"#;
+        let unsaid = r#"{"op":"create","coll":"s","arrays":[{"field":"r","layout":"bucket:4","measures":["t"],"rollup":60}]}"#;
+        let op = |line: &str| {
+            let (batches, _) = parse(&format!("{line}\n{{\"op\":\"commit\"}}\n"));
+            batches[0].request.as_ref().unwrap().ops.clone()
+        };
+        let wanted = [Op::Create {
+            collection: "s".to_string(),
+            arrays: vec![ArrayDecl {
+                field: "r".to_string(),
+                layout: "bucket:4".to_string(),
+                measures: vec!["t".to_string()],
+                rollup: Some(60),
+            }],
+        }];
+        assert_eq!(op(said), wanted);
+        assert_eq!(op(unsaid), wanted);
     }
 
     #[test]

@@ -1606,7 +1606,7 @@ fn exec_writes_by_name_to_the_collection_the_name_has_now() {
         r#"{"op":"commit"}"#,
         r#"{"op":"alter","coll":"users","rename":"people"}"#,
         r#"{"op":"commit"}"#,
-        r#"{"op":"create","coll":"users","arrays":[]}"#,
+        r#"{"op":"create","coll":"users","bytes":true,"arrays":[]}"#,
         r#"{"op":"put","coll":"users","key":"k","body":"new"}"#,
         r#"{"op":"commit"}"#,
     ]

@@ -169,6 +169,96 @@ fn bytes_keep_a_collection_of_the_applications_own_bytes() {
     assert_eq!(usage.status.code(), Some(2), "{usage:?}");
 }
 
+/// `exec`'s create op makes documents as `create` does (the lines after it in its own batch
+/// already read through its map), and one of bytes only when it says `"bytes": true`.
+#[test]
+fn exec_creates_documents_unless_it_says_bytes() {
+    let (dir, db) = database();
+    let db = db.as_str();
+    ok(&["create", db, "--collection", "users", "--bytes"]);
+    let input = [
+        r#"{"op":"create","coll":"products","key_field":"sku","arrays":[{"field":"reviews","layout":"subset:2","item_key":"at"}]}"#,
+        r#"{"op":"put","coll":"products","key":"p1","body":{"name":"lamp"}}"#,
+        r#"{"op":"push","coll":"products","key":"p1","field":"reviews","payload":{"at":7,"text":"good"}}"#,
+        r#"{"op":"push","coll":"products","key":"p1","field":"reviews","payload":{"at":9,"text":"fine"}}"#,
+        r#"{"op":"commit"}"#,
+        r#"{"op":"create","coll":"raw","bytes":true}"#,
+        r#"{"op":"put","coll":"raw","key":"k","body":"{\"name\":"}"#,
+        r#"{"op":"commit"}"#,
+    ]
+    .join("\n");
+    let output = skewdb_with_input(&["exec", db], format!("{input}\n").as_bytes());
+    assert!(output.status.success(), "{output:?}");
+    let got: Value = serde_json::from_str(&ok(&["--json", "get", db, "products", "p1"])).unwrap();
+    assert_eq!(
+        (&got["body"]["sku"], &got["body"]["name"]),
+        (&Value::from("p1"), &Value::from("lamp")),
+        "{got}"
+    );
+    let items = json_lines(&ok(&["--json", "items", db, "products", "p1", "reviews"]));
+    let keys: Vec<i64> = items.iter().map(|i| i["key"].as_i64().unwrap()).collect();
+    assert_eq!(keys, [7, 9], "{items:?}");
+    assert_eq!(items[1]["payload"]["text"], "fine", "{items:?}");
+    // It exports as documents, and imports back to the same bytes.
+    let first = dir.path().join("first.json");
+    ok(&["export", db, "products", "--out", first.to_str().unwrap()]);
+    let exported = std::fs::read_to_string(&first).unwrap();
+    assert!(exported.contains(r#""sku":"p1""#), "{exported}");
+    ok(&[
+        "import",
+        db,
+        "--collection",
+        "copy",
+        "--file",
+        first.to_str().unwrap(),
+        "--key-field",
+        "sku",
+        "--array",
+        "reviews=subset:2",
+        "--item-key",
+        "at",
+    ]);
+    let second = dir.path().join("second.json");
+    ok(&["export", db, "copy", "--out", second.to_str().unwrap()]);
+    assert_eq!(std::fs::read(&second).unwrap(), exported.as_bytes());
+    // The collection of bytes keeps its bytes and is not exported as documents.
+    let got: Value = serde_json::from_str(&ok(&["--json", "get", db, "raw", "k"])).unwrap();
+    assert_eq!(got["body"], r#"{"name":"#);
+    assert_eq!(refused(&["export", db, "raw"])["kind"], "invalid_input");
+    // A malformed body in a document collection is refused with its line; document fields
+    // beside "bytes": true are refused.
+    for (line, wanted) in [
+        (
+            r#"{"op":"create","coll":"docs"}"#.to_string() + "\n"
+                + r#"{"op":"put","coll":"docs","key":"k","body":"plain text"}"#,
+            "not a document",
+        ),
+        (
+            r#"{"op":"create","coll":"x","bytes":true,"key_field":"sku"}"#.to_string(),
+            "no document fields",
+        ),
+        (
+            r#"{"op":"create","coll":"x","bytes":true,"arrays":[{"field":"a","layout":"embed","item_key":"at"}]}"#
+                .to_string(),
+            "no document fields",
+        ),
+    ] {
+        let output =
+            skewdb_with_input(&["exec", db], format!("{line}\n{{\"op\":\"commit\"}}\n").as_bytes());
+        assert_eq!(output.status.code(), Some(1), "{line}: {output:?}");
+        let error: Value =
+            serde_json::from_str(String::from_utf8_lossy(&output.stdout).lines().next().unwrap())
+                .unwrap();
+        assert_eq!(error["kind"], "invalid_input", "{line}: {error}");
+        assert!(error["error"].as_str().unwrap().contains(wanted), "{line}: {error}");
+    }
+    let names = ok(&["collections", db]);
+    assert!(
+        !names.contains("docs") && !names.contains("\nx\t"),
+        "{names}"
+    );
+}
+
 #[test]
 fn a_bare_reading_makes_its_element_where_the_array_maps_its_fields() {
     let (dir, db) = database();
