@@ -1222,7 +1222,12 @@ fn apply_advice(db: &Path, name: &str, advice: &advise::Advice, json: bool) -> R
             "measured_hit_ratio": measured,
         }))
     } else {
-        let ratio = |r: Option<f64>| r.map_or("-".to_string(), |r| format!("{r:.3}"));
+        let ratio = |r: Option<f64>| {
+            r.map_or(
+                "none (no read after the warm-up asked the page cache)".to_string(),
+                |r| format!("{r:.3}"),
+            )
+        };
         for m in &moved {
             let text = |key: &str| m[key].as_str().unwrap_or_default().to_string();
             out!(
@@ -1349,6 +1354,35 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 let (field, n) = given.split_once('=').ok_or_else(bad)?;
                 let n: u32 = n.parse().ok().filter(|&n| n > 0).ok_or_else(bad)?;
                 newest.push((field.to_string(), n));
+            }
+            // A stored Subset window says how many newest items the application shows:
+            // advice that ignored it would move the window away (to embed) unasked.
+            if file.is_none()
+                && let Some((db, name)) = db.as_ref().zip(collection.as_ref())
+            {
+                let handle = open_for_reading(db)?;
+                for array in handle.collection(name)?.spec().arrays() {
+                    let skewdb::Layout::Subset { keep } = array.layout else {
+                        continue;
+                    };
+                    if newest.iter().any(|(field, _)| *field == array.field) {
+                        continue;
+                    }
+                    newest.push((array.field.clone(), keep));
+                    if json {
+                        print_value(&json!({"reads_newest": {
+                            "field": array.field, "n": keep, "from_layout": array.layout.describe(),
+                        }}))?;
+                    } else {
+                        out!(
+                            "{} is stored as {}: advising for reads of its newest {keep} \
+                             (--reads-newest {}=N to say otherwise)",
+                            array.field,
+                            array.layout.describe(),
+                            array.field
+                        );
+                    }
+                }
             }
             let request = advise::Request {
                 key_field,

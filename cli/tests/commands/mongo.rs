@@ -1387,3 +1387,51 @@ fn advise_apply_moves_the_collection_to_the_advice_and_measures_it() {
         "{output:?}"
     );
 }
+
+/// A collection stored with a Subset window is advised for reads of that window (the
+/// application said it shows its newest N): `--apply` keeps the window where the same
+/// data under `advise --file` without `--reads-newest` would be advised `embed`, and an
+/// explicit `--reads-newest` still decides.
+#[test]
+fn advise_takes_a_stored_subset_window_as_the_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("in.json");
+    let mut lines = String::new();
+    for id in 0..20 {
+        let count = [1, 2, 5, 8, 40, 1, 2, 3, 6, 9][id % 10];
+        let reviews: Vec<String> = (0..count)
+            .map(|r| format!("{{\"stars\":{},\"text\":\"{:0>200}\"}}", r % 5, r))
+            .collect();
+        lines += &format!(
+            "{{\"_id\":\"p{id}\",\"reviews\":[{}]}}\n",
+            reviews.join(",")
+        );
+    }
+    std::fs::write(&file, &lines).unwrap();
+    let (from_file, output) = advise(&["--file", file.to_str().unwrap()]);
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(from_file[0]["layout"], "embed", "{from_file:?}");
+    let db = dir.path().join("db");
+    let output = import(&db, &file, &["--array", "reviews=subset:3"]);
+    assert!(output.status.success(), "{output:?}");
+    let db = db.to_str().unwrap();
+    let (advice, output) = advise(&[db, "c", "--apply"]);
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(
+        advice[0]["reads_newest"],
+        serde_json::json!({"field": "reviews", "n": 3, "from_layout": "subset:3"}),
+        "{advice:?}"
+    );
+    assert_eq!(advice[1]["layout"], "subset:3", "{advice:?}");
+    let applied = advice.last().unwrap();
+    assert_eq!(applied["applied"], serde_json::json!([]), "{applied}");
+    assert!(
+        applied["measured_hit_ratio"].as_f64().is_some(),
+        "{applied}"
+    );
+    assert!(stdout(&skewdb(&["collections", db])).contains("reviews=subset:3"));
+    // Said otherwise, the flag decides and no window is implied.
+    let (advice, output) = advise(&[db, "c", "--reads-newest", "reviews=2"]);
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(advice[0]["layout"], "subset:2", "{advice:?}");
+}
