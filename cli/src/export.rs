@@ -23,7 +23,11 @@ pub fn parent_document(
             mongo::Shown::of(collection.spec(), false).key_text(document.key())
         ))
     };
-    let mut out = mongo::body_document(document.body()).map_err(bad)?;
+    let mut out = match crate::mapped::Mapped::of(collection.spec()) {
+        Some(mapped) => mapped.document(document.key(), document.body()),
+        None => mongo::body_document(document.body()),
+    }
+    .map_err(bad)?;
     for array in document.arrays() {
         let all;
         let items = if inline_only {

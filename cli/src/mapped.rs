@@ -41,6 +41,17 @@ impl<'a> Mapped<'a> {
             .map_or(DEFAULT_KEY_FIELD, |map| map.key_field())
     }
 
+    /// The document a stored body holds: an empty body (a parent a push created, which
+    /// has no body of its own) is the document of its key alone.
+    pub fn document(&self, key: &[u8], body: &[u8]) -> Result<Document, String> {
+        if !body.is_empty() {
+            return mongo::body_document(body);
+        }
+        let mut document = Document::new();
+        document.insert(self.key_field(), bson_key::decode(key)?);
+        Ok(document)
+    }
+
     /// The body to store under `key`: `body`, a document, with the key in its key field
     /// (added first when absent). Refused when the field holds another value, or when an
     /// array field holds elements: those are items, added by `push`.

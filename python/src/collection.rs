@@ -479,11 +479,13 @@ fn document_dict<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let documents = skewdb::DocumentFormat::Bson == spec.document_format();
     let out = match documents {
-        true => codec.body_out(py, document.body())?.cast_into::<PyDict>()?,
+        true => codec
+            .body_out(py, document.key(), document.body())?
+            .cast_into::<PyDict>()?,
         false => {
             let out = PyDict::new(py);
             out.set_item("key", codec.key_out(py, document.key())?)?;
-            out.set_item("body", codec.body_out(py, document.body())?)?;
+            out.set_item("body", codec.body_out(py, document.key(), document.body())?)?;
             out
         }
     };

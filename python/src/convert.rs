@@ -212,12 +212,17 @@ impl<'a> Codec<'a> {
         }
     }
 
-    /// A stored body as Python: a `dict`, or `bytes`.
-    pub fn body_out<'py>(&self, py: Python<'py>, body: &[u8]) -> PyResult<Bound<'py, PyAny>> {
-        match self.mapped {
-            Some(_) => {
-                let document =
-                    skewdb_cli::mongo::body_document(body).map_err(errors::invalid_input)?;
+    /// A stored body as Python: a `dict` (of its key alone for a parent a push made),
+    /// or `bytes`.
+    pub fn body_out<'py>(
+        &self,
+        py: Python<'py>,
+        key: &[u8],
+        body: &[u8],
+    ) -> PyResult<Bound<'py, PyAny>> {
+        match &self.mapped {
+            Some(mapped) => {
+                let document = mapped.document(key, body).map_err(errors::invalid_input)?;
                 Ok(document_to_dict(py, &document)?.into_any())
             }
             None => Ok(PyBytes::new(py, body).into_any()),

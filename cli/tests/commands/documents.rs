@@ -259,6 +259,18 @@ fn exec_creates_documents_unless_it_says_bytes() {
     );
 }
 
+/// A parent that `push --upsert` made has no body of its own: it exports (and reads) as
+/// the document of its key alone.
+#[test]
+fn a_parent_made_by_a_push_exports_as_its_key() {
+    let (_dir, db) = database();
+    let db = db.as_str();
+    ok(&["create", db, "--collection", "c", "--array", "a=embed"]);
+    ok(&["push", db, "c", "k", "a", r#"{"x": 1}"#, "--upsert"]);
+    let exported = ok(&["export", db, "c"]);
+    assert_eq!(exported, "{\"_id\":\"k\",\"a\":[{\"x\":1}]}\n");
+}
+
 #[test]
 fn a_bare_reading_makes_its_element_where_the_array_maps_its_fields() {
     let (dir, db) = database();

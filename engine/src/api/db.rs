@@ -10,6 +10,7 @@ use super::transaction::Transaction;
 use super::view::Latest;
 use crate::alter::Alteration;
 use crate::catalog::CollectionSpec;
+use crate::error::Error;
 use crate::storage::{FsStorage, Storage};
 use crate::store::{BatchOp, Engine};
 use crate::{
@@ -257,9 +258,12 @@ impl Db {
     /// Closes this handle after a final checkpoint, returning that checkpoint's error (the
     /// close on drop has nowhere to report one). Other clones of the `Db` (and the
     /// collection handles and snapshots, which hold one) keep the database open until they
-    /// are dropped too.
+    /// are dropped too. A handle opened read-only has nothing to write: its close is `Ok`.
     pub fn close(self) -> Result<()> {
-        self.engine.checkpoint()
+        match self.engine.checkpoint() {
+            Err(Error::ReadOnly { .. }) => Ok(()),
+            checkpointed => checkpointed,
+        }
     }
 
     /// Gives back the space both tiers hold beyond the live state, now. Cold: the live
