@@ -465,6 +465,28 @@ impl Collection {
         Ok(out)
     }
 
+    /// Benchmarks only: reads parent `keys` (as `get` takes them) in Rust, one `get` each
+    /// with the GIL released and nothing built for Python, and returns the nanoseconds
+    /// they took in all: the engine's share of the same reads made through `get`.
+    fn _get_many_ns(&self, py: Python<'_>, keys: Vec<Bound<'_, PyAny>>) -> PyResult<u64> {
+        let codec = self.codec();
+        let keys = keys
+            .iter()
+            .map(|key| codec.key(key))
+            .collect::<PyResult<Vec<_>>>()?;
+        let Reader::Latest(collection) = &self.reader else {
+            return Err(errors::invalid_input("_get_many_ns reads the latest state"));
+        };
+        py.detach(|| {
+            let start = std::time::Instant::now();
+            for key in &keys {
+                std::hint::black_box(collection.get(key)?);
+            }
+            Ok(start.elapsed().as_nanos() as u64)
+        })
+        .map_err(to_py)
+    }
+
     fn __repr__(&self) -> String {
         format!("<skewdb.Collection {:?}>", self.spec.name())
     }

@@ -2,7 +2,7 @@
 //! out), parent keys, item keys and spans (a `datetime` or `timedelta` where the array is a
 //! time series), the library's error kinds as exceptions.
 
-use bson::{Bson, Document};
+use bson::{Bson, Document, RawBsonRef, RawDocument};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
@@ -98,6 +98,68 @@ pub fn from_bson<'py>(py: Python<'py>, value: &Bson) -> PyResult<Bound<'py, PyAn
             PyString::new(py, &text).into_any()
         }
     })
+}
+
+/// The document of BSON bytes as a `dict`, read in place (no `bson::Document` built on
+/// the way); a document holding a type `from_bson` shows as text (an ObjectId, a regular
+/// expression, ...) goes the owned way.
+pub fn bytes_to_dict<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyDict>> {
+    let raw = RawDocument::from_bytes(bytes)
+        .map_err(|e| errors::invalid_input(format!("not a BSON document: {e}")))?;
+    match raw_document(py, raw)? {
+        Some(dict) => Ok(dict),
+        None => {
+            let document =
+                skewdb_cli::mongo::body_document(bytes).map_err(errors::invalid_input)?;
+            document_to_dict(py, &document)
+        }
+    }
+}
+
+/// `None` when the document holds a type only the owned way shows.
+fn raw_document<'py>(py: Python<'py>, raw: &RawDocument) -> PyResult<Option<Bound<'py, PyDict>>> {
+    let dict = PyDict::new(py);
+    for element in raw.iter() {
+        let (name, value) =
+            element.map_err(|e| errors::invalid_input(format!("not a BSON document: {e}")))?;
+        let Some(value) = raw_value(py, value)? else {
+            return Ok(None);
+        };
+        dict.set_item(PyString::intern(py, name.as_str()), value)?;
+    }
+    Ok(Some(dict))
+}
+
+fn raw_value<'py>(py: Python<'py>, value: RawBsonRef<'_>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    Ok(Some(match value {
+        RawBsonRef::Null | RawBsonRef::Undefined => py.None().into_bound(py),
+        RawBsonRef::Boolean(flag) => PyBool::new(py, flag).to_owned().into_any(),
+        RawBsonRef::Int32(n) => n.into_pyobject(py)?.into_any(),
+        RawBsonRef::Int64(n) => n.into_pyobject(py)?.into_any(),
+        RawBsonRef::Double(x) => x.into_pyobject(py)?.into_any(),
+        RawBsonRef::String(text) => PyString::new(py, text).into_any(),
+        RawBsonRef::Binary(binary) => PyBytes::new(py, binary.bytes).into_any(),
+        RawBsonRef::DateTime(at) => datetime(py, at.timestamp_millis())?,
+        RawBsonRef::ObjectId(id) => PyString::new(py, &id.to_hex()).into_any(),
+        RawBsonRef::Decimal128(decimal) => PyString::new(py, &decimal.to_string()).into_any(),
+        RawBsonRef::Document(document) => match raw_document(py, document)? {
+            Some(dict) => dict.into_any(),
+            None => return Ok(None),
+        },
+        RawBsonRef::Array(array) => {
+            let list = PyList::empty(py);
+            for element in array {
+                let element =
+                    element.map_err(|e| errors::invalid_input(format!("not a BSON array: {e}")))?;
+                match raw_value(py, element)? {
+                    Some(value) => list.append(value)?,
+                    None => return Ok(None),
+                }
+            }
+            list.into_any()
+        }
+        _ => return Ok(None),
+    }))
 }
 
 pub fn document_to_dict<'py>(py: Python<'py>, document: &Document) -> PyResult<Bound<'py, PyDict>> {
@@ -221,6 +283,7 @@ impl<'a> Codec<'a> {
         body: &[u8],
     ) -> PyResult<Bound<'py, PyAny>> {
         match &self.mapped {
+            Some(_) if !body.is_empty() => Ok(bytes_to_dict(py, body)?.into_any()),
             Some(mapped) => {
                 let document = mapped.document(key, body).map_err(errors::invalid_input)?;
                 Ok(document_to_dict(py, &document)?.into_any())
@@ -267,10 +330,15 @@ impl<'a> Codec<'a> {
     /// A stored payload as Python: the element, or `bytes`.
     pub fn payload_out<'py>(&self, py: Python<'py>, payload: &[u8]) -> PyResult<Bound<'py, PyAny>> {
         match self.mapped {
-            Some(_) => from_bson(
-                py,
-                &skewdb_cli::mongo::payload_element(payload).map_err(errors::invalid_input)?,
-            ),
+            Some(_) => {
+                // An element that is no plain document is stored wrapped as `{"": element}`
+                // (`skewdb_cli::mongo::element_payload`).
+                let document = bytes_to_dict(py, payload)?;
+                match (document.len(), document.get_item("")?) {
+                    (1, Some(element)) => Ok(element),
+                    _ => Ok(document.into_any()),
+                }
+            }
             None => Ok(PyBytes::new(py, payload).into_any()),
         }
     }
