@@ -578,10 +578,15 @@ fn summary_dict<'py>(
 /// collection of bytes), and `cursor`, a token to continue a read after it.
 #[pyclass(module = "skewdb", frozen, get_all)]
 pub struct Item {
+    /// The item's key: an int, or a datetime in a time series.
     key: Py<PyAny>,
+    /// The first measure's value, or None.
     value: Option<f64>,
+    /// The item's measures by name (those it has).
     measures: Py<PyDict>,
+    /// The element (bytes in a collection of bytes).
     payload: Py<PyAny>,
+    /// A token that continues a read in the same order after this item.
     cursor: Option<String>,
 }
 

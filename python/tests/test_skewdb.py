@@ -2,6 +2,7 @@
 transactions under contention, a process killed in the middle of writes."""
 
 import datetime
+import inspect
 import os
 import signal
 import subprocess
@@ -461,3 +462,17 @@ def test_a_killed_process_loses_nothing_acknowledged(tmp_path):
             assert c.get(f"k{n}")["n"] == n
         assert c.get("p")["log_count"] >= acknowledged + 1
         db.verify()
+
+
+def test_every_public_name_has_a_docstring():
+    for name in skewdb.__all__:
+        value = getattr(skewdb, name)
+        if name.isupper() or name.startswith("__"):
+            continue
+        assert value.__doc__, name
+        if isinstance(value, type):
+            for attribute, member in vars(value).items():
+                if attribute.startswith("_"):
+                    continue
+                if callable(member) or inspect.isdatadescriptor(member):
+                    assert member.__doc__, f"{name}.{attribute}"
