@@ -614,12 +614,17 @@ pub fn dump(db: &Db) -> String {
                 )
                 .unwrap();
                 for (what, summary) in [
-                    ("all", collection.summary(&key, field, ..).unwrap().unwrap()),
-                    (
-                        "100..=400",
-                        collection.summary(&key, field, 100..=400).unwrap().unwrap(),
-                    ),
+                    ("all", collection.summary(&key, field, ..)),
+                    ("100..=400", collection.summary(&key, field, 100..=400)),
                 ] {
+                    // A range that cuts a window of rolled-up items has no exact answer.
+                    let summary = match summary {
+                        Err(error) if error.kind() == "range_cuts_rollup" => {
+                            writeln!(out, "    {what}: {}", error.kind()).unwrap();
+                            continue;
+                        }
+                        summary => summary.unwrap().unwrap(),
+                    };
                     write!(
                         out,
                         "    {what}: {} items, keys {:?}..{:?}",

@@ -14,6 +14,7 @@ mod format_upgrade;
 mod format_v1;
 mod format_v2;
 mod format_v3;
+mod format_v4;
 mod fuzz_corpus;
 mod measures;
 mod migration;
