@@ -151,7 +151,7 @@ fn write_fixture(dir: &Path) {
         batch.put_in(&documents, &key, body.to_vec().unwrap());
         for at in 0..reviews {
             let mut element = bson::Document::new();
-            element.insert("at", at as i64);
+            element.insert("at", at);
             element.insert("stars", (at % 5) as i32 + 1);
             batch.push(
                 "docs",
