@@ -525,6 +525,15 @@ struct Args {
     /// MiB (page cache included), on the product pages only.
     #[arg(long = "ram-limit", value_name = "MIB")]
     ram_limit: Option<u64>,
+    /// The RAM-limited run at each of these limits (MiB, comma-separated: 160,320,640,1280),
+    /// every engine at each; writes views/s against the limit as a chart.
+    #[arg(
+        long = "ram-sweep",
+        value_name = "MIB,..",
+        value_delimiter = ',',
+        conflicts_with = "ram_limit"
+    )]
+    ram_sweep: Option<Vec<u64>>,
     /// One engine's process of the RAM-limited run (started by the run itself).
     #[arg(long = "ram-child", value_name = "ENGINE", hide = true)]
     ram_child: Option<String>,
@@ -549,6 +558,7 @@ fn main() {
         what_if_sample,
         view_count,
         ram_limit,
+        ram_sweep,
         ram_child,
         load_transaction,
         ram_cgroup,
@@ -568,6 +578,26 @@ fn main() {
         );
         return;
     }
+    if let Some(limits) = ram_sweep {
+        let mut points = Vec::new();
+        for &limit_mib in &limits {
+            let run = ram::run(
+                products_count,
+                view_count,
+                limit_mib,
+                *SETTINGS.lock().expect("settings"),
+                only.as_deref(),
+                load_transaction,
+            );
+            print!("{}", run.report);
+            points.push((limit_mib, run.views));
+        }
+        if let Err(e) = report::write_ram_sweep(products_count, &points) {
+            eprintln!("skewdb-peers: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     if let Some(limit_mib) = ram_limit {
         let report = ram::run(
             products_count,
@@ -576,7 +606,8 @@ fn main() {
             *SETTINGS.lock().expect("settings"),
             only.as_deref(),
             load_transaction,
-        );
+        )
+        .report;
         print!("{report}");
         // A run with other settings is a trial: printed, not written.
         if *SETTINGS.lock().expect("settings") == Settings::default()

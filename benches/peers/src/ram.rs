@@ -205,8 +205,15 @@ impl Drop for Cgroup {
     }
 }
 
-/// Runs every measured engine in a process of its own inside `limit_mib`; prints the table
-/// and returns it.
+/// What a RAM-limited run printed, and each engine's views per second (`None` for one that
+/// did not finish), for a sweep over limits.
+pub struct RamRun {
+    pub report: String,
+    pub views: Vec<(&'static str, Option<f64>)>,
+}
+
+/// Runs every measured engine in a process of its own inside `limit_mib`; returns the
+/// report (the table) and the views per second of each engine.
 pub fn run(
     products: u64,
     views: usize,
@@ -214,7 +221,7 @@ pub fn run(
     settings: crate::Settings,
     only: Option<&str>,
     per_transaction: Option<usize>,
-) -> String {
+) -> RamRun {
     let limit_bytes = limit_mib << 20;
     let exe = std::env::current_exe().expect("the bench's own executable");
     let mut rows = Vec::new();
@@ -271,6 +278,13 @@ pub fn run(
         rows.push((engine, model, outcome, cgroup_peak));
         drop(group);
     }
+    let rates = rows
+        .iter()
+        .map(|(engine, _, outcome, _)| match outcome {
+            Outcome::Measured(m) => (*engine, Some(m.views_per_second)),
+            Outcome::Failed { .. } => (*engine, None),
+        })
+        .collect();
     let mut table = table(&rows);
     // The yardstick: the same operations over records, with the RAM the limit leaves a
     // lean process beside its records.
@@ -294,14 +308,18 @@ pub fn run(
             "loaded a slice of at most {SLICE} products and {SLICE_REVIEWS} reviews at a time"
         ),
     };
-    format!(
+    let report = format!(
         "RAM-limited product pages: {products} products (the product-pages workload, {load}), {limit_note}; every engine's cache {} MiB (skewdb: {settings}); after the load the engine opens its files again, takes {} views to warm its cache (not timed), then {RUNS} passes of {views} views and {} pages, each timed (the median pass). Device reads: `read_bytes` of the process's `/proc/self/io` over the warm-up and the passes, per operation (view or page). The yardstick rows replay the same operations over records (a view reads its product's record, a page that record and its next fifteen reviews as one object), each miss reading the record's bytes and no more, starting cold, with the limit less {} MiB of RAM: what an engine that kept exactly the records read would read.\n\n{table}",
         CACHE_BYTES >> 20,
         data::WARM_VIEWS.min(views * crate::RUNS),
         data::PAGES.min(views),
         PROCESS_BYTES >> 20,
         RUNS = crate::RUNS,
-    )
+    );
+    RamRun {
+        report,
+        views: rates,
+    }
 }
 
 /// Runs one engine's process to its end (or its timeout); its outcome.

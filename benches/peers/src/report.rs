@@ -470,6 +470,118 @@ pub fn write_ram(text: &str, products: u64, limit_mib: u64) -> Result<(), String
     std::fs::write(dir.join(&name), text).map_err(|e| format!("{name}: {e}"))
 }
 
+/// One limit of a sweep: the limit in MiB and each engine's views per second (`None` when
+/// it did not finish).
+pub type SweepPoint = (u64, Vec<(&'static str, Option<f64>)>);
+
+/// Writes a sweep of RAM-limited runs (each limit's views/s per engine) to
+/// `bench-results/ram-sweep-PRODUCTS-products.md` and its chart to the `.svg` beside it.
+pub fn write_ram_sweep(products: u64, points: &[SweepPoint]) -> Result<(), String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench-results");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("results directory: {e}"))?;
+    let stem = format!("ram-sweep-{products}-products");
+    let engines: Vec<&str> = points
+        .first()
+        .map(|(_, rates)| rates.iter().map(|(engine, _)| *engine).collect())
+        .unwrap_or_default();
+    let mut text = format!(
+        "Product views per second against the memory limit, {products} products, every engine's cache {} MiB (`cargo run --release -p skewdb-peers -- --ram-sweep {} --products {products}`); a blank: the engine did not finish inside the limit.\n\n| cgroup limit MiB | {} |\n|---|{}\n",
+        crate::CACHE_BYTES >> 20,
+        points
+            .iter()
+            .map(|(limit, _)| limit.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+        engines.join(" | "),
+        "---|".repeat(engines.len()),
+    );
+    for (limit, rates) in points {
+        let cells: Vec<String> = rates
+            .iter()
+            .map(|(_, rate)| rate.map_or(String::new(), |r| format!("{r:.0}")))
+            .collect();
+        text.push_str(&format!("| {limit} | {} |\n", cells.join(" | ")));
+    }
+    std::fs::write(dir.join(format!("{stem}.md")), &text).map_err(|e| format!("{stem}.md: {e}"))?;
+    let svg = dir.join(format!("{stem}.svg"));
+    sweep_chart(&svg, products, points, &engines).map_err(|e| format!("{stem}.svg: {e}"))
+}
+
+/// Views per second (log scale) against the memory limit (log scale), a line per engine.
+fn sweep_chart(
+    path: &Path,
+    products: u64,
+    points: &[SweepPoint],
+    engines: &[&str],
+) -> Result<(), Box<dyn std::error::Error>> {
+    let root = SVGBackend::new(path, (820, 480)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let limits: Vec<f64> = points.iter().map(|(limit, _)| *limit as f64).collect();
+    let (low, high) = (
+        limits.iter().cloned().fold(f64::MAX, f64::min) * 0.8,
+        limits.iter().cloned().fold(0.0, f64::max) * 1.25,
+    );
+    let top = points
+        .iter()
+        .flat_map(|(_, rates)| rates.iter().filter_map(|(_, r)| *r))
+        .fold(1.0, f64::max)
+        * 2.0;
+    let bottom = points
+        .iter()
+        .flat_map(|(_, rates)| rates.iter().filter_map(|(_, r)| *r))
+        .fold(top, f64::min)
+        / 2.0;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!(
+                "Product views per second against the memory limit ({products} products, caches {} MiB)",
+                crate::CACHE_BYTES >> 20
+            ),
+            ("sans-serif", 17),
+        )
+        .margin(12)
+        .x_label_area_size(50)
+        .y_label_area_size(80)
+        .build_cartesian_2d((low..high).log_scale(), (bottom.max(1.0)..top).log_scale())?;
+    chart
+        .configure_mesh()
+        .x_desc("memory cgroup limit, MiB (page cache included)")
+        .y_desc("views/s")
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .draw()?;
+    let colors = [RED, BLUE, GREEN, MAGENTA, CYAN, BLACK];
+    for (at, engine) in engines.iter().enumerate() {
+        let color = colors[at % colors.len()];
+        let line: Vec<(f64, f64)> = points
+            .iter()
+            .filter_map(|(limit, rates)| {
+                rates
+                    .iter()
+                    .find(|(e, _)| e == engine)
+                    .and_then(|(_, rate)| rate.map(|r| (*limit as f64, r)))
+            })
+            .collect();
+        chart
+            .draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))?
+            .label(*engine)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+            });
+        chart.draw_series(
+            line.iter()
+                .map(|&point| Circle::new(point, 4, color.filled())),
+        )?;
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::LowerRight)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
