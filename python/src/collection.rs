@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
 use pyo3::types::{PyDict, PyList};
 use skewdb::{CollectionSpec, Cursor, ItemQuery, Summary};
 use skewdb_cli::mapped::Stated;
@@ -70,7 +71,7 @@ impl Collection {
         match &self.reader {
             Reader::Latest(collection) => {
                 let db = self.db.get();
-                db.with(|db| {
+                db.with(py, |db| {
                     let mut batch = db.batch();
                     write(&mut Handle {
                         batch: &mut batch,
@@ -86,7 +87,7 @@ impl Collection {
                     .to_string(),
             )),
             Reader::Transaction(transaction) => {
-                let mut held = transaction.lock();
+                let mut held = transaction.lock_py_attached(py);
                 let transaction = held.as_mut().ok_or_else(|| to_py(skewdb::Error::Closed))?;
                 write(&mut Named {
                     transaction,
@@ -664,7 +665,7 @@ impl Items {
     }
 
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<Item>>> {
-        let mut buffer = self.buffered.lock();
+        let mut buffer = self.buffered.lock_py_attached(py);
         if buffer.items.is_empty() {
             self.fill(py, &mut buffer)?;
         }
@@ -678,8 +679,8 @@ impl Items {
     /// The token that continues this read after the last item taken (pass it as
     /// `cursor=` to a read in the same order); None when no item is left to take.
     #[getter]
-    fn cursor(&self) -> Option<String> {
-        let buffer = self.buffered.lock();
+    fn cursor(&self, py: Python<'_>) -> Option<String> {
+        let buffer = self.buffered.lock_py_attached(py);
         let nothing_left = buffer.items.is_empty() && buffer.exhausted;
         match nothing_left {
             true => None,

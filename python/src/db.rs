@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 use pyo3::prelude::*;
+use pyo3::sync::{MutexExt, RwLockExt};
 use pyo3::types::{PyDict, PyList, PyString};
 use skewdb::{Durability, Options};
 
@@ -21,8 +22,14 @@ pub struct Db {
 
 impl Db {
     /// Runs `f` on the open database; `Closed` once it was closed.
-    pub fn with<R>(&self, f: impl FnOnce(&skewdb::Db) -> PyResult<R>) -> PyResult<R> {
-        let held = self.inner.read();
+    /// (The lock is taken with the GIL released while it waits, as every lock of this
+    /// module is: a thread holding it may be waiting for the GIL.)
+    pub fn with<R>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&skewdb::Db) -> PyResult<R>,
+    ) -> PyResult<R> {
+        let held = self.inner.read_py_attached(py);
         match held.as_ref() {
             Some(db) => f(db),
             None => Err(to_py(skewdb::Error::Closed)),
@@ -193,9 +200,9 @@ impl Db {
             }
         }
         let py = slf.py();
-        let created = slf
-            .get()
-            .with(|db| py.detach(|| db.create_collection(spec)).map_err(to_py))?;
+        let created = slf.get().with(py, |db| {
+            py.detach(|| db.create_collection(spec)).map_err(to_py)
+        })?;
         Ok(Collection {
             db: slf.clone().unbind(),
             spec: created.spec().clone(),
@@ -205,7 +212,10 @@ impl Db {
 
     /// Collection `name` (`UnknownCollection` when there is none).
     fn collection(slf: &Bound<'_, Self>, name: &str) -> PyResult<Collection> {
-        let collection = slf.get().with(|db| db.collection(name).map_err(to_py))?;
+        let py = slf.py();
+        let collection = slf
+            .get()
+            .with(py, |db| db.collection(name).map_err(to_py))?;
         Ok(Collection {
             db: slf.clone().unbind(),
             spec: collection.spec().clone(),
@@ -218,8 +228,8 @@ impl Db {
     }
 
     /// The collections' names, sorted.
-    fn collections(&self) -> PyResult<Vec<String>> {
-        self.with(|db| Ok(db.collection_names()))
+    fn collections(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        self.with(py, |db| Ok(db.collection_names()))
     }
 
     /// Changes collection `name`'s schema at once: `rename` it, `add_arrays` (field to
@@ -261,7 +271,7 @@ impl Db {
         };
         let names = ["add_arrays", "add_measures", "set_layouts", "set_rollups"];
         let py = slf.py();
-        let altered = slf.get().with(|db| {
+        let altered = slf.get().with(py, |db| {
             let current = db.collection(name).ok();
             let alteration =
                 skewdb_cli::schema::alteration(changes, names, current.as_ref().map(|c| c.spec()))
@@ -278,13 +288,17 @@ impl Db {
 
     /// Drops collection `name` and everything in it.
     fn drop(&self, py: Python<'_>, name: &str) -> PyResult<()> {
-        self.with(|db| py.detach(|| db.drop_collection(name)).map_err(to_py))
+        self.with(py, |db| {
+            py.detach(|| db.drop_collection(name)).map_err(to_py)
+        })
     }
 
     /// Waits until every layout change has moved its parents; returns the moves left
     /// open by parents that cannot move, as dicts.
     fn wait_for_migrations<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let left = self.with(|db| py.detach(|| db.wait_for_migrations()).map_err(to_py))?;
+        let left = self.with(py, |db| {
+            py.detach(|| db.wait_for_migrations()).map_err(to_py)
+        })?;
         let out = PyList::empty(py);
         for progress in &left {
             out.append(format!("{progress:?}"))?;
@@ -295,7 +309,8 @@ impl Db {
     /// A batch: writes to any collections, committed atomically when the `with` block
     /// ends without an exception (or by `commit()`).
     fn batch(slf: &Bound<'_, Self>) -> PyResult<Batch> {
-        let batch = slf.get().with(|db| Ok(db.batch()))?;
+        let py = slf.py();
+        let batch = slf.get().with(py, |db| Ok(db.batch()))?;
         Ok(Batch {
             db: slf.clone().unbind(),
             batch: Mutex::new(Some(batch)),
@@ -306,7 +321,8 @@ impl Db {
     /// serializably when the `with` block ends without an exception (`Conflict` when
     /// another commit changed what it read: run it again, or use `transact`).
     fn transaction(slf: &Bound<'_, Self>) -> PyResult<Transaction> {
-        let transaction = slf.get().with(|db| Ok(db.transaction()))?;
+        let py = slf.py();
+        let transaction = slf.get().with(py, |db| Ok(db.transaction()))?;
         Ok(Transaction {
             db: slf.clone().unbind(),
             transaction: Arc::new(Mutex::new(Some(transaction))),
@@ -329,7 +345,7 @@ impl Db {
             let held = transaction.transaction.clone();
             let transaction = Bound::new(py, transaction)?;
             let result = work.call1((transaction,))?;
-            let taken = held.lock().take();
+            let taken = held.lock_py_attached(py).take();
             let Some(taken) = taken else {
                 return Ok(result.unbind());
             };
@@ -343,7 +359,8 @@ impl Db {
 
     /// A snapshot: every collection as of now, unchanged by later commits.
     fn snapshot(slf: &Bound<'_, Self>) -> PyResult<Snapshot> {
-        let snapshot = slf.get().with(|db| Ok(db.snapshot()))?;
+        let py = slf.py();
+        let snapshot = slf.get().with(py, |db| Ok(db.snapshot()))?;
         Ok(Snapshot {
             db: slf.clone().unbind(),
             snapshot: Mutex::new(Some(snapshot)),
@@ -353,7 +370,7 @@ impl Db {
     /// The database's state and this process's counters, as `skewdb stats --json`
     /// prints them (the cache's what-if table included).
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let value = self.with(|db| {
+        let value = self.with(py, |db| {
             py.detach(|| -> skewdb::Result<_> {
                 let stats = db.stats()?;
                 let space = db.space()?;
@@ -372,7 +389,7 @@ impl Db {
         py: Python<'py>,
         path: std::path::PathBuf,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let report = self.with(|db| py.detach(|| db.backup(&path)).map_err(to_py))?;
+        let report = self.with(py, |db| py.detach(|| db.backup(&path)).map_err(to_py))?;
         let out = PyDict::new(py);
         out.set_item("commits", report.commits)?;
         out.set_item("collections", report.collections)?;
@@ -384,27 +401,27 @@ impl Db {
 
     /// Writes every changed page and a checkpoint.
     fn checkpoint(&self, py: Python<'_>) -> PyResult<()> {
-        self.with(|db| py.detach(|| db.checkpoint()).map_err(to_py))
+        self.with(py, |db| py.detach(|| db.checkpoint()).map_err(to_py))
     }
 
     /// Rewrites cold segments and pages to reclaim the space of what was deleted.
     fn compact(&self, py: Python<'_>) -> PyResult<()> {
-        self.with(|db| py.detach(|| db.compact()).map(drop).map_err(to_py))
+        self.with(py, |db| py.detach(|| db.compact()).map(drop).map_err(to_py))
     }
 
     /// Checks every stored byte; raises `Corruption` on the first bad one.
     fn verify(&self, py: Python<'_>) -> PyResult<()> {
-        self.with(|db| py.detach(|| db.verify()).map(drop).map_err(to_py))
+        self.with(py, |db| py.detach(|| db.verify()).map(drop).map_err(to_py))
     }
 
     /// Makes every commit so far durable (under `durability="buffered"`).
     fn persist(&self, py: Python<'_>) -> PyResult<()> {
-        self.with(|db| py.detach(|| db.persist()).map_err(to_py))
+        self.with(py, |db| py.detach(|| db.persist()).map_err(to_py))
     }
 
     /// Closes the database: checkpoints, and every later call raises `Closed`.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let taken = self.inner.write().take();
+        let taken = self.inner.write_py_attached(py).take();
         match taken {
             Some(db) => py.detach(|| db.close()).map_err(to_py),
             None => Ok(()),
@@ -426,8 +443,8 @@ impl Db {
         Ok(false)
     }
 
-    fn __repr__(&self) -> String {
-        let state = if self.inner.read().is_some() {
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let state = if self.inner.read_py_attached(py).is_some() {
             "open"
         } else {
             "closed"
@@ -447,14 +464,15 @@ impl Batch {
     /// Queues what `queue` makes of collection `name`'s handle and codec.
     fn queue(
         &self,
+        py: Python<'_>,
         name: &str,
         queue: impl FnOnce(&mut skewdb::Batch, &skewdb::Collection, &Codec<'_>) -> PyResult<()>,
     ) -> PyResult<()> {
         let collection = self
             .db
             .get()
-            .with(|db| db.collection(name).map_err(to_py))?;
-        let mut held = self.batch.lock();
+            .with(py, |db| db.collection(name).map_err(to_py))?;
+        let mut held = self.batch.lock_py_attached(py);
         let batch = held.as_mut().ok_or_else(|| to_py(skewdb::Error::Closed))?;
         queue(batch, &collection, &Codec::of(collection.spec()))
     }
@@ -465,11 +483,12 @@ impl Batch {
     /// Sets the body of parent `key` of collection `collection`, as `Collection.put`.
     fn put(
         &self,
+        py: Python<'_>,
         collection: &str,
         key: &Bound<'_, PyAny>,
         body: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        self.queue(collection, |batch, handle, codec| {
+        self.queue(py, collection, |batch, handle, codec| {
             let key = codec.key(key)?;
             let body = codec.body(&key, body)?;
             batch.put_in(handle, key, body);
@@ -478,8 +497,8 @@ impl Batch {
     }
 
     /// Deletes parent `key` of collection `collection`.
-    fn delete(&self, collection: &str, key: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.queue(collection, |batch, handle, codec| {
+    fn delete(&self, py: Python<'_>, collection: &str, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.queue(py, collection, |batch, handle, codec| {
             batch.delete_in(handle, codec.key(key)?);
             Ok(())
         })
@@ -498,7 +517,7 @@ impl Batch {
         value: Option<f64>,
         measures: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<()> {
-        self.queue(collection, |batch, handle, codec| {
+        self.queue(py, collection, |batch, handle, codec| {
             let array = codec.array(field)?;
             let stated = stated(array, key, value, measures)?;
             let none = py.None().into_bound(py);
@@ -512,14 +531,17 @@ impl Batch {
     /// Commits what was queued (atomically, durably under `"immediate"`); the batch is
     /// then empty and may be used again.
     fn commit(&self, py: Python<'_>) -> PyResult<()> {
-        let mut held = self.batch.lock();
+        let mut held = self.batch.lock_py_attached(py);
         let batch = held.as_mut().ok_or_else(|| to_py(skewdb::Error::Closed))?;
         py.detach(|| batch.commit()).map_err(to_py)
     }
 
     /// Writes queued and not committed.
-    fn __len__(&self) -> usize {
-        self.batch.lock().as_ref().map_or(0, |b| b.len())
+    fn __len__(&self, py: Python<'_>) -> usize {
+        self.batch
+            .lock_py_attached(py)
+            .as_ref()
+            .map_or(0, |b| b.len())
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -537,7 +559,7 @@ impl Batch {
         if kind.is_none_or(|k| k.is_none()) {
             self.commit(py)?;
         }
-        self.batch.lock().take();
+        self.batch.lock_py_attached(py).take();
         Ok(false)
     }
 }
@@ -555,7 +577,7 @@ impl Transaction {
     /// Collection `name` as the transaction sees it; its writes go into the transaction.
     fn collection(&self, py: Python<'_>, name: &str) -> PyResult<Collection> {
         let spec = {
-            let held = self.transaction.lock();
+            let held = self.transaction.lock_py_attached(py);
             let transaction = held.as_ref().ok_or_else(|| to_py(skewdb::Error::Closed))?;
             transaction.collection(name).map_err(to_py)?.spec().clone()
         };
@@ -572,14 +594,14 @@ impl Transaction {
 
     /// Commits the transaction (`Conflict` when another commit changed what it read).
     fn commit(&self, py: Python<'_>) -> PyResult<()> {
-        let taken = self.transaction.lock().take();
+        let taken = self.transaction.lock_py_attached(py).take();
         let transaction = taken.ok_or_else(|| to_py(skewdb::Error::Closed))?;
         py.detach(|| transaction.commit()).map_err(to_py)
     }
 
     /// Drops the transaction's writes.
-    fn rollback(&self) {
-        self.transaction.lock().take();
+    fn rollback(&self, py: Python<'_>) {
+        self.transaction.lock_py_attached(py).take();
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -595,10 +617,10 @@ impl Transaction {
         _value: Option<&Bound<'_, PyAny>>,
         _traceback: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
-        let open = self.transaction.lock().is_some();
+        let open = self.transaction.lock_py_attached(py).is_some();
         match kind.is_none_or(|k| k.is_none()) && open {
             true => self.commit(py)?,
-            false => self.rollback(),
+            false => self.rollback(py),
         }
         Ok(false)
     }
@@ -615,7 +637,7 @@ pub struct Snapshot {
 impl Snapshot {
     /// Collection `name` as of the snapshot.
     fn collection(&self, py: Python<'_>, name: &str) -> PyResult<Collection> {
-        let held = self.snapshot.lock();
+        let held = self.snapshot.lock_py_attached(py);
         let snapshot = held.as_ref().ok_or_else(|| to_py(skewdb::Error::Closed))?;
         let collection = snapshot.collection(name).map_err(to_py)?;
         Ok(Collection {
@@ -630,15 +652,15 @@ impl Snapshot {
     }
 
     /// The collections' names as of the snapshot.
-    fn collections(&self) -> PyResult<Vec<String>> {
-        let held = self.snapshot.lock();
+    fn collections(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        let held = self.snapshot.lock_py_attached(py);
         let snapshot = held.as_ref().ok_or_else(|| to_py(skewdb::Error::Closed))?;
         Ok(snapshot.collection_names())
     }
 
     /// Lets the snapshot go (what it held may then be reclaimed).
-    fn close(&self) {
-        self.snapshot.lock().take();
+    fn close(&self, py: Python<'_>) {
+        self.snapshot.lock_py_attached(py).take();
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -647,11 +669,12 @@ impl Snapshot {
 
     fn __exit__(
         &self,
+        py: Python<'_>,
         _kind: Option<&Bound<'_, PyAny>>,
         _value: Option<&Bound<'_, PyAny>>,
         _traceback: Option<&Bound<'_, PyAny>>,
     ) -> bool {
-        self.close();
+        self.close(py);
         false
     }
 }

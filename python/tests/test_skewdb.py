@@ -476,3 +476,93 @@ def test_every_public_name_has_a_docstring():
                     continue
                 if callable(member) or inspect.isdatadescriptor(member):
                     assert member.__doc__, f"{name}.{attribute}"
+
+
+SHARED_HANDLES = r"""
+import sys, threading, time
+import skewdb
+
+
+def joined(threads):
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+db = skewdb.open(sys.argv[1], cache="1MiB")
+products = db.create_collection("products", {"reviews": skewdb.Subset(keep=3)})
+with db.batch() as batch:
+    for n in range(3000):
+        batch.push("products", "p", "reviews", {"n": n})
+# One iterator taken from by several threads: each item is given once.
+shared = products.items("p", "reviews")
+taken = []
+
+
+def take():
+    for item in shared:
+        taken.append(item.key)
+
+
+joined([threading.Thread(target=take) for _ in range(4)])
+assert sorted(taken) == list(range(3000))
+# One batch filled by several threads while another commits it.
+batch = db.batch()
+
+
+def fill(w):
+    for n in range(200):
+        batch.put("products", f"w{w}-{n}", {"n": n})
+
+
+def commit():
+    for _ in range(20):
+        batch.commit()
+
+
+joined([threading.Thread(target=fill, args=(w,)) for w in range(3)]
+       + [threading.Thread(target=commit)])
+batch.commit()
+assert sum(1 for _ in products.scan(start="w", end="x")) == 600
+# One transaction read and written by several threads.
+tx = db.transaction()
+
+
+def use(w):
+    for n in range(100):
+        tx["products"].put(f"t{w}-{n}", {"n": n})
+        tx["products"].get(f"t{w}-{n}")
+
+
+joined([threading.Thread(target=use, args=(w,)) for w in range(3)])
+tx.commit()
+assert products.get("t2-99")["n"] == 99
+# The database closed while another thread commits: the writer stops with Closed.
+stopped = []
+
+
+def write():
+    try:
+        for n in range(100000):
+            products.put(f"late{n}", {"n": n})
+    except skewdb.Closed:
+        stopped.append(True)
+
+
+writer = threading.Thread(target=write)
+writer.start()
+time.sleep(0.05)
+db.close()
+writer.join()
+assert stopped == [True]
+print("done")
+"""
+
+
+def test_shared_handles_never_deadlock_across_threads(tmp_path):
+    # In a process of its own: a deadlock holds the GIL, so only a timeout from outside
+    # can end it and fail the test.
+    done = subprocess.run([sys.executable, "-c", SHARED_HANDLES, str(tmp_path / "db")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "done", done.stderr
