@@ -13,8 +13,9 @@ use skewdb_cli::text::Shown;
 
 use super::*;
 
+/// An array field of one parent, and the item keys [--from, --to] a read takes of it.
 #[derive(Args)]
-pub struct Items {
+pub struct ItemRange {
     #[command(flatten)]
     pub array: ArrayArgs,
     /// Smallest item key (inclusive).
@@ -23,6 +24,12 @@ pub struct Items {
     /// Largest item key (inclusive).
     #[arg(long, allow_hyphen_values = true)]
     pub to: Option<ItemKeyArg>,
+}
+
+#[derive(Args)]
+pub struct Items {
+    #[command(flatten)]
+    pub range: ItemRange,
     /// Greatest keys first.
     #[arg(long)]
     pub desc: bool,
@@ -41,13 +48,7 @@ pub struct Items {
 #[derive(Args)]
 pub struct Summary {
     #[command(flatten)]
-    pub array: ArrayArgs,
-    /// Smallest item key (inclusive).
-    #[arg(long, allow_hyphen_values = true)]
-    pub from: Option<ItemKeyArg>,
-    /// Largest item key (inclusive).
-    #[arg(long, allow_hyphen_values = true)]
-    pub to: Option<ItemKeyArg>,
+    pub range: ItemRange,
     /// Only this measure's count, sum, min and max (default: the first, and every
     /// measure's by name when the array names its own).
     #[arg(long)]
@@ -92,9 +93,7 @@ pub struct Count {
 
 pub fn items(args: Items, cx: &Context) -> Result<(), Failure> {
     let Items {
-        array,
-        from,
-        to,
+        range: ItemRange { array, from, to },
         desc,
         after,
         cursor,
@@ -148,9 +147,7 @@ pub fn items(args: Items, cx: &Context) -> Result<(), Failure> {
 
 pub fn summary(args: Summary, cx: &Context) -> Result<(), Failure> {
     let Summary {
-        array,
-        from,
-        to,
+        range: ItemRange { array, from, to },
         measure,
         every,
     } = args;
