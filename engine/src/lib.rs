@@ -45,7 +45,7 @@ mod record;
 mod rollup;
 // The one `unsafe` block (mapping a segment file: sealed cold and hot segments, and the active
 // hot segment, when `Options::memory_map` is on) is allowed where it stands, in `fs.rs`.
-#[doc(hidden)]
+#[cfg(feature = "policy")]
 pub mod policy;
 mod storage;
 mod store;

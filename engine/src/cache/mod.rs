@@ -30,7 +30,10 @@ use crate::catalog::CollectionId;
 use crate::error::Result;
 pub use admission::Admission;
 use admission::Lately;
-pub use policy::{CachePolicy, EvictionRule, InnerPages, Marks, Miniature, NoMarks, Policy, Rule};
+pub use policy::{CachePolicy, EvictionRule, Marks, Policy};
+// What only `skewdb::policy` shows (the trace simulators').
+#[cfg(feature = "policy")]
+pub use policy::{InnerPages, Miniature, NoMarks, Rule};
 use records::{KeptRecord, RecordCache, Seen};
 pub use stats::{CacheStats, CollectionCacheStats, TierStats, WhatIf};
 pub use trace::DROP_CLASS;

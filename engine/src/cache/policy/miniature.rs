@@ -42,12 +42,14 @@ impl<K: Copy + Eq + Hash, R: EvictionRule<K>> Miniature<K, R> {
     }
 
     /// The policy's state.
+    #[cfg(feature = "policy")]
     pub fn policy(&self) -> &Policy<K, R> {
         &self.policy
     }
 
     /// One request for `key` of `weight` bytes; true on a hit. Objects larger than the
     /// budget are never kept.
+    #[cfg(any(test, feature = "policy"))]
     pub fn access(&mut self, key: K, weight: u64) -> bool {
         self.access_as(key, weight, false)
     }
@@ -150,11 +152,13 @@ impl<K: Copy + Eq + Hash, R: EvictionRule<K>> Miniature<K, R> {
     }
 
     /// hits / requests, or 0 with no requests.
+    #[cfg(any(test, feature = "policy"))]
     pub fn hit_ratio(&self) -> f64 {
         super::marks::ratio(self.hits, self.requests)
     }
 
     /// Bytes of the objects held now.
+    #[cfg(any(test, feature = "policy"))]
     pub fn resident_bytes(&self) -> u64 {
         self.resident_bytes
     }

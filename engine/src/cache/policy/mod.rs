@@ -25,8 +25,12 @@ mod s3fifo;
 mod tests;
 
 pub use kind::CachePolicy;
+pub use marks::Marks;
+#[cfg(feature = "policy")]
+pub use marks::NoMarks;
 pub(crate) use marks::ratio;
-pub use marks::{Marks, NoMarks};
 pub use miniature::Miniature;
 pub use rule::EvictionRule;
-pub use rules::{InnerPages, Policy, Rule};
+pub use rules::Policy;
+#[cfg(feature = "policy")]
+pub use rules::{InnerPages, Rule};
