@@ -10,7 +10,6 @@ use super::transaction::Transaction;
 use super::view::Latest;
 use crate::alter::Alteration;
 use crate::catalog::CollectionSpec;
-use crate::error::Error;
 use crate::storage::{FsStorage, Storage};
 use crate::store::{BatchOp, Engine};
 use crate::{
@@ -260,10 +259,7 @@ impl Db {
     /// collection handles and snapshots, which hold one) keep the database open until they
     /// are dropped too. A handle opened read-only has nothing to write: its close is `Ok`.
     pub fn close(self) -> Result<()> {
-        match self.engine.checkpoint() {
-            Err(Error::ReadOnly { .. }) => Ok(()),
-            checkpointed => checkpointed,
-        }
+        self.engine.checkpoint_at_close()
     }
 
     /// Gives back the space both tiers hold beyond the live state, now. Cold: the live

@@ -14,7 +14,7 @@ use super::segments;
 use super::shared::Shared;
 use super::versions::Version;
 use super::writer::Writer;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::limits::widths::u32_len;
 use crate::log::FrameKind;
 use crate::log::FrameLoc;
@@ -483,6 +483,19 @@ impl PageImages {
 }
 
 /// Closing: the last handle gone, the changed pages are checkpointed.
+impl Shared {
+    /// The checkpoint a close writes: none for a database opened read-only, which has
+    /// nothing to write; a database whose writes failed answers with that failure.
+    pub(crate) fn checkpoint_at_close(&self) -> Result<()> {
+        match self.commits.lock().log.check_writable() {
+            Err(Error::ReadOnly { .. }) => return Ok(()),
+            Err(failed) => return Err(failed),
+            Ok(()) => {}
+        }
+        self.checkpoint_now(Clean::automatic(self.options.reclaim))
+    }
+}
+
 impl Drop for Shared {
     fn drop(&mut self) {
         if self.commits.lock().log.check_writable().is_ok() {
