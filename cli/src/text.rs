@@ -428,16 +428,22 @@ pub fn stats_json(stats: &Stats, space: &SpaceStats) -> Value {
         "log_segments": stats.log_segments,
         "log_bytes": stats.log_bytes,
         "retired": stats.retired,
-        "migrations": stats.migrations.iter().map(|m| json!({
-            "collection": m.collection,
-            "field": m.field,
-            "from": m.from.describe(),
-            "to": m.to.describe(),
-            "parents_walked": m.parents_walked,
-            "parents_moved": m.parents_moved,
-            "parents_total": m.parents_total,
-            "refused": m.refused.len(),
-        })).collect::<Vec<_>>(),
+        "migrations": stats.migrations.iter().map(migration_json).collect::<Vec<_>>(),
+    })
+}
+
+/// One layout change running, as `stats --json` prints it (`refused`: how many parents
+/// cannot move).
+pub fn migration_json(m: &skewdb::MigrationProgress) -> Value {
+    json!({
+        "collection": m.collection,
+        "field": m.field,
+        "from": m.from.describe(),
+        "to": m.to.describe(),
+        "parents_walked": m.parents_walked,
+        "parents_moved": m.parents_moved,
+        "parents_total": m.parents_total,
+        "refused": m.refused.len(),
     })
 }
 

@@ -28,7 +28,7 @@ pub enum Reader {
 /// Runs `$body` with `$c` bound to a handle of the reader's view, the GIL released.
 macro_rules! read {
     ($self:expr, $py:expr, |$c:ident| $body:expr) => {{
-        let name = $self.spec.name().to_string();
+        let name = $self.spec.name();
         let result: skewdb::Result<_> = match &$self.reader {
             Reader::Latest($c) => $py.detach(|| $body),
             Reader::Snapshot($c) => $py.detach(|| $body),
@@ -36,7 +36,7 @@ macro_rules! read {
                 let held = transaction.lock();
                 match held.as_ref() {
                     Some(transaction) => {
-                        let $c = transaction.collection(&name)?;
+                        let $c = transaction.collection(name)?;
                         $body
                     }
                     None => Err(skewdb::Error::Closed),
@@ -98,12 +98,37 @@ impl Collection {
         }
     }
 
-    fn key_shown(&self, py: Python<'_>, key: &[u8]) -> String {
-        self.codec()
+    /// A handle of `collection` as the database holds it now.
+    pub fn latest(db: Py<Db>, collection: skewdb::Collection) -> Collection {
+        Collection {
+            db,
+            spec: collection.spec().clone(),
+            reader: Reader::Latest(collection),
+        }
+    }
+
+    /// `NotFound` for parent `key`.
+    fn missing(&self, py: Python<'_>, key: &[u8]) -> PyErr {
+        let shown = self
+            .codec()
             .key_out(py, key)
             .and_then(|k| k.repr().map(|r| r.to_string()))
-            .unwrap_or_else(|_| format!("{key:?}"))
+            .unwrap_or_else(|_| format!("{key:?}"));
+        errors::not_found(format!("no parent {shown} in {}", self.spec.name()))
     }
+}
+
+/// The item keys from `start` (included) to `end` (excluded) of `array`.
+fn key_range(
+    array: &skewdb::ArraySpec,
+    start: Option<&Bound<'_, PyAny>>,
+    end: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(Edge<i64>, Edge<i64>)> {
+    let key = |b: Option<&Bound<'_, PyAny>>| b.map(|k| convert::item_key(array, k)).transpose();
+    Ok((
+        key(start)?.map_or(Edge::Unbounded, Edge::Included),
+        key(end)?.map_or(Edge::Unbounded, Edge::Excluded),
+    ))
 }
 
 /// Where a collection handle's write goes.
@@ -331,31 +356,17 @@ impl Collection {
         let this = slf.get();
         let codec = this.codec();
         let array = codec.array(field)?;
-        let bound =
-            |b: Option<&Bound<'_, PyAny>>| b.map(|k| convert::item_key(array, k)).transpose();
-        let (start, end) = (bound(start)?, bound(end)?);
         let after = cursor
             .map(|token| skewdb_cli::item_key::parse_cursor(token, newest_first))
             .transpose()
             .map_err(to_py)?;
         let parent_key = codec.key(parent)?;
-        let mut query = ItemQuery::new().range((
-            start.map_or(Edge::Unbounded, Edge::Included),
-            end.map_or(Edge::Unbounded, Edge::Excluded),
-        ));
+        let mut query = ItemQuery::new().range(key_range(array, start, end)?);
         if newest_first {
             query = query.descending();
         }
         let py = slf.py();
-        // The parent's presence is checked at once, so a missing one raises here.
-        if read!(this, py, |c| c.get_projected(&parent_key, &[]))?.is_none() {
-            return Err(errors::not_found(format!(
-                "no parent {} in {}",
-                this.key_shown(py, &parent_key),
-                this.spec.name()
-            )));
-        }
-        Ok(Items {
+        let items = Items {
             collection: slf.clone().unbind(),
             parent: parent_key,
             field: field.to_string(),
@@ -367,7 +378,16 @@ impl Collection {
                 left: limit,
                 ..Buffer::default()
             }),
-        })
+        };
+        // The first page is read at once, so that a missing parent raises here.
+        let present = match limit {
+            Some(0) => read!(this, py, |c| c.get_projected(&items.parent, &[]))?.is_some(),
+            _ => items.fill(py, &mut items.buffered.lock())?,
+        };
+        match present {
+            true => Ok(items),
+            false => Err(this.missing(py, &items.parent)),
+        }
     }
 
     /// The summary of array `field` of `parent` over keys from `start` (included) to
@@ -387,20 +407,9 @@ impl Collection {
     ) -> PyResult<Bound<'py, PyAny>> {
         let codec = self.codec();
         let array = codec.array(field)?;
-        let bound =
-            |b: Option<&Bound<'_, PyAny>>| b.map(|k| convert::item_key(array, k)).transpose();
-        let range = (
-            bound(start)?.map_or(Edge::Unbounded, Edge::Included),
-            bound(end)?.map_or(Edge::Unbounded, Edge::Excluded),
-        );
+        let range = key_range(array, start, end)?;
         let parent_key = codec.key(parent)?;
-        let missing = || {
-            errors::not_found(format!(
-                "no parent {} in {}",
-                self.key_shown(py, &parent_key),
-                self.spec.name()
-            ))
-        };
+        let missing = || self.missing(py, &parent_key);
         match every {
             None => {
                 let summary = read!(self, py, |c| c.summary(&parent_key, field, range))?
@@ -577,18 +586,23 @@ fn summary_dict<'py>(
 /// One item of an array: `key` (an int, or a datetime in a time series), `value` (its
 /// first measure's, or None), `measures` by name, `payload` (the element; bytes in a
 /// collection of bytes), and `cursor`, a token to continue a read after it.
-#[pyclass(module = "skewdb", frozen, get_all)]
+#[pyclass(module = "skewdb", frozen)]
 pub struct Item {
     /// The item's key: an int, or a datetime in a time series.
+    #[pyo3(get)]
     key: Py<PyAny>,
     /// The first measure's value, or None.
+    #[pyo3(get)]
     value: Option<f64>,
     /// The item's measures by name (those it has).
+    #[pyo3(get)]
     measures: Py<PyDict>,
     /// The element (bytes in a collection of bytes).
+    #[pyo3(get)]
     payload: Py<PyAny>,
-    /// A token that continues a read in the same order after this item.
-    cursor: Option<String>,
+    /// Its place, and whether the read that gave it was newest first (its `cursor`, made
+    /// when asked for).
+    place: Option<(Cursor, bool)>,
 }
 
 impl Item {
@@ -597,7 +611,7 @@ impl Item {
         codec: &Codec<'_>,
         array: &skewdb::ArraySpec,
         item: &skewdb::Item,
-        cursor: Option<String>,
+        place: Option<(Cursor, bool)>,
     ) -> PyResult<Bound<'py, Item>> {
         let measures = PyDict::new(py);
         for (index, name) in array.measures.iter().enumerate() {
@@ -612,7 +626,7 @@ impl Item {
                 value: item.value,
                 measures: measures.unbind(),
                 payload: codec.payload_out(py, &item.payload)?.unbind(),
-                cursor,
+                place,
             },
         )
     }
@@ -620,6 +634,14 @@ impl Item {
 
 #[pymethods]
 impl Item {
+    /// A token that continues a read in the same order after this item (None for an
+    /// inline item of `get`).
+    #[getter]
+    fn cursor(&self) -> Option<String> {
+        self.place
+            .map(|(place, descending)| skewdb_cli::item_key::cursor_token(place, descending))
+    }
+
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         Ok(format!(
             "Item(key={}, value={:?}, payload={})",
@@ -692,15 +714,16 @@ impl Items {
 }
 
 impl Items {
-    /// Reads the next page, if the limit and the array leave one.
-    fn fill(&self, py: Python<'_>, buffer: &mut Buffer) -> PyResult<()> {
+    /// Reads the next page, if the limit and the array leave one; false when the parent
+    /// is not there (deleted since the read began, or never there for the first page).
+    fn fill(&self, py: Python<'_>, buffer: &mut Buffer) -> PyResult<bool> {
         if buffer.exhausted {
-            return Ok(());
+            return Ok(true);
         }
         let size = buffer.left.map_or(PAGE, |left| left.min(PAGE));
         if size == 0 {
             // The limit ends the read; what is left stays behind the cursor.
-            return Ok(());
+            return Ok(true);
         }
         let mut query = self.query.clone().limit(size);
         if let Some(after) = buffer.next {
@@ -710,15 +733,13 @@ impl Items {
         let (parent, field) = (&self.parent, self.field.as_str());
         let page = read!(collection, py, |c| c.items(parent, field, &query))?;
         let Some(page) = page else {
-            // The parent was deleted since the read began.
             buffer.exhausted = true;
-            return Ok(());
+            return Ok(false);
         };
         let codec = collection.codec();
         let array = codec.array(field)?;
         for (item, place) in page.items.iter().zip(&page.ids) {
-            let token = skewdb_cli::item_key::cursor_token(*place, self.newest_first);
-            let item = Item::of(py, &codec, array, item, Some(token))?;
+            let item = Item::of(py, &codec, array, item, Some((*place, self.newest_first)))?;
             buffer.items.push_back((item.unbind(), *place));
         }
         if let Some(left) = &mut buffer.left {
@@ -726,6 +747,6 @@ impl Items {
         }
         buffer.next = page.next;
         buffer.exhausted = page.next.is_none();
-        Ok(())
+        Ok(true)
     }
 }

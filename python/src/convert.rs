@@ -5,6 +5,7 @@
 use bson::{Bson, Document, RawBsonRef, RawDocument};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use skewdb::{ArraySpec, CollectionSpec, bson_key};
 use skewdb_cli::failure::Failure;
@@ -101,37 +102,26 @@ pub fn from_bson<'py>(py: Python<'py>, value: &Bson) -> PyResult<Bound<'py, PyAn
 }
 
 /// The document of BSON bytes as a `dict`, read in place (no `bson::Document` built on
-/// the way); a document holding a type `from_bson` shows as text (an ObjectId, a regular
-/// expression, ...) goes the owned way.
+/// the way).
 pub fn bytes_to_dict<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyDict>> {
     let raw = RawDocument::from_bytes(bytes)
         .map_err(|e| errors::invalid_input(format!("not a BSON document: {e}")))?;
-    match raw_document(py, raw)? {
-        Some(dict) => Ok(dict),
-        None => {
-            let document =
-                skewdb_cli::mongo::body_document(bytes).map_err(errors::invalid_input)?;
-            document_to_dict(py, &document)
-        }
-    }
+    raw_document(py, raw)
 }
 
-/// `None` when the document holds a type only the owned way shows.
-fn raw_document<'py>(py: Python<'py>, raw: &RawDocument) -> PyResult<Option<Bound<'py, PyDict>>> {
+fn raw_document<'py>(py: Python<'py>, raw: &RawDocument) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
     for element in raw.iter() {
         let (name, value) =
             element.map_err(|e| errors::invalid_input(format!("not a BSON document: {e}")))?;
-        let Some(value) = raw_value(py, value)? else {
-            return Ok(None);
-        };
-        dict.set_item(PyString::intern(py, name.as_str()), value)?;
+        dict.set_item(PyString::intern(py, name.as_str()), raw_value(py, value)?)?;
     }
-    Ok(Some(dict))
+    Ok(dict)
 }
 
-fn raw_value<'py>(py: Python<'py>, value: RawBsonRef<'_>) -> PyResult<Option<Bound<'py, PyAny>>> {
-    Ok(Some(match value {
+/// [`from_bson`] of a value read in place.
+fn raw_value<'py>(py: Python<'py>, value: RawBsonRef<'_>) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match value {
         RawBsonRef::Null | RawBsonRef::Undefined => py.None().into_bound(py),
         RawBsonRef::Boolean(flag) => PyBool::new(py, flag).to_owned().into_any(),
         RawBsonRef::Int32(n) => n.into_pyobject(py)?.into_any(),
@@ -140,26 +130,23 @@ fn raw_value<'py>(py: Python<'py>, value: RawBsonRef<'_>) -> PyResult<Option<Bou
         RawBsonRef::String(text) => PyString::new(py, text).into_any(),
         RawBsonRef::Binary(binary) => PyBytes::new(py, binary.bytes).into_any(),
         RawBsonRef::DateTime(at) => datetime(py, at.timestamp_millis())?,
-        RawBsonRef::ObjectId(id) => PyString::new(py, &id.to_hex()).into_any(),
-        RawBsonRef::Decimal128(decimal) => PyString::new(py, &decimal.to_string()).into_any(),
-        RawBsonRef::Document(document) => match raw_document(py, document)? {
-            Some(dict) => dict.into_any(),
-            None => return Ok(None),
-        },
+        RawBsonRef::Document(document) => raw_document(py, document)?.into_any(),
         RawBsonRef::Array(array) => {
             let list = PyList::empty(py);
             for element in array {
                 let element =
                     element.map_err(|e| errors::invalid_input(format!("not a BSON array: {e}")))?;
-                match raw_value(py, element)? {
-                    Some(value) => list.append(value)?,
-                    None => return Ok(None),
-                }
+                list.append(raw_value(py, element)?)?;
             }
             list.into_any()
         }
-        _ => return Ok(None),
-    }))
+        // The types shown as text (an ObjectId, a decimal, ...), one value owned.
+        other => {
+            let owned = Bson::try_from(other)
+                .map_err(|e| errors::invalid_input(format!("not a BSON value: {e}")))?;
+            from_bson(py, &owned)?
+        }
+    })
 }
 
 pub fn document_to_dict<'py>(py: Python<'py>, document: &Document) -> PyResult<Bound<'py, PyDict>> {
@@ -170,34 +157,48 @@ pub fn document_to_dict<'py>(py: Python<'py>, document: &Document) -> PyResult<B
     Ok(dict)
 }
 
+/// What the date conversions use of the `datetime` module, looked up once.
+struct Dates {
+    datetime: Py<PyAny>,
+    timedelta: Py<PyAny>,
+    utc: Py<PyAny>,
+    epoch: Py<PyAny>,
+}
+
+fn dates(py: Python<'_>) -> PyResult<&Dates> {
+    static DATES: PyOnceLock<Dates> = PyOnceLock::new();
+    DATES.get_or_try_init(py, || {
+        let module = py.import("datetime")?;
+        let utc = module.getattr("timezone")?.getattr("utc")?;
+        let datetime = module.getattr("datetime")?;
+        let epoch = datetime.call1((1970, 1, 1, 0, 0, 0, 0, &utc))?;
+        Ok(Dates {
+            datetime: datetime.unbind(),
+            timedelta: module.getattr("timedelta")?.unbind(),
+            utc: utc.unbind(),
+            epoch: epoch.unbind(),
+        })
+    })
+}
+
 /// Milliseconds since 1970 of a `datetime.datetime` (naive ones taken as UTC); `None` for
 /// any other value.
 fn datetime_millis(value: &Bound<'_, PyAny>) -> PyResult<Option<i64>> {
     let py = value.py();
-    let module = py.import("datetime")?;
-    if !value.is_instance(&module.getattr("datetime")?)? {
+    let dates = dates(py)?;
+    if !value.is_instance(dates.datetime.bind(py))? {
         return Ok(None);
     }
     let aware = match value.getattr("tzinfo")?.is_none() {
         true => {
             let kwargs = PyDict::new(py);
-            kwargs.set_item("tzinfo", module.getattr("timezone")?.getattr("utc")?)?;
+            kwargs.set_item("tzinfo", dates.utc.bind(py))?;
             value.call_method("replace", (), Some(&kwargs))?
         }
         false => value.clone(),
     };
-    // Whole milliseconds, from the seconds and microseconds apart, so nothing is rounded.
-    let epoch = module.getattr("datetime")?.call1((
-        1970,
-        1,
-        1,
-        0,
-        0,
-        0,
-        0,
-        module.getattr("timezone")?.getattr("utc")?,
-    ))?;
-    let delta = aware.call_method1("__sub__", (epoch,))?;
+    // Whole milliseconds, from the days, seconds and microseconds apart: nothing rounded.
+    let delta = aware.call_method1("__sub__", (dates.epoch.bind(py),))?;
     timedelta_millis(&delta).map(Some)
 }
 
@@ -211,15 +212,16 @@ fn timedelta_millis(delta: &Bound<'_, PyAny>) -> PyResult<i64> {
 
 /// An aware `datetime` in UTC for milliseconds since 1970.
 pub fn datetime(py: Python<'_>, millis: i64) -> PyResult<Bound<'_, PyAny>> {
-    let module = py.import("datetime")?;
-    let utc = module.getattr("timezone")?.getattr("utc")?;
-    let epoch = module
-        .getattr("datetime")?
-        .call1((1970, 1, 1, 0, 0, 0, 0, utc))?;
+    let dates = dates(py)?;
     let kwargs = PyDict::new(py);
     kwargs.set_item("milliseconds", millis)?;
-    let delta = module.getattr("timedelta")?.call((), Some(&kwargs))?;
-    epoch.call_method1("__add__", (delta,))
+    let delta = dates.timedelta.bind(py).call((), Some(&kwargs))?;
+    dates.epoch.bind(py).call_method1("__add__", (delta,))
+}
+
+/// Whether `value` is a `datetime.timedelta`.
+fn is_timedelta(value: &Bound<'_, PyAny>) -> PyResult<bool> {
+    value.is_instance(dates(value.py())?.timedelta.bind(value.py()))
 }
 
 /// How a collection takes and gives its values: through its document map (a collection of
@@ -409,20 +411,8 @@ pub fn item_key_out<'py>(
 /// A span in `array`'s key units: an `int`, a `timedelta` or a duration text (`"1h"`) on a
 /// time series.
 pub fn span(array: &ArraySpec, span: &Bound<'_, PyAny>) -> PyResult<i64> {
-    let text = match span.cast::<PyString>() {
-        Ok(text) => text.to_cow()?.to_string(),
-        Err(_) if span.is_instance_of::<PyInt>() => return span.extract(),
-        Err(_) => {
-            let module = span.py().import("datetime")?;
-            if !span.is_instance(&module.getattr("timedelta")?)? {
-                return Err(PyTypeError::new_err(
-                    "a span is an int, a timedelta or a duration such as \"1h\"",
-                ));
-            }
-            format!("{}ms", timedelta_millis(span)?)
-        }
-    };
-    text.parse::<SpanArg>()
+    span_text(span)?
+        .parse::<SpanArg>()
         .and_then(|span| span.resolve(array))
         .map_err(errors::invalid_input)
 }
@@ -436,8 +426,7 @@ pub fn span_text(span: &Bound<'_, PyAny>) -> PyResult<String> {
     if span.is_instance_of::<PyInt>() && !span.is_instance_of::<PyBool>() {
         return Ok(span.extract::<i64>()?.to_string());
     }
-    let module = span.py().import("datetime")?;
-    if span.is_instance(&module.getattr("timedelta")?)? {
+    if is_timedelta(span)? {
         return Ok(format!("{}ms", timedelta_millis(span)?));
     }
     Err(PyTypeError::new_err(

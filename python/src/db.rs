@@ -6,7 +6,7 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 use pyo3::prelude::*;
 use pyo3::sync::{MutexExt, RwLockExt};
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyDict, PyString};
 use skewdb::{Durability, Options};
 
 use crate::collection::{Collection, Reader, stated};
@@ -37,13 +37,16 @@ impl Db {
     }
 }
 
-/// The options `open` and `restore` take.
-fn options(cache: &Bound<'_, PyAny>, durability: &str) -> PyResult<Options> {
-    let cache = match cache.cast::<PyString>() {
-        Ok(text) => {
-            skewdb_cli::advise::parse_bytes(&text.to_cow()?).map_err(errors::invalid_input)?
-        }
-        Err(_) => cache.extract::<u64>()?,
+/// The options `open` and `restore` take (a cache of 64 MiB when none is given).
+fn options(cache: Option<&Bound<'_, PyAny>>, durability: &str) -> PyResult<Options> {
+    let cache = match cache {
+        None => 64 << 20,
+        Some(cache) => match cache.cast::<PyString>() {
+            Ok(text) => {
+                skewdb_cli::advise::parse_bytes(&text.to_cow()?).map_err(errors::invalid_input)?
+            }
+            Err(_) => cache.extract::<u64>()?,
+        },
     };
     let durability = match durability {
         "immediate" => Durability::Immediate,
@@ -56,6 +59,16 @@ fn options(cache: &Bound<'_, PyAny>, durability: &str) -> PyResult<Options> {
     };
     let cache = usize::try_from(cache).map_err(|_| errors::invalid_input("cache too large"))?;
     Ok(Options::new().cache_bytes(cache).durability(durability))
+}
+
+impl Db {
+    /// The handle of `db`, opened in directory `path`.
+    fn opened(db: skewdb::Db, path: &std::path::Path) -> Db {
+        Db {
+            inner: RwLock::new(Some(db)),
+            path: path.display().to_string(),
+        }
+    }
 }
 
 /// Opens (creating when absent, unless `read_only`) the database in directory `path`.
@@ -71,18 +84,14 @@ pub fn open(
     durability: &str,
     read_only: bool,
 ) -> PyResult<Db> {
-    let default = PyString::new(py, "64MiB");
-    let options = options(cache.unwrap_or(default.as_any()), durability)?;
+    let options = options(cache, durability)?;
     let db = py
         .detach(|| match read_only {
             true => skewdb::Db::open_read_only(&path, options),
             false => skewdb::Db::open(&path, options),
         })
         .map_err(to_py)?;
-    Ok(Db {
-        inner: RwLock::new(Some(db)),
-        path: path.display().to_string(),
-    })
+    Ok(Db::opened(db, &path))
 }
 
 /// Loads the backup file `backup` (from `Db.backup`) into a new database in directory
@@ -96,15 +105,17 @@ pub fn restore(
     cache: Option<&Bound<'_, PyAny>>,
     durability: &str,
 ) -> PyResult<Db> {
-    let default = PyString::new(py, "64MiB");
-    let options = options(cache.unwrap_or(default.as_any()), durability)?;
+    let options = options(cache, durability)?;
     let db = py
         .detach(|| skewdb::Db::restore(&backup, &path, options))
         .map_err(to_py)?;
-    Ok(Db {
-        inner: RwLock::new(Some(db)),
-        path: path.display().to_string(),
-    })
+    Ok(Db::opened(db, &path))
+}
+
+/// A JSON value as Python (dicts, lists, numbers, text), through the `json` module.
+fn json<'py>(py: Python<'py>, value: &serde_json::Value) -> PyResult<Bound<'py, PyAny>> {
+    py.import("json")?
+        .call_method1("loads", (value.to_string(),))
 }
 
 /// The `FIELD=LAYOUT` text and measures of a layout object (`Subset(keep=5)`, ...).
@@ -203,11 +214,7 @@ impl Db {
         let created = slf.get().with(py, |db| {
             py.detach(|| db.create_collection(spec)).map_err(to_py)
         })?;
-        Ok(Collection {
-            db: slf.clone().unbind(),
-            spec: created.spec().clone(),
-            reader: Reader::Latest(created),
-        })
+        Ok(Collection::latest(slf.clone().unbind(), created))
     }
 
     /// Collection `name` (`UnknownCollection` when there is none).
@@ -216,11 +223,7 @@ impl Db {
         let collection = slf
             .get()
             .with(py, |db| db.collection(name).map_err(to_py))?;
-        Ok(Collection {
-            db: slf.clone().unbind(),
-            spec: collection.spec().clone(),
-            reader: Reader::Latest(collection),
-        })
+        Ok(Collection::latest(slf.clone().unbind(), collection))
     }
 
     fn __getitem__(slf: &Bound<'_, Self>, name: &str) -> PyResult<Collection> {
@@ -279,11 +282,7 @@ impl Db {
             py.detach(|| db.alter_collection(name, alteration))
                 .map_err(to_py)
         })?;
-        Ok(Collection {
-            db: slf.clone().unbind(),
-            spec: altered.spec().clone(),
-            reader: Reader::Latest(altered),
-        })
+        Ok(Collection::latest(slf.clone().unbind(), altered))
     }
 
     /// Drops collection `name` and everything in it.
@@ -294,16 +293,15 @@ impl Db {
     }
 
     /// Waits until every layout change has moved its parents; returns the moves left
-    /// open by parents that cannot move, as dicts.
-    fn wait_for_migrations<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    /// open by parents that cannot move, as dicts (`collection`, `field`, `from`, `to`,
+    /// `parents_walked`, `parents_moved`, `parents_total`, `refused`), as `stats()` shows
+    /// the migrations running.
+    fn wait_for_migrations<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let left = self.with(py, |db| {
             py.detach(|| db.wait_for_migrations()).map_err(to_py)
         })?;
-        let out = PyList::empty(py);
-        for progress in &left {
-            out.append(format!("{progress:?}"))?;
-        }
-        Ok(out)
+        let left: Vec<_> = left.iter().map(skewdb_cli::text::migration_json).collect();
+        json(py, &serde_json::Value::Array(left))
     }
 
     /// A batch: writes to any collections, committed atomically when the `with` block
@@ -378,8 +376,7 @@ impl Db {
             })
             .map_err(to_py)
         })?;
-        py.import("json")?
-            .call_method1("loads", (value.to_string(),))
+        json(py, &value)
     }
 
     /// Writes a consistent backup of the whole database to file `path`; a dict of what
