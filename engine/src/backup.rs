@@ -1,6 +1,6 @@
 //! `Db::backup` and `Db::restore`: a database as one self-contained file, written from one
 //! snapshot while commits go on, and a new database made from such a file holding the same
-//! records (`store/copy.rs`). The bytes: `format-spec/backup.md`.
+//! records (`store/jobs/copy.rs`). The bytes: `format-spec/backup.md`.
 
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};

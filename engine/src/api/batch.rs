@@ -127,8 +127,8 @@ impl Batch {
     pub(crate) fn new(engine: &Engine) -> Batch {
         Batch {
             shared: Arc::downgrade(engine.shared()),
-            durability: engine.options.durability,
-            ops: Queue::new(Queue::share_of(engine.options.cache_bytes)),
+            durability: engine.options().durability,
+            ops: Queue::new(Queue::share_of(engine.options().cache_bytes)),
             failed: None,
             names: Vec::new(),
             last_key: None,

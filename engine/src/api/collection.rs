@@ -11,17 +11,14 @@ use bytes::Bytes;
 
 use super::array::Array;
 use super::view::{AtSnapshot, Latest, View};
-use crate::cache::Owner;
 use crate::catalog::{CollectionId, CollectionInfo, CollectionSpec};
 use crate::document::{Document, ItemPage, ItemQuery, Outlier, VisitFlow, Visited};
 use crate::error::{Error, Result};
 use crate::item::Summary;
 use crate::item_ref::ItemRef;
-use crate::page::node::Value;
-use crate::page::tree::{BackCursor, Cursor as TreeCursor};
-use crate::page::{Pages, keys};
+use crate::page::keys;
 use crate::pattern::{self, Operation};
-use crate::store::decode::decode_document;
+use crate::store::read::scan::ParentScan;
 use crate::store::{BatchOp, Engine, Expired, Version, check_key};
 
 /// Parents per batch when a collection-wide expiry walks the parents with buckets.
@@ -149,15 +146,11 @@ impl At<'_> {
     }
 
     pub(crate) fn scan(self, range: impl KeyRange) -> Result<Scan> {
-        let (start, end) = tree_bounds(self.info.id, &range);
+        let bounds = tree_bounds(self.info.id, &range);
+        let walk = self.shared.reads().scan(self.version, self.info, bounds);
         Ok(Scan {
             shared: self.shared.clone(),
-            info: self.info.clone(),
-            version: self.version,
-            start,
-            end,
-            front: None,
-            back: None,
+            walk,
             done: false,
         })
     }
@@ -513,7 +506,7 @@ impl Collection {
                 before,
             });
             let ops: Vec<BatchOp> = std::iter::once(expect).chain(expiries).collect();
-            let dropped = engine.commit_checked(ops.into(), engine.options.durability, None)?;
+            let dropped = engine.commit_checked(ops.into(), engine.options().durability, None)?;
             expired.buckets += dropped.buckets;
             expired.items += dropped.items;
             expired.rolled_up += dropped.rolled_up;
@@ -526,93 +519,14 @@ impl Collection {
 /// [`Collection::scan`]. Sees one committed state throughout.
 pub struct Scan {
     pub(crate) shared: Engine,
-    info: Arc<CollectionInfo>,
-    version: Arc<Version>,
-    start: Bound<Bytes>,
-    end: Bound<Bytes>,
-    /// Opened on the first `next`, and the last key it yielded.
-    front: Option<(TreeCursor, Option<Bytes>)>,
-    /// Opened on the first `next_back`, and the last key it yielded.
-    back: Option<(BackCursor, Option<Bytes>)>,
+    walk: ParentScan,
     done: bool,
 }
 
-fn inside_end(key: &Bytes, end: &Bound<Bytes>) -> bool {
-    match end {
-        Bound::Included(end) => key <= end,
-        Bound::Excluded(end) => key < end,
-        Bound::Unbounded => true,
-    }
-}
-
-fn inside_start(key: &Bytes, start: &Bound<Bytes>) -> bool {
-    match start {
-        Bound::Included(start) => key >= start,
-        Bound::Excluded(start) => key > start,
-        Bound::Unbounded => true,
-    }
-}
-
 impl Scan {
-    /// The page store as this scan reads it: for its collection.
-    fn pages(&self) -> Pages<'_> {
-        self.shared.pages.reading(Owner::collection(self.info.id))
-    }
-
-    /// The document of a tree entry the scan reached.
-    fn document(&self, key: Bytes, value: Value) -> Result<Document> {
-        self.pages()
-            .value_bytes(&value)
-            .and_then(|bytes| decode_document(&self.info, keys::parent_key_of(&key), bytes))
-            .map_err(|e| self.shared.placed(e, &self.version.tree, &key))
-    }
-
-    fn step_front(&mut self) -> Result<Option<(Bytes, Value)>> {
-        if self.front.is_none() {
-            let start = self.start.as_ref().map(|k| k.as_ref());
-            let cursor = self.version.tree.cursor(&self.pages(), start)?;
-            self.front = Some((cursor, None));
-        }
-        let Some((cursor, last)) = self.front.as_mut() else {
-            return Ok(None);
-        };
-        let pages = self.shared.pages.reading(Owner::collection(self.info.id));
-        let Some((key, value)) = cursor.next(&self.version.tree, &pages)? else {
-            return Ok(None);
-        };
-        // Stop at the range's end, or where the back half of the scan has been.
-        let met = self.back.as_ref().and_then(|(_, back)| back.as_ref());
-        if !inside_end(&key, &self.end) || met.is_some_and(|back| key >= *back) {
-            return Ok(None);
-        }
-        *last = Some(key.clone());
-        Ok(Some((key, value)))
-    }
-
-    fn step_back(&mut self) -> Result<Option<(Bytes, Value)>> {
-        if self.back.is_none() {
-            let end = self.end.as_ref().map(|k| k.as_ref());
-            let cursor = self.version.tree.cursor_back(&self.pages(), end)?;
-            self.back = Some((cursor, None));
-        }
-        let Some((cursor, last)) = self.back.as_mut() else {
-            return Ok(None);
-        };
-        let pages = self.shared.pages.reading(Owner::collection(self.info.id));
-        let Some((key, value)) = cursor.prev(&self.version.tree, &pages)? else {
-            return Ok(None);
-        };
-        let met = self.front.as_ref().and_then(|(_, front)| front.as_ref());
-        if !inside_start(&key, &self.start) || met.is_some_and(|front| key <= *front) {
-            return Ok(None);
-        }
-        *last = Some(key.clone());
-        Ok(Some((key, value)))
-    }
-
-    fn yielded(&mut self, step: Result<Option<(Bytes, Value)>>) -> Option<Result<Document>> {
+    fn yielded(&mut self, step: Result<Option<Document>>) -> Option<Result<Document>> {
         match step {
-            Ok(Some((key, value))) => Some(self.document(key, value)),
+            Ok(Some(document)) => Some(Ok(document)),
             Ok(None) => {
                 self.done = true;
                 None
@@ -632,7 +546,7 @@ impl Iterator for Scan {
         if self.done {
             return None;
         }
-        let step = self.step_front();
+        let step = self.walk.next(&self.shared.reads());
         self.yielded(step)
     }
 }
@@ -642,7 +556,7 @@ impl DoubleEndedIterator for Scan {
         if self.done {
             return None;
         }
-        let step = self.step_back();
+        let step = self.walk.next_back(&self.shared.reads());
         self.yielded(step)
     }
 }

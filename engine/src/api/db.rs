@@ -324,6 +324,6 @@ impl Db {
 
     /// Zeroes the cache counters and the what-if ratios (resident objects stay).
     pub fn reset_stats(&self) {
-        self.engine.pages.cache.reset_stats();
+        self.engine.reset_cache_stats();
     }
 }

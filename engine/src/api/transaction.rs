@@ -180,15 +180,13 @@ impl sealed::Sealed for InTransaction<'_> {
     fn note_parent(&self, info: &CollectionInfo, key: &[u8]) -> Result<()> {
         check_key(key)?;
         let tree_key = keys::parent(info.id, key);
-        self.txn
-            .reads
-            .note_point(&self.txn.engine.pages, &self.txn.base.tree, tree_key)
+        let txn = &self.txn;
+        txn.engine.note_read(&txn.reads, &txn.base.tree, tree_key)
     }
 
     fn note_range(&self, range: impl FnOnce() -> (Bound<Bytes>, Bound<Bytes>)) -> Result<()> {
-        let (start, end) = range();
-        self.txn
-            .reads
-            .note_range(&self.txn.engine.pages, &self.txn.base.tree, start, end)
+        let txn = &self.txn;
+        txn.engine
+            .note_range_read(&txn.reads, &txn.base.tree, range())
     }
 }

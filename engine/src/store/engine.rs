@@ -3,13 +3,13 @@
 
 use std::sync::Arc;
 
-use super::background::Background;
-use super::read_only;
-use super::recovery::{self, Access};
-use super::shared::Shared;
 use crate::error::{Error, Result};
 use crate::options::Options;
 use crate::storage::Storage;
+use crate::store::jobs::background::Background;
+use crate::store::open::read_only;
+use crate::store::open::recovery::{self, Access};
+use crate::store::shared::Shared;
 
 /// The engine as the API holds it: its state and, when it runs one, the maintenance thread,
 /// which is stopped before the state is dropped (fields drop in order). Cheap to clone;

@@ -3,25 +3,29 @@
 //! see and pin (`versions.rs`), the writer and its group commit (`writer.rs`), and the
 //! maintenance thread's mailbox (`mailbox.rs`).
 
+use std::ops::Bound;
 use std::sync::Arc;
 
-use super::decode::placed;
-use super::mailbox::Maintenance;
-use super::read::Reads;
-use super::versions::{Version, Versions};
-use super::writer::{GroupCommit, Writer};
+use bytes::Bytes;
+
 use crate::cold::ColdStore;
-use crate::error::Error;
+use crate::error::{Error, Result};
 use crate::options::Options;
 use crate::page::tree::Tree;
 use crate::page::{PageStore, max_inline_record};
 use crate::storage::LockGuard;
+use crate::store::jobs::mailbox::Maintenance;
+use crate::store::read::decode::placed;
+use crate::store::read::reads::Reads;
+use crate::store::versions::{Version, Versions};
+use crate::store::write::read_set::ReadSet;
+use crate::store::writer::{GroupCommit, Writer};
 
 /// The state shared by all clones of a `Db`.
 pub(crate) struct Shared {
-    pub pages: PageStore,
-    pub cold: ColdStore,
-    pub options: Options,
+    pub(in crate::store) pages: PageStore,
+    pub(in crate::store) cold: ColdStore,
+    pub(in crate::store) options: Options,
     pub(super) versions: Versions,
     pub(super) commits: GroupCommit,
     /// Taken by the checkpoint running (one at a time), and by what must not see one half
@@ -34,7 +38,8 @@ pub(crate) struct Shared {
     pub(super) reclaim_cursor: parking_lot::Mutex<Option<(crate::catalog::Retired, bytes::Bytes)>>,
     /// Where the walk of each migration running has got to (in memory only, as the
     /// reclaim's).
-    pub(super) migration_cursors: parking_lot::Mutex<Vec<super::progress::MigrationCursor>>,
+    pub(super) migration_cursors:
+        parking_lot::Mutex<Vec<crate::store::jobs::progress::MigrationCursor>>,
     /// Taken by a step of the migrations' walks: compaction's beside the maintenance
     /// thread's would otherwise take the same cursor and walk the same parents twice.
     pub(super) migration_turn: parking_lot::Mutex<()>,
@@ -71,6 +76,11 @@ impl Shared {
         }
     }
 
+    /// The options the database was opened with.
+    pub(crate) fn options(&self) -> &Options {
+        &self.options
+    }
+
     pub fn current(&self) -> Arc<Version> {
         self.versions.current()
     }
@@ -92,6 +102,27 @@ impl Shared {
     /// (see [`placed`]).
     pub(crate) fn placed(&self, error: Error, tree: &Tree, tree_key: &[u8]) -> Error {
         placed(error, tree, &self.pages, tree_key)
+    }
+
+    /// Notes, in a transaction's read set, the read of tree key `key` in `base` (the
+    /// version the transaction started from).
+    pub(crate) fn note_read(&self, reads: &ReadSet, base: &Tree, key: Bytes) -> Result<()> {
+        reads.note_point(&self.pages, base, key)
+    }
+
+    /// Notes, in a transaction's read set, a read of every tree key of `base` in the range.
+    pub(crate) fn note_range_read(
+        &self,
+        reads: &ReadSet,
+        base: &Tree,
+        (start, end): (Bound<Bytes>, Bound<Bytes>),
+    ) -> Result<()> {
+        reads.note_range(&self.pages, base, start, end)
+    }
+
+    /// Zeroes the cache's counters and what-if ratios.
+    pub(crate) fn reset_cache_stats(&self) {
+        self.pages.cache.reset_stats();
     }
 
     /// A scratch file beside the database, for a batch's operations past its share of memory.

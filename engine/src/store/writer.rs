@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard};
 
-use super::ops::Expired;
-use super::queue::Request;
 use crate::error::Result;
 use crate::log::{HotLog, LogTail};
+use crate::store::write::ops::Expired;
+use crate::store::write::queue::Request;
 
 /// What only the committing thread touches, behind one lock: the hot log and what the next
 /// checkpoint must know.

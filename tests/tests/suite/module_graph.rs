@@ -236,6 +236,10 @@ impl<'ast> Visit<'ast> for Paths<'_> {
         self.scan_tokens(mac.tokens.clone());
         syn::visit::visit_macro(self, mac);
     }
+
+    /// `pub(in crate::store)` says who may see an item, not what the item uses: its path
+    /// is no use of `store`.
+    fn visit_visibility(&mut self, _: &'ast syn::Visibility) {}
 }
 
 /// Module A uses module B, with the places (file and line) that say so.
@@ -425,6 +429,18 @@ fn the_check_finds_a_circle_and_passes_a_line() {
         found,
         vec![path("Result"), path("a::X"), path("a::b::child::Y"),]
     );
+    // A visibility's path is no use; a path in the item's code is.
+    let item: syn::File =
+        syn::parse_str("pub(in crate::store) fn f() -> crate::page::Node { todo!() }").unwrap();
+    let mut paths = Paths {
+        at: path("store::write"),
+        inline: 0,
+        children: &children,
+        found: Vec::new(),
+    };
+    paths.visit_file(&item);
+    let found: Vec<ModPath> = paths.found.into_iter().map(|(p, _)| p).collect();
+    assert_eq!(found, vec![path("page::Node")]);
 }
 
 /// The cache knows nothing above it: no module under `cache` uses the page store, the cold

@@ -11,14 +11,14 @@ use std::ops::Bound;
 
 use bytes::Bytes;
 
-use super::apply::Txn;
-use super::decode::decode_record;
-use super::shared::Shared;
-use super::versions::Version;
 use crate::catalog::{CollectionInfo, Retired};
 use crate::error::Result;
 use crate::page::keys;
 use crate::page::redo::Op;
+use crate::store::read::decode::decode_record;
+use crate::store::shared::Shared;
+use crate::store::versions::Version;
+use crate::store::write::apply::Txn;
 
 /// Tree records deleted or rewritten per step: a step holds the commit lock, and is bounded
 /// so that no commit waits long behind it.
@@ -35,13 +35,13 @@ const STEP_WALKED: usize = 16 * STEP_RECORDS;
 
 impl Shared {
     /// Reclaims every retired collection and array, step after step (for compaction).
-    pub(super) fn reclaim_retired(&self) -> Result<()> {
+    pub(in crate::store) fn reclaim_retired(&self) -> Result<()> {
         while self.retired_step()? {}
         Ok(())
     }
 
     /// One step of reclaiming the first retired entry; returns whether any is left after it.
-    pub(super) fn retired_step(&self) -> Result<bool> {
+    pub(in crate::store) fn retired_step(&self) -> Result<bool> {
         let Some(&retired) = self.current().catalog.retired.first() else {
             return Ok(false);
         };

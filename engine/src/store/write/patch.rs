@@ -22,7 +22,7 @@ const MIN_PATCHED_BYTES: usize = 256;
 /// value when the patch logs fewer bytes and the value is longer than `MIN_PATCHED_BYTES`
 /// and at most `MAX_PATCHED_PAGES` pages; a patch's value goes to `patched`. `part_ends`
 /// cuts a value into the parts the diff compares.
-pub(super) fn patch_or_put(
+pub(in crate::store) fn patch_or_put(
     put: Op,
     stored: Option<Bytes>,
     page_bytes: usize,

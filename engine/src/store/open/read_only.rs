@@ -5,8 +5,6 @@
 use std::io;
 use std::sync::Arc;
 
-use super::recovery::{self, Access};
-use super::shared::Shared;
 use crate::cold::chunk as cold_chunk;
 use crate::error::{Error, Result};
 use crate::limits::widths::index;
@@ -14,6 +12,8 @@ use crate::log::parse_segment_name;
 use crate::options::Options;
 use crate::page::checkpoint::{CHECKPOINT_FILE, MAX_CHECKPOINT_BYTES};
 use crate::storage::{Frozen, Storage};
+use crate::store::open::recovery::{self, Access};
+use crate::store::shared::Shared;
 
 /// How many times an open starts again when the writer replaced its checkpoint and
 /// removed what the one pinned needed while the files were being pinned.
@@ -22,7 +22,7 @@ const PIN_ATTEMPTS: usize = 8;
 /// Opens the database `directory()` gives storage over (a new storage each attempt: the
 /// storage keeps the files it opened, and an attempt must see the directory anew),
 /// read-only.
-pub(super) fn open(
+pub(in crate::store) fn open(
     directory: &dyn Fn() -> Result<Arc<dyn Storage>>,
     options: &Options,
 ) -> Result<Shared> {

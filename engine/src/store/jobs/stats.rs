@@ -1,9 +1,9 @@
 //! Counters for `Db::stats`.
 
-use super::segments;
-use super::shared::Shared;
 use crate::cache::CacheStats;
 use crate::error::Result;
+use crate::store::jobs::segments;
+use crate::store::shared::Shared;
 
 /// Counters shown by `Db::stats`.
 #[derive(Clone, Debug, PartialEq)]
@@ -39,7 +39,7 @@ pub struct Stats {
     pub retired: u64,
     /// The layout changes running, with how far the maintenance thread has moved their
     /// parents.
-    pub migrations: Vec<super::progress::MigrationProgress>,
+    pub migrations: Vec<crate::store::jobs::progress::MigrationProgress>,
 }
 
 impl Shared {

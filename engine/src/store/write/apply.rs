@@ -129,7 +129,7 @@ pub(crate) fn apply(
 
 /// A patch's result as a leaf holds it: inline, or held until the next checkpoint when too
 /// large for a leaf.
-pub(super) fn patched_value(pages: &PageStore, value: Bytes) -> Value {
+pub(in crate::store) fn patched_value(pages: &PageStore, value: Bytes) -> Value {
     if value.len() > max_inline_record(pages.page_bytes) {
         Value::Held(value)
     } else {

@@ -13,10 +13,6 @@ use std::ops::Bound;
 
 use bytes::Bytes;
 
-use super::apply::Txn;
-use super::checkpoint::Clean;
-use super::shared::Shared;
-use super::writer::Writer;
 use crate::cold::chunk::{self as cold_chunk, ChunkKind, ChunkRef};
 use crate::error::{Error, Result};
 use crate::item::{self, Stored};
@@ -24,12 +20,16 @@ use crate::page::keys;
 use crate::page::node::Value;
 use crate::page::redo::Op;
 use crate::page::tree::Tree;
+use crate::store::jobs::checkpoint::Clean;
+use crate::store::shared::Shared;
+use crate::store::write::apply::Txn;
+use crate::store::writer::Writer;
 
 /// A sealed cold segment whose live chunks fill less than this share of it is compacted.
-pub(super) const COMPACT_BELOW: f64 = 0.5;
+pub(in crate::store) const COMPACT_BELOW: f64 = 0.5;
 /// Chunk bytes one step moves or merges, at most (one array's work at least); bounds the
 /// time commits wait for a step.
-pub(super) const STEP_BYTES: u64 = 8 * 1024 * 1024;
+pub(in crate::store) const STEP_BYTES: u64 = 8 * 1024 * 1024;
 
 /// The least large-record bytes one automatic reclamation step moves (past its first
 /// record); see `Shared::auto_relocate_bytes`.
@@ -45,7 +45,7 @@ const MERGED_RAW_BYTES: usize = 64 * 1024;
 /// One piece of work, found in a version and checked again against the current one when
 /// it runs (a commit in between may have changed or removed the entries).
 #[derive(Clone, Debug)]
-pub(super) enum Work {
+pub(in crate::store) enum Work {
     /// A live chunk in a segment being emptied: copied as it is to the tail.
     Move { key: Bytes, entry: ChunkRef },
     /// Adjacent small chunks of one array, in key order: merged into as few chunks as the
@@ -54,7 +54,7 @@ pub(super) enum Work {
 }
 
 impl Work {
-    pub(super) fn bytes(&self) -> u64 {
+    pub(in crate::store) fn bytes(&self) -> u64 {
         match self {
             Work::Move { entry, .. } => entry.loc.len as u64,
             Work::Merge { run } => run.iter().map(|(_, e)| e.loc.len as u64).sum(),
@@ -92,7 +92,7 @@ struct Done {
 
 /// What compaction found to do in one window of the chunk index.
 #[derive(Debug, Default)]
-pub(super) struct Plan {
+pub(in crate::store) struct Plan {
     pub work: Vec<Work>,
     /// The chunk entry the next window starts at; `None` once the walk reached the end.
     pub resume: Option<Bytes>,
@@ -101,7 +101,7 @@ pub(super) struct Plan {
 }
 
 /// The chunk bytes a compaction plans at a time (see [`Shared::plan_cold`]).
-pub(super) const PLAN_WINDOW_BYTES: u64 = STEP_BYTES;
+pub(in crate::store) const PLAN_WINDOW_BYTES: u64 = STEP_BYTES;
 
 impl Plan {
     pub fn bytes(&self) -> u64 {
@@ -117,7 +117,7 @@ impl Plan {
 impl Shared {
     /// Sealed cold segments (before the tail's) whose live chunks fill less than
     /// `COMPACT_BELOW` of the file, from the tree's per-segment accounting.
-    pub(super) fn sparse_cold_segments(&self, tree: &Tree) -> Result<BTreeSet<u32>> {
+    pub(in crate::store) fn sparse_cold_segments(&self, tree: &Tree) -> Result<BTreeSet<u32>> {
         let storage = self.pages.storage.as_ref();
         let tail_segment = self.cold.tail().segment_id;
         let mut sparse = BTreeSet::new();
@@ -129,7 +129,7 @@ impl Shared {
                 continue;
             }
             let live = tree.cold_live.get(&id).copied().unwrap_or(0);
-            let Some(file) = super::segments::len_if_present(storage, &name)? else {
+            let Some(file) = crate::store::jobs::segments::len_if_present(storage, &name)? else {
                 continue;
             };
             if (live as f64) < COMPACT_BELOW * file as f64 {
@@ -151,7 +151,7 @@ impl Shared {
     /// array boundary once the plan holds `window_bytes` of chunks: the plan holds a window
     /// and at most one array's chunks more, whatever the size of the index. The plan's
     /// `resume` says where the next window starts.
-    pub(super) fn plan_cold(
+    pub(in crate::store) fn plan_cold(
         &self,
         tree: &Tree,
         merge: bool,
@@ -333,14 +333,15 @@ impl Shared {
             let mut total = 0;
             for name in storage.list()? {
                 if cold_chunk::parse_segment_name(&name).is_some() {
-                    total += super::segments::len_if_present(storage, &name)?.unwrap_or(0);
+                    total +=
+                        crate::store::jobs::segments::len_if_present(storage, &name)?.unwrap_or(0);
                 }
             }
             Ok(total)
         };
         let hot_bytes = || -> Result<u64> {
             let tail = self.commits.lock().log.tail();
-            Ok(super::segments::segment_files(storage, tail)?
+            Ok(crate::store::jobs::segments::segment_files(storage, tail)?
                 .values()
                 .sum())
         };
@@ -365,7 +366,7 @@ impl Shared {
             )?;
             Ok(sparse
                 .iter()
-                .map(super::checkpoint::Sparse::live_bytes)
+                .map(crate::store::jobs::checkpoint::Sparse::live_bytes)
                 .sum())
         };
         let hot_before = hot_sparse(&self.commits.lock())?;
@@ -416,7 +417,7 @@ impl Shared {
         progress(cold_total, total);
         // One checkpoint per step. Each step cleans at least one segment; the bound only
         // guards the loop.
-        for _ in 0..=super::segments::segment_ids(storage)?.len() {
+        for _ in 0..=crate::store::jobs::segments::segment_ids(storage)?.len() {
             self.checkpoint_now(Clean::Compact)?;
             let left = hot_sparse(&self.commits.lock())?;
             progress(cold_total + hot_total.saturating_sub(left), total);
@@ -435,7 +436,7 @@ impl Shared {
     /// again, as a commit would), so that cleaning (`clean`) can empty those segments; at
     /// most about `limit` bytes of records. A record a commit changed since the walk is left alone.
     /// Returns the record bytes moved.
-    pub(super) fn relocate_large(&self, limit: u64, clean: Clean) -> Result<u64> {
+    pub(in crate::store) fn relocate_large(&self, limit: u64, clean: Clean) -> Result<u64> {
         let (version, segments) = {
             let writer = self.commits.lock();
             let version = self.current();
@@ -503,7 +504,7 @@ impl Shared {
     /// The automatic reclamation step that follows a checkpoint: large records out of
     /// sparse log segments (for the next checkpoint's cleaning), then a cold compaction
     /// step.
-    pub(super) fn reclaim_step(&self) -> Result<()> {
+    pub(in crate::store) fn reclaim_step(&self) -> Result<()> {
         self.relocate_large(self.auto_relocate_bytes(), Clean::Sparse)?;
         self.cold_step()
     }
@@ -511,7 +512,7 @@ impl Shared {
     /// One automatic step of cold compaction, when a sealed cold segment is mostly dead: the
     /// first `STEP_BYTES` of the plan, in one commit group. The emptied segments go at a
     /// later checkpoint.
-    pub(super) fn cold_step(&self) -> Result<()> {
+    pub(in crate::store) fn cold_step(&self) -> Result<()> {
         let _span = span!(debug, "cold_compaction_step");
         {
             let _writer = self.commits.lock();
@@ -542,7 +543,7 @@ impl Shared {
     /// Makes the cold segment being appended to a sealed one when it holds dead chunks, so
     /// compaction can empty it too: the next chunk starts a new segment. With the writer
     /// held (commit groups append at the tail).
-    pub(super) fn seal_cold_if_dead(&self, tree: &Tree) -> Result<()> {
+    pub(in crate::store) fn seal_cold_if_dead(&self, tree: &Tree) -> Result<()> {
         let (written, live) = self.cold_tail_use(tree);
         if written > live {
             self.cold.seal()?;
@@ -575,7 +576,11 @@ impl Shared {
 
     /// Cold segments before the cold tail's that the checkpoint just written does not need,
     /// given its per-segment chunk bytes.
-    pub(super) fn unneeded_cold(&self, needed: &BTreeSet<u32>, tail: u32) -> Result<Vec<String>> {
+    pub(in crate::store) fn unneeded_cold(
+        &self,
+        needed: &BTreeSet<u32>,
+        tail: u32,
+    ) -> Result<Vec<String>> {
         Ok(self
             .pages
             .storage

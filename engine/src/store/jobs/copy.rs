@@ -8,14 +8,14 @@ use std::ops::Bound;
 
 use bytes::Bytes;
 
-use super::apply::Txn;
-use super::shared::Shared;
-use super::versions::Version;
 use crate::catalog::CollectionInfo;
 use crate::cold::chunk::ChunkRef;
 use crate::error::{Error, Result};
 use crate::page::keys;
 use crate::page::redo::Op;
+use crate::store::shared::Shared;
+use crate::store::versions::Version;
+use crate::store::write::apply::Txn;
 
 /// One tree record to copy: its key, its value, and for a chunk index entry the chunk's
 /// stored bytes (compressed, as in its segment).

@@ -6,10 +6,6 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::apply::{Txn, apply, is_large};
-use super::shared::Shared;
-use super::versions::Version;
-use super::writer::Writer;
 use crate::cache::CacheConfig;
 use crate::cached::Cache;
 use crate::catalog::Catalog;
@@ -28,6 +24,10 @@ use crate::page::table::Slot;
 use crate::page::tree::Tree;
 use crate::page::{MAX_PAGE_BYTES, MIN_PAGE_BYTES, PageStore, max_inline_record};
 use crate::storage::Storage;
+use crate::store::shared::Shared;
+use crate::store::versions::Version;
+use crate::store::write::apply::{Txn, apply, is_large};
+use crate::store::writer::Writer;
 use crate::{
     error::{Error, Result},
     options::Options,
@@ -37,12 +37,16 @@ use crate::{
 /// a crash left; a read-only open (over `storage::Frozen`, whose changes stay in memory)
 /// creates nothing and leaves a log that refuses every write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Access {
+pub(in crate::store) enum Access {
     ReadWrite,
     ReadOnly,
 }
 
-pub(super) fn open(storage: Arc<dyn Storage>, options: Options, access: Access) -> Result<Shared> {
+pub(in crate::store) fn open(
+    storage: Arc<dyn Storage>,
+    options: Options,
+    access: Access,
+) -> Result<Shared> {
     let _span = span!(info, "recovery", directory = %storage.describe(), access = ?access);
     options.validate()?;
     let lock = storage.lock()?;

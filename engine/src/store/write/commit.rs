@@ -9,20 +9,20 @@ use std::sync::Arc;
 use bytes::Bytes;
 use parking_lot::Mutex;
 
-use super::apply::{Txn, apply, is_large, patched_value};
-use super::ops::{BatchOp, Expired};
-use super::queue::{Queue, Request};
-use super::reads::ReadSet;
-use super::shared::Shared;
-use super::stage;
-use super::versions::Version;
-use super::writer::{Turn, Writer};
 use crate::cold::ColdGroup;
 use crate::limits::widths::u32_len;
 use crate::log::{FrameKind, Group};
 use crate::page::keys;
 use crate::page::node::{LargeRef, Value};
 use crate::page::redo::Op;
+use crate::store::shared::Shared;
+use crate::store::versions::Version;
+use crate::store::write::apply::{Txn, apply, is_large, patched_value};
+use crate::store::write::ops::{BatchOp, Expired};
+use crate::store::write::queue::{Queue, Request};
+use crate::store::write::read_set::ReadSet;
+use crate::store::write::stage;
+use crate::store::writer::{Turn, Writer};
 use crate::{
     error::{Error, Result},
     limits::{MAX_BATCH_BYTES, MAX_RECORD_BYTES},
@@ -30,20 +30,20 @@ use crate::{
 };
 
 /// Redo frames are closed once their payload reaches this size.
-pub(super) const FRAME_TARGET_BYTES: usize = 1024 * 1024;
+pub(in crate::store) const FRAME_TARGET_BYTES: usize = 1024 * 1024;
 
 /// Held records (large records changed by patches, in memory until logged whole) are
 /// logged once they hold more than this share of the cache's budget: memory outside the
 /// cache stays in proportion with it.
-pub(super) const HELD_SHARE_OF_CACHE: usize = 4;
+pub(in crate::store) const HELD_SHARE_OF_CACHE: usize = 4;
 
 /// The most cold bytes a batch's redo carries (its sealed buckets and tails, typically a
 /// few KiB); a batch that writes more syncs them before its redo.
-pub(super) const MAX_CARRIED_COLD_BYTES: usize = 256 * 1024;
+pub(in crate::store) const MAX_CARRIED_COLD_BYTES: usize = 256 * 1024;
 
 /// How a group's redo refers to the cold chunks it wrote.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum ChunkRedo {
+pub(in crate::store) enum ChunkRedo {
     /// The redo carries their bytes: they need not be durable before it (replay writes
     /// back those that were lost).
     Carried,
@@ -52,7 +52,12 @@ pub(super) enum ChunkRedo {
 }
 
 impl Shared {
-    pub(super) fn apply(&self, txn: &mut Txn, op: &Op, large: Option<LargeRef>) -> Result<()> {
+    pub(in crate::store) fn apply(
+        &self,
+        txn: &mut Txn,
+        op: &Op,
+        large: Option<LargeRef>,
+    ) -> Result<()> {
         apply(&self.pages, txn, op, large)
     }
 
@@ -137,7 +142,7 @@ impl Shared {
         writer.log.sync()
     }
 
-    pub(super) fn commit_group(&self, writer: &mut Writer, requests: &[Arc<Request>]) {
+    pub(in crate::store) fn commit_group(&self, writer: &mut Writer, requests: &[Arc<Request>]) {
         let _span = span!(debug, "commit_group", batches = requests.len());
         let base = self.current();
         let mut txn = Txn::new(base.tree.clone(), base.catalog.clone());
@@ -217,7 +222,7 @@ impl Shared {
     /// Writes a group's chunks, then its redo (under `Immediate` the log is synced, and the
     /// chunks before it when the redo does not carry them), and publishes the transaction
     /// as the new version; `batches` counts the user batches in it.
-    pub(super) fn write_group(
+    pub(in crate::store) fn write_group(
         &self,
         writer: &mut Writer,
         base: &Version,
@@ -260,7 +265,7 @@ impl Shared {
 
     /// Moving to a new log segment syncs the old one; the chunks its redo refers to must
     /// be durable first.
-    pub(super) fn cold_synced_before_roll(&self, writer: &Writer) -> Result<()> {
+    pub(in crate::store) fn cold_synced_before_roll(&self, writer: &Writer) -> Result<()> {
         if writer.log.will_roll() {
             self.cold.sync()
         } else {
@@ -271,7 +276,7 @@ impl Shared {
     /// Resolves a batch into redo, encodes it into the group's frames and applies it to the
     /// transaction; returns how its redo refers to the cold chunks it wrote. Every limit is
     /// checked before anything is encoded.
-    pub(super) fn stage(
+    pub(in crate::store) fn stage(
         &self,
         txn: &mut Txn,
         group: &mut Group,
@@ -311,7 +316,7 @@ impl Shared {
     /// Encodes one batch's redo into the group's frames (a large value in a frame of its
     /// own) and applies it to the transaction. `patched` holds the value each `Patch` of the
     /// redo makes, in order: the transaction takes it as it is instead of patching.
-    pub(super) fn encode_redo(
+    pub(in crate::store) fn encode_redo(
         &self,
         txn: &mut Txn,
         group: &mut Group,
@@ -380,7 +385,12 @@ impl Shared {
     /// build from the log). A debug check: reading the record may fail with an I/O error
     /// (or a fault injected by a test), which says nothing about the patch and is returned
     /// as the error; any other failure (a patch that does not fit its record) is `false`.
-    pub(super) fn patch_makes(&self, txn: &Txn, patch: &Op, value: &Bytes) -> Result<bool> {
+    pub(in crate::store) fn patch_makes(
+        &self,
+        txn: &Txn,
+        patch: &Op,
+        value: &Bytes,
+    ) -> Result<bool> {
         let mut replayed = Txn::new(txn.tree.clone(), txn.catalog.clone());
         let Op::Patch { key, .. } = patch else {
             return Ok(false);
@@ -401,7 +411,7 @@ impl Shared {
     /// Writes every held record to the log as a put of its present value, in a commit of
     /// its own (the frames a large put gets, which leaves references in its place), so that
     /// a checkpoint's pages refer to the log for them.
-    pub(super) fn write_held(&self, writer: &mut Writer) -> Result<()> {
+    pub(in crate::store) fn write_held(&self, writer: &mut Writer) -> Result<()> {
         let base = self.current();
         let held = base.tree.held();
         if held.is_empty() {
@@ -421,7 +431,7 @@ impl Shared {
     /// Encodes and writes redo of the engine's own (held records logged whole, what
     /// compaction moved) as a commit of no user batch, its chunks made durable first, under
     /// the database's durability.
-    pub(super) fn write_own_redo(
+    pub(in crate::store) fn write_own_redo(
         &self,
         writer: &mut Writer,
         base: &Version,
@@ -440,7 +450,7 @@ impl Shared {
     /// that read before it turned odd adds nothing after (its check of the epoch and its
     /// insertion are under a shard lock, as is each removal here): every record in the tier
     /// is the current version's, as of the generation it carries.
-    pub(super) fn publish_changes(
+    pub(in crate::store) fn publish_changes(
         &self,
         mut version: Version,
         written: &[Bytes],
@@ -489,7 +499,7 @@ impl Shared {
 /// it.
 const REFRESHED_RECORD_BYTES: usize = 64 * 1024;
 
-pub(super) fn fail_all(requests: &[Arc<Request>], error: Error) {
+pub(in crate::store) fn fail_all(requests: &[Arc<Request>], error: Error) {
     let reason = error.to_string();
     let mut first = Some(error);
     for request in requests {

@@ -5,9 +5,6 @@
 
 use std::ops::{Bound, Range};
 
-use super::decode::decode_rollup;
-use super::read::{InRange, Reads, pages_for};
-use super::versions::Version;
 use crate::cache::Owner;
 use crate::catalog::CollectionInfo;
 use crate::cold::ChunkItems;
@@ -19,6 +16,9 @@ use crate::page::keys;
 use crate::page::node::Node;
 use crate::record::ArrayState;
 use crate::rollup::{Windows, window_of};
+use crate::store::read::decode::decode_rollup;
+use crate::store::read::reads::{InRange, Reads, pages_for};
+use crate::store::versions::Version;
 
 impl Reads<'_> {
     /// The summary of array `field`'s items in `range`, with the rollups it holds whole.
@@ -118,7 +118,7 @@ impl Reads<'_> {
         })?;
         for entry in straddling {
             let items = self.chunk_items(version, &entry, Owner::collection(info.id))?;
-            sink.items(&items, super::items::on_pages(&items, query));
+            sink.items(&items, crate::store::read::items::on_pages(&items, query));
         }
         Ok(())
     }

@@ -12,10 +12,6 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::apply::Txn;
-use super::decode::{decode_items, decode_record, decode_rollup};
-use super::patch::patch_or_put;
-use super::shared::Shared;
 use crate::cache::Owner;
 use crate::catalog::{CollectionInfo, Layout};
 use crate::cold::{ChunkKind, ChunkRef, ColdGroup};
@@ -25,20 +21,24 @@ use crate::page::redo::Op;
 use crate::pattern::{self, Refill};
 use crate::record::{self, ArrayState, ParentRecord};
 use crate::rollup::{Rollup, Windows};
-use crate::store::Expired;
+use crate::store::read::decode::{decode_items, decode_record, decode_rollup};
+use crate::store::shared::Shared;
+use crate::store::write::apply::Txn;
+use crate::store::write::ops::Expired;
+use crate::store::write::patch::patch_or_put;
 use crate::{
     error::{Error, Result},
     limits::MAX_RECORD_BYTES,
 };
 
 /// Whether an array state holds nothing, anywhere: every layout reads it alike.
-pub(super) fn is_empty<T>(array: &ArrayState<T>) -> bool {
+pub(in crate::store) fn is_empty<T>(array: &ArrayState<T>) -> bool {
     array.total == 0 && !array.has_overflow && array.bucket_start.is_none()
 }
 
 /// Reads of the state a batch starts from: the group's transaction so far.
 #[derive(Clone, Copy)]
-pub(super) struct Base<'a> {
+pub(in crate::store) struct Base<'a> {
     pub shared: &'a Shared,
     pub txn: &'a Txn,
 }
@@ -110,7 +110,7 @@ impl HistoryChunk {
 }
 
 /// What the batch does to one parent.
-pub(super) struct ParentWork {
+pub(in crate::store) struct ParentWork {
     info: Arc<CollectionInfo>,
     key: Bytes,
     /// The array fields whose outlier markers exist in the tree (overflowed before the batch).
@@ -501,7 +501,7 @@ impl ParentWork {
             if span % rollup.span != 0 {
                 let key = keys::rollup(self.info.id, &self.key, self.info.slot(index), start);
                 let error = Error::corruption(
-                    super::decode::UNPLACED,
+                    crate::store::read::decode::UNPLACED,
                     0,
                     format!(
                         "rollup record {key:x?} of span {}, which does not divide {span}",

@@ -15,12 +15,12 @@ use bytes::Bytes;
 
 use parking_lot::Mutex;
 
-use super::ops::{BatchOp, Expired};
-use super::reads::ReadSet;
 use crate::error::{Error, Result};
 use crate::item::{MAX_MEASURES, NewItem};
 use crate::options::Durability;
 use crate::storage::Scratch;
+use crate::store::write::ops::{BatchOp, Expired};
+use crate::store::write::read_set::ReadSet;
 
 /// The share of the cache's budget a batch's operations take in memory before the older ones
 /// go to its scratch file...
@@ -48,14 +48,14 @@ const ITEM_VALUE: u8 = 2;
 const ITEM_MORE: u8 = 4;
 
 /// One batch waiting in the commit queue.
-pub(super) struct Request {
+pub(in crate::store) struct Request {
     /// Taken by the group that stages them.
-    pub(super) ops: Mutex<Queue>,
+    pub(in crate::store) ops: Mutex<Queue>,
     /// The batch's own durability: a group is synced when any of its batches asks.
-    pub(super) durability: Durability,
+    pub(in crate::store) durability: Durability,
     /// A transaction's reads, checked against the group's state before its writes stage.
-    pub(super) reads: Option<Arc<ReadSet>>,
-    pub(super) result: Mutex<Option<Result<Expired>>>,
+    pub(in crate::store) reads: Option<Arc<ReadSet>>,
+    pub(in crate::store) result: Mutex<Option<Result<Expired>>>,
 }
 
 /// The operations of one batch, in the order queued.

@@ -4,15 +4,15 @@
 
 use std::sync::Arc;
 
-use super::apply::{Txn, apply, patched_value};
-use super::ops::BatchOp;
-use super::shared::Shared;
-use super::stage::Stager;
-use super::versions::Version;
 use crate::cold::ColdGroup;
 use crate::error::Result;
 use crate::page::keys;
 use crate::page::redo::Op;
+use crate::store::shared::Shared;
+use crate::store::versions::Version;
+use crate::store::write::apply::{Txn, apply, patched_value};
+use crate::store::write::ops::BatchOp;
+use crate::store::write::stage::Stager;
 
 impl Shared {
     /// `base` with `ops` applied: records and tails in memory (a large one held, as a patched

@@ -13,9 +13,6 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::decode::{decode_record_list, walk_tail};
-use super::read::{Reads, decode_chunk_entry, pages_for};
-use super::versions::Version;
 use crate::cache::Owner;
 use crate::catalog::CollectionInfo;
 use crate::cold::ChunkItems;
@@ -25,6 +22,9 @@ use crate::error::Result;
 use crate::item::{Order, Walked, walk_items};
 use crate::item_ref::ItemRef;
 use crate::page::keys;
+use crate::store::read::decode::{decode_record_list, walk_tail};
+use crate::store::read::reads::{Reads, decode_chunk_entry, pages_for};
+use crate::store::versions::Version;
 
 /// The most picks (and walked items, chunk entries) a thread's buffers keep room for between
 /// reads (about 800 KiB in all): a read of a long array frees what it needed beyond, which
@@ -55,7 +55,7 @@ enum At {
 
 /// What one read gathered: the encoded lists and chunks its items are in, and its picks.
 #[derive(Default)]
-pub(super) struct Gathered {
+pub(in crate::store) struct Gathered {
     /// The encoded item lists read: the record's inline list, the tail record's.
     lists: Vec<Bytes>,
     /// Items walked in those lists (the list's index in `lists`, the item).
@@ -168,7 +168,7 @@ impl Gathered {
 
 /// The items of a chunk on `query`'s pages: its range, and past its cursor, found by
 /// search.
-pub(super) fn on_pages(items: &ChunkItems, query: &ItemQuery) -> std::ops::Range<usize> {
+pub(in crate::store) fn on_pages(items: &ChunkItems, query: &ItemQuery) -> std::ops::Range<usize> {
     let range = items.range(query.start, query.end);
     match query.after {
         Some(after) => {

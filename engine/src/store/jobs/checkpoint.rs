@@ -10,10 +10,6 @@ use std::sync::Arc;
 
 use bytes::BufMut;
 
-use super::segments;
-use super::shared::Shared;
-use super::versions::Version;
-use super::writer::Writer;
 use crate::error::{Error, Result};
 use crate::limits::widths::u32_len;
 use crate::log::FrameKind;
@@ -22,13 +18,17 @@ use crate::page::checkpoint::Checkpoint;
 use crate::page::node::{Node, PageId};
 use crate::page::table::Slot;
 use crate::page::tree::Tree;
+use crate::store::jobs::segments;
+use crate::store::shared::Shared;
+use crate::store::versions::Version;
+use crate::store::writer::Writer;
 
 /// A checkpoint writes its page images in groups of about this size: each is appended with
 /// the writer held, which the commits beside it wait for.
-pub(super) const CHECKPOINT_GROUP_BYTES: usize = 256 * 1024;
+pub(in crate::store) const CHECKPOINT_GROUP_BYTES: usize = 256 * 1024;
 
 /// A sealed log segment whose live pages fill less than this share of it is cleaned.
-pub(super) const CLEAN_BELOW: f64 = 0.5;
+pub(in crate::store) const CLEAN_BELOW: f64 = 0.5;
 
 /// `Db::compact` cleans every sealed log segment whose live pages fill less than this share
 /// of it: the user asked for the space back. (A bulk load leaves segments in which redo, dead
@@ -38,7 +38,7 @@ const COMPACT_CLEAN_BELOW: f64 = 0.8;
 /// Which sealed log segments a checkpoint cleans: copies their live pages to the tail, so
 /// that they can be removed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Clean {
+pub(in crate::store) enum Clean {
     /// None.
     Nothing,
     /// Those whose live pages fill less than [`CLEAN_BELOW`] of them.
@@ -49,7 +49,7 @@ pub(super) enum Clean {
 
 impl Clean {
     /// What automatic checkpoints clean: sparse segments when the options reclaim space.
-    pub(super) fn automatic(reclaim: bool) -> Clean {
+    pub(in crate::store) fn automatic(reclaim: bool) -> Clean {
         match reclaim {
             true => Clean::Sparse,
             false => Clean::Nothing,
@@ -67,19 +67,19 @@ impl Clean {
 }
 
 /// Page bytes a checkpoint copies out of sparse segments, at most (one segment at least).
-pub(super) const CLEAN_BYTES: u64 = 8 * 1024 * 1024;
+pub(in crate::store) const CLEAN_BYTES: u64 = 8 * 1024 * 1024;
 
 /// A sealed log segment that is mostly dead: what of it the tree still needs.
-pub(super) struct Sparse {
-    pub(super) segment_id: u32,
-    pub(super) page_bytes: u64,
-    pub(super) pages: Vec<PageId>,
+pub(in crate::store) struct Sparse {
+    pub(in crate::store) segment_id: u32,
+    pub(in crate::store) page_bytes: u64,
+    pub(in crate::store) pages: Vec<PageId>,
     /// Bytes of large records the tree refers to in it.
-    pub(super) large_bytes: u64,
+    pub(in crate::store) large_bytes: u64,
 }
 
 impl Sparse {
-    pub(super) fn live_bytes(&self) -> u64 {
+    pub(in crate::store) fn live_bytes(&self) -> u64 {
         self.page_bytes + self.large_bytes
     }
 }
@@ -110,7 +110,7 @@ impl Shared {
     /// recovery, the second the memory that changed pages hold outside the cache's budget,
     /// the third the cold space that waits for a checkpoint to be given back. A checkpoint
     /// is due at 1; a commit runs it itself at 2 (see `Shared::commit`).
-    pub(super) fn checkpoint_pressure(&self, writer: &Writer) -> f64 {
+    pub(in crate::store) fn checkpoint_pressure(&self, writer: &Writer) -> f64 {
         let tree = &self.current().tree;
         let dirty_bytes =
             tree.table.dirty_count() as u64 * self.pages.page_bytes as u64 + tree.held_bytes;
@@ -140,7 +140,7 @@ impl Shared {
 
     /// Log segments before `tail_segment` (the one being appended to) mostly dead (live page
     /// and large-record bytes under the share of the file `clean` names), sparsest first.
-    pub(super) fn sparse_segments(
+    pub(in crate::store) fn sparse_segments(
         &self,
         tree: &Tree,
         tail_segment: u32,
@@ -192,7 +192,7 @@ impl Shared {
     /// bounds a checkpoint's work. A segment still holding a large record the tree refers
     /// to waits until the record has moved (see `relocate_large`). Returns the pages it
     /// marked, each with where its image was.
-    pub(super) fn clean_sparse_segments(
+    pub(in crate::store) fn clean_sparse_segments(
         &self,
         tree: &mut Tree,
         tail_segment: u32,
@@ -226,7 +226,7 @@ impl Shared {
     /// segments before the replay segment with no page image of its table and no large
     /// record of its tree, and cold segments before the cold tail's with no chunk of its
     /// chunk index.
-    pub(super) fn doom_unneeded(&self, checkpoint: &Checkpoint) -> Result<()> {
+    pub(in crate::store) fn doom_unneeded(&self, checkpoint: &Checkpoint) -> Result<()> {
         let storage = self.pages.storage.as_ref();
         let needed = checkpoint.needed_segments();
         let mut files: Vec<String> = segments::segment_ids(storage)?
@@ -243,7 +243,7 @@ impl Shared {
     }
 
     /// Removes the doomed segments no reader can reach any more.
-    pub(super) fn remove_doomed(&self) -> Result<()> {
+    pub(in crate::store) fn remove_doomed(&self) -> Result<()> {
         let storage = self.pages.storage.as_ref();
         let removed = self.versions.remove_unread(|file| {
             if let Some(id) = crate::cold::chunk::parse_segment_name(file) {
@@ -268,7 +268,7 @@ impl Shared {
     /// A checkpoint if one is still due (its pressure at least 1) once this thread's turn
     /// comes: commits that found one due while another ran do not each write one.
     /// Unless `wait`, nothing while another runs.
-    pub(super) fn checkpoint_if_due(&self, wait: bool) -> Result<()> {
+    pub(in crate::store) fn checkpoint_if_due(&self, wait: bool) -> Result<()> {
         let _turn = match wait {
             true => self.checkpointing.lock(),
             false => match self.checkpointing.try_lock() {
@@ -284,7 +284,7 @@ impl Shared {
 
     /// A checkpoint; `clean` says which log segments' live pages it copies out too. One
     /// runs at a time; commits go on beside it (see `write_checkpoint`).
-    pub(super) fn checkpoint_now(&self, clean: Clean) -> Result<()> {
+    pub(in crate::store) fn checkpoint_now(&self, clean: Clean) -> Result<()> {
         let _turn = self.checkpointing.lock();
         self.checkpoint_turn(clean)
     }

@@ -8,16 +8,16 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::apply::Txn;
-use super::ops::{BatchOp, Expired, check_key};
-use super::shared::Shared;
-use super::work::{Base, ParentWork};
 use crate::catalog::{Catalog, CollectionId, CollectionInfo, Layout, Retired};
 use crate::error::{Error, Result};
 use crate::page::redo::Op;
 use crate::pattern::{self, Operation};
+use crate::store::shared::Shared;
+use crate::store::write::apply::Txn;
+use crate::store::write::ops::{BatchOp, Expired, check_key};
+use crate::store::write::work::{Base, ParentWork};
 
-pub(super) struct Stager<'a> {
+pub(in crate::store) struct Stager<'a> {
     base: Base<'a>,
     catalog: Arc<Catalog>,
     /// Keyed by the users' keys: hashed with a seed, so keys chosen to collide cannot

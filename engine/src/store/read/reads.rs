@@ -9,13 +9,13 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::decode::{
+use crate::cache::records::{self, KeptRecord, Seen};
+use crate::cache::{Admission, Owner};
+use crate::store::read::decode::{
     UNPLACED, decode_document, decode_read_record, decode_record_fields, decode_wanted_items,
     placed,
 };
-use super::versions::{Version, Versions};
-use crate::cache::records::{self, KeptRecord, Seen};
-use crate::cache::{Admission, Owner};
+use crate::store::versions::{Version, Versions};
 
 use crate::catalog::CollectionInfo;
 use crate::cold::ChunkItems;
@@ -45,13 +45,17 @@ enum Found {
 /// the writer: a read never waits for a commit, and cannot change what one does.
 #[derive(Clone, Copy)]
 pub(crate) struct Reads<'a> {
-    pub(super) pages: &'a PageStore,
+    pub(in crate::store) pages: &'a PageStore,
     cold: &'a ColdStore,
     versions: &'a Versions,
 }
 
 impl<'a> Reads<'a> {
-    pub(super) fn new(pages: &'a PageStore, cold: &'a ColdStore, versions: &'a Versions) -> Self {
+    pub(in crate::store) fn new(
+        pages: &'a PageStore,
+        cold: &'a ColdStore,
+        versions: &'a Versions,
+    ) -> Self {
         Reads {
             pages,
             cold,
@@ -62,7 +66,7 @@ impl<'a> Reads<'a> {
 
 impl Reads<'_> {
     /// A chunk's items: through the cache, or from a transaction's own chunks.
-    pub(super) fn chunk_items(
+    pub(in crate::store) fn chunk_items(
         &self,
         version: &Version,
         entry: &ChunkRef,
@@ -179,7 +183,7 @@ impl Reads<'_> {
     }
 
     /// A parent's record, decoded by `decode`.
-    pub(super) fn parent_record_with(
+    pub(in crate::store) fn parent_record_with(
         &self,
         version: &Version,
         info: &CollectionInfo,
@@ -279,7 +283,7 @@ impl Reads<'_> {
 
     /// Appends to `out` the items of one array's tail on `query`'s pages (with a limit, at
     /// most `limit`: the first in the query's order).
-    pub(super) fn tail_items(
+    pub(in crate::store) fn tail_items(
         &self,
         version: &Version,
         info: &CollectionInfo,
@@ -298,7 +302,7 @@ impl Reads<'_> {
 
     /// Appends to `entries` the index entries of one array's chunks that hold keys in
     /// `query`'s range, in max key order.
-    pub(super) fn chunk_entries(
+    pub(in crate::store) fn chunk_entries(
         &self,
         version: &Version,
         info: &CollectionInfo,
@@ -324,7 +328,7 @@ impl Reads<'_> {
     /// array's entries and inside the range is offered to `visit` by that summary, and
     /// skipped when it takes it (returns true). Every other entry reaching into the range
     /// goes to `visit`.
-    pub(super) fn for_each_chunk_in(
+    pub(in crate::store) fn for_each_chunk_in(
         &self,
         version: &Version,
         info: &CollectionInfo,
@@ -402,7 +406,7 @@ impl Reads<'_> {
 
     /// A cursor at the first index entry of one array's chunks whose max key is at least
     /// `from`, and the key where that array's entries end.
-    pub(super) fn chunk_cursor(
+    pub(in crate::store) fn chunk_cursor(
         &self,
         tree: &Tree,
         info: &CollectionInfo,
@@ -460,7 +464,7 @@ impl Reads<'_> {
 }
 
 /// What [`Reads::for_each_chunk_in`] finds of one array's chunks in a range.
-pub(super) enum InRange<'a> {
+pub(in crate::store) enum InRange<'a> {
     /// A leaf of the array's entries alone, all inside the range, by their summary.
     Leaf(&'a Summary),
     /// One entry reaching into the range.
@@ -481,11 +485,11 @@ fn found_in_leaf(entry: Option<LeafEntry>, pages: &Pages) -> Result<Option<Found
 }
 
 /// The page store as a read of `info`'s documents reads it.
-pub(super) fn pages_for<'a>(pages: &'a PageStore, info: &CollectionInfo) -> Pages<'a> {
+pub(in crate::store) fn pages_for<'a>(pages: &'a PageStore, info: &CollectionInfo) -> Pages<'a> {
     pages.reading(Owner::collection(info.id))
 }
 
-pub(super) fn decode_chunk_entry(
+pub(in crate::store) fn decode_chunk_entry(
     tree_key: &[u8],
     value: &Value,
     pages: &Pages,

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 
-use super::shared::Shared;
 use crate::cold::ChunkRef;
 use crate::cold::chunk as cold_chunk;
 use crate::error::{Error, Result};
@@ -12,6 +11,7 @@ use crate::log::{self, frame::SEGMENT_HEADER_BYTES};
 use crate::page::keys;
 use crate::page::node::{Node, Value};
 use crate::page::table::Slot;
+use crate::store::shared::Shared;
 
 /// One segment file: its size and the bytes of it the current state needs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -83,7 +83,7 @@ impl Shared {
         let (version, replay_from, hot_files, cold_files) = {
             let _no_checkpoint = self.checkpointing.lock();
             let writer = self.commits.lock();
-            let files = super::segments::segment_files(storage, writer.log.tail())?;
+            let files = crate::store::jobs::segments::segment_files(storage, writer.log.tail())?;
             let mut cold_files = BTreeMap::new();
             for name in storage.list()? {
                 if let Some(id) = cold_chunk::parse_segment_name(&name) {

@@ -10,14 +10,14 @@ use std::ops::Bound;
 
 use bytes::Bytes;
 
-use super::decode::decode_record_fields;
-use super::ops::BatchOp;
-use super::progress::{MigrationCursor, MigrationProgress};
-use super::shared::Shared;
-use super::work::is_empty;
 use crate::catalog::CollectionInfo;
 use crate::error::{Error, Result};
 use crate::page::keys;
+use crate::store::jobs::progress::{MigrationCursor, MigrationProgress};
+use crate::store::read::decode::decode_record_fields;
+use crate::store::shared::Shared;
+use crate::store::write::ops::BatchOp;
+use crate::store::write::work::is_empty;
 
 /// Parents moved per batch at most.
 const STEP_PARENTS: usize = 64;
@@ -62,7 +62,7 @@ impl Shared {
     /// One step of the first migration running whose walk has parents left; returns
     /// whether one still has. A migration whose walk passed its last parent with some
     /// refused stays open, and the walks go on to the next.
-    pub(super) fn migration_step(&self) -> Result<bool> {
+    pub(in crate::store) fn migration_step(&self) -> Result<bool> {
         let _turn = self.migration_turn.lock();
         let version = self.current();
         let running: Vec<(&std::sync::Arc<CollectionInfo>, usize)> = version

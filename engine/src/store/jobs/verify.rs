@@ -6,10 +6,6 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 
-use super::decode::{decode_items, decode_record, decode_rollup};
-use super::segments::segment_ids;
-use super::shared::Shared;
-use super::versions::Version;
 use crate::cache::Owner;
 use crate::cold::ChunkRef;
 use crate::cold::chunk as cold_chunk;
@@ -19,6 +15,10 @@ use crate::log::frame::SEGMENT_HEADER_BYTES;
 use crate::log::{FrameKind, LogTail, read_segment_header, scan_segment, segment_name};
 use crate::page::keys;
 use crate::page::node::{Node, Value};
+use crate::store::jobs::segments::segment_ids;
+use crate::store::read::decode::{decode_items, decode_record, decode_rollup};
+use crate::store::shared::Shared;
+use crate::store::versions::Version;
 
 /// One hot log segment as `verify` reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -573,7 +573,7 @@ mod tests {
     #[test]
     fn rollups_without_their_parent_are_corruption() {
         use crate::page::redo::Op;
-        use crate::store::ops::BatchOp;
+        use crate::store::write::ops::BatchOp;
         use crate::{CollectionSpec, Db, Layout, NewItem, Options};
 
         let dir = tempfile::tempdir().unwrap();

@@ -6,9 +6,9 @@
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 
-use super::mailbox::Maintenance;
-use super::shared::Shared;
 use crate::events::{warn_on_error, warning};
+use crate::store::jobs::mailbox::Maintenance;
+use crate::store::shared::Shared;
 
 /// Owns the maintenance thread; dropping it (with the last `Db` handle) stops and joins the
 /// thread, so the database is closed by the handle's owner, not later by the thread.
