@@ -2,7 +2,9 @@
 //! timings on a shared machine drift: `counted GETS COMMITS PUSHES` loads 100,000 parents of
 //! 100-byte bodies and 1,000 parents with a `Subset { keep: 5 }` array of 10 valued items
 //! (`Buffered`, no maintenance thread), then does GETS `get`s of random parents, COMMITS
-//! one-put commits and PUSHES one-push commits (a valued item to a random array). A figure
+//! one-put commits, PUSHES one-push commits (a valued item to a random array) and, with a
+//! fourth number, SUMMARIES ranged summaries (items 2 to 7 of a random array: some inline,
+//! some not; the loaded items only, taken before the pushes). A figure
 //! is a count less the count of `counted 0 0 0` (the load alone), divided by the number of
 //! operations. It uses only API older than the figures it gave, so that the same file
 //! builds against an earlier commit (see BENCHMARKS.md).
@@ -13,11 +15,15 @@ fn main() {
     let args: Vec<u64> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with("--"))
-        .map(|a| a.parse().expect("GETS COMMITS PUSHES"))
+        .map(|a| a.parse().expect("GETS COMMITS PUSHES [SUMMARIES]"))
         .collect();
-    let [gets, commits, pushes] = args[..] else {
-        eprintln!("usage: counted GETS COMMITS PUSHES");
-        return;
+    let (gets, commits, pushes, summaries) = match args[..] {
+        [gets, commits, pushes] => (gets, commits, pushes, 0),
+        [gets, commits, pushes, summaries] => (gets, commits, pushes, summaries),
+        _ => {
+            eprintln!("usage: counted GETS COMMITS PUSHES [SUMMARIES]");
+            return;
+        }
     };
     let dir = tempfile::tempdir().expect("temporary directory");
     let options = Options::new()
@@ -61,6 +67,12 @@ fn main() {
             .get(key)
             .expect("get")
             .map_or(0, |d| d.body().len() as u64);
+    }
+    let p = db.collection("p").expect("collection");
+    for _ in 0..summaries {
+        let key = format!("p{:04}", next(1000));
+        let summary = p.summary(key, "reviews", 2..8).expect("summary");
+        found += summary.map_or(0, |s| s.count);
     }
     for i in 0..commits {
         let mut batch = db.batch();

@@ -14,6 +14,7 @@
 //! shard under the shard lock, per tier and per collection, and summed when asked for.
 
 mod admission;
+pub mod point_read;
 pub mod policy;
 pub mod records;
 mod stats;
@@ -34,7 +35,7 @@ pub use policy::{CachePolicy, EvictionRule, Marks, Policy};
 // What only `skewdb::policy` shows (the trace simulators').
 #[cfg(feature = "policy")]
 pub use policy::{InnerPages, Miniature, NoMarks, Rule};
-use records::{KeptRecord, RecordCache, Seen};
+use records::RecordCache;
 pub use stats::{CacheStats, CollectionCacheStats, TierStats, WhatIf};
 pub use trace::DROP_CLASS;
 use trace::TraceWriter;
@@ -680,149 +681,6 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
             .budget_bytes
             .saturating_sub(self.records.resident_bytes())
             .max(self.page_budget)
-    }
-
-    /// Keeps a copy of a parent record in the record tier (see [`RecordCache::insert`]),
-    /// evicting pages if the two together went over the budget.
-    pub fn keep_record(
-        &self,
-        collection: u32,
-        key: &[u8],
-        value: &[u8],
-        generation: u64,
-        walked: &Walked,
-        still_current: impl Fn() -> bool,
-    ) {
-        self.records.insert_from(
-            collection,
-            key,
-            value,
-            generation,
-            walked.leaf,
-            still_current,
-        );
-        self.fit_pages();
-    }
-
-    /// Keeps `value` as the record of `key` in `collection` as of `generation`: the record
-    /// a commit wrote, of a parent the tier held before the commit changed it (`leaf`: the
-    /// leaf it was read from). Only the writer calls this, while it publishes the version of
-    /// `generation` (no reader can be keeping an older record then).
-    pub fn refresh_record(
-        &self,
-        collection: u32,
-        key: &[u8],
-        value: &[u8],
-        generation: u64,
-        leaf: u64,
-    ) {
-        self.records
-            .insert_from(collection, key, value, generation, leaf, || true);
-        self.fit_pages();
-    }
-
-    /// The record tier's record of `key` in `collection` (see [`RecordCache::get_record`]);
-    /// a hit is offered to the what-if sample.
-    pub fn get_record(&self, collection: u32, key: &[u8], generation: u64) -> Option<KeptRecord> {
-        let (kept, seen) = self.records.get_record(collection, key, generation)?;
-        self.sample_hit(collection, key, seen);
-        Some(kept)
-    }
-
-    /// What a reader built from the record of `key` in `collection`, or the record (see
-    /// [`RecordCache::get_decoded`]) with what the hit saw, for the reader to hand to
-    /// [`PageCache::keep_document`] with what it builds. A hit that finds the built value is
-    /// offered to the what-if sample now; one that finds the record alone when the reader
-    /// keeps what it builds, with the weight it then has.
-    pub fn get_decoded(
-        &self,
-        collection: u32,
-        key: &[u8],
-        generation: u64,
-    ) -> Option<std::result::Result<D, (KeptRecord, Seen)>> {
-        let (found, seen) = self.records.get_decoded(collection, key, generation)?;
-        match found {
-            Ok(decoded) => {
-                self.sample_hit(collection, key, seen);
-                Some(Ok(decoded))
-            }
-            Err(kept) => Some(Err((kept, seen))),
-        }
-    }
-
-    /// Offers a record tier hit to the what-if sample, as a lookup of a record in the
-    /// leaf it was read from.
-    fn sample_hit(&self, collection: u32, key: &[u8], seen: Seen) {
-        let Some(estimator) = &self.estimator else {
-            return;
-        };
-        // A leaf's weight is the page size's, as the latest walk saw it.
-        let leaf_weight = estimator.leaf_weight.load(Ordering::Relaxed);
-        self.sample_record(collection, key, seen.weight, seen.leaf, leaf_weight);
-    }
-
-    /// Runs `walk`, a point read's walk down the tree to a record's leaf after a record
-    /// tier miss, and says what it asked of the page cache (nothing with the estimate off:
-    /// [`Walked::NONE`]). Its page requests are not offered to the what-if sample: the
-    /// record lookup stands for them (see [`PageCache::sample_record`]).
-    pub fn walk_for_record<T>(&self, walk: impl FnOnce() -> Result<T>) -> Result<(T, Walked)> {
-        match &self.estimator {
-            None => Ok((walk()?, Walked::NONE)),
-            Some(estimator) => estimator.walk(walk),
-        }
-    }
-
-    /// Offers a record tier lookup of `key` in `collection` (a miss after its walk, or a
-    /// hit) to the what-if sample, sampled by the hash of its leaf: every lookup of the
-    /// records of a sampled leaf is, as every request for that leaf. `weight` is the
-    /// record's entry's in the tier, 0 for a key the tree does not hold; `leaf` (or
-    /// [`NO_LEAF`](records::NO_LEAF)) weighs `leaf_weight`.
-    pub fn sample_record(
-        &self,
-        collection: u32,
-        key: &[u8],
-        weight: u64,
-        leaf: u64,
-        leaf_weight: u64,
-    ) {
-        let Some(estimator) = &self.estimator else {
-            return;
-        };
-        let event = estimator.record_event(collection, key, weight, leaf, leaf_weight);
-        let Some((hash, sampled)) = event else {
-            return;
-        };
-        let mut guard = self.shard_of(hash).lock();
-        guard.pending.samples.push(sampled);
-        if guard.pending.is_full() {
-            let pending = std::mem::take(&mut guard.pending);
-            drop(guard);
-            self.apply(pending);
-        }
-    }
-
-    /// Adds a document built from a kept record that [`PageCache::get_decoded`] found
-    /// (and `seen`; see [`RecordCache::attach`]), evicting pages if the two together went
-    /// over the budget; offers the hit to the what-if sample at the weight the entry now
-    /// has.
-    pub fn keep_document(
-        &self,
-        collection: u32,
-        key: &[u8],
-        kept: &KeptRecord,
-        seen: Seen,
-        document: D,
-        weight: u64,
-    ) {
-        self.records.attach(collection, key, kept, document, weight);
-        self.fit_pages();
-        if self.estimator.is_some() {
-            let seen = Seen {
-                weight: seen.weight + weight,
-                leaf: seen.leaf,
-            };
-            self.sample_hit(collection, key, seen);
-        }
     }
 
     /// Evicts pages and chunks until they fit beside what the record tier holds now.

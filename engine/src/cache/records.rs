@@ -185,14 +185,6 @@ pub struct Seen {
     pub leaf: u64,
 }
 
-impl Seen {
-    /// Nothing seen (the estimate is off).
-    pub const NONE: Seen = Seen {
-        weight: 0,
-        leaf: NO_LEAF,
-    };
-}
-
 struct Shard<D> {
     /// The entries, by the hash of their record's name.
     table: HashTable<Slot<D>>,

@@ -864,7 +864,7 @@ fn pages_borrow_the_record_share_the_tier_does_not_hold() {
     );
     let record = vec![7u8; 900];
     for id in 0..200u32 {
-        cache.keep_record(1, &id.to_be_bytes(), &record, 1, &Walked::NONE, || true);
+        cache.keep_record(1, &id.to_be_bytes(), &record, 1, &Walked::NONE, &|| true);
         let records = cache.records().resident_bytes();
         assert!(
             pages(&cache) + records <= budget,

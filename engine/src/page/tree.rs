@@ -292,6 +292,15 @@ impl Tree {
         self.find_with(store, key, Entries::value)
     }
 
+    /// The record bytes of `key`'s value (a large record read from the log): the one tree
+    /// read of a record the store makes outside a point read of a parent.
+    pub fn get_bytes(&self, store: &Pages<'_>, key: &[u8]) -> Result<Option<Bytes>> {
+        match self.get(store, key)? {
+            Some(value) => Ok(Some(store.value_bytes(&value)?)),
+            None => Ok(None),
+        }
+    }
+
     /// `key`'s entry as the leaf holds it: the key (a slice of the page image for a leaf
     /// read in place, so a reader that keeps it copies nothing) and its value.
     pub fn get_entry(&self, store: &Pages<'_>, key: &[u8]) -> Result<Option<LeafEntry>> {

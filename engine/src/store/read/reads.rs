@@ -9,8 +9,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::cache::records::{self, KeptRecord, Seen};
-use crate::cache::{Admission, Owner};
+use crate::cache::Owner;
+use crate::cache::point_read::{FoundRecord, LeafKeeping, RecordAt, RecordSource};
+use crate::cached::{Cached, Unkept};
 use crate::store::read::decode::{
     UNPLACED, decode_document, decode_read_record, decode_record_fields, decode_wanted_items,
     placed,
@@ -27,18 +28,6 @@ use crate::page::node::{Node, Value};
 use crate::page::tree::{LeafEntry, Tree};
 use crate::page::{PageStore, Pages, keys};
 use crate::record::ParentRecord;
-
-/// A parent record as a read found it: kept in the record tier, or read from the tree. (A
-/// `get` that finds its document built in the tier takes it without the record:
-/// `Shared::document`.)
-enum Found {
-    Kept(KeptRecord),
-    /// The parent's key (a slice of the tree's copy, not of the caller's) and its record.
-    Read {
-        key: Bytes,
-        record: Bytes,
-    },
-}
 
 /// Reads at one version, and what they touch of the engine: the page store (with the
 /// cache and its record tier), the cold store, and the versions' record epoch. Nothing of
@@ -85,67 +74,28 @@ impl Reads<'_> {
         key: &[u8],
         owner: Owner,
     ) -> Result<Option<Bytes>> {
-        let pages = self.pages.reading(owner);
-        match version.tree.get(&pages, key)? {
-            Some(value) => Ok(Some(pages.value_bytes(&value)?)),
-            None => Ok(None),
-        }
+        version.tree.get_bytes(&self.pages.reading(owner), key)
     }
 
-    /// A parent's record read from the tree at `version`, with the parent's key as the tree
-    /// holds it: neither the key nor the record is copied.
-    fn read_parent(
-        &self,
-        version: &Version,
-        info: &CollectionInfo,
-        key: &[u8],
-    ) -> Result<Option<Found>> {
-        let pages = pages_for(self.pages, info);
-        let entry = keys::with_parent(info.id, key, |tree_key| {
-            version.tree.get_entry(&pages, tree_key)
-        })?;
-        found_in_leaf(entry, &pages)
-    }
-
-    /// A parent's whole document at `version`. The record tier keeps it with the record it
-    /// was built from: a read that finds it there builds nothing.
+    /// A parent's whole document at `version`, asked of the cache in one request (see
+    /// `cache::point_read`): the record tier keeps it with the record it was built from, and
+    /// a read that finds it there builds nothing.
     pub(crate) fn document(
         &self,
         version: &Version,
         info: &Arc<CollectionInfo>,
         key: &[u8],
     ) -> Result<Option<Document>> {
-        // A hit that finds the document built needs nothing of the record.
-        let mut seen = Seen::NONE;
-        let found = match version.own_chunks {
-            None => match self
-                .pages
-                .cache
-                .get_decoded(info.id, key, version.generation)
-            {
-                Some(Ok(document)) => return Ok(Some(document)),
-                Some(Err((kept, hit))) => {
-                    seen = hit;
-                    Some(Found::Kept(kept))
-                }
-                None => self.read_and_keep(version, info, key)?,
-            },
-            Some(_) => self.find_record(version, info, key)?,
+        let source = TreeRecord::new(self.pages, version, info, key);
+        let epoch = || self.versions.record_epoch();
+        let at = record_at(version, info, key, &epoch);
+        let build = |parent_key: Bytes, record: Bytes| {
+            decode_document(info, parent_key, record)
+                .map_err(|e| self.placed(e, &version.tree, &keys::parent(info.id, key)))
         };
-        let document = match found {
-            Some(Found::Kept(kept)) => {
-                let document = decode_document(info, kept.key(), kept.value())
-                    .map_err(|e| self.placed(e, &version.tree, &keys::parent(info.id, key)))?;
-                let weight = document.memory_bytes();
-                let cache = &self.pages.cache;
-                cache.keep_document(info.id, key, &kept, seen, document.clone(), weight);
-                document
-            }
-            Some(Found::Read { key: read, record }) => decode_document(info, read, record)
-                .map_err(|e| self.placed(e, &version.tree, &keys::parent(info.id, key)))?,
-            None => return Ok(None),
-        };
-        Ok(Some(document))
+        self.pages
+            .cache
+            .read_document(&at, &source, build, Document::memory_bytes)
     }
 
     /// A parent's key and record as `get_projected` returns them (see
@@ -158,11 +108,10 @@ impl Reads<'_> {
         key: &[u8],
         wanted: impl Fn(usize) -> bool,
     ) -> Result<Option<(Bytes, ParentRecord<Item>)>> {
-        let (key_bytes, bytes) = match self.find_record(version, info, key)? {
-            Some(Found::Kept(kept)) => (kept.key(), kept.value()),
-            Some(Found::Read { key, record }) => (key, record),
-            None => return Ok(None),
+        let Some(found) = self.find_record(version, info, key)? else {
+            return Ok(None);
         };
+        let (key_bytes, bytes) = found.into_parts();
         let record = decode_read_record(bytes, info, key, wanted)
             .map_err(|e| self.placed(e, &version.tree, &keys::parent(info.id, key)))?;
         Ok(Some((key_bytes, record)))
@@ -190,11 +139,10 @@ impl Reads<'_> {
         key: &[u8],
         decode: impl FnOnce(Bytes) -> Result<ParentRecord>,
     ) -> Result<Option<ParentRecord>> {
-        let bytes = match self.find_record(version, info, key)? {
-            Some(Found::Kept(kept)) => kept.value(),
-            Some(Found::Read { record, .. }) => record,
-            None => return Ok(None),
+        let Some(found) = self.find_record(version, info, key)? else {
+            return Ok(None);
         };
+        let bytes = found.into_record();
         decode(bytes)
             .map(Some)
             .map_err(|e| self.placed(e, &version.tree, &keys::parent(info.id, key)))
@@ -206,79 +154,20 @@ impl Reads<'_> {
         placed(error, tree, self.pages, tree_key)
     }
 
-    /// A parent's record at `version`: from the record tier when it holds it as of a
-    /// generation no newer than the version's, else read from the tree and then kept in the
-    /// tier if `version` is the current one and no commit is publishing (see
-    /// `publish_changes`).
+    /// A parent's record at `version`, asked of the cache in one request (see
+    /// `cache::point_read`): from the record tier when it holds it as of a generation no
+    /// newer than the version's, else read from the tree (and then kept in the tier if
+    /// `version` is the current one and no commit is publishing: see `publish_changes`).
     fn find_record(
         &self,
         version: &Version,
         info: &CollectionInfo,
         key: &[u8],
-    ) -> Result<Option<Found>> {
-        if version.own_chunks.is_some() {
-            // A transaction's own view: the tier holds published versions' records only.
-            return self.read_parent(version, info, key);
-        }
-        if let Some(kept) = self
-            .pages
-            .cache
-            .get_record(info.id, key, version.generation)
-        {
-            return Ok(Some(Found::Kept(kept)));
-        }
-        self.read_and_keep(version, info, key)
-    }
-
-    /// A parent's record read from the tree at `version` (a published one), then kept in
-    /// the record tier if `version` is the current one and no commit is publishing. With a
-    /// tier, a leaf read from storage for the record does not go into the page cache once
-    /// the pages fill their budget (while they have room it does: it evicts nothing): the
-    /// tier keeps the record now, or on its next miss once it is full (see
-    /// `RecordCache::insert`), and the record's next read asks the tier, not the leaf, unless
-    /// point reads keep coming back to that leaf (it goes in on its second load among the
-    /// latest: `Admission::IfReadLately`). (A large record is read through the page
-    /// cache after its leaf, which then goes in as in any other read.) Without a tier the
-    /// walk keeps its leaf as any other.
-    fn read_and_keep(
-        &self,
-        version: &Version,
-        info: &CollectionInfo,
-        key: &[u8],
-    ) -> Result<Option<Found>> {
-        let cache = &self.pages.cache;
-        if cache.records().budget_bytes() == 0 {
-            return self.read_parent(version, info, key);
-        }
-        let epoch = self.versions.record_epoch();
-        let pages = pages_for(self.pages, info);
-        let ((entry, unkept_leaf), walked) = cache.walk_for_record(|| {
-            keys::with_parent(info.id, key, |tree_key| {
-                version.tree.get_entry_or_read(&pages, tree_key)
-            })
-        })?;
-        if let Some(leaf) = unkept_leaf {
-            let admission = match &entry {
-                // The large record is read through the page cache next, as in any read.
-                Some((_, Value::Large(_))) => Admission::Always,
-                _ => Admission::IfReadLately,
-            };
-            let _ = cache.admit(leaf, admission);
-        }
-        let found = found_in_leaf(entry, &pages)?;
-        let weight = match &found {
-            Some(Found::Read { record, .. }) => records::entry_weight(key.len() + record.len()),
-            _ => 0,
-        };
-        cache.sample_record(info.id, key, weight, walked.leaf, walked.leaf_weight);
-        if let Some(Found::Read { record, .. }) = &found
-            && epoch == version.generation
-        {
-            cache.keep_record(info.id, key, record, epoch, &walked, || {
-                self.versions.record_epoch() == epoch
-            });
-        }
-        Ok(found)
+    ) -> Result<Option<FoundRecord>> {
+        let source = TreeRecord::new(self.pages, version, info, key);
+        let epoch = || self.versions.record_epoch();
+        let at = record_at(version, info, key, &epoch);
+        self.pages.cache.read_record(&at, &source)
     }
 
     /// Appends to `out` the items of one array's tail on `query`'s pages (with a limit, at
@@ -474,14 +363,68 @@ pub(in crate::store) enum InRange<'a> {
 /// The summary of a chunk index entry held in its leaf; `None` for anything else.
 /// A parent's entry as its leaf holds it (the tree's key and the value), as a record read
 /// from the tree.
-fn found_in_leaf(entry: Option<LeafEntry>, pages: &Pages) -> Result<Option<Found>> {
-    let Some((tree_key, value)) = entry else {
-        return Ok(None);
-    };
-    Ok(Some(Found::Read {
-        key: keys::parent_key_of(&tree_key),
-        record: pages.value_bytes(&value)?,
-    }))
+/// A parent record's place in the tree at one version: where the cache's point read walks
+/// after a record tier miss.
+struct TreeRecord<'a> {
+    tree: &'a Tree,
+    pages: Pages<'a>,
+    collection: crate::catalog::CollectionId,
+    key: &'a [u8],
+}
+
+impl<'a> TreeRecord<'a> {
+    fn new(
+        pages: &'a PageStore,
+        version: &'a Version,
+        info: &CollectionInfo,
+        key: &'a [u8],
+    ) -> Self {
+        TreeRecord {
+            tree: &version.tree,
+            pages: pages_for(pages, info),
+            collection: info.id,
+            key,
+        }
+    }
+}
+
+impl RecordSource<Cached> for TreeRecord<'_> {
+    type Entry = LeafEntry;
+
+    fn walk(&self, keeping: LeafKeeping) -> Result<(Option<LeafEntry>, Option<Unkept>)> {
+        keys::with_parent(self.collection, self.key, |tree_key| match keeping {
+            LeafKeeping::Keep => Ok((self.tree.get_entry(&self.pages, tree_key)?, None)),
+            LeafKeeping::HandBack => self.tree.get_entry_or_read(&self.pages, tree_key),
+        })
+    }
+
+    fn is_large((_, value): &LeafEntry) -> bool {
+        matches!(value, Value::Large(_))
+    }
+
+    fn read(&self, (tree_key, value): LeafEntry) -> Result<(Bytes, Bytes)> {
+        Ok((
+            keys::parent_key_of(&tree_key),
+            self.pages.value_bytes(&value)?,
+        ))
+    }
+}
+
+/// A point read of `key` at `version` as the record tier sees it; `epoch` reads the record
+/// epoch.
+fn record_at<'k>(
+    version: &Version,
+    info: &CollectionInfo,
+    key: &'k [u8],
+    epoch: &'k dyn Fn() -> u64,
+) -> RecordAt<'k> {
+    RecordAt {
+        collection: info.id,
+        key,
+        // A transaction's own view: the tier holds published versions' records only.
+        generation: version.own_chunks.is_none().then_some(version.generation),
+        epoch,
+    }
 }
 
 /// The page store as a read of `info`'s documents reads it.

@@ -38,11 +38,7 @@ fn describe(key: &[u8]) -> String {
 
 /// The record of `key` in `tree`, if any.
 fn record(pages: &PageStore, tree: &Tree, key: &[u8]) -> Result<Option<Bytes>> {
-    let pages = &pages.reading(keys::owner_of(key));
-    match tree.get(pages, key)? {
-        Some(value) => Ok(Some(pages.value_bytes(&value)?)),
-        None => Ok(None),
-    }
+    tree.get_bytes(&pages.reading(keys::owner_of(key)), key)
 }
 
 /// Every (key, record) of `tree` in the range.

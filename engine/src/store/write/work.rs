@@ -51,10 +51,7 @@ impl Base<'_> {
 
     fn read(&self, key: &[u8]) -> Result<Option<Bytes>> {
         let pages = &self.shared.pages.reading(keys::owner_of(key));
-        match self.txn.tree.get(pages, key)? {
-            Some(value) => Ok(Some(pages.value_bytes(&value)?)),
-            None => Ok(None),
-        }
+        self.txn.tree.get_bytes(pages, key)
     }
 }
 
