@@ -6,7 +6,8 @@
 //! - `read/`: the read path (`Reads` at one version: records, documents, items lent in
 //!   place, summaries);
 //! - `jobs/`: the work beside the write path (checkpoints, compaction, reclaiming, layout
-//!   migrations, copies, verification, statistics, the maintenance thread);
+//!   migrations, copies, verification, statistics, the maintenance thread), each job calling
+//!   no other; `jobs/maintain.rs` runs them one after another;
 //! - `open/`: opening a database (recovery, and the read-only open).
 //!
 //! Here, the parts every room shares, each with its state private:

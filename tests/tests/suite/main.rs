@@ -6,6 +6,7 @@
 mod api;
 mod arrays_model;
 mod backup;
+mod call_graph;
 mod concurrency;
 mod corruption;
 mod crash;

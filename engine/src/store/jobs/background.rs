@@ -1,7 +1,7 @@
 //! The maintenance thread: runs the checkpoints commits find due, each followed by a
 //! bounded cold compaction step when a cold segment is mostly dead, so that commits do not
 //! pay for them. Commits only wake it; a commit runs the checkpoint itself when the thread
-//! has fallen far behind (see `Shared::commit`).
+//! has fallen far behind (see `Shared::after_commit`, `maintain.rs`).
 
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;

@@ -18,7 +18,7 @@ use crate::page::checkpoint::Checkpoint;
 use crate::page::node::{Node, PageId};
 use crate::page::table::Slot;
 use crate::page::tree::Tree;
-use crate::store::jobs::segments;
+use crate::store::jobs::segments::{self, CLEAN_BYTES, Clean, sparse_segments, unneeded_cold};
 use crate::store::shared::Shared;
 use crate::store::versions::Version;
 use crate::store::writer::Writer;
@@ -26,63 +26,6 @@ use crate::store::writer::Writer;
 /// A checkpoint writes its page images in groups of about this size: each is appended with
 /// the writer held, which the commits beside it wait for.
 pub(in crate::store) const CHECKPOINT_GROUP_BYTES: usize = 256 * 1024;
-
-/// A sealed log segment whose live pages fill less than this share of it is cleaned.
-pub(in crate::store) const CLEAN_BELOW: f64 = 0.5;
-
-/// `Db::compact` cleans every sealed log segment whose live pages fill less than this share
-/// of it: the user asked for the space back. (A bulk load leaves segments in which redo, dead
-/// once checkpointed, and page images alternate, most of them over [`CLEAN_BELOW`].)
-const COMPACT_CLEAN_BELOW: f64 = 0.8;
-
-/// Which sealed log segments a checkpoint cleans: copies their live pages to the tail, so
-/// that they can be removed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(in crate::store) enum Clean {
-    /// None.
-    Nothing,
-    /// Those whose live pages fill less than [`CLEAN_BELOW`] of them.
-    Sparse,
-    /// Those under [`COMPACT_CLEAN_BELOW`] (`Db::compact`).
-    Compact,
-}
-
-impl Clean {
-    /// What automatic checkpoints clean: sparse segments when the options reclaim space.
-    pub(in crate::store) fn automatic(reclaim: bool) -> Clean {
-        match reclaim {
-            true => Clean::Sparse,
-            false => Clean::Nothing,
-        }
-    }
-
-    /// The share of live bytes under which a segment is cleaned.
-    fn below(self) -> f64 {
-        match self {
-            Clean::Nothing => 0.0,
-            Clean::Sparse => CLEAN_BELOW,
-            Clean::Compact => COMPACT_CLEAN_BELOW,
-        }
-    }
-}
-
-/// Page bytes a checkpoint copies out of sparse segments, at most (one segment at least).
-pub(in crate::store) const CLEAN_BYTES: u64 = 8 * 1024 * 1024;
-
-/// A sealed log segment that is mostly dead: what of it the tree still needs.
-pub(in crate::store) struct Sparse {
-    pub(in crate::store) segment_id: u32,
-    pub(in crate::store) page_bytes: u64,
-    pub(in crate::store) pages: Vec<PageId>,
-    /// Bytes of large records the tree refers to in it.
-    pub(in crate::store) large_bytes: u64,
-}
-
-impl Sparse {
-    pub(in crate::store) fn live_bytes(&self) -> u64 {
-        self.page_bytes + self.large_bytes
-    }
-}
 
 /// Pages changed since the last checkpoint live in memory, outside the cache's budget, until
 /// a checkpoint writes them: one is due once they reach this fraction of the budget (and
@@ -109,7 +52,7 @@ impl Shared {
     /// written since (due at `checkpoint_bytes`), whichever is furthest. The first bounds
     /// recovery, the second the memory that changed pages hold outside the cache's budget,
     /// the third the cold space that waits for a checkpoint to be given back. A checkpoint
-    /// is due at 1; a commit runs it itself at 2 (see `Shared::commit`).
+    /// is due at 1; a commit runs it itself at 2 (see `Shared::after_commit`).
     pub(in crate::store) fn checkpoint_pressure(&self, writer: &Writer) -> f64 {
         let tree = &self.current().tree;
         let dirty_bytes =
@@ -121,69 +64,6 @@ impl Shared {
         writer
             .written_share(self.options.checkpoint_bytes)
             .max(dirty_bytes as f64 / dirty_limit as f64)
-    }
-
-    /// The maintenance thread's work: the checkpoint commits found due (if still due), then
-    /// a cold compaction step.
-    pub(crate) fn maintain(&self) -> Result<()> {
-        self.checkpoint_if_due(true)?;
-        if self.options.reclaim {
-            self.reclaim_step()?;
-        }
-        // What a drop retired goes a step at a time, the thread woken again for each; so do
-        // the parents a layout change moves.
-        if self.retired_step()? | self.migration_step()? {
-            self.maintenance.wake();
-        }
-        Ok(())
-    }
-
-    /// Log segments before `tail_segment` (the one being appended to) mostly dead (live page
-    /// and large-record bytes under the share of the file `clean` names), sparsest first.
-    pub(in crate::store) fn sparse_segments(
-        &self,
-        tree: &Tree,
-        tail_segment: u32,
-        clean: Clean,
-    ) -> Result<Vec<Sparse>> {
-        let below = clean.below();
-        let storage = self.pages.storage.as_ref();
-        let mut live: BTreeMap<u32, Sparse> = BTreeMap::new();
-        fn entry(live: &mut BTreeMap<u32, Sparse>, segment_id: u32) -> &mut Sparse {
-            live.entry(segment_id).or_insert_with(|| Sparse {
-                segment_id,
-                page_bytes: 0,
-                pages: Vec::new(),
-                large_bytes: 0,
-            })
-        }
-        for (id, slot) in tree.table.iter() {
-            if let Slot::Disk(loc) = slot
-                && loc.segment_id < tail_segment
-            {
-                let sparse = entry(&mut live, loc.segment_id);
-                sparse.page_bytes += loc.len as u64;
-                sparse.pages.push(id);
-            }
-        }
-        for (&segment_id, &bytes) in tree.large_live.iter() {
-            if segment_id < tail_segment {
-                entry(&mut live, segment_id).large_bytes += bytes;
-            }
-        }
-        let mut sparse = Vec::new();
-        for (segment_id, segment) in live {
-            let name = crate::log::segment_name(segment_id);
-            let Some(file_bytes) = segments::len_if_present(storage, &name)? else {
-                continue;
-            };
-            let ratio = segment.live_bytes() as f64 / file_bytes.max(1) as f64;
-            if ratio < below {
-                sparse.push((ratio, segment));
-            }
-        }
-        sparse.sort_by(|a, b| a.0.total_cmp(&b.0));
-        Ok(sparse.into_iter().map(|(_, segment)| segment).collect())
     }
 
     /// Log cleaning: the live pages of the sparsest segments become dirty in `tree`, so the
@@ -200,7 +80,7 @@ impl Shared {
     ) -> Result<Vec<(PageId, FrameLoc)>> {
         let mut moved = 0;
         let mut marked = Vec::new();
-        for segment in self.sparse_segments(tree, tail_segment, clean)? {
+        for segment in sparse_segments(self.pages.storage.as_ref(), tree, tail_segment, clean)? {
             if segment.large_bytes > 0 {
                 continue;
             }
@@ -234,7 +114,8 @@ impl Shared {
             .filter(|id| *id < checkpoint.replay_from.segment_id && !needed.contains(id))
             .map(crate::log::segment_name)
             .collect();
-        files.extend(self.unneeded_cold(
+        files.extend(unneeded_cold(
+            storage,
             &checkpoint.needed_cold_segments(),
             checkpoint.cold_tail.segment_id,
         )?);

@@ -7,7 +7,7 @@
 //!
 //! Cold compaction's rules: `format-spec/cold.md`.
 
-use crate::events::{event, span};
+use crate::events::span;
 use std::collections::BTreeSet;
 use std::ops::Bound;
 
@@ -20,7 +20,7 @@ use crate::page::keys;
 use crate::page::node::Value;
 use crate::page::redo::Op;
 use crate::page::tree::Tree;
-use crate::store::jobs::checkpoint::Clean;
+use crate::store::jobs::segments::{Clean, sparse_segments};
 use crate::store::shared::Shared;
 use crate::store::write::apply::Txn;
 use crate::store::writer::Writer;
@@ -54,7 +54,7 @@ pub(in crate::store) enum Work {
 }
 
 impl Work {
-    pub(in crate::store) fn bytes(&self) -> u64 {
+    pub(in crate::store) fn chunk_bytes(&self) -> u64 {
         match self {
             Work::Move { entry, .. } => entry.loc.len as u64,
             Work::Merge { run } => run.iter().map(|(_, e)| e.loc.len as u64).sum(),
@@ -84,10 +84,10 @@ pub struct CompactReport {
 
 /// What one step of cold work did.
 #[derive(Clone, Copy, Debug, Default)]
-struct Done {
-    moved: u64,
-    merged: u64,
-    merged_into: u64,
+pub(in crate::store) struct Done {
+    pub(in crate::store) moved: u64,
+    pub(in crate::store) merged: u64,
+    pub(in crate::store) merged_into: u64,
 }
 
 /// What compaction found to do in one window of the chunk index.
@@ -104,12 +104,12 @@ pub(in crate::store) struct Plan {
 pub(in crate::store) const PLAN_WINDOW_BYTES: u64 = STEP_BYTES;
 
 impl Plan {
-    pub fn bytes(&self) -> u64 {
+    pub fn chunk_bytes(&self) -> u64 {
         self.bytes
     }
 
     fn push(&mut self, work: Work) {
-        self.bytes += work.bytes();
+        self.bytes += work.chunk_bytes();
         self.work.push(work);
     }
 }
@@ -223,7 +223,7 @@ impl Shared {
                 if let Some((key, entry, _)) = newest.take() {
                     move_if_sparse(key, entry, &mut plan);
                 }
-                if plan.bytes() >= window_bytes {
+                if plan.chunk_bytes() >= window_bytes {
                     plan.resume = Some(key);
                     return Ok(plan);
                 }
@@ -254,7 +254,11 @@ impl Shared {
     /// Runs `work` as one commit group: each piece is checked against the current version
     /// (skipped when an entry changed since it was planned), its chunks are written to the
     /// cold tail, and the chunk index is pointed at them.
-    fn run_cold_work(&self, writer: &mut Writer, work: &[Work]) -> Result<Done> {
+    pub(in crate::store) fn run_cold_work(
+        &self,
+        writer: &mut Writer,
+        work: &[Work],
+    ) -> Result<Done> {
         let base = self.current();
         let txn = Txn::new(base.tree.clone(), base.catalog.clone());
         self.cold_synced_before_roll(writer)?;
@@ -318,120 +322,6 @@ impl Shared {
         })
     }
 
-    /// Compacts both tiers now. Cold first: the live chunks of mostly-dead cold segments
-    /// move to the tail and runs of small chunks merge, `STEP_BYTES` per commit group. Then
-    /// checkpoints until no sealed log segment is sparse, which also removes every segment
-    /// of either tier the state no longer needs (a segment some reader's version may still
-    /// read from goes at a later checkpoint, once that reader is done). The writer lock is
-    /// released between steps, so commits go on. `progress(done, total)` follows the chunk
-    /// and page bytes handled.
-    pub fn compact(&self, progress: &mut dyn FnMut(u64, u64)) -> Result<CompactReport> {
-        let _span = span!(info, "compaction");
-        self.commits.lock().log.check_writable()?;
-        let storage = self.pages.storage.as_ref();
-        let cold_bytes = || -> Result<u64> {
-            let mut total = 0;
-            for name in storage.list()? {
-                if cold_chunk::parse_segment_name(&name).is_some() {
-                    total +=
-                        crate::store::jobs::segments::len_if_present(storage, &name)?.unwrap_or(0);
-                }
-            }
-            Ok(total)
-        };
-        let hot_bytes = || -> Result<u64> {
-            let tail = self.commits.lock().log.tail();
-            Ok(crate::store::jobs::segments::segment_files(storage, tail)?
-                .values()
-                .sum())
-        };
-        let mut report = CompactReport {
-            hot_bytes_before: hot_bytes()?,
-            cold_bytes_before: cold_bytes()?,
-            ..CompactReport::default()
-        };
-        // What drops retired goes first (the chunks it pointed at are then dead), and every
-        // migration is finished (the chunks parents moved out of are dead too).
-        self.reclaim_retired()?;
-        while self.migration_step()? {}
-        {
-            let _writer = self.commits.lock();
-            self.seal_cold_if_dead(&self.current().tree)?;
-        }
-        let hot_sparse = |writer: &Writer| -> Result<u64> {
-            let sparse = self.sparse_segments(
-                &self.current().tree,
-                writer.log.tail().segment_id,
-                Clean::Compact,
-            )?;
-            Ok(sparse
-                .iter()
-                .map(crate::store::jobs::checkpoint::Sparse::live_bytes)
-                .sum())
-        };
-        let hot_before = hot_sparse(&self.commits.lock())?;
-        // Cold: a window of the chunk index planned at a time (the total grows as each is
-        // planned), one commit group per step.
-        let mut cold_total = 0;
-        let mut done_bytes = 0;
-        let mut from: Option<Bytes> = None;
-        loop {
-            let plan =
-                self.plan_cold(&self.current().tree, true, from.as_ref(), PLAN_WINDOW_BYTES)?;
-            cold_total += plan.bytes();
-            let total = cold_total + hot_before;
-            progress(done_bytes, total);
-            let mut step: Vec<Work> = Vec::new();
-            let mut step_bytes = 0;
-            let mut pieces = plan.work.into_iter().peekable();
-            while let Some(piece) = pieces.next() {
-                step_bytes += piece.bytes();
-                step.push(piece);
-                if step_bytes >= STEP_BYTES || pieces.peek().is_none() {
-                    let done = self.run_cold_work(&mut self.commits.lock(), &step)?;
-                    report.chunks_moved += done.moved;
-                    report.chunks_merged += done.merged;
-                    report.merged_into += done.merged_into;
-                    done_bytes += step_bytes;
-                    progress(done_bytes, total);
-                    step.clear();
-                    step_bytes = 0;
-                }
-            }
-            match plan.resume {
-                Some(key) => from = Some(key),
-                None => break,
-            }
-        }
-        // Hot: the segment being appended to is sealed first, so it can be cleaned too (the
-        // chunks its redo refers to made durable before, as at any roll); large records
-        // move out of the sparse segments, a step at a time, so that cleaning can empty them.
-        let hot_total = {
-            let mut writer = self.commits.lock();
-            self.cold.sync()?;
-            writer.log.seal()?;
-            hot_sparse(&writer)?
-        };
-        while self.relocate_large(STEP_BYTES, Clean::Compact)? > 0 {}
-        let total = cold_total + hot_total;
-        progress(cold_total, total);
-        // One checkpoint per step. Each step cleans at least one segment; the bound only
-        // guards the loop.
-        for _ in 0..=crate::store::jobs::segments::segment_ids(storage)?.len() {
-            self.checkpoint_now(Clean::Compact)?;
-            let left = hot_sparse(&self.commits.lock())?;
-            progress(cold_total + hot_total.saturating_sub(left), total);
-            if left == 0 {
-                break;
-            }
-        }
-        progress(total, total);
-        report.hot_bytes_after = hot_bytes()?;
-        report.cold_bytes_after = cold_bytes()?;
-        event!(info, report = ?report, "compacted");
-        Ok(report)
-    }
-
     /// Moves the large records held by mostly-dead log segments to the tail (each written
     /// again, as a commit would), so that cleaning (`clean`) can empty those segments; at
     /// most about `limit` bytes of records. A record a commit changed since the walk is left alone.
@@ -440,8 +330,9 @@ impl Shared {
         let (version, segments) = {
             let writer = self.commits.lock();
             let version = self.current();
-            let segments: BTreeSet<u32> = self
-                .sparse_segments(&version.tree, writer.log.tail().segment_id, clean)?
+            let tail = writer.log.tail().segment_id;
+            let storage = self.pages.storage.as_ref();
+            let segments: BTreeSet<u32> = sparse_segments(storage, &version.tree, tail, clean)?
                 .into_iter()
                 .filter(|segment| segment.large_bytes > 0)
                 .map(|segment| segment.segment_id)
@@ -530,7 +421,7 @@ impl Shared {
             .into_iter()
             .take_while(|piece| {
                 let take = step_bytes < STEP_BYTES;
-                step_bytes += piece.bytes();
+                step_bytes += piece.chunk_bytes();
                 take
             })
             .collect();
@@ -572,25 +463,6 @@ impl Shared {
         }
         let live = tree.cold_live.get(&tail.segment_id).copied().unwrap_or(0);
         (tail.offset - cold_chunk::SEGMENT_HEADER_BYTES as u64, live)
-    }
-
-    /// Cold segments before the cold tail's that the checkpoint just written does not need,
-    /// given its per-segment chunk bytes.
-    pub(in crate::store) fn unneeded_cold(
-        &self,
-        needed: &BTreeSet<u32>,
-        tail: u32,
-    ) -> Result<Vec<String>> {
-        Ok(self
-            .pages
-            .storage
-            .list()?
-            .into_iter()
-            .filter(|name| {
-                cold_chunk::parse_segment_name(name)
-                    .is_some_and(|id| id < tail && !needed.contains(&id))
-            })
-            .collect())
     }
 }
 
@@ -815,15 +687,20 @@ mod tests {
         };
         let all = keys(&whole.work);
         assert!(all.len() > 100, "{} chunks planned", all.len());
-        let largest = whole.work.iter().map(super::Work::bytes).max().unwrap();
-        let window = whole.bytes() / 7;
+        let largest = whole
+            .work
+            .iter()
+            .map(super::Work::chunk_bytes)
+            .max()
+            .unwrap();
+        let window = whole.chunk_bytes() / 7;
         let mut windows = Vec::new();
         let mut from: Option<Bytes> = None;
         loop {
             let plan = shared
                 .plan_cold(&tree, true, from.as_ref(), window)
                 .unwrap();
-            windows.push(plan.bytes());
+            windows.push(plan.chunk_bytes());
             let planned = keys(&plan.work);
             if let (Some(last), Some(next)) = (planned.last(), &plan.resume) {
                 // Each window ends with a whole array: the next starts with another one.

@@ -12,6 +12,9 @@ pub(in crate::store) mod compact;
 pub(in crate::store) mod copy;
 /// The maintenance thread's mailbox.
 pub(in crate::store) mod mailbox;
+/// The supervisor: the jobs run one after another (the thread's turn, after a commit,
+/// `Db::compact`).
+pub(in crate::store) mod maintain;
 /// Layout changes walked over a collection's parents.
 pub(in crate::store) mod migrate;
 /// How far the background walks have got.

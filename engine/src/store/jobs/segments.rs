@@ -1,9 +1,13 @@
-//! The hot log's segment files as the directory holds them.
+//! The segment files of both tiers as the directory holds them, and which of them are
+//! mostly dead (cleaning) or no longer needed: what the checkpoint and compaction share.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::error::Result;
 use crate::log::{LogTail, parse_segment_name, segment_name};
+use crate::page::node::PageId;
+use crate::page::table::Slot;
+use crate::page::tree::Tree;
 use crate::storage::Storage;
 
 /// The ids of the hot log segments present, ascending.
@@ -42,4 +46,125 @@ pub(crate) fn segment_files(storage: &dyn Storage, tail: LogTail) -> Result<BTre
         }
     }
     Ok(files)
+}
+
+/// A sealed log segment whose live pages fill less than this share of it is cleaned.
+pub(crate) const CLEAN_BELOW: f64 = 0.5;
+
+/// `Db::compact` cleans every sealed log segment whose live pages fill less than this share
+/// of it: the user asked for the space back. (A bulk load leaves segments in which redo, dead
+/// once checkpointed, and page images alternate, most of them over [`CLEAN_BELOW`].)
+const COMPACT_CLEAN_BELOW: f64 = 0.8;
+
+/// Which sealed log segments a checkpoint cleans: copies their live pages to the tail, so
+/// that they can be removed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Clean {
+    /// None.
+    Nothing,
+    /// Those whose live pages fill less than [`CLEAN_BELOW`] of them.
+    Sparse,
+    /// Those under [`COMPACT_CLEAN_BELOW`] (`Db::compact`).
+    Compact,
+}
+
+impl Clean {
+    /// What automatic checkpoints clean: sparse segments when the options reclaim space.
+    pub(crate) fn automatic(reclaim: bool) -> Clean {
+        match reclaim {
+            true => Clean::Sparse,
+            false => Clean::Nothing,
+        }
+    }
+
+    /// The share of live bytes under which a segment is cleaned.
+    pub(crate) fn below(self) -> f64 {
+        match self {
+            Clean::Nothing => 0.0,
+            Clean::Sparse => CLEAN_BELOW,
+            Clean::Compact => COMPACT_CLEAN_BELOW,
+        }
+    }
+}
+
+/// Page bytes a checkpoint copies out of sparse segments, at most (one segment at least).
+pub(crate) const CLEAN_BYTES: u64 = 8 * 1024 * 1024;
+
+/// A sealed log segment that is mostly dead: what of it the tree still needs.
+pub(crate) struct Sparse {
+    pub(crate) segment_id: u32,
+    pub(crate) page_bytes: u64,
+    pub(crate) pages: Vec<PageId>,
+    /// Bytes of large records the tree refers to in it.
+    pub(crate) large_bytes: u64,
+}
+
+impl Sparse {
+    pub(crate) fn live_bytes(&self) -> u64 {
+        self.page_bytes + self.large_bytes
+    }
+}
+
+/// Log segments before `tail_segment` (the one being appended to) mostly dead (live page
+/// and large-record bytes under the share of the file `clean` names), sparsest first.
+pub(crate) fn sparse_segments(
+    storage: &dyn Storage,
+    tree: &Tree,
+    tail_segment: u32,
+    clean: Clean,
+) -> Result<Vec<Sparse>> {
+    let below = clean.below();
+    let mut live: BTreeMap<u32, Sparse> = BTreeMap::new();
+    fn entry(live: &mut BTreeMap<u32, Sparse>, segment_id: u32) -> &mut Sparse {
+        live.entry(segment_id).or_insert_with(|| Sparse {
+            segment_id,
+            page_bytes: 0,
+            pages: Vec::new(),
+            large_bytes: 0,
+        })
+    }
+    for (id, slot) in tree.table.iter() {
+        if let Slot::Disk(loc) = slot
+            && loc.segment_id < tail_segment
+        {
+            let sparse = entry(&mut live, loc.segment_id);
+            sparse.page_bytes += loc.len as u64;
+            sparse.pages.push(id);
+        }
+    }
+    for (&segment_id, &bytes) in tree.large_live.iter() {
+        if segment_id < tail_segment {
+            entry(&mut live, segment_id).large_bytes += bytes;
+        }
+    }
+    let mut sparse = Vec::new();
+    for (segment_id, segment) in live {
+        let name = crate::log::segment_name(segment_id);
+        let Some(file_bytes) = len_if_present(storage, &name)? else {
+            continue;
+        };
+        let ratio = segment.live_bytes() as f64 / file_bytes.max(1) as f64;
+        if ratio < below {
+            sparse.push((ratio, segment));
+        }
+    }
+    sparse.sort_by(|a, b| a.0.total_cmp(&b.0));
+    Ok(sparse.into_iter().map(|(_, segment)| segment).collect())
+}
+
+/// Cold segments before the cold tail's that a checkpoint does not need, given the segments
+/// its chunk index refers to.
+pub(crate) fn unneeded_cold(
+    storage: &dyn Storage,
+    needed: &BTreeSet<u32>,
+    tail: u32,
+) -> Result<Vec<String>> {
+    Ok(storage
+        .list()?
+        .into_iter()
+        .filter(|name| {
+            crate::cold::chunk::parse_segment_name(name)
+                .is_some_and(|id| id < tail && !needed.contains(&id))
+        })
+        .collect())
 }

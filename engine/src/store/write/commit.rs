@@ -99,33 +99,8 @@ impl Shared {
                 "writing held pages after a commit failed: the database refuses writes"
             );
         }
-        let pressure = self.checkpoint_pressure(&writer);
-        drop(writer);
-        if pressure >= 1.0 {
-            if self.maintenance.running() && pressure < 2.0 {
-                self.maintenance.wake();
-            } else {
-                // The batches are committed; a failed checkpoint makes the next write fail.
-                // (The writer is free meanwhile: the commits of other threads go on.) Under
-                // twice the pressure due, one already running is left to do the work.
-                let wait = pressure >= 2.0;
-                warn_on_error!(
-                    self.checkpoint_if_due(wait),
-                    "a checkpoint after a commit failed: the database refuses writes"
-                );
-                if self.options.reclaim {
-                    // The compaction step that follows a checkpoint: the thread's, if any.
-                    if self.maintenance.running() {
-                        self.maintenance.wake();
-                    } else {
-                        warn_on_error!(
-                            self.reclaim_step(),
-                            "a reclamation step after a commit failed"
-                        );
-                    }
-                }
-            }
-        }
+        // What the commit leaves to maintenance: the supervisor posts it to the thread.
+        self.after_commit(writer);
         let result = request.result.lock().take();
         result.unwrap_or_else(|| {
             Err(Error::WriteFailed {
