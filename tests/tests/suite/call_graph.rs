@@ -11,6 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use super::module_graph::is_cfg_test;
 use syn::punctuated::Punctuated;
 use syn::visit::Visit;
 
@@ -34,15 +35,6 @@ struct Defined {
 /// Functions a file calls by name (method calls and path calls), outside tests.
 #[derive(Default)]
 struct Called(BTreeMap<String, usize>);
-
-fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
-    attrs.iter().any(|attr| {
-        attr.path().is_ident("cfg")
-            && attr
-                .parse_args::<syn::Ident>()
-                .is_ok_and(|ident| ident == "test")
-    })
-}
 
 impl<'ast> Visit<'ast> for Defined {
     fn visit_item_mod(&mut self, module: &'ast syn::ItemMod) {

@@ -31,7 +31,7 @@ fn engine_src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../engine/src")
 }
 
-fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
+pub(crate) fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|attr| {
         attr.path().is_ident("cfg")
             && attr
