@@ -15,6 +15,7 @@ use crate::page::tree::Tree;
 use crate::page::{PageStore, max_inline_record};
 use crate::storage::LockGuard;
 use crate::store::jobs::mailbox::Maintenance;
+use crate::store::jobs::turns::JobState;
 use crate::store::read::decode::placed;
 use crate::store::read::reads::Reads;
 use crate::store::versions::{Version, Versions};
@@ -28,21 +29,9 @@ pub(crate) struct Shared {
     pub(in crate::store) options: Options,
     pub(super) versions: Versions,
     pub(super) commits: GroupCommit,
-    /// Taken by the checkpoint running (one at a time), and by what must not see one half
-    /// done: a verification, a walk of the space. Taken before the writer, never after.
-    pub(super) checkpointing: parking_lot::Mutex<()>,
     pub(crate) maintenance: Arc<Maintenance>,
-    /// Where reclaiming the first retired entry has got to: the key its next step starts
-    /// at. In memory only: after a reopen the walk starts again from the beginning (what
-    /// was deleted is not met again).
-    pub(super) reclaim_cursor: parking_lot::Mutex<Option<(crate::catalog::Retired, bytes::Bytes)>>,
-    /// Where the walk of each migration running has got to (in memory only, as the
-    /// reclaim's).
-    pub(super) migration_cursors:
-        parking_lot::Mutex<Vec<crate::store::jobs::progress::MigrationCursor>>,
-    /// Taken by a step of the migrations' walks: compaction's beside the maintenance
-    /// thread's would otherwise take the same cursor and walk the same parents twice.
-    pub(super) migration_turn: parking_lot::Mutex<()>,
+    /// What the jobs keep between their runs (`jobs/turns.rs`).
+    pub(in crate::store) jobs: JobState,
     _lock: Box<dyn LockGuard>,
 }
 
@@ -67,11 +56,8 @@ impl Shared {
             options,
             versions: Versions::new(first),
             commits: GroupCommit::new(writer),
-            checkpointing: parking_lot::Mutex::default(),
             maintenance: Arc::default(),
-            reclaim_cursor: parking_lot::Mutex::default(),
-            migration_cursors: parking_lot::Mutex::default(),
-            migration_turn: parking_lot::Mutex::default(),
+            jobs: JobState::default(),
             _lock: lock,
         }
     }

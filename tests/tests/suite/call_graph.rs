@@ -19,8 +19,16 @@ fn engine_src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../engine/src")
 }
 
-/// The job files, by name, besides the supervisor and the thread's own files.
-const NOT_JOBS: [&str; 5] = ["maintain", "background", "mailbox", "progress", "segments"];
+/// The files of `store/jobs/` that are no job: the supervisor, the thread's own files, and
+/// what the jobs share (files, progress, the state they keep between runs).
+const NOT_JOBS: [&str; 6] = [
+    "maintain",
+    "background",
+    "mailbox",
+    "progress",
+    "segments",
+    "turns",
+];
 
 /// Functions a file defines for other files to call (free, and in `impl` blocks, with a
 /// visibility: a private one cannot be called from another file), outside `#[cfg(test)]`

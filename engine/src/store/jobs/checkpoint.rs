@@ -151,8 +151,8 @@ impl Shared {
     /// Unless `wait`, nothing while another runs.
     pub(in crate::store) fn checkpoint_if_due(&self, wait: bool) -> Result<()> {
         let _turn = match wait {
-            true => self.checkpointing.lock(),
-            false => match self.checkpointing.try_lock() {
+            true => self.jobs.checkpoints.turn(),
+            false => match self.jobs.checkpoints.try_turn() {
                 Some(turn) => turn,
                 None => return Ok(()),
             },
@@ -166,7 +166,7 @@ impl Shared {
     /// A checkpoint; `clean` says which log segments' live pages it copies out too. One
     /// runs at a time; commits go on beside it (see `write_checkpoint`).
     pub(in crate::store) fn checkpoint_now(&self, clean: Clean) -> Result<()> {
-        let _turn = self.checkpointing.lock();
+        let _turn = self.jobs.checkpoints.turn();
         self.checkpoint_turn(clean)
     }
 

@@ -33,7 +33,7 @@ impl Shared {
     /// The migrations running, with the progress of those walked.
     pub(crate) fn migrations(&self) -> Vec<MigrationProgress> {
         let version = self.current();
-        let cursors = self.migration_cursors.lock().clone();
+        let cursors = self.jobs.migrations.cursors();
         let mut all = Vec::new();
         for info in version.catalog.by_name.values() {
             for (index, state) in info.layouts.iter().enumerate() {
@@ -63,7 +63,7 @@ impl Shared {
     /// whether one still has. A migration whose walk passed its last parent with some
     /// refused stays open, and the walks go on to the next.
     pub(in crate::store) fn migration_step(&self) -> Result<bool> {
-        let _turn = self.migration_turn.lock();
+        let _turn = self.jobs.migrations.turn();
         let version = self.current();
         let running: Vec<(&std::sync::Arc<CollectionInfo>, usize)> = version
             .catalog
@@ -75,7 +75,7 @@ impl Shared {
                 moving.map(move |index| (info, index))
             })
             .collect();
-        let mut cursors = self.migration_cursors.lock().clone();
+        let mut cursors = self.jobs.migrations.cursors();
         // Walks of migrations ended, cancelled or changed since are forgotten.
         cursors.retain(|c| running.iter().any(|(info, index)| c.walks(info, *index)));
         // The walk stepped stays listed while its step runs (steps take turns), so that
@@ -93,7 +93,7 @@ impl Shared {
             }
             break;
         }
-        *self.migration_cursors.lock() = cursors;
+        self.jobs.migrations.set_cursors(cursors);
         let Some((info, index, mut cursor)) = chosen else {
             return Ok(false);
         };
@@ -135,13 +135,9 @@ impl Shared {
         // The walk's progress replaces what was listed; a finished walk's stays (at its
         // total) until the migration ends, when the walks of migrations no longer running
         // are forgotten.
-        {
-            let mut cursors = self.migration_cursors.lock();
-            match cursors.iter_mut().find(|c| c.walks(&info, index)) {
-                Some(listed) => *listed = cursor,
-                None => cursors.push(cursor),
-            }
-        }
+        self.jobs
+            .migrations
+            .update(cursor, |listed| listed.walks(&info, index));
         if done {
             self.commit(
                 vec![BatchOp::FinishMigration {

@@ -27,5 +27,7 @@ pub(in crate::store) mod segments;
 pub(in crate::store) mod space;
 /// `Db::stats`.
 pub(in crate::store) mod stats;
+/// What the jobs keep between their runs.
+pub(in crate::store) mod turns;
 /// The checks of `Db::verify`.
 pub(in crate::store) mod verify;

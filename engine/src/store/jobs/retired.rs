@@ -45,10 +45,7 @@ impl Shared {
         let Some(&retired) = self.current().catalog.retired.first() else {
             return Ok(false);
         };
-        let from = match &*self.reclaim_cursor.lock() {
-            Some((at, key)) if *at == retired => Some(key.clone()),
-            _ => None,
-        };
+        let from = self.jobs.reclaim.resume(retired);
         // A dropped collection's records change no more: the walk needs no lock.
         let walked = match retired.slot {
             None => Some(self.collection_redo(&self.current(), retired, from.clone())?),
@@ -70,15 +67,10 @@ impl Shared {
             },
             (None, None) => unreachable!("a collection's step is walked before the lock"),
         };
-        let mut cursor = self.reclaim_cursor.lock();
-        match next {
-            Some(next) => *cursor = Some((retired, next)),
-            None => {
-                redo.push(Op::Reclaimed(retired));
-                *cursor = None;
-            }
+        if next.is_none() {
+            redo.push(Op::Reclaimed(retired));
         }
-        drop(cursor);
+        self.jobs.reclaim.set(retired, next);
         self.cold_synced_before_roll(&writer)?;
         let cold = self.cold.group()?;
         let group = writer.log.group()?;

@@ -81,7 +81,7 @@ impl Shared {
         // taken, not during the walk; no checkpoint runs while the files are listed (one
         // removes files outside the writer).
         let (version, replay_from, hot_files, cold_files) = {
-            let _no_checkpoint = self.checkpointing.lock();
+            let _no_checkpoint = self.jobs.checkpoints.turn();
             let writer = self.commits.lock();
             let files = crate::store::jobs::segments::segment_files(storage, writer.log.tail())?;
             let mut cold_files = BTreeMap::new();

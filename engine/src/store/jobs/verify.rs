@@ -85,7 +85,7 @@ impl Shared {
     pub fn verify(&self) -> Result<Inspection> {
         // Holding the writer keeps the log's end still while it is read; no checkpoint is
         // half written meanwhile (one removes files outside the writer).
-        let _no_checkpoint = self.checkpointing.lock();
+        let _no_checkpoint = self.jobs.checkpoints.turn();
         let writer = self.commits.lock();
         let storage = self.pages.storage.as_ref();
         let mut inspection = Inspection {
