@@ -95,7 +95,8 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
         {
             return Ok(Some(FoundRecord::Kept(kept)));
         }
-        self.read_through(at, source)
+        let read = self.read_through(at, source)?;
+        Ok(read.map(|(key, record)| FoundRecord::Read { key, record }))
     }
 
     /// A parent's document at `at`: the one the tier keeps built, else built by `build`
@@ -122,16 +123,11 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
             },
             None => self.read_through(at, source)?,
         };
-        match found {
-            Some(found) => {
-                let (key, record) = found.into_parts();
-                build(key, record).map(Some)
-            }
-            None => Ok(None),
-        }
+        found.map(|(key, record)| build(key, record)).transpose()
     }
 
-    /// A record tier miss: the walk, then the leaf admitted (a large record's always, as
+    /// A record tier miss (the parent's key and record, if the tree holds it): the walk,
+    /// then the leaf admitted (a large record's always, as
     /// the record is read through the cache next; another's if read lately), the lookup
     /// offered to the what-if sample, and the record kept if the version read is the
     /// current one. Without a tier (or for a view it does not serve) the walk keeps its
@@ -140,14 +136,10 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
         &self,
         at: &RecordAt<'_>,
         source: &S,
-    ) -> Result<Option<FoundRecord>> {
-        let read = |entry| {
-            let (key, record) = source.read(entry)?;
-            Ok(FoundRecord::Read { key, record })
-        };
+    ) -> Result<Option<(Bytes, Bytes)>> {
         if at.generation.is_none() || self.records.budget_bytes() == 0 {
             let (entry, _) = source.walk(LeafKeeping::Keep)?;
-            return entry.map(read).transpose();
+            return entry.map(|entry| source.read(entry)).transpose();
         }
         let epoch = (at.epoch)();
         let ((entry, leaf), walked) =
@@ -159,16 +151,13 @@ impl<V: CacheValue, D: Clone> PageCache<V, D> {
             };
             let _ = self.admit(leaf, admission);
         }
-        let found = entry.map(read).transpose()?;
-        let weight = match &found {
-            Some(FoundRecord::Read { record, .. }) => {
-                records::entry_weight(at.key.len() + record.len())
-            }
-            _ => 0,
-        };
+        let found = entry.map(|entry| source.read(entry)).transpose()?;
+        let weight = found.as_ref().map_or(0, |(_, record)| {
+            records::entry_weight(at.key.len() + record.len())
+        });
         let (collection, key) = (at.collection, at.key);
         self.sample_record(collection, key, weight, walked.leaf, walked.leaf_weight);
-        if let Some(FoundRecord::Read { record, .. }) = &found
+        if let Some((_, record)) = &found
             && at.generation == Some(epoch)
         {
             let still_current = || (at.epoch)() == epoch;

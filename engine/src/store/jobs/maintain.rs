@@ -13,7 +13,7 @@ use crate::cold::chunk as cold_chunk;
 use crate::error::Result;
 use crate::events::{event, span, warn_on_error};
 use crate::store::jobs::compact::{CompactReport, PLAN_WINDOW_BYTES, STEP_BYTES, Work};
-use crate::store::jobs::segments::{Clean, Sparse, sparse_segments};
+use crate::store::jobs::segments::{self, Clean, Sparse, sparse_segments};
 use crate::store::shared::Shared;
 use crate::store::writer::Writer;
 
@@ -41,30 +41,31 @@ impl Shared {
     pub(in crate::store) fn after_commit(&self, writer: MutexGuard<'_, Writer>) {
         let pressure = self.checkpoint_pressure(&writer);
         drop(writer);
-        if pressure >= 1.0 {
-            if self.maintenance.running() && pressure < 2.0 {
-                self.maintenance.wake();
-            } else {
-                // The batches are committed; a failed checkpoint makes the next write fail.
-                // (The writer is free meanwhile: the commits of other threads go on.) Under
-                // twice the pressure due, one already running is left to do the work.
-                let wait = pressure >= 2.0;
-                warn_on_error!(
-                    self.checkpoint_if_due(wait),
-                    "a checkpoint after a commit failed: the database refuses writes"
-                );
-                if self.options.reclaim {
-                    // The compaction step that follows a checkpoint: the thread's, if any.
-                    if self.maintenance.running() {
-                        self.maintenance.wake();
-                    } else {
-                        warn_on_error!(
-                            self.reclaim_step(),
-                            "a reclamation step after a commit failed"
-                        );
-                    }
-                }
-            }
+        if pressure < 1.0 {
+            return;
+        }
+        if self.maintenance.running() && pressure < 2.0 {
+            self.maintenance.wake();
+            return;
+        }
+        // The batches are committed; a failed checkpoint makes the next write fail. (The
+        // writer is free meanwhile: the commits of other threads go on.) Under twice the
+        // pressure due, one already running is left to do the work.
+        warn_on_error!(
+            self.checkpoint_if_due(pressure >= 2.0),
+            "a checkpoint after a commit failed: the database refuses writes"
+        );
+        if !self.options.reclaim {
+            return;
+        }
+        // The compaction step that follows a checkpoint: the thread's, if any.
+        if self.maintenance.running() {
+            self.maintenance.wake();
+        } else {
+            warn_on_error!(
+                self.reclaim_step(),
+                "a reclamation step after a commit failed"
+            );
         }
     }
 
@@ -83,17 +84,14 @@ impl Shared {
             let mut total = 0;
             for name in storage.list()? {
                 if cold_chunk::parse_segment_name(&name).is_some() {
-                    total +=
-                        crate::store::jobs::segments::len_if_present(storage, &name)?.unwrap_or(0);
+                    total += segments::len_if_present(storage, &name)?.unwrap_or(0);
                 }
             }
             Ok(total)
         };
         let hot_bytes = || -> Result<u64> {
             let tail = self.commits.lock().log.tail();
-            Ok(crate::store::jobs::segments::segment_files(storage, tail)?
-                .values()
-                .sum())
+            Ok(segments::segment_files(storage, tail)?.values().sum())
         };
         let mut report = CompactReport {
             hot_bytes_before: hot_bytes()?,
@@ -162,7 +160,7 @@ impl Shared {
         progress(cold_total, total);
         // One checkpoint per step. Each step cleans at least one segment; the bound only
         // guards the loop.
-        for _ in 0..=crate::store::jobs::segments::segment_ids(storage)?.len() {
+        for _ in 0..=segments::segment_ids(storage)?.len() {
             self.checkpoint_now(Clean::Compact)?;
             let left = hot_sparse(&self.commits.lock())?;
             progress(cold_total + hot_total.saturating_sub(left), total);

@@ -10,9 +10,9 @@ use crate::cache::Owner;
 use crate::catalog::CollectionInfo;
 use crate::document::Document;
 use crate::error::Result;
-use crate::page::keys;
 use crate::page::node::Value;
 use crate::page::tree::{BackCursor, Cursor};
+use crate::page::{Pages, keys};
 use crate::store::read::decode::decode_document;
 use crate::store::read::reads::Reads;
 use crate::store::versions::Version;
@@ -86,7 +86,7 @@ impl ParentScan {
             return Ok(None);
         }
         *last = Some(key.clone());
-        self.document(reads, key, &value).map(Some)
+        self.document(reads, &pages, key, &value).map(Some)
     }
 
     /// The next parent from the back, read with `reads`.
@@ -107,14 +107,18 @@ impl ParentScan {
             return Ok(None);
         }
         *last = Some(key.clone());
-        self.document(reads, key, &value).map(Some)
+        self.document(reads, &pages, key, &value).map(Some)
     }
 
     /// The document of a tree entry the scan reached.
-    fn document(&self, reads: &Reads<'_>, key: Bytes, value: &Value) -> Result<Document> {
-        reads
-            .pages
-            .reading(Owner::collection(self.info.id))
+    fn document(
+        &self,
+        reads: &Reads<'_>,
+        pages: &Pages<'_>,
+        key: Bytes,
+        value: &Value,
+    ) -> Result<Document> {
+        pages
             .value_bytes(value)
             .and_then(|bytes| decode_document(&self.info, keys::parent_key_of(&key), bytes))
             .map_err(|e| reads.placed(e, &self.version.tree, &key))
