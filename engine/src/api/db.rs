@@ -307,9 +307,7 @@ impl Db {
 
     /// Counters of the cache, the commits, the log and checkpoints; reads the log's file sizes.
     pub fn stats(&self) -> Result<Stats> {
-        let mut stats = self.engine.stats()?;
-        stats.migrations = self.engine.migrations();
-        Ok(stats)
+        self.engine.stats(self.engine.migrations())
     }
 
     /// The cache's counters alone: cheaper than [`Db::stats`], which also reads file sizes.

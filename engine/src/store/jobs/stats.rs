@@ -2,6 +2,7 @@
 
 use crate::cache::CacheStats;
 use crate::error::Result;
+use crate::store::jobs::progress::MigrationProgress;
 use crate::store::jobs::segments;
 use crate::store::shared::Shared;
 
@@ -39,7 +40,7 @@ pub struct Stats {
     pub retired: u64,
     /// The layout changes running, with how far the maintenance thread has moved their
     /// parents.
-    pub migrations: Vec<crate::store::jobs::progress::MigrationProgress>,
+    pub migrations: Vec<MigrationProgress>,
 }
 
 impl Shared {
@@ -55,7 +56,9 @@ impl Shared {
         })
     }
 
-    pub fn stats(&self) -> Result<Stats> {
+    /// The engine's counters, with the migrations' progress as `migrations` has it (see
+    /// `Shared::migrations`: `Db::stats` asks both, so that this job calls no other).
+    pub fn stats(&self, migrations: Vec<MigrationProgress>) -> Result<Stats> {
         let (tail, durable_lsn, log_syncs, counters) = {
             let writer = self.commits.lock();
             (
@@ -83,8 +86,7 @@ impl Shared {
             log_segments: segments.len() as u64,
             log_bytes,
             retired: version.catalog.retired.len() as u64,
-            // The API adds the migrations' progress (`Shared::migrations`).
-            migrations: Vec::new(),
+            migrations,
         })
     }
 }
