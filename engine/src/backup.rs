@@ -14,7 +14,7 @@ use crate::catalog::{CollectionId, CollectionInfo, CollectionSpec, SpecForm};
 use crate::limits::widths::{index, u16_len, u32_len};
 use crate::page::keys;
 use crate::storage::{FsStorage, Storage};
-use crate::store::{BatchOp, CopiedRecord, Engine, Shared, Version};
+use crate::store::{BatchOp, CopiedRecord, Engine, Version};
 use crate::{
     error::{Error, Result},
     limits::MAX_RECORD_BYTES,
@@ -89,15 +89,15 @@ fn frame(out: &mut Vec<u8>, kind: u8, payload: &[u8]) {
 
 /// Writes a backup of `snapshot` to `path` (replaced atomically: written beside it,
 /// synced, renamed, the directory synced). The directory must exist.
-pub(crate) fn write(shared: &Shared, version: &Version, path: &Path) -> Result<BackupReport> {
+pub(crate) fn write(engine: &Engine, version: &Version, path: &Path) -> Result<BackupReport> {
     let (storage, name) = beside(path)?;
-    write_to(shared, version, &storage, &name)
+    write_to(engine, version, &storage, &name)
 }
 
 /// [`write`] through any storage: file `name` of `storage` replaced atomically (written as
 /// `name.partial`, synced, renamed, the directory synced).
 pub(crate) fn write_to(
-    shared: &Shared,
+    engine: &Engine,
     version: &Version,
     storage: &dyn Storage,
     name: &str,
@@ -128,7 +128,7 @@ pub(crate) fn write_to(
         frame(&mut buf, KIND_COLLECTION, &payload);
         report.collections += 1;
     }
-    shared.copy_records(version, &mut |record| {
+    engine.copy_records(version, &mut |record| {
         payload.clear();
         payload.put_u8(if record.chunk.is_some() { HAS_CHUNK } else { 0 });
         payload.put_u16_le(u16_len(record.key.len()));

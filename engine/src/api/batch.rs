@@ -1,12 +1,12 @@
 //! Writes: a [`Batch`] of operations committed atomically, and the sealed way in that
 //! typed handles write through ([`Writes`]).
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use bytes::Bytes;
 
 use crate::item::NewItem;
-use crate::store::{BatchOp, Engine, Expired, Queue, ReadSet, Shared};
+use crate::store::{BatchOp, Engine, Expired, Queue, ReadSet, WeakEngine};
 use crate::{
     error::{Error, Result},
     options::Durability,
@@ -102,7 +102,7 @@ enum ArrayOp {
 /// ```
 #[must_use = "a batch writes nothing until it is committed"]
 pub struct Batch {
-    shared: Weak<Shared>,
+    engine: WeakEngine,
     pub(crate) durability: Durability,
     /// In memory up to a share of the cache's budget, the older ones past it in a scratch
     /// file (see [`Queue`]).
@@ -126,7 +126,7 @@ impl Batch {
     /// engine open.
     pub(crate) fn new(engine: &Engine) -> Batch {
         Batch {
-            shared: Arc::downgrade(engine.shared()),
+            engine: engine.downgrade(),
             durability: engine.options().durability,
             ops: Queue::new(Queue::share_of(engine.options().cache_bytes)),
             failed: None,
@@ -200,11 +200,8 @@ impl Batch {
         if !self.ops.push(op) || self.failed.is_some() {
             return;
         }
-        let shared = &self.shared;
-        let spilled = self.ops.spill(|| match shared.upgrade() {
-            Some(shared) => shared.scratch(),
-            None => Err(Error::Closed),
-        });
+        let engine = &self.engine;
+        let spilled = self.ops.spill(|| engine.scratch());
         if let Err(error) = spilled {
             self.failed = Some(error);
         }
@@ -328,10 +325,6 @@ impl Batch {
         if let Some(error) = self.failed.take() {
             return Err(error);
         }
-        match self.shared.upgrade() {
-            Some(shared) => shared.commit_checked(ops, self.durability, reads),
-            None if ops.is_empty() => Ok(Expired::default()),
-            None => Err(Error::Closed),
-        }
+        self.engine.commit_checked(ops, self.durability, reads)
     }
 }

@@ -307,7 +307,7 @@ impl Db {
 
     /// Counters of the cache, the commits, the log and checkpoints; reads the log's file sizes.
     pub fn stats(&self) -> Result<Stats> {
-        self.engine.stats(self.engine.migrations())
+        self.engine.stats()
     }
 
     /// The cache's counters alone: cheaper than [`Db::stats`], which also reads file sizes.

@@ -31,9 +31,8 @@ mod shared;
 mod versions;
 mod writer;
 
-pub(crate) use engine::Engine;
+pub(crate) use engine::{Engine, WeakEngine};
 pub(crate) use jobs::copy::CopiedRecord;
-pub(crate) use shared::Shared;
 pub(crate) use versions::Version;
 pub(crate) use write::ops::{BatchOp, check_key};
 pub(crate) use write::queue::Queue;

@@ -23,7 +23,7 @@ use crate::store::write::read_set::ReadSet;
 use crate::store::writer::{GroupCommit, Writer};
 
 /// The state shared by all clones of a `Db`.
-pub(crate) struct Shared {
+pub(in crate::store) struct Shared {
     pub(in crate::store) pages: PageStore,
     pub(in crate::store) cold: ColdStore,
     pub(in crate::store) options: Options,
@@ -63,41 +63,46 @@ impl Shared {
     }
 
     /// The options the database was opened with.
-    pub(crate) fn options(&self) -> &Options {
+    pub(in crate::store) fn options(&self) -> &Options {
         &self.options
     }
 
-    pub fn current(&self) -> Arc<Version> {
+    pub(in crate::store) fn current(&self) -> Arc<Version> {
         self.versions.current()
     }
 
     /// The error every write now fails with, if the database refuses writes: after a failed
     /// write or sync (of the log or the cold store, by any thread), or when opened
     /// read-only.
-    pub fn write_error(&self) -> Option<Error> {
+    pub(in crate::store) fn write_error(&self) -> Option<Error> {
         let log = self.commits.lock().log.check_writable();
         log.and_then(|()| self.cold.check_writable()).err()
     }
 
     /// Reads at a version, over the parts they touch.
-    pub(crate) fn reads(&self) -> Reads<'_> {
+    pub(in crate::store) fn reads(&self) -> Reads<'_> {
         Reads::new(&self.pages, &self.cold, &self.versions)
     }
 
     /// `error` with the place of `tree_key`'s value when it is a decoder's corruption error
     /// (see [`placed`]).
-    pub(crate) fn placed(&self, error: Error, tree: &Tree, tree_key: &[u8]) -> Error {
+    pub(in crate::store) fn placed(&self, error: Error, tree: &Tree, tree_key: &[u8]) -> Error {
         placed(error, tree, &self.pages, tree_key)
     }
 
     /// Notes, in a transaction's read set, the read of tree key `key` in `base` (the
     /// version the transaction started from).
-    pub(crate) fn note_read(&self, reads: &ReadSet, base: &Tree, key: Bytes) -> Result<()> {
+    pub(in crate::store) fn note_read(
+        &self,
+        reads: &ReadSet,
+        base: &Tree,
+        key: Bytes,
+    ) -> Result<()> {
         reads.note_point(&self.pages, base, key)
     }
 
     /// Notes, in a transaction's read set, a read of every tree key of `base` in the range.
-    pub(crate) fn note_range_read(
+    pub(in crate::store) fn note_range_read(
         &self,
         reads: &ReadSet,
         base: &Tree,
@@ -107,12 +112,12 @@ impl Shared {
     }
 
     /// Zeroes the cache's counters and what-if ratios.
-    pub(crate) fn reset_cache_stats(&self) {
+    pub(in crate::store) fn reset_cache_stats(&self) {
         self.pages.cache.reset_stats();
     }
 
     /// A scratch file beside the database, for a batch's operations past its share of memory.
-    pub(crate) fn scratch(&self) -> crate::error::Result<crate::storage::Scratch> {
+    pub(in crate::store) fn scratch(&self) -> crate::error::Result<crate::storage::Scratch> {
         self.pages.storage.scratch()
     }
 

@@ -12,7 +12,7 @@ use crate::store::shared::Shared;
 
 /// Owns the maintenance thread; dropping it (with the last `Db` handle) stops and joins the
 /// thread, so the database is closed by the handle's owner, not later by the thread.
-pub(crate) struct Background {
+pub(in crate::store) struct Background {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
 }

@@ -142,7 +142,7 @@ impl Shared {
     }
 
     /// Writes every page changed until now to the log and a new checkpoint file.
-    pub fn checkpoint(&self) -> Result<()> {
+    pub(in crate::store) fn checkpoint(&self) -> Result<()> {
         self.checkpoint_now(Clean::automatic(self.options.reclaim))
     }
 
@@ -367,7 +367,7 @@ impl PageImages {
 impl Shared {
     /// The checkpoint a close writes: none for a database opened read-only, which has
     /// nothing to write; a database whose writes failed answers with that failure.
-    pub(crate) fn checkpoint_at_close(&self) -> Result<()> {
+    pub(in crate::store) fn checkpoint_at_close(&self) -> Result<()> {
         match self.commits.lock().log.check_writable() {
             Err(Error::ReadOnly { .. }) => return Ok(()),
             Err(failed) => return Err(failed),

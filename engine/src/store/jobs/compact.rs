@@ -518,7 +518,7 @@ mod tests {
 
     /// The raw sizes of one array's chunks, oldest first, from the chunk index.
     fn chunk_raw_sizes(db: &Db) -> Vec<u32> {
-        let shared = &db.engine;
+        let shared = &db.engine.shared;
         let tree = &shared.current().tree;
         let start = [0x80u8];
         let mut cursor = tree
@@ -624,7 +624,7 @@ mod tests {
         }
         db.close().unwrap();
         let db = Db::open(dir.path(), options()).unwrap();
-        let shared = &db.engine;
+        let shared = &db.engine.shared;
         let tree = shared.current().tree.clone();
         let resident = || db.cache_stats().hot.resident_bytes;
         let before = resident();
@@ -673,7 +673,7 @@ mod tests {
             }
             batch.commit().unwrap();
         }
-        let shared = &db.engine;
+        let shared = &db.engine.shared;
         let tree = shared.current().tree.clone();
         let whole = shared.plan_cold(&tree, true, None, u64::MAX).unwrap();
         assert!(whole.resume.is_none());
@@ -784,7 +784,7 @@ mod tests {
             }
             batch.commit().unwrap();
         }
-        let shared = &db.engine;
+        let shared = &db.engine.shared;
         let plan = shared
             .plan_cold(&shared.current().tree, true, None, u64::MAX)
             .unwrap();

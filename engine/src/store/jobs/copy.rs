@@ -28,7 +28,7 @@ pub(crate) struct CopiedRecord {
 impl Shared {
     /// Calls `each` with every record of `version`'s tree, in key order, large records
     /// read whole and each chunk index entry with its chunk's bytes.
-    pub(crate) fn copy_records(
+    pub(in crate::store) fn copy_records(
         &self,
         version: &Version,
         each: &mut dyn FnMut(CopiedRecord) -> Result<()>,
@@ -57,7 +57,7 @@ impl Shared {
     /// Gives collection `id` (just created, with no records yet) the array slots and layout
     /// states of `backed_up`, a collection of the same spec in another database, whose records are
     /// about to be loaded: their states name those slots.
-    pub(crate) fn set_slots(
+    pub(in crate::store) fn set_slots(
         &self,
         id: crate::catalog::CollectionId,
         backed_up: &CollectionInfo,
@@ -95,7 +95,7 @@ impl Shared {
     /// Writes `records` into this database as one commit group: each chunk appended to the
     /// cold tail and its index entry pointed at its new place, every other record put as
     /// it is. For a database being built from a backup, which nothing else writes to.
-    pub(crate) fn load_records(&self, records: &[CopiedRecord]) -> Result<()> {
+    pub(in crate::store) fn load_records(&self, records: &[CopiedRecord]) -> Result<()> {
         let mut writer = self.commits.lock();
         let base = self.current();
         let txn = Txn::new(base.tree.clone(), base.catalog.clone());

@@ -76,7 +76,10 @@ impl Shared {
     /// read from goes at a later checkpoint, once that reader is done). The writer lock is
     /// released between steps, so commits go on. `progress(done, total)` follows the chunk
     /// and page bytes handled.
-    pub fn compact(&self, progress: &mut dyn FnMut(u64, u64)) -> Result<CompactReport> {
+    pub(in crate::store) fn compact(
+        &self,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<CompactReport> {
         let _span = span!(info, "compaction");
         self.commits.lock().log.check_writable()?;
         let storage = self.pages.storage.as_ref();

@@ -31,7 +31,7 @@ const STEP_WALKED: usize = 4_096;
 
 impl Shared {
     /// The migrations running, with the progress of those walked.
-    pub(crate) fn migrations(&self) -> Vec<MigrationProgress> {
+    pub(in crate::store) fn migrations(&self) -> Vec<MigrationProgress> {
         let version = self.current();
         let cursors = self.jobs.migrations.cursors();
         let mut all = Vec::new();
@@ -154,7 +154,7 @@ impl Shared {
     /// Runs the steps of every migration running until each has walked all its parents
     /// (the maintenance thread's steps take turns with these); returns the migrations that
     /// stay open because some of their parents cannot move (`MigrationProgress::refused`).
-    pub(crate) fn wait_for_migrations(&self) -> Result<Vec<MigrationProgress>> {
+    pub(in crate::store) fn wait_for_migrations(&self) -> Result<Vec<MigrationProgress>> {
         while self.migration_step()? {}
         Ok(self.migrations())
     }

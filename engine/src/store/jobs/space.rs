@@ -75,7 +75,7 @@ impl SpaceStats {
 impl Shared {
     /// Walks the current tree (page images read from storage, not through the cache, so the
     /// walk leaves the cache and its statistics as they were) and adds up what it refers to.
-    pub fn space(&self) -> Result<SpaceStats> {
+    pub(in crate::store) fn space(&self) -> Result<SpaceStats> {
         let storage = self.pages.storage.as_ref();
         // The version and the log's extent at one moment: the writer is held while both are
         // taken, not during the walk; no checkpoint runs while the files are listed (one

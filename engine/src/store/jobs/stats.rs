@@ -44,7 +44,7 @@ pub struct Stats {
 }
 
 impl Shared {
-    pub fn cache_stats(&self) -> CacheStats {
+    pub(in crate::store) fn cache_stats(&self) -> CacheStats {
         let version = self.current();
         self.pages.cache.stats(|id| {
             version
@@ -58,7 +58,7 @@ impl Shared {
 
     /// The engine's counters, with the migrations' progress as `migrations` has it (see
     /// `Shared::migrations`: `Db::stats` asks both, so that this job calls no other).
-    pub fn stats(&self, migrations: Vec<MigrationProgress>) -> Result<Stats> {
+    pub(in crate::store) fn stats(&self, migrations: Vec<MigrationProgress>) -> Result<Stats> {
         let (tail, durable_lsn, log_syncs, counters) = {
             let writer = self.commits.lock();
             (

@@ -82,7 +82,7 @@ pub type VerifyReport = Inspection;
 
 impl Shared {
     /// Checks every checksum in the log and every invariant of the tree.
-    pub fn verify(&self) -> Result<Inspection> {
+    pub(in crate::store) fn verify(&self) -> Result<Inspection> {
         // Holding the writer keeps the log's end still while it is read; no checkpoint is
         // half written meanwhile (one removes files outside the writer).
         let _no_checkpoint = self.jobs.checkpoints.turn();

@@ -505,7 +505,7 @@ mod tests {
         let version = db.engine.current();
         let info = version.catalog.by_name.get("docs").unwrap().clone();
         let unplaced = || Error::corruption(UNPLACED, 0, "bad");
-        let place = |key: &str| match db.engine.placed(
+        let place = |key: &str| match db.engine.shared.placed(
             unplaced(),
             &version.tree,
             &keys::parent(info.id, key.as_bytes()),
@@ -534,7 +534,7 @@ mod tests {
         let Some(Value::Large(large)) = version
             .tree
             .get(
-                &db.engine.pages.maintaining(),
+                &db.engine.shared.pages.maintaining(),
                 &keys::parent(info.id, b"large"),
             )
             .unwrap()
@@ -552,7 +552,7 @@ mod tests {
         assert_eq!(place("absent"), (UNPLACED.to_string(), 0));
         let other = Error::corruption("cold-1.seg", 7, "bad");
         assert!(matches!(
-            db.engine.placed(other, &version.tree, b"small"),
+            db.engine.shared.placed(other, &version.tree, b"small"),
             Error::Corruption { offset: 7, .. }
         ));
 
@@ -561,7 +561,7 @@ mod tests {
         let mut tree = version.tree.clone();
         let damaged = Value::Inline(Bytes::from_static(&[0xff; 9]));
         tree.insert(
-            &db.engine.pages.maintaining(),
+            &db.engine.shared.pages.maintaining(),
             keys::parent(info.id, b"small"),
             damaged,
         )
@@ -659,12 +659,19 @@ mod tests {
         assert!(new.generation > old.generation);
         assert_eq!(body(&db, &old, "k").as_deref(), Some(&b"old"[..]));
         assert_eq!(
-            db.engine.pages.cache.records().counts().tier.resident_bytes,
+            db.engine
+                .shared
+                .pages
+                .cache
+                .records()
+                .counts()
+                .tier
+                .resident_bytes,
             0
         );
         assert_eq!(body(&db, &new, "k").as_deref(), Some(&b"new"[..]));
         assert_eq!(body(&db, &new, "k").as_deref(), Some(&b"new"[..]));
-        assert_eq!(db.engine.pages.cache.records().counts().tier.hits, 1);
+        assert_eq!(db.engine.shared.pages.cache.records().counts().tier.hits, 1);
         // And the old reader does not take the new version's record.
         assert_eq!(body(&db, &old, "k").as_deref(), Some(&b"old"[..]));
         // A checkpoint changes no record: its version keeps the generation, and the
@@ -675,7 +682,7 @@ mod tests {
             body(&db, &db.engine.current(), "k").as_deref(),
             Some(&b"new"[..])
         );
-        assert_eq!(db.engine.pages.cache.records().counts().tier.hits, 2);
+        assert_eq!(db.engine.shared.pages.cache.records().counts().tier.hits, 2);
     }
 
     /// The second `get` of a record takes the document the first hit built; a projected
@@ -691,7 +698,7 @@ mod tests {
         batch.put("docs", "k", "old");
         batch.push("docs", "k", "a", crate::item::NewItem::new("x").key(1));
         batch.commit().unwrap();
-        let records = db.engine.pages.cache.records();
+        let records = db.engine.shared.pages.cache.records();
         let info = db
             .engine
             .current()

@@ -63,7 +63,7 @@ impl Shared {
 
     /// Commits a batch: atomic, and durable on return under `Durability::Immediate`.
     /// Concurrent commits are grouped: one thread writes (and syncs) them all at once.
-    pub fn commit(&self, ops: Vec<BatchOp>, durability: Durability) -> Result<()> {
+    pub(in crate::store) fn commit(&self, ops: Vec<BatchOp>, durability: Durability) -> Result<()> {
         self.commit_checked(ops.into(), durability, None)
             .map(|_| ())
     }
@@ -71,7 +71,7 @@ impl Shared {
     /// [`Shared::commit`] of a transaction's writes, refused with `Error::Conflict` unless
     /// every read in `reads` still holds when they stage (under the writer lock, after the
     /// batches grouped before it): the transaction takes effect as if all of it ran then.
-    pub fn commit_checked(
+    pub(in crate::store) fn commit_checked(
         &self,
         ops: Queue,
         durability: Durability,
@@ -111,7 +111,7 @@ impl Shared {
 
     /// Makes everything committed so far durable: the cold chunks, then the log that
     /// refers to them.
-    pub fn persist(&self) -> Result<()> {
+    pub(in crate::store) fn persist(&self) -> Result<()> {
         let mut writer = self.commits.lock();
         self.cold.sync()?;
         writer.log.sync()

@@ -17,7 +17,7 @@ use crate::store::write::stage::Stager;
 impl Shared {
     /// `base` with `ops` applied: records and tails in memory (a large one held, as a patched
     /// one is), new chunks in a detached group the view reads them back from.
-    pub(crate) fn own_view(
+    pub(in crate::store) fn own_view(
         &self,
         base: &Version,
         ops: impl Iterator<Item = Result<BatchOp>>,
