@@ -182,10 +182,11 @@ impl Options {
         self
     }
 
-    /// Whether checkpoints and cold compaction steps run on a background thread (default
-    /// on). Off, the commit that finds a checkpoint due runs it. On, commits only wake the
-    /// thread; a commit still runs the checkpoint itself when the thread has fallen twice
-    /// `checkpoint_bytes` behind, which bounds recovery and memory whatever the load.
+    /// Whether checkpoints, cold compaction steps and the background halves of drops and
+    /// layout changes run on a background thread (default on). Off, the commit that finds a
+    /// checkpoint due runs it. On, a commit never runs one: it wakes the thread, and when
+    /// the thread has fallen twice `checkpoint_bytes` behind it waits for the thread's
+    /// checkpoint (back pressure), which bounds recovery and memory whatever the load.
     pub fn background(mut self, on: bool) -> Self {
         self.background = on;
         self

@@ -1,13 +1,13 @@
 //! The maintenance thread: runs the checkpoints commits find due, each followed by a
 //! bounded cold compaction step when a cold segment is mostly dead, so that commits do not
-//! pay for them. Commits only wake it; a commit runs the checkpoint itself when the thread
+//! pay for them. Commits only wake it; a commit waits for its checkpoint when the thread
 //! has fallen far behind (see `Shared::after_commit`, `maintain.rs`).
 
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 
 use crate::events::{warn_on_error, warning};
-use crate::store::jobs::mailbox::Maintenance;
+use crate::store::jobs::mailbox::{JobRun, Maintenance};
 use crate::store::shared::Shared;
 
 /// Owns the maintenance thread; dropping it (with the last `Db` handle) stops and joins the
@@ -49,6 +49,7 @@ impl Background {
 }
 
 fn run(mailbox: &Maintenance, weak: &Weak<Shared>) {
+    let _job = JobRun::begin();
     while mailbox.next() {
         let Some(shared) = weak.upgrade() else {
             return;

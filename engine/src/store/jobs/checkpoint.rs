@@ -18,6 +18,7 @@ use crate::page::checkpoint::Checkpoint;
 use crate::page::node::{Node, PageId};
 use crate::page::table::Slot;
 use crate::page::tree::Tree;
+use crate::store::jobs::mailbox::JobRun;
 use crate::store::jobs::segments::{self, CLEAN_BYTES, Clean, sparse_segments, unneeded_cold};
 use crate::store::shared::Shared;
 use crate::store::versions::Version;
@@ -29,7 +30,7 @@ pub(in crate::store) const CHECKPOINT_GROUP_BYTES: usize = 256 * 1024;
 
 /// Pages changed since the last checkpoint live in memory, outside the cache's budget, until
 /// a checkpoint writes them: one is due once they reach this fraction of the budget (and
-/// runs from the committing thread at twice it), so that they stay a small share of it.
+/// commits wait for it at twice it), so that they stay a small share of it.
 const DIRTY_SHARE_OF_CACHE: u64 = 16;
 
 /// ...but never sooner than this many changed bytes, so that a small cache does not make
@@ -52,7 +53,7 @@ impl Shared {
     /// written since (due at `checkpoint_bytes`), whichever is furthest. The first bounds
     /// recovery, the second the memory that changed pages hold outside the cache's budget,
     /// the third the cold space that waits for a checkpoint to be given back. A checkpoint
-    /// is due at 1; a commit runs it itself at 2 (see `Shared::after_commit`).
+    /// is due at 1; commits wait for it at 2 (see `Shared::after_commit`).
     pub(in crate::store) fn checkpoint_pressure(&self, writer: &Writer) -> f64 {
         let tree = &self.current().tree;
         let dirty_bytes =
@@ -150,6 +151,10 @@ impl Shared {
     /// comes: commits that found one due while another ran do not each write one.
     /// Unless `wait`, nothing while another runs.
     pub(in crate::store) fn checkpoint_if_due(&self, wait: bool) -> Result<()> {
+        debug_assert!(
+            JobRun::here() || !self.maintenance.running(),
+            "with the maintenance thread, no commit runs a checkpoint"
+        );
         let _turn = match wait {
             true => self.jobs.checkpoints.turn(),
             false => match self.jobs.checkpoints.try_turn() {

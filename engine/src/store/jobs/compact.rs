@@ -20,6 +20,7 @@ use crate::page::keys;
 use crate::page::node::Value;
 use crate::page::redo::Op;
 use crate::page::tree::Tree;
+use crate::store::jobs::mailbox::JobRun;
 use crate::store::jobs::segments::{Clean, sparse_segments};
 use crate::store::shared::Shared;
 use crate::store::write::apply::Txn;
@@ -396,6 +397,10 @@ impl Shared {
     /// sparse log segments (for the next checkpoint's cleaning), then a cold compaction
     /// step.
     pub(in crate::store) fn reclaim_step(&self) -> Result<()> {
+        debug_assert!(
+            JobRun::here() || !self.maintenance.running(),
+            "with the maintenance thread, no commit runs a reclamation step"
+        );
         self.relocate_large(self.auto_relocate_bytes(), Clean::Sparse)?;
         self.cold_step()
     }

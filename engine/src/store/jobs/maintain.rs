@@ -1,10 +1,13 @@
 //! The supervisor: the one place that runs the jobs one after another. The maintenance
 //! thread's turn (`maintain`), what a commit leaves to maintenance (`after_commit`: a wake of
-//! the thread, or the work itself when there is none or the pressure is too high), and
+//! the thread, a wait for its checkpoint under back pressure, or the work itself when there
+//! is no thread), and
 //! `Db::compact`'s sequence (retired drops, migrations, cold compaction, large records
 //! relocated, checkpoints). The jobs themselves (`checkpoint.rs`, `compact.rs`,
 //! `retired.rs`, `migrate.rs`, ...) call no other job (a test reads their calls:
 //! `tests/tests/suite/call_graph.rs`), so that each can change without the others.
+
+use std::time::Duration;
 
 use bytes::Bytes;
 use parking_lot::MutexGuard;
@@ -13,15 +16,24 @@ use crate::cold::chunk as cold_chunk;
 use crate::error::Result;
 use crate::events::{event, span, warn_on_error};
 use crate::store::jobs::compact::{CompactReport, PLAN_WINDOW_BYTES, STEP_BYTES, Work};
+use crate::store::jobs::mailbox::JobRun;
 use crate::store::jobs::segments::{self, Clean, Sparse, sparse_segments};
 use crate::store::shared::Shared;
 use crate::store::writer::Writer;
+
+/// How long a commit under back pressure waits for the thread's checkpoint before it looks
+/// at the pressure again (the thread notifies it as soon as one ends).
+const BACK_PRESSURE_PATIENCE: Duration = Duration::from_millis(100);
 
 impl Shared {
     /// The maintenance thread's work: the checkpoint commits found due (if still due), then
     /// a cold compaction step.
     pub(crate) fn maintain(&self) -> Result<()> {
-        self.checkpoint_if_due(true)?;
+        let checkpoint = self.checkpoint_if_due(true);
+        // Commits held by back pressure look at it again (even after a failure: the log
+        // then refuses their writes, and they stop waiting).
+        self.maintenance.checkpoint_done();
+        checkpoint?;
         if self.options.reclaim {
             self.reclaim_step()?;
         }
@@ -35,37 +47,54 @@ impl Shared {
 
     /// What a commit asks of maintenance once its group is written (`writer` held by it
     /// until here): nothing while no checkpoint is due; a wake of the maintenance thread
-    /// when one is; the checkpoint (and the reclamation step after it) on the committing
-    /// thread, the writer released first, when there is no thread or the changed pages
-    /// have reached twice what makes one due (back pressure: their memory stays bounded).
+    /// when one is. With the thread, a commit never runs a job itself: once the changed
+    /// pages reach twice what makes a checkpoint due (the thread behind), it waits for the
+    /// thread's checkpoint (back pressure: their memory stays bounded), as an LSM tree's
+    /// writes stall behind its flushes. Without a thread (`Options::background(false)`),
+    /// the committing thread runs the checkpoint and the reclamation step after it, the
+    /// writer released first.
     pub(in crate::store) fn after_commit(&self, writer: MutexGuard<'_, Writer>) {
         let pressure = self.checkpoint_pressure(&writer);
         drop(writer);
         if pressure < 1.0 {
             return;
         }
-        if self.maintenance.running() && pressure < 2.0 {
-            self.maintenance.wake();
+        if self.maintenance.running() && !JobRun::here() {
+            if pressure < 2.0 {
+                self.maintenance.wake();
+                return;
+            }
+            self.wait_for_pressure();
             return;
         }
-        // The batches are committed; a failed checkpoint makes the next write fail. (The
-        // writer is free meanwhile: the commits of other threads go on.) Under twice the
-        // pressure due, one already running is left to do the work.
+        // No thread, or a job's own commit (a migration's batch): the batches are committed; a
+        // failed checkpoint makes the next write fail. (The writer is free meanwhile: the
+        // commits of other threads go on.) Under twice the pressure due, one already
+        // running is left to do the work.
         warn_on_error!(
             self.checkpoint_if_due(pressure >= 2.0),
             "a checkpoint after a commit failed: the database refuses writes"
         );
-        if !self.options.reclaim {
-            return;
-        }
-        // The compaction step that follows a checkpoint: the thread's, if any.
-        if self.maintenance.running() {
-            self.maintenance.wake();
-        } else {
+        if self.options.reclaim && !self.maintenance.running() {
             warn_on_error!(
                 self.reclaim_step(),
                 "a reclamation step after a commit failed"
             );
+        }
+    }
+
+    /// Waits, under back pressure, until the maintenance thread's checkpoints have brought
+    /// the pressure under twice what is due, the database refuses writes, or the thread
+    /// has stopped.
+    fn wait_for_pressure(&self) {
+        let _span = span!(debug, "back pressure");
+        loop {
+            self.maintenance.wait_for_checkpoint(BACK_PRESSURE_PATIENCE);
+            let writer = self.commits.lock();
+            let stuck = writer.log.check_writable().is_err() || !self.maintenance.running();
+            if stuck || self.checkpoint_pressure(&writer) < 2.0 {
+                return;
+            }
         }
     }
 
@@ -176,5 +205,50 @@ impl Shared {
         report.cold_bytes_after = cold_bytes()?;
         event!(info, report = ?report, "compacted");
         Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::api::Db;
+    use crate::catalog::CollectionSpec;
+    use crate::options::{Durability, Options};
+
+    /// With the maintenance thread, a commit that finds the pressure at twice what is due
+    /// waits for the thread's checkpoint (the checkpoint job asserts, in debug builds, that
+    /// it never runs on a committing thread): after every commit of a lone writer the
+    /// pressure is back under twice, and the thread has written checkpoints.
+    #[test]
+    fn a_commit_under_back_pressure_waits_for_the_threads_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = Options::new()
+            .cache_bytes(1 << 20)
+            .checkpoint_bytes(64 * 1024)
+            .durability(Durability::Buffered);
+        let db = Db::open(dir.path(), options).unwrap();
+        db.create_collection(CollectionSpec::new("c")).unwrap();
+        let body = vec![7u8; 900];
+        let mut highest: f64 = 0.0;
+        for round in 0..200u32 {
+            let mut batch = db.batch();
+            for i in 0..40u32 {
+                batch.put(
+                    "c",
+                    format!("k{:06}", (round * 7919 + i * 104_729) % 50_000),
+                    &body[..],
+                );
+            }
+            batch.commit().unwrap();
+            let shared = &db.engine.shared;
+            let pressure = shared.checkpoint_pressure(&shared.commits.lock());
+            highest = highest.max(pressure);
+            assert!(pressure < 2.0, "pressure {pressure} after commit {round}");
+        }
+        let stats = db.stats().unwrap();
+        assert!(stats.checkpoints > 0, "{stats:?}");
+        assert!(
+            highest >= 1.0,
+            "the load never made a checkpoint due: {highest}"
+        );
     }
 }

@@ -13,6 +13,7 @@ use bytes::Bytes;
 use crate::catalog::CollectionInfo;
 use crate::error::{Error, Result};
 use crate::page::keys;
+use crate::store::jobs::mailbox::JobRun;
 use crate::store::jobs::progress::{MigrationCursor, MigrationProgress};
 use crate::store::read::decode::decode_record_fields;
 use crate::store::shared::Shared;
@@ -64,6 +65,7 @@ impl Shared {
     /// refused stays open, and the walks go on to the next.
     pub(in crate::store) fn migration_step(&self) -> Result<bool> {
         let _turn = self.jobs.migrations.turn();
+        let _job = JobRun::begin();
         let version = self.current();
         let running: Vec<(&std::sync::Arc<CollectionInfo>, usize)> = version
             .catalog
