@@ -6,5 +6,5 @@
 //! too, opens a database over any `Storage`.
 
 pub use crate::fuzz::decoders;
-pub use crate::log::{FrameLoc, parse_segment_name, scan_segment, segment_name};
+pub use crate::log::{FrameKind, FrameLoc, parse_segment_name, scan_segment, segment_name};
 pub use crate::storage::{FsStorage, LockGuard, Mapped, SimStorage, Storage};

@@ -80,14 +80,16 @@ pub enum CacheKey {
 
 impl CacheKey {
     /// The object's number in an access trace: kind in the top 2 bits (0 page, 1 large
-    /// record, 2 chunk), then the segment id's low 22 bits, then the offset's low 40 bits.
+    /// record, 2 chunk), then 22 bits of the segment id (its top bit, which marks a page
+    /// file, and its low 21 bits), then the offset's low 40 bits.
     pub fn object_id(&self) -> u64 {
         let (kind, segment_id, offset) = match *self {
             CacheKey::Page { segment_id, offset } => (0, segment_id, offset),
             CacheKey::Large { segment_id, offset } => (1, segment_id, offset),
             CacheKey::Chunk { segment_id, offset } => (2, segment_id, offset),
         };
-        (kind << 62) | ((segment_id as u64 & 0x3f_ffff) << 40) | (offset & ((1 << 40) - 1))
+        let segment = u64::from(segment_id >> 31) << 21 | u64::from(segment_id) & 0x1f_ffff;
+        (kind << 62) | (segment << 40) | (offset & ((1 << 40) - 1))
     }
 }
 

@@ -39,6 +39,7 @@ pub enum FrameKind {
 }
 
 impl FrameKind {
+    /// The kind a frame header's kind byte names, if any.
     pub fn from_byte(byte: u8) -> Option<Self> {
         match byte {
             1 => Some(FrameKind::BatchPart),

@@ -4,6 +4,8 @@
 //! The bytes: `format-spec/hot-log.md`.
 
 pub mod frame;
+mod group;
+mod page_file;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -15,113 +17,25 @@ use frame::{
     decode_header, encode_segment_header,
 };
 pub use frame::{FrameHeader, FrameKind};
+pub use group::{FrameLoc, Group};
+pub use page_file::{PAGE_FILE_BIT, PageFile, is_page_file, page_file_name, parse_page_file_name};
 
 use crate::error::{Error, Result};
 use crate::limits::widths::{index, u32_len};
 use crate::storage::Storage;
 
-/// The file name of hot log segment `segment_id`.
+/// The file name of hot log segment `segment_id`, or of a page file when its top bit is set
+/// ([`PAGE_FILE_BIT`]): the file a frame location names.
 pub fn segment_name(segment_id: u32) -> String {
+    if is_page_file(segment_id) {
+        return page_file_name(segment_id);
+    }
     crate::storage::segment_file_name("hot-", segment_id, ".log")
 }
 
 /// The segment id of a hot log segment's file name.
 pub fn parse_segment_name(name: &str) -> Option<u32> {
     crate::storage::parse_segment_file_name(name, "hot-", ".log")
-}
-
-/// Where a frame lives: segment, byte offset of its header, and total length with header.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct FrameLoc {
-    /// The hot log segment.
-    pub segment_id: u32,
-    /// Byte offset of the frame's header in it.
-    pub offset: u64,
-    /// Length of the frame, header included.
-    pub len: u32,
-}
-
-impl FrameLoc {
-    #[cfg(feature = "testing")]
-    /// The offset of the frame's payload in its segment.
-    pub fn payload_offset(&self) -> u64 {
-        self.offset + FRAME_HEADER_BYTES as u64
-    }
-}
-
-/// A set of frames built in memory and written with one write.
-pub struct Group {
-    buf: Vec<u8>,
-    segment_id: u32,
-    base_offset: u64,
-    next_lsn: u64,
-    durable_lsn: u64,
-    frames: u64,
-}
-
-/// A point in a group to roll back to when a batch is refused after encoding started.
-#[derive(Clone, Copy, Debug)]
-pub struct GroupMark {
-    len: usize,
-    next_lsn: u64,
-    frames: u64,
-}
-
-impl Group {
-    /// Starts a frame; append its payload to [`Group::buf`], then call [`Group::finish`].
-    pub fn begin(&mut self) -> usize {
-        frame::begin_frame(&mut self.buf)
-    }
-
-    /// The buffer the current frame's payload is appended to.
-    pub fn buf(&mut self) -> &mut Vec<u8> {
-        &mut self.buf
-    }
-
-    /// The segment offset the buffer position `at` will be written to.
-    pub fn offset_of(&self, at: usize) -> u64 {
-        self.base_offset + at as u64
-    }
-
-    pub fn segment_id(&self) -> u32 {
-        self.segment_id
-    }
-
-    /// Bytes of payload in the frame begun at `start`, so far.
-    pub fn payload_len(&self, start: usize) -> usize {
-        self.buf.len() - start - FRAME_HEADER_BYTES
-    }
-
-    /// Ends the frame begun at `start`.
-    pub fn finish(&mut self, start: usize, kind: FrameKind) -> FrameLoc {
-        let lsn = self.next_lsn;
-        frame::finish_frame(&mut self.buf, start, kind, lsn, self.durable_lsn);
-        self.next_lsn += 1;
-        self.frames += 1;
-        FrameLoc {
-            segment_id: self.segment_id,
-            offset: self.offset_of(start),
-            len: u32_len(self.buf.len() - start),
-        }
-    }
-
-    pub fn mark(&self) -> GroupMark {
-        GroupMark {
-            len: self.buf.len(),
-            next_lsn: self.next_lsn,
-            frames: self.frames,
-        }
-    }
-
-    pub fn rollback(&mut self, mark: GroupMark) {
-        self.buf.truncate(mark.len);
-        self.next_lsn = mark.next_lsn;
-        self.frames = mark.frames;
-    }
-
-    pub fn bytes(&self) -> usize {
-        self.buf.len()
-    }
 }
 
 /// Why a log refuses writes.
@@ -453,7 +367,15 @@ pub fn read_frame_pooled(
 ) -> Result<(FrameHeader, Bytes, usize)> {
     let name = segment_name(loc.segment_id);
     let mut buffer = buffers.take(frame_len(loc)?);
-    storage.read_at(&name, loc.offset, &mut buffer.bytes)?;
+    storage
+        .read_at(&name, loc.offset, &mut buffer.bytes)
+        .map_err(|error| match error {
+            // A file cut short of a frame it was written with: damage, not an I/O failure.
+            Error::Io { source, .. } if source.kind() == std::io::ErrorKind::UnexpectedEof => {
+                Error::corruption(&name, loc.offset, "frame past the end of the file")
+            }
+            other => other,
+        })?;
     let header = check_frame(loc, &buffer.bytes, payload)?;
     let held = ReadBuffers::size_for(buffer.bytes.len());
     Ok((

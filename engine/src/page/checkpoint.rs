@@ -13,16 +13,21 @@ use crate::catalog::{Catalog, SpecForm};
 use crate::cold::ColdTail;
 use crate::error::{Error, Result};
 use crate::limits::widths::{index, u32_len};
-use crate::log::{FrameLoc, LogTail};
+use crate::log::{FrameLoc, LogTail, is_page_file};
 use crate::storage::Storage;
 
 pub const CHECKPOINT_FILE: &str = "checkpoint";
 pub const CHECKPOINT_TEMP_FILE: &str = "checkpoint.tmp";
 const MAGIC: &[u8; 8] = b"SKEWCKPT";
+/// Version 11: a page's location may name a page file (its segment id with the top bit
+/// set: `log::PAGE_FILE_BIT`), which a build from before it would look for as a log
+/// segment; the checkpoint is otherwise version 10's.
+pub const CHECKPOINT_VERSION: u32 = 11;
 /// Version 10: the catalog's specs end with their arrays' rollup spans
 /// (`SpecForm::RolledUp`), and the tree may hold rollup records (array record kind 2),
-/// which a build from before it cannot read; the checkpoint is otherwise version 9's.
-pub const CHECKPOINT_VERSION: u32 = 10;
+/// which a build from before it cannot read; every page is in a log segment. Still read,
+/// never written.
+const CHECKPOINT_VERSION_PAGES_IN_LOG: u32 = 10;
 /// Version 9: the catalog carries each array's layout state after its slot
 /// (`SpecForm::Migrating`), without rollups. Still read, never written.
 const CHECKPOINT_VERSION_UNROLLED: u32 = 9;
@@ -84,15 +89,15 @@ impl Checkpoint {
         table
     }
 
-    /// The log segments before the replay point this checkpoint needs: those holding a page
-    /// image of its table or a large record of its tree. Every other one before the replay
-    /// point can be removed once this checkpoint is durable.
+    /// The log segments before the replay point and the page files this checkpoint needs:
+    /// those holding a page image of its table or a large record of its tree. Every other
+    /// one can be removed once this checkpoint is durable.
     pub fn needed_segments(&self) -> BTreeSet<u32> {
         self.pages
             .iter()
             .map(|(_, loc)| loc.segment_id)
             .chain(self.large_live.iter().map(|(id, _)| *id))
-            .filter(|id| *id < self.replay_from.segment_id)
+            .filter(|id| *id < self.replay_from.segment_id || is_page_file(*id))
             .collect()
     }
 
@@ -156,7 +161,7 @@ impl Checkpoint {
         header.advance(8);
         let version = header.get_u32_le();
         let form = match version {
-            CHECKPOINT_VERSION => Some(SpecForm::RolledUp),
+            CHECKPOINT_VERSION | CHECKPOINT_VERSION_PAGES_IN_LOG => Some(SpecForm::RolledUp),
             CHECKPOINT_VERSION_UNROLLED => Some(SpecForm::Migrating),
             CHECKPOINT_VERSION_UNMIGRATING => Some(SpecForm::Slotted),
             CHECKPOINT_VERSION_UNSLOTTED => Some(SpecForm::Mapped),
@@ -395,7 +400,7 @@ mod tests {
     fn older(bytes: &[u8], version: u32) -> Vec<u8> {
         if version >= 8 {
             // A collection without arrays has no layout states and no rollups: its bytes
-            // are version 9's and 10's.
+            // are version 9's, 10's and 11's.
             return framed(version, &bytes[HEADER_BYTES..]);
         }
         let mut catalog = Vec::new();
@@ -417,13 +422,13 @@ mod tests {
     }
 
     /// Versions 5 (pages without slotted leaves), 6 (specs without document maps), 7
-    /// (catalogs without slots), 8 (without layout states) and 9 (without rollups) read as
-    /// version 10 and are written as 10; a version past this build's is refused by its
-    /// number.
+    /// (catalogs without slots), 8 (without layout states), 9 (without rollups) and 10
+    /// (every page in the log) read as version 11 and are written as 11; a version past
+    /// this build's is refused by its number.
     #[test]
-    fn versions_5_to_9_are_read_and_a_newer_one_refused() {
+    fn versions_5_to_10_are_read_and_a_newer_one_refused() {
         let bytes = sample().encode();
-        for version in [5, 6, 7, 8, 9] {
+        for version in [5, 6, 7, 8, 9, 10] {
             let old = Checkpoint::decode(&older(&bytes, version)).unwrap();
             assert_eq!(old.encode(), bytes, "version {version}");
             // Its bytes read as the next version's are refused, not misread (7's as 8's
@@ -436,7 +441,7 @@ mod tests {
         match Checkpoint::decode(&with_version(&bytes, CHECKPOINT_VERSION + 1)) {
             Err(Error::UnsupportedVersion {
                 found, supported, ..
-            }) => assert_eq!((found, supported), (11, 10)),
+            }) => assert_eq!((found, supported), (12, 11)),
             other => panic!("{other:?}"),
         }
     }

@@ -21,7 +21,9 @@ use crate::cache::{CacheKey, Owner, Tier};
 use crate::cached::{Cache, Cached, Loaded, Unkept};
 use crate::error::{Error, Result};
 use crate::limits::widths::u32_len;
-use crate::log::{self, FrameKind, FrameLoc, ReadBuffers, frame::FRAME_HEADER_BYTES, segment_name};
+use crate::log::{
+    self, FrameKind, FrameLoc, ReadBuffers, frame::FRAME_HEADER_BYTES, is_page_file, segment_name,
+};
 use crate::storage::{Segment, SegmentMaps, Storage};
 use node::{Checks, LargeRef, Node, PageId, Value};
 use table::{PageTable, Slot};
@@ -174,7 +176,11 @@ impl PageStore {
     /// before a log is attached or where the storage cannot map in place, and for a frame
     /// past the active segment's file: the frame is then read into a buffer.
     fn map_for(&self, loc: FrameLoc) -> Result<Option<Bytes>> {
-        let segment = match loc.segment_id < self.sealed_below.load(Ordering::Acquire) {
+        // A page file is whole before any location in it is published (mapped only once
+        // the segments are: with `Options::memory_map`).
+        let sealed = (self.map_active && is_page_file(loc.segment_id))
+            || loc.segment_id < self.sealed_below.load(Ordering::Acquire);
+        let segment = match sealed {
             true => Segment::Sealed,
             false if self.map_active => Segment::Growing { min_growth: 0 },
             false => return Ok(None),

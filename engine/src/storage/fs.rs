@@ -105,10 +105,10 @@ fn keep(handles: &mut HashMap<String, Arc<File>>, name: &str, file: File) -> Arc
     file
 }
 
-/// Whether `name` is a hot log or cold segment: files read a page or a chunk at a time,
-/// wherever the reads go (scans read a whole segment in one call).
+/// Whether `name` is a hot log segment, a page file or a cold segment: files read a page or
+/// a chunk at a time, wherever the reads go (scans read a whole segment in one call).
 fn is_segment(name: &str) -> bool {
-    name.starts_with("hot-") || name.starts_with("cold-")
+    name.starts_with("hot-") || name.starts_with("pages-") || name.starts_with("cold-")
 }
 
 /// Tells the kernel that `file` is read at random, so that a miss reads what was asked

@@ -403,6 +403,7 @@ fn a_transaction_past_its_memory_share_reads_its_own_writes_and_commits_them() {
     assert!(
         after.iter().all(|name| before.contains(name)
             || name.starts_with("hot-")
+            || name.starts_with("pages-")
             || name.starts_with("cold-")),
         "{before:?} -> {after:?}"
     );

@@ -13,7 +13,7 @@ use bytes::BufMut;
 use crate::error::{Error, Result};
 use crate::limits::widths::u32_len;
 use crate::log::FrameKind;
-use crate::log::FrameLoc;
+use crate::log::{FrameLoc, PageFile};
 use crate::page::checkpoint::Checkpoint;
 use crate::page::node::{Node, PageId};
 use crate::page::table::Slot;
@@ -24,8 +24,8 @@ use crate::store::shared::Shared;
 use crate::store::versions::Version;
 use crate::store::writer::Writer;
 
-/// A checkpoint writes its page images in groups of about this size: each is appended with
-/// the writer held, which the commits beside it wait for.
+/// A checkpoint writes its page images to its page file in groups of about this size (the
+/// memory it holds for them).
 pub(in crate::store) const CHECKPOINT_GROUP_BYTES: usize = 256 * 1024;
 
 /// Pages changed since the last checkpoint live in memory, outside the cache's budget, until
@@ -115,6 +115,15 @@ impl Shared {
             .filter(|id| *id < checkpoint.replay_from.segment_id && !needed.contains(id))
             .map(crate::log::segment_name)
             .collect();
+        // Page files it does not refer to: those whose pages have all been written again
+        // since, and one a crash left before its checkpoint file (every page file in the
+        // directory is whole: one checkpoint runs at a time, and this one's is synced).
+        files.extend(
+            segments::page_file_ids(storage)?
+                .into_iter()
+                .filter(|id| !needed.contains(id))
+                .map(crate::log::segment_name),
+        );
         files.extend(unneeded_cold(
             storage,
             &checkpoint.needed_cold_segments(),
@@ -131,7 +140,8 @@ impl Shared {
             if let Some(id) = crate::cold::chunk::parse_segment_name(file) {
                 self.cold.forget_map(id);
             }
-            if let Some(id) = crate::log::parse_segment_name(file) {
+            let hot = crate::log::parse_segment_name(file);
+            if let Some(id) = hot.or_else(|| crate::log::parse_page_file_name(file)) {
                 self.pages.forget_map(id);
             }
             storage.remove(file)
@@ -186,11 +196,11 @@ impl Shared {
         result
     }
 
-    /// Writes the pages changed as of one version, with the writer held only to take that
-    /// version, to append each group of page images and to publish the pages written:
-    /// commits go on while the pages are encoded, synced and the checkpoint file written.
-    /// The checkpoint replays from the log's tail when the version was taken; recovery
-    /// steps over the page images after it (`format-spec/checkpoint.md`).
+    /// Writes the pages changed as of one version to a page file of their own and a new
+    /// checkpoint file, with the writer held only to take that version and to publish the
+    /// pages written: commits go on while the pages are encoded, written and synced and the
+    /// checkpoint file written. The checkpoint replays from the log's tail when the version
+    /// was taken (`format-spec/checkpoint.md`).
     fn write_checkpoint(&self, clean: Clean) -> Result<()> {
         let _span = span!(debug, "checkpoint", clean = ?clean);
         let (version, tail, cold_tail, sequence, since) = {
@@ -228,8 +238,19 @@ impl Shared {
         let mut written = Vec::with_capacity(dirty.len());
         let mut pages = dirty.into_iter().peekable();
         let mut images = PageImages::default();
-        let (mut last_segment, mut last_lsn) = (tail.segment_id, tail.next_lsn - 1);
-        while pages.peek().is_some() {
+        // The page images go to a page file of their own, with no lock held: the commits
+        // beside the checkpoint neither wait for its writes nor sync its bytes with theirs.
+        let storage = self.pages.storage.as_ref();
+        let mut file = match pages.peek() {
+            Some(_) => {
+                let number = self.jobs.checkpoints.take_page_file_number(storage)?;
+                Some(PageFile::create(storage, number)?)
+            }
+            None => None,
+        };
+        while let Some(file) = file.as_mut()
+            && pages.peek().is_some()
+        {
             images.clear();
             while images.bytes() < CHECKPOINT_GROUP_BYTES
                 && let Some((id, node)) = pages.next()
@@ -240,25 +261,23 @@ impl Shared {
                 );
                 images.add(id, &node);
             }
-            let mut writer = self.commits.lock();
-            // A roll syncs the segment before: the chunks its redo names first.
-            self.cold_synced_before_roll(&writer)?;
-            let mut group = writer.log.group()?;
-            last_segment = group.segment_id();
+            let mut group = file.group();
             group.buf().reserve_exact(images.framed_bytes());
             for (id, image) in images.iter() {
                 let start = group.begin();
                 group.buf().extend_from_slice(image);
                 written.push((id, group.finish(start, FrameKind::Page)));
             }
-            writer.log.append(group)?;
-            last_lsn = writer.log.tail().next_lsn - 1;
+            file.append(storage, group)?;
         }
         drop(images);
-        // Earlier segments were synced as the log rolled past them.
-        self.pages
-            .storage
-            .sync(&crate::log::segment_name(last_segment))?;
+        if let Some(file) = file {
+            file.finish(storage)?;
+        }
+        // The large records the pages refer to are in the log up to the tail the version
+        // was taken at: segments before its own were synced as the log rolled past them.
+        storage.sync(&crate::log::segment_name(tail.segment_id))?;
+        let last_lsn = tail.next_lsn - 1;
         // The pages written are not put in the cache: a page's next read loads its image as
         // any read does. Cached here, the node a writer built (many allocations: a key and a
         // value each) would leave holes the allocator cannot reuse for the page images reads

@@ -192,7 +192,8 @@ impl Shared {
         progress(cold_total, total);
         // One checkpoint per step. Each step cleans at least one segment; the bound only
         // guards the loop.
-        for _ in 0..=segments::segment_ids(storage)?.len() {
+        let files = segments::segment_ids(storage)?.len() + segments::page_file_ids(storage)?.len();
+        for _ in 0..=files {
             self.checkpoint_now(Clean::Compact)?;
             let left = hot_sparse(&self.commits.lock())?;
             progress(cold_total + hot_total.saturating_sub(left), total);

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::error::Result;
-use crate::log::{LogTail, parse_segment_name, segment_name};
+use crate::log::{LogTail, is_page_file, parse_page_file_name, parse_segment_name, segment_name};
 use crate::page::node::PageId;
 use crate::page::table::Slot;
 use crate::page::tree::Tree;
@@ -23,6 +23,18 @@ pub(crate) fn segment_ids(storage: &dyn Storage) -> Result<Vec<u32>> {
 
 /// The length of file `name`, or `None` when it is gone: a checkpoint removes the files it
 /// no longer needs beside other work, so a file listed a moment ago may be gone.
+/// The segment ids of the page files in the directory (their numbers with the top bit set),
+/// in order.
+pub(crate) fn page_file_ids(storage: &dyn Storage) -> Result<Vec<u32>> {
+    let mut ids: Vec<u32> = storage
+        .list()?
+        .iter()
+        .filter_map(|n| parse_page_file_name(n))
+        .collect();
+    ids.sort_unstable();
+    Ok(ids)
+}
+
 pub(crate) fn len_if_present(storage: &dyn Storage, name: &str) -> Result<Option<u64>> {
     match storage.len(name) {
         Ok(len) => Ok(Some(len)),
@@ -31,12 +43,15 @@ pub(crate) fn len_if_present(storage: &dyn Storage, name: &str) -> Result<Option
     }
 }
 
-/// The hot log segments present, each with its file's length, except the active one (that of
-/// `tail`), which counts up to its last frame: it runs on in zeros, extended ahead of the
-/// writes.
+/// The hot tier's files present: the log segments and the page files, each with its file's
+/// length, except the active segment (that of `tail`), which counts up to its last frame: it
+/// runs on in zeros, extended ahead of the writes.
 pub(crate) fn segment_files(storage: &dyn Storage, tail: LogTail) -> Result<BTreeMap<u32, u64>> {
     let mut files = BTreeMap::new();
-    for id in segment_ids(storage)? {
+    for id in segment_ids(storage)?
+        .into_iter()
+        .chain(page_file_ids(storage)?)
+    {
         let len = match id == tail.segment_id {
             true => Some(tail.offset),
             false => len_if_present(storage, &segment_name(id))?,
@@ -90,6 +105,13 @@ impl Clean {
 /// Page bytes a checkpoint copies out of sparse segments, at most (one segment at least).
 pub(crate) const CLEAN_BYTES: u64 = 8 * 1024 * 1024;
 
+/// A page file smaller than this is small: see [`MAX_SMALL_PAGE_FILES`].
+pub(crate) const SMALL_PAGE_FILE_BYTES: u64 = 1024 * 1024;
+
+/// Small page files are left alone up to this many; past it, checkpoints that clean merge
+/// them into their own page file (within `CLEAN_BYTES`, the oldest first).
+pub(crate) const MAX_SMALL_PAGE_FILES: usize = 8;
+
 /// A sealed log segment that is mostly dead: what of it the tree still needs.
 pub(crate) struct Sparse {
     pub(crate) segment_id: u32,
@@ -105,8 +127,9 @@ impl Sparse {
     }
 }
 
-/// Log segments before `tail_segment` (the one being appended to) mostly dead (live page
-/// and large-record bytes under the share of the file `clean` names), sparsest first.
+/// Log segments before `tail_segment` (the one being appended to) and page files mostly
+/// dead (live page and large-record bytes under the share of the file `clean` names),
+/// sparsest first.
 pub(crate) fn sparse_segments(
     storage: &dyn Storage,
     tree: &Tree,
@@ -125,7 +148,7 @@ pub(crate) fn sparse_segments(
     }
     for (id, slot) in tree.table.iter() {
         if let Slot::Disk(loc) = slot
-            && loc.segment_id < tail_segment
+            && (loc.segment_id < tail_segment || is_page_file(loc.segment_id))
         {
             let sparse = entry(&mut live, loc.segment_id);
             sparse.page_bytes += loc.len as u64;
@@ -138,6 +161,7 @@ pub(crate) fn sparse_segments(
         }
     }
     let mut sparse = Vec::new();
+    let mut small = Vec::new();
     for (segment_id, segment) in live {
         let name = crate::log::segment_name(segment_id);
         let Some(file_bytes) = len_if_present(storage, &name)? else {
@@ -146,7 +170,14 @@ pub(crate) fn sparse_segments(
         let ratio = segment.live_bytes() as f64 / file_bytes.max(1) as f64;
         if ratio < below {
             sparse.push((ratio, segment));
+        } else if is_page_file(segment_id) && file_bytes < SMALL_PAGE_FILE_BYTES {
+            small.push(segment);
         }
+    }
+    // Small page files (a checkpoint of a few pages writes one: at a close, say) are merged
+    // into the next one once there are more than a few, so that they do not pile up.
+    if below > 0.0 && small.len() > MAX_SMALL_PAGE_FILES {
+        sparse.extend(small.into_iter().map(|segment| (0.0, segment)));
     }
     sparse.sort_by(|a, b| a.0.total_cmp(&b.0));
     Ok(sparse.into_iter().map(|(_, segment)| segment).collect())

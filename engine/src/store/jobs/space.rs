@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use crate::cold::ChunkRef;
 use crate::cold::chunk as cold_chunk;
 use crate::error::{Error, Result};
-use crate::log::{self, frame::SEGMENT_HEADER_BYTES};
+use crate::log::{self, frame::SEGMENT_HEADER_BYTES, is_page_file};
 use crate::page::keys;
 use crate::page::node::{Node, Value};
 use crate::page::table::Slot;
@@ -99,6 +99,9 @@ impl Shared {
         let mut cold_live: BTreeMap<u32, u64> = BTreeMap::new();
         // Redo since the last checkpoint: recovery replays it.
         for (&id, &len) in &hot_files {
+            if is_page_file(id) {
+                continue;
+            }
             let from = match id.cmp(&replay_from.segment_id) {
                 std::cmp::Ordering::Less => continue,
                 std::cmp::Ordering::Equal => replay_from.offset,
@@ -112,7 +115,7 @@ impl Shared {
                 Slot::Disk(loc) => {
                     // An image after the replay point (a checkpoint wrote it while commits
                     // went on) is counted with the redo.
-                    if before_replay(loc.segment_id, loc.offset) {
+                    if is_page_file(loc.segment_id) || before_replay(loc.segment_id, loc.offset) {
                         *hot_live.entry(loc.segment_id).or_default() += loc.len as u64;
                     }
                     self.pages.read_page(id, *loc)?

@@ -31,7 +31,7 @@ pub struct Stats {
     pub next_lsn: u64,
     /// Frames up to this sequence number are durable.
     pub durable_lsn: u64,
-    /// Hot log segment files.
+    /// Hot files: log segments and page files (the checkpoints' page images).
     pub log_segments: u64,
     /// Bytes of them.
     pub log_bytes: u64,

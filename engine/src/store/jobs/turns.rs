@@ -9,6 +9,9 @@ use bytes::Bytes;
 use parking_lot::{Mutex, MutexGuard};
 
 use crate::catalog::Retired;
+use crate::error::Result;
+use crate::log::{PAGE_FILE_BIT, parse_page_file_name};
+use crate::storage::Storage;
 use crate::store::jobs::progress::MigrationCursor;
 
 /// The jobs' state (see the module's text).
@@ -24,9 +27,32 @@ pub(crate) struct JobState {
 #[derive(Default)]
 pub(crate) struct Checkpoints {
     turn: Mutex<()>,
+    /// The number the next page file gets (0 until the first checkpoint of this process
+    /// has looked at the directory): numbers only grow while the process runs, so that no
+    /// location a reader or the cache still holds ever names another file's frame.
+    next_page_file: Mutex<u32>,
 }
 
 impl Checkpoints {
+    /// The number of the page file the checkpoint holding the turn writes: past every page
+    /// file in the directory, and past the last one this process wrote.
+    pub(in crate::store) fn take_page_file_number(&self, storage: &dyn Storage) -> Result<u32> {
+        let mut next = self.next_page_file.lock();
+        if *next == 0 {
+            let highest = storage
+                .list()?
+                .iter()
+                .filter_map(|name| parse_page_file_name(name))
+                .map(|id| id & !PAGE_FILE_BIT)
+                .max()
+                .unwrap_or(0);
+            *next = highest + 1;
+        }
+        let number = *next;
+        *next += 1;
+        Ok(number)
+    }
+
     /// The turn, once the checkpoint running (if any) is done.
     pub(in crate::store) fn turn(&self) -> MutexGuard<'_, ()> {
         self.turn.lock()

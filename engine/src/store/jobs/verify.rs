@@ -15,7 +15,7 @@ use crate::log::frame::SEGMENT_HEADER_BYTES;
 use crate::log::{FrameKind, LogTail, read_segment_header, scan_segment, segment_name};
 use crate::page::keys;
 use crate::page::node::{Node, Value};
-use crate::store::jobs::segments::segment_ids;
+use crate::store::jobs::segments::{page_file_ids, segment_ids};
 use crate::store::read::decode::{decode_items, decode_record, decode_rollup};
 use crate::store::shared::Shared;
 use crate::store::versions::Version;
@@ -43,7 +43,7 @@ pub struct SegmentInfo {
 pub struct Inspection {
     /// Every file of the directory with its length.
     pub files: Vec<(String, u64)>,
-    /// The hot log's segments.
+    /// The hot log's segments, then the page files.
     pub segments: Vec<SegmentInfo>,
     /// The page size.
     pub page_bytes: u64,
@@ -153,10 +153,57 @@ impl Shared {
             expected_lsn = Some((segment_id, last.map_or(header.first_lsn, |l| l + 1)));
             inspection.segments.push(info);
         }
+        self.check_page_files(&mut inspection)?;
         self.check_cold_segments(&mut inspection)?;
         drop(writer);
         self.check_tree(&mut inspection)?;
         Ok(inspection)
+    }
+
+    /// Walks every frame of every page file, referenced or not: a header naming the file,
+    /// page images only, their lsns from 1 on, none bad.
+    fn check_page_files(&self, inspection: &mut Inspection) -> Result<()> {
+        let storage = self.pages.storage.as_ref();
+        for id in page_file_ids(storage)? {
+            let header = read_segment_header(storage, id)?;
+            let name = segment_name(id);
+            if header.first_lsn != 1 {
+                return Err(Error::corruption(
+                    &name,
+                    16,
+                    "page file's first lsn is not 1",
+                ));
+            }
+            let mut info = SegmentInfo {
+                segment_id: id,
+                file: name.clone(),
+                bytes: storage.len(&name)?,
+                first_lsn: 1,
+                batch_frames: 0,
+                page_frames: 0,
+            };
+            let mut next = 1;
+            let stop = scan_segment(storage, id, SEGMENT_HEADER_BYTES as u64, |frame, loc, _| {
+                if frame.kind != FrameKind::Page {
+                    return Err(Error::corruption(
+                        &name,
+                        loc.offset,
+                        "page file frame is no page",
+                    ));
+                }
+                if frame.lsn != next {
+                    return Err(Error::corruption(&name, loc.offset, "lsn out of sequence"));
+                }
+                next += 1;
+                info.page_frames += 1;
+                Ok(())
+            })?;
+            if let Some(bad) = stop.bad {
+                return Err(Error::corruption(&name, stop.end, bad.describe()));
+            }
+            inspection.segments.push(info);
+        }
+        Ok(())
     }
 
     /// Walks every chunk frame of every cold segment, referenced or not, checking each.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::cold::chunk as cold_chunk;
 use crate::error::{Error, Result};
 use crate::limits::widths::index;
-use crate::log::parse_segment_name;
+use crate::log::{parse_page_file_name, parse_segment_name};
 use crate::options::Options;
 use crate::page::checkpoint::{CHECKPOINT_FILE, MAX_CHECKPOINT_BYTES};
 use crate::storage::{Frozen, Storage};
@@ -54,7 +54,7 @@ pub(in crate::store) fn open(
     }
 }
 
-/// Pins the checkpoint, then the hot log segments listed after it, then the cold segments
+/// Pins the checkpoint, then the hot log segments and page files listed after it, then the cold segments
 /// listed after those: whatever the checkpoint refers to was written
 /// before it, and whatever a log frame refers to in the cold store before the frame, so
 /// each pin finds what the ones before it refer to. `false` when a file listed was gone by
@@ -68,7 +68,10 @@ fn pin(view: &Frozen) -> Result<bool> {
     let mut hot: Vec<(u32, String)> = view
         .list_directory()?
         .into_iter()
-        .filter_map(|name| parse_segment_name(&name).map(|id| (id, name)))
+        .filter_map(|name| {
+            let id = parse_segment_name(&name).or_else(|| parse_page_file_name(&name));
+            id.map(|id| (id, name))
+        })
         .collect();
     hot.sort();
     for (_, name) in &hot {

@@ -15,7 +15,8 @@ use crate::events::{event, span};
 use crate::limits::widths::u32_len;
 use crate::log::frame::SEGMENT_HEADER_BYTES;
 use crate::log::{
-    FrameKind, HotLog, LogTail, parse_segment_name, read_segment_header, scan_segment, segment_name,
+    FrameKind, HotLog, LogTail, is_page_file, parse_page_file_name, parse_segment_name,
+    read_segment_header, scan_segment, segment_name,
 };
 use crate::page::checkpoint::{CHECKPOINT_FILE, CHECKPOINT_TEMP_FILE, Checkpoint};
 use crate::page::node::LargeRef;
@@ -89,8 +90,16 @@ pub(in crate::store) fn open(
             format!("page size {page_bytes} out of range"),
         ));
     }
+    let page_files: Vec<u32> = names
+        .iter()
+        .filter_map(|n| parse_page_file_name(n))
+        .collect();
     for (id, loc) in &checkpoint.pages {
-        if !segments.contains(&loc.segment_id) {
+        let present = match is_page_file(loc.segment_id) {
+            true => page_files.contains(&loc.segment_id),
+            false => segments.contains(&loc.segment_id),
+        };
+        if !present {
             return Err(Error::corruption(
                 segment_name(loc.segment_id),
                 loc.offset,
@@ -98,6 +107,7 @@ pub(in crate::store) fn open(
             ));
         }
     }
+    check_page_files(storage.as_ref(), &checkpoint)?;
     let mut pages = PageStore::new(storage.clone(), cache.clone(), page_bytes);
     let tree = if checkpoint.pages.is_empty() {
         Tree::new()
@@ -142,6 +152,14 @@ pub(in crate::store) fn open(
     let mut removed = false;
     for id in &segments {
         if *id < checkpoint.replay_from.segment_id && !needed.contains(id) {
+            storage.remove(&segment_name(*id))?;
+            removed = true;
+        }
+    }
+    // Page files it does not refer to: all written again since, or one a crash left
+    // before its checkpoint file.
+    for id in &page_files {
+        if !needed.contains(id) {
             storage.remove(&segment_name(*id))?;
             removed = true;
         }
@@ -205,7 +223,8 @@ fn create(
         storage.remove(&segment_name(*id))?;
     }
     for name in storage.list()? {
-        if cold_chunk::parse_segment_name(&name).is_some() {
+        if cold_chunk::parse_segment_name(&name).is_some() || parse_page_file_name(&name).is_some()
+        {
             storage.remove(&name)?;
         }
     }
@@ -516,6 +535,38 @@ fn cut_cold_tail(storage: &dyn Storage, segments: &[u32], tail: ColdTail) -> Res
     }
     if changed {
         storage.sync_dir()?;
+    }
+    Ok(())
+}
+
+/// Each page file the checkpoint refers to: its header sound and naming it, and the file as
+/// long as its last frame the page table names (a page file is written whole before the
+/// checkpoint that refers to it, so a shorter one was damaged).
+fn check_page_files(storage: &dyn Storage, checkpoint: &Checkpoint) -> Result<()> {
+    let mut ends: std::collections::BTreeMap<u32, u64> = std::collections::BTreeMap::new();
+    for (_, loc) in &checkpoint.pages {
+        if is_page_file(loc.segment_id) {
+            let end = ends.entry(loc.segment_id).or_default();
+            *end = (*end).max(loc.offset.saturating_add(u64::from(loc.len)));
+        }
+    }
+    for (id, end) in ends {
+        let header = read_segment_header(storage, id)?;
+        let name = segment_name(id);
+        if header.first_lsn != 1 {
+            return Err(Error::corruption(
+                &name,
+                16,
+                "page file's first lsn is not 1",
+            ));
+        }
+        if storage.len(&name)? < end {
+            return Err(Error::corruption(
+                &name,
+                end,
+                "page file shorter than the pages the checkpoint names in it",
+            ));
+        }
     }
     Ok(())
 }

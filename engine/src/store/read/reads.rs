@@ -520,9 +520,9 @@ mod tests {
             }
             other => panic!("{other}"),
         };
-        // The small record: the frame of its leaf.
+        // The small record: the frame of its leaf, in the checkpoint's page file.
         let (file, offset) = place("small");
-        assert!(crate::log::parse_segment_name(&file).is_some(), "{file}");
+        assert!(crate::log::parse_page_file_name(&file).is_some(), "{file}");
         let mut leaves = Vec::new();
         for (_, slot) in version.tree.table.iter() {
             if let crate::page::table::Slot::Disk(loc) = slot {

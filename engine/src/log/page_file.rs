@@ -1,0 +1,100 @@
+//! Page files: the page images a checkpoint writes, in a file of their own beside the hot
+//! log's segments (`pages-0000000001.log`, ...), so that a commit's sync never waits for
+//! them. A page file has a hot segment's header and frames (page images only, their lsns
+//! counting from 1 within the file); it is written whole, synced and its directory entry
+//! synced before the checkpoint file that refers to it, and never written again. A frame's
+//! location names it by its number with the top bit of the segment id set
+//! ([`PAGE_FILE_BIT`]), so that every page read goes through one path. The bytes:
+//! `format-spec/hot-log.md`, "Page files".
+
+use super::frame::{SEGMENT_HEADER_BYTES, SegmentHeader, encode_segment_header};
+use super::group::Group;
+use crate::error::{Error, Result};
+use crate::storage::Storage;
+
+/// The top bit of a frame location's segment id: set, the rest is a page file's number.
+pub const PAGE_FILE_BIT: u32 = 1 << 31;
+
+/// Whether segment id `id` names a page file.
+pub fn is_page_file(id: u32) -> bool {
+    id & PAGE_FILE_BIT != 0
+}
+
+/// The file name of the page file with segment id `id` (its number with the top bit set).
+pub fn page_file_name(id: u32) -> String {
+    format!("pages-{:010}.log", id & !PAGE_FILE_BIT)
+}
+
+/// The segment id (the number with the top bit set) of a page file's name.
+pub fn parse_page_file_name(name: &str) -> Option<u32> {
+    let digits = name.strip_prefix("pages-")?.strip_suffix(".log")?;
+    if digits.len() != 10 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let number: u32 = digits.parse().ok()?;
+    (number != 0 && !is_page_file(number)).then_some(number | PAGE_FILE_BIT)
+}
+
+/// A page file being written by a checkpoint.
+pub struct PageFile {
+    id: u32,
+    name: String,
+    offset: u64,
+    next_lsn: u64,
+}
+
+impl PageFile {
+    /// Creates page file `number` (replacing a file of that name no checkpoint refers to,
+    /// which a crash left) and writes its header.
+    pub fn create(storage: &dyn Storage, number: u32) -> Result<PageFile> {
+        if number == 0 || is_page_file(number) {
+            return Err(Error::WriteFailed {
+                reason: format!("page file number {number} out of range"),
+            });
+        }
+        let id = number | PAGE_FILE_BIT;
+        let name = page_file_name(id);
+        storage.create(&name)?;
+        let header = encode_segment_header(SegmentHeader {
+            segment_id: id,
+            first_lsn: 1,
+        });
+        storage.write_at(&name, 0, &header)?;
+        Ok(PageFile {
+            id,
+            name,
+            offset: SEGMENT_HEADER_BYTES as u64,
+            next_lsn: 1,
+        })
+    }
+
+    /// An empty group of frames to append next (frames at the file's end).
+    pub fn group(&self) -> Group {
+        Group {
+            buf: Vec::new(),
+            segment_id: self.id,
+            base_offset: self.offset,
+            next_lsn: self.next_lsn,
+            durable_lsn: 0,
+            frames: 0,
+        }
+    }
+
+    /// Writes `group` (from [`PageFile::group`]) at the file's end.
+    pub fn append(&mut self, storage: &dyn Storage, group: Group) -> Result<()> {
+        debug_assert_eq!(
+            (group.segment_id, group.base_offset),
+            (self.id, self.offset)
+        );
+        storage.write_at(&self.name, self.offset, &group.buf)?;
+        self.offset += group.buf.len() as u64;
+        self.next_lsn = group.next_lsn;
+        Ok(())
+    }
+
+    /// Makes the file durable, its directory entry too.
+    pub fn finish(self, storage: &dyn Storage) -> Result<()> {
+        storage.sync(&self.name)?;
+        storage.sync_dir()
+    }
+}
