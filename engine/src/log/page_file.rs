@@ -1,8 +1,9 @@
-//! Page files: the page images a checkpoint writes, in a file of their own beside the hot
+//! Page files: the page images checkpoints write, in files of their own beside the hot
 //! log's segments (`pages-0000000001.log`, ...), so that a commit's sync never waits for
 //! them. A page file has a hot segment's header and frames (page images only, their lsns
-//! counting from 1 within the file); it is written whole, synced and its directory entry
-//! synced before the checkpoint file that refers to it, and never written again. A frame's
+//! counting from 1 within the file); each checkpoint appends its images and syncs them (and
+//! the directory entry of a new file) before the checkpoint file that refers to them, and
+//! a file is appended to until it reaches the segment size, by one process only. A frame's
 //! location names it by its number with the top bit of the segment id set
 //! ([`PAGE_FILE_BIT`]), so that every page read goes through one path. The bytes:
 //! `format-spec/hot-log.md`, "Page files".
@@ -35,12 +36,14 @@ pub fn parse_page_file_name(name: &str) -> Option<u32> {
     (number != 0 && !is_page_file(number)).then_some(number | PAGE_FILE_BIT)
 }
 
-/// A page file being written by a checkpoint.
+/// A page file being written by checkpoints.
 pub struct PageFile {
     id: u32,
     name: String,
     offset: u64,
     next_lsn: u64,
+    /// Whether its directory entry is still to be synced.
+    new: bool,
 }
 
 impl PageFile {
@@ -65,7 +68,18 @@ impl PageFile {
             name,
             offset: SEGMENT_HEADER_BYTES as u64,
             next_lsn: 1,
+            new: true,
         })
+    }
+
+    /// Its segment id (its number with the top bit set).
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// Its length: the end of its last frame.
+    pub fn len(&self) -> u64 {
+        self.offset
     }
 
     /// An empty group of frames to append next (frames at the file's end).
@@ -92,9 +106,13 @@ impl PageFile {
         Ok(())
     }
 
-    /// Makes the file durable, its directory entry too.
-    pub fn finish(self, storage: &dyn Storage) -> Result<()> {
+    /// Makes what was appended durable, and the file's directory entry when it is new.
+    pub fn sync(&mut self, storage: &dyn Storage) -> Result<()> {
         storage.sync(&self.name)?;
-        storage.sync_dir()
+        if self.new {
+            storage.sync_dir()?;
+            self.new = false;
+        }
+        Ok(())
     }
 }

@@ -176,10 +176,10 @@ impl PageStore {
     /// before a log is attached or where the storage cannot map in place, and for a frame
     /// past the active segment's file: the frame is then read into a buffer.
     fn map_for(&self, loc: FrameLoc) -> Result<Option<Bytes>> {
-        // A page file is whole before any location in it is published (mapped only once
-        // the segments are: with `Options::memory_map`).
-        let sealed = (self.map_active && is_page_file(loc.segment_id))
-            || loc.segment_id < self.sealed_below.load(Ordering::Acquire);
+        // A page file is mapped as far as written (checkpoints append to the last one), once
+        // the segments are: with `Options::memory_map`.
+        let sealed = !is_page_file(loc.segment_id)
+            && loc.segment_id < self.sealed_below.load(Ordering::Acquire);
         let segment = match sealed {
             true => Segment::Sealed,
             false if self.map_active => Segment::Growing { min_growth: 0 },

@@ -722,9 +722,11 @@ fn page_images_go_to_page_files_not_to_the_log() {
     }
 }
 
-/// A checkpoint of a few pages (a close, say) writes a small page file; past eight of them,
-/// checkpoints that clean merge them into their own, so that they do not pile up. Without
-/// cleaning (`reclaim(false)`) they stay, every one read.
+/// Checkpoints append to one page file until it reaches the segment size; a process
+/// never appends to an earlier process's, so one that opens, writes a few pages and closes
+/// leaves a small page file. Past eight of them, checkpoints that clean merge them into
+/// their own, so that they do not pile up. Without cleaning (`reclaim(false)`) they stay,
+/// every one read.
 #[test]
 fn small_page_files_are_merged_past_eight() {
     let small_files = |reclaim: bool| {
@@ -737,10 +739,12 @@ fn small_page_files_are_merged_past_eight() {
         }
         batch.commit().unwrap();
         db.checkpoint().unwrap();
-        // Then one parent a round, each in a leaf of its own: each checkpoint writes that
+        drop(db);
+        // Then one parent a process, each in a leaf of its own: each close writes that
         // leaf and its path, and the leaf stays live in its page file.
         let mut most = 0;
         for round in 0..40u32 {
+            let db = Db::open(dir.path(), options().reclaim(reclaim)).unwrap();
             let mut batch = db.batch();
             batch.put(
                 "docs",
@@ -748,9 +752,10 @@ fn small_page_files_are_merged_past_eight() {
                 format!("round {round}"),
             );
             batch.commit().unwrap();
-            db.checkpoint().unwrap();
+            drop(db);
             most = most.max(files(dir.path(), "pages-").len());
         }
+        let db = Db::open(dir.path(), options().reclaim(reclaim)).unwrap();
         let docs = db.collection("docs").unwrap();
         for round in 0..40u32 {
             let document = docs.get(format!("p{:05}", round * 997)).unwrap().unwrap();
@@ -760,8 +765,55 @@ fn small_page_files_are_merged_past_eight() {
         most
     };
     let (on, off) = (small_files(true), small_files(false));
-    // Eight small files are left alone; the checkpoint that finds a ninth merges them
-    // (with its own pages), and the next one removes what they were.
-    assert!(on <= 11, "with cleaning, {on} page files at most");
-    assert!(off > 20, "without cleaning, {off} page files at most");
+    // Eight small files are left alone, beside the load's; the checkpoint that finds a
+    // ninth merges them (with its own pages), and the next one removes what they were.
+    assert!(on <= 20, "with cleaning, {on} page files at most");
+    assert!(off > 30, "without cleaning, {off} page files at most");
+}
+
+/// Checkpoints of one process append to one page file until it reaches the segment size,
+/// then start the next.
+#[test]
+fn checkpoints_append_to_a_page_file_until_the_segment_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options()).unwrap();
+    db.create_collection(CollectionSpec::new("docs")).unwrap();
+    let mut newest = Vec::new();
+    let key = |round: u32, i: u32| format!("p{:05}", (round * 31 + i * 1_009) % 5_000);
+    for round in 0..30 {
+        let mut batch = db.batch();
+        for i in 0..20 {
+            batch.put(
+                "docs",
+                key(round, i),
+                format!("{round} {}", "x".repeat(150)),
+            );
+        }
+        batch.commit().unwrap();
+        db.checkpoint().unwrap();
+        newest.push(files(dir.path(), "pages-").pop().unwrap());
+    }
+    // A checkpoint of a leaf or two writes a few KiB: several share a file of 64 KiB, and
+    // the file changes as they fill it.
+    assert!(newest.windows(2).any(|w| w[0] == w[1]), "{newest:?}");
+    assert!(newest.last() > newest.first(), "{newest:?}");
+    let largest = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("pages-"))
+        .map(|e| e.metadata().unwrap().len())
+        .max()
+        .unwrap();
+    assert!(
+        largest >= 64 * 1024,
+        "the largest page file holds {largest} bytes"
+    );
+    drop(db);
+    let db = Db::open(dir.path(), options()).unwrap();
+    let docs = db.collection("docs").unwrap();
+    for i in 0..20 {
+        let document = docs.get(key(29, i)).unwrap().unwrap();
+        assert!(document.body().starts_with(b"29 "));
+    }
+    db.verify().unwrap();
 }

@@ -13,7 +13,7 @@ use bytes::BufMut;
 use crate::error::{Error, Result};
 use crate::limits::widths::u32_len;
 use crate::log::FrameKind;
-use crate::log::{FrameLoc, PageFile};
+use crate::log::FrameLoc;
 use crate::page::checkpoint::Checkpoint;
 use crate::page::node::{Node, PageId};
 use crate::page::table::Slot;
@@ -81,7 +81,12 @@ impl Shared {
     ) -> Result<Vec<(PageId, FrameLoc)>> {
         let mut moved = 0;
         let mut marked = Vec::new();
-        for segment in sparse_segments(self.pages.storage.as_ref(), tree, tail_segment, clean)? {
+        for segment in sparse_segments(
+            self.pages.storage.as_ref(),
+            tree,
+            (tail_segment, self.jobs.checkpoints.open_page_file()),
+            clean,
+        )? {
             if segment.large_bytes > 0 {
                 continue;
             }
@@ -118,12 +123,16 @@ impl Shared {
         // Page files it does not refer to: those whose pages have all been written again
         // since, and one a crash left before its checkpoint file (every page file in the
         // directory is whole: one checkpoint runs at a time, and this one's is synced).
-        files.extend(
-            segments::page_file_ids(storage)?
-                .into_iter()
-                .filter(|id| !needed.contains(id))
-                .map(crate::log::segment_name),
-        );
+        let unneeded: Vec<u32> = segments::page_file_ids(storage)?
+            .into_iter()
+            .filter(|id| !needed.contains(id))
+            .collect();
+        if let Some(open) = self.jobs.checkpoints.open_page_file()
+            && unneeded.contains(&open)
+        {
+            self.jobs.checkpoints.close_page_file();
+        }
+        files.extend(unneeded.into_iter().map(crate::log::segment_name));
         files.extend(unneeded_cold(
             storage,
             &checkpoint.needed_cold_segments(),
@@ -241,11 +250,9 @@ impl Shared {
         // The page images go to a page file of their own, with no lock held: the commits
         // beside the checkpoint neither wait for its writes nor sync its bytes with theirs.
         let storage = self.pages.storage.as_ref();
+        let segment_bytes = self.options.segment_bytes;
         let mut file = match pages.peek() {
-            Some(_) => {
-                let number = self.jobs.checkpoints.take_page_file_number(storage)?;
-                Some(PageFile::create(storage, number)?)
-            }
+            Some(_) => Some(self.jobs.checkpoints.page_file(storage, segment_bytes)?),
             None => None,
         };
         while let Some(file) = file.as_mut()
@@ -271,8 +278,9 @@ impl Shared {
             file.append(storage, group)?;
         }
         drop(images);
-        if let Some(file) = file {
-            file.finish(storage)?;
+        if let Some(mut file) = file {
+            file.sync(storage)?;
+            self.jobs.checkpoints.keep_page_file(file);
         }
         // The large records the pages refer to are in the log up to the tail the version
         // was taken at: segments before its own were synced as the log rolled past them.

@@ -333,11 +333,16 @@ impl Shared {
             let version = self.current();
             let tail = writer.log.tail().segment_id;
             let storage = self.pages.storage.as_ref();
-            let segments: BTreeSet<u32> = sparse_segments(storage, &version.tree, tail, clean)?
-                .into_iter()
-                .filter(|segment| segment.large_bytes > 0)
-                .map(|segment| segment.segment_id)
-                .collect();
+            let segments: BTreeSet<u32> = sparse_segments(
+                storage,
+                &version.tree,
+                (tail, self.jobs.checkpoints.open_page_file()),
+                clean,
+            )?
+            .into_iter()
+            .filter(|segment| segment.large_bytes > 0)
+            .map(|segment| segment.segment_id)
+            .collect();
             (version, segments)
         };
         if segments.is_empty() {

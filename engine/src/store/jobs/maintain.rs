@@ -141,7 +141,12 @@ impl Shared {
         let hot_sparse = |writer: &Writer| -> Result<u64> {
             let tail = writer.log.tail().segment_id;
             let tree = &self.current().tree;
-            let sparse = sparse_segments(storage, tree, tail, Clean::Compact)?;
+            let sparse = sparse_segments(
+                storage,
+                tree,
+                (tail, self.jobs.checkpoints.open_page_file()),
+                Clean::Compact,
+            )?;
             Ok(sparse.iter().map(Sparse::live_bytes).sum())
         };
         let hot_before = hot_sparse(&self.commits.lock())?;

@@ -127,13 +127,13 @@ impl Sparse {
     }
 }
 
-/// Log segments before `tail_segment` (the one being appended to) and page files mostly
-/// dead (live page and large-record bytes under the share of the file `clean` names),
+/// Log segments before `tail_segment` (the one being appended to) and page files but the
+/// one checkpoints append to (`open_page_file`) mostly dead (live page and large-record bytes under the share of the file `clean` names),
 /// sparsest first.
 pub(crate) fn sparse_segments(
     storage: &dyn Storage,
     tree: &Tree,
-    tail_segment: u32,
+    (tail_segment, open_page_file): (u32, Option<u32>),
     clean: Clean,
 ) -> Result<Vec<Sparse>> {
     let below = clean.below();
@@ -149,6 +149,7 @@ pub(crate) fn sparse_segments(
     for (id, slot) in tree.table.iter() {
         if let Slot::Disk(loc) = slot
             && (loc.segment_id < tail_segment || is_page_file(loc.segment_id))
+            && Some(loc.segment_id) != open_page_file
         {
             let sparse = entry(&mut live, loc.segment_id);
             sparse.page_bytes += loc.len as u64;

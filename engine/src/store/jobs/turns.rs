@@ -10,7 +10,7 @@ use parking_lot::{Mutex, MutexGuard};
 
 use crate::catalog::Retired;
 use crate::error::Result;
-use crate::log::{PAGE_FILE_BIT, parse_page_file_name};
+use crate::log::{PAGE_FILE_BIT, PageFile, parse_page_file_name};
 use crate::storage::Storage;
 use crate::store::jobs::progress::MigrationCursor;
 
@@ -27,18 +27,38 @@ pub(crate) struct JobState {
 #[derive(Default)]
 pub(crate) struct Checkpoints {
     turn: Mutex<()>,
+    page_files: Mutex<PageFiles>,
+}
+
+/// The page files as this process's checkpoints write them.
+#[derive(Default)]
+struct PageFiles {
     /// The number the next page file gets (0 until the first checkpoint of this process
     /// has looked at the directory): numbers only grow while the process runs, so that no
     /// location a reader or the cache still holds ever names another file's frame.
-    next_page_file: Mutex<u32>,
+    next: u32,
+    /// The page file checkpoints append to, until it reaches the segment size.
+    open: Option<PageFile>,
 }
 
 impl Checkpoints {
-    /// The number of the page file the checkpoint holding the turn writes: past every page
-    /// file in the directory, and past the last one this process wrote.
-    pub(in crate::store) fn take_page_file_number(&self, storage: &dyn Storage) -> Result<u32> {
-        let mut next = self.next_page_file.lock();
-        if *next == 0 {
+    /// The page file the checkpoint holding the turn appends to: the one the last
+    /// checkpoint of this process appended to while it is under `segment_bytes`, else a new
+    /// one, numbered past every page file in the directory and every one this process
+    /// wrote. (A process never appends to a file of an earlier one, whose end a crash may
+    /// have torn.) Given back with [`Checkpoints::keep_page_file`] once written.
+    pub(in crate::store) fn page_file(
+        &self,
+        storage: &dyn Storage,
+        segment_bytes: u64,
+    ) -> Result<PageFile> {
+        let mut files = self.page_files.lock();
+        if let Some(file) = files.open.take()
+            && file.len() < segment_bytes
+        {
+            return Ok(file);
+        }
+        if files.next == 0 {
             let highest = storage
                 .list()?
                 .iter()
@@ -46,11 +66,28 @@ impl Checkpoints {
                 .map(|id| id & !PAGE_FILE_BIT)
                 .max()
                 .unwrap_or(0);
-            *next = highest + 1;
+            files.next = highest + 1;
         }
-        let number = *next;
-        *next += 1;
-        Ok(number)
+        let number = files.next;
+        files.next += 1;
+        PageFile::create(storage, number)
+    }
+
+    /// Gives back the page file a checkpoint wrote, for the next one to append to.
+    pub(in crate::store) fn keep_page_file(&self, file: PageFile) {
+        self.page_files.lock().open = Some(file);
+    }
+
+    /// The segment id of the page file checkpoints append to, if any: never cleaned (its
+    /// live pages would be copied into itself) nor removed.
+    pub(in crate::store) fn open_page_file(&self) -> Option<u32> {
+        self.page_files.lock().open.as_ref().map(PageFile::id)
+    }
+
+    /// Stops appending to the open page file (a checkpoint is about to remove it: none of
+    /// its pages is live).
+    pub(in crate::store) fn close_page_file(&self) {
+        self.page_files.lock().open = None;
     }
 
     /// The turn, once the checkpoint running (if any) is done.

@@ -540,8 +540,11 @@ fn cut_cold_tail(storage: &dyn Storage, segments: &[u32], tail: ColdTail) -> Res
 }
 
 /// Each page file the checkpoint refers to: its header sound and naming it, and the file as
-/// long as its last frame the page table names (a page file is written whole before the
-/// checkpoint that refers to it, so a shorter one was damaged).
+/// long as its last frame the page table names (a checkpoint's images are synced before
+/// the checkpoint that refers to them, so a shorter one was damaged). The last page file
+/// is cut back to that frame's end: past it are only the images of a checkpoint that did
+/// not finish (the file checkpoints were appending to when the process stopped; the next
+/// process writes a new one).
 fn check_page_files(storage: &dyn Storage, checkpoint: &Checkpoint) -> Result<()> {
     let mut ends: std::collections::BTreeMap<u32, u64> = std::collections::BTreeMap::new();
     for (_, loc) in &checkpoint.pages {
@@ -550,6 +553,7 @@ fn check_page_files(storage: &dyn Storage, checkpoint: &Checkpoint) -> Result<()
             *end = (*end).max(loc.offset.saturating_add(u64::from(loc.len)));
         }
     }
+    let last = ends.keys().next_back().copied();
     for (id, end) in ends {
         let header = read_segment_header(storage, id)?;
         let name = segment_name(id);
@@ -560,12 +564,17 @@ fn check_page_files(storage: &dyn Storage, checkpoint: &Checkpoint) -> Result<()
                 "page file's first lsn is not 1",
             ));
         }
-        if storage.len(&name)? < end {
+        let len = storage.len(&name)?;
+        if len < end {
             return Err(Error::corruption(
                 &name,
                 end,
                 "page file shorter than the pages the checkpoint names in it",
             ));
+        }
+        if Some(id) == last && len > end {
+            storage.set_len(&name, end)?;
+            storage.sync(&name)?;
         }
     }
     Ok(())
