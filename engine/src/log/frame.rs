@@ -2,7 +2,11 @@
 //! segment headers. See `format-spec/hot-log.md`.
 
 use crate::limits::widths::u32_len;
-use crate::{error::Error, limits::MAX_RECORD_BYTES};
+use crate::storage::Storage;
+use crate::{
+    error::{Error, Result},
+    limits::MAX_RECORD_BYTES,
+};
 
 /// Bytes of a frame header: payload length, CRC32, kind, lsn, durable lsn.
 pub const FRAME_HEADER_BYTES: usize = 4 + 4 + 1 + 8 + 8;
@@ -166,6 +170,24 @@ pub fn check_payload(header_bytes: &[u8], payload: &[u8]) -> Result<(), BadFrame
 pub struct SegmentHeader {
     pub segment_id: u32,
     pub first_lsn: u64,
+}
+
+/// Reads and checks the header of segment file `name`, which must name segment `id`.
+pub fn read_segment_header(storage: &dyn Storage, name: &str, id: u32) -> Result<SegmentHeader> {
+    let len = storage.len(name)?;
+    if len < SEGMENT_HEADER_BYTES as u64 {
+        return Err(Error::corruption(name, 0, "segment header truncated"));
+    }
+    let bytes = storage.read_vec(name, 0, SEGMENT_HEADER_BYTES)?;
+    let header = decode_segment_header(&bytes, name)?;
+    if header.segment_id != id {
+        return Err(Error::corruption(
+            name,
+            12,
+            format!("segment header names segment {}", header.segment_id),
+        ));
+    }
+    Ok(header)
 }
 
 pub fn encode_segment_header(header: SegmentHeader) -> [u8; SEGMENT_HEADER_BYTES] {

@@ -18,7 +18,10 @@ use frame::{
 };
 pub use frame::{FrameHeader, FrameKind};
 pub use group::{FrameLoc, Group};
-pub use page_file::{PAGE_FILE_BIT, PageFile, is_page_file, page_file_name, parse_page_file_name};
+pub use page_file::{
+    PAGE_FILE_BIT, PageFile, check_page_file_header, is_page_file, page_file_name,
+    parse_page_file_name,
+};
 
 use crate::error::{Error, Result};
 use crate::limits::widths::{index, u32_len};
@@ -330,21 +333,7 @@ fn write_segment(storage: &dyn Storage, segment_id: u32, first_lsn: u64) -> Resu
 
 /// Reads and checks the header of segment `segment_id`.
 pub fn read_segment_header(storage: &dyn Storage, segment_id: u32) -> Result<SegmentHeader> {
-    let name = segment_name(segment_id);
-    let len = storage.len(&name)?;
-    if len < SEGMENT_HEADER_BYTES as u64 {
-        return Err(Error::corruption(&name, 0, "segment header truncated"));
-    }
-    let bytes = storage.read_vec(&name, 0, SEGMENT_HEADER_BYTES)?;
-    let header = frame::decode_segment_header(&bytes, &name)?;
-    if header.segment_id != segment_id {
-        return Err(Error::corruption(
-            &name,
-            12,
-            format!("segment header names segment {}", header.segment_id),
-        ));
-    }
-    Ok(header)
+    frame::read_segment_header(storage, &segment_name(segment_id), segment_id)
 }
 
 /// Reads the frame at `loc`, checking its header, length and checksum; returns the payload.

@@ -8,7 +8,7 @@
 //! ([`PAGE_FILE_BIT`]), so that every page read goes through one path. The bytes:
 //! `format-spec/hot-log.md`, "Page files".
 
-use super::frame::{SEGMENT_HEADER_BYTES, SegmentHeader, encode_segment_header};
+use super::frame::{self, SEGMENT_HEADER_BYTES, SegmentHeader, encode_segment_header};
 use super::group::Group;
 use crate::error::{Error, Result};
 use crate::storage::Storage;
@@ -34,6 +34,21 @@ pub fn parse_page_file_name(name: &str) -> Option<u32> {
     }
     let number: u32 = digits.parse().ok()?;
     (number != 0 && !is_page_file(number)).then_some(number | PAGE_FILE_BIT)
+}
+
+/// Checks the header of page file `id` (its segment id with the top bit set): sound, naming
+/// the file, its first lsn 1.
+pub fn check_page_file_header(storage: &dyn Storage, id: u32) -> Result<()> {
+    let name = page_file_name(id);
+    let header = frame::read_segment_header(storage, &name, id)?;
+    if header.first_lsn != 1 {
+        return Err(Error::corruption(
+            &name,
+            16,
+            "page file's first lsn is not 1",
+        ));
+    }
+    Ok(())
 }
 
 /// A page file being written by checkpoints.

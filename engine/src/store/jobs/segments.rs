@@ -12,29 +12,24 @@ use crate::storage::Storage;
 
 /// The ids of the hot log segments present, ascending.
 pub(crate) fn segment_ids(storage: &dyn Storage) -> Result<Vec<u32>> {
-    let mut ids: Vec<u32> = storage
-        .list()?
-        .iter()
-        .filter_map(|n| parse_segment_name(n))
-        .collect();
+    ids_named(storage, parse_segment_name)
+}
+
+/// The segment ids of the page files present (their numbers with the top bit set),
+/// ascending.
+pub(crate) fn page_file_ids(storage: &dyn Storage) -> Result<Vec<u32>> {
+    ids_named(storage, parse_page_file_name)
+}
+
+/// The ids `parse` finds in the names of the files present, ascending.
+fn ids_named(storage: &dyn Storage, parse: fn(&str) -> Option<u32>) -> Result<Vec<u32>> {
+    let mut ids: Vec<u32> = storage.list()?.iter().filter_map(|n| parse(n)).collect();
     ids.sort_unstable();
     Ok(ids)
 }
 
 /// The length of file `name`, or `None` when it is gone: a checkpoint removes the files it
 /// no longer needs beside other work, so a file listed a moment ago may be gone.
-/// The segment ids of the page files in the directory (their numbers with the top bit set),
-/// in order.
-pub(crate) fn page_file_ids(storage: &dyn Storage) -> Result<Vec<u32>> {
-    let mut ids: Vec<u32> = storage
-        .list()?
-        .iter()
-        .filter_map(|n| parse_page_file_name(n))
-        .collect();
-    ids.sort_unstable();
-    Ok(ids)
-}
-
 pub(crate) fn len_if_present(storage: &dyn Storage, name: &str) -> Result<Option<u64>> {
     match storage.len(name) {
         Ok(len) => Ok(Some(len)),

@@ -12,7 +12,9 @@ use crate::cold::chunk as cold_chunk;
 use crate::error::{Error, Result};
 use crate::item::{MeasureSummary, Summary};
 use crate::log::frame::SEGMENT_HEADER_BYTES;
-use crate::log::{FrameKind, LogTail, read_segment_header, scan_segment, segment_name};
+use crate::log::{
+    FrameKind, LogTail, check_page_file_header, read_segment_header, scan_segment, segment_name,
+};
 use crate::page::keys;
 use crate::page::node::{Node, Value};
 use crate::store::jobs::segments::{page_file_ids, segment_ids};
@@ -165,15 +167,8 @@ impl Shared {
     fn check_page_files(&self, inspection: &mut Inspection) -> Result<()> {
         let storage = self.pages.storage.as_ref();
         for id in page_file_ids(storage)? {
-            let header = read_segment_header(storage, id)?;
+            check_page_file_header(storage, id)?;
             let name = segment_name(id);
-            if header.first_lsn != 1 {
-                return Err(Error::corruption(
-                    &name,
-                    16,
-                    "page file's first lsn is not 1",
-                ));
-            }
             let mut info = SegmentInfo {
                 segment_id: id,
                 file: name.clone(),

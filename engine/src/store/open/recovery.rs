@@ -15,8 +15,8 @@ use crate::events::{event, span};
 use crate::limits::widths::u32_len;
 use crate::log::frame::SEGMENT_HEADER_BYTES;
 use crate::log::{
-    FrameKind, HotLog, LogTail, is_page_file, parse_page_file_name, parse_segment_name,
-    read_segment_header, scan_segment, segment_name,
+    FrameKind, HotLog, LogTail, check_page_file_header, is_page_file, parse_page_file_name,
+    parse_segment_name, read_segment_header, scan_segment, segment_name,
 };
 use crate::page::checkpoint::{CHECKPOINT_FILE, CHECKPOINT_TEMP_FILE, Checkpoint};
 use crate::page::node::LargeRef;
@@ -555,15 +555,8 @@ fn check_page_files(storage: &dyn Storage, checkpoint: &Checkpoint) -> Result<()
     }
     let last = ends.keys().next_back().copied();
     for (id, end) in ends {
-        let header = read_segment_header(storage, id)?;
+        check_page_file_header(storage, id)?;
         let name = segment_name(id);
-        if header.first_lsn != 1 {
-            return Err(Error::corruption(
-                &name,
-                16,
-                "page file's first lsn is not 1",
-            ));
-        }
         let len = storage.len(&name)?;
         if len < end {
             return Err(Error::corruption(
