@@ -750,8 +750,9 @@ mod tests {
                 &Sizes::tiny(),
             )
             .unwrap();
-            // New parents in batches past the segment size: the log rolls over while the
-            // built pages stay where they are, so the source keeps more than one segment.
+            // New parents in batches past the segment size: the checkpoints' page files
+            // roll over while the built pages stay where they are, so the source keeps more
+            // than one page file.
             for round in 0..3 {
                 let mut batch = db.batch();
                 for i in 0..500 {
@@ -767,7 +768,7 @@ mod tests {
         let before = lengths(source.path());
         // Segments older than the newest of their kind are hard-linked into the copy.
         let segments = |kind: &str| before.iter().filter(|(n, _)| n.starts_with(kind)).count();
-        assert!(segments("hot-") > 1, "{before:?}");
+        assert!(segments("pages-") > 1, "{before:?}");
         let copy = tempfile::tempdir().unwrap();
         copy_dir(source.path(), copy.path()).unwrap();
         {

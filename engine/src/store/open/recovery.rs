@@ -542,9 +542,9 @@ fn cut_cold_tail(storage: &dyn Storage, segments: &[u32], tail: ColdTail) -> Res
 /// Each page file the checkpoint refers to: its header sound and naming it, and the file as
 /// long as its last frame the page table names (a checkpoint's images are synced before
 /// the checkpoint that refers to them, so a shorter one was damaged). The last page file
-/// is cut back to that frame's end: past it are only the images of a checkpoint that did
-/// not finish (the file checkpoints were appending to when the process stopped; the next
-/// process writes a new one).
+/// is cut back at the first frame past that one that is not whole: the torn images of a
+/// checkpoint that did not finish (the file checkpoints were appending to when the process
+/// stopped; the next process writes a new one).
 fn check_page_files(storage: &dyn Storage, checkpoint: &Checkpoint) -> Result<()> {
     let mut ends: std::collections::BTreeMap<u32, u64> = std::collections::BTreeMap::new();
     for (_, loc) in &checkpoint.pages {
@@ -566,8 +566,13 @@ fn check_page_files(storage: &dyn Storage, checkpoint: &Checkpoint) -> Result<()
             ));
         }
         if Some(id) == last && len > end {
-            storage.set_len(&name, end)?;
-            storage.sync(&name)?;
+            // Past the last frame named: frames of pages written again since (left as they
+            // are), then perhaps the torn images of a checkpoint that did not finish.
+            let stop = scan_segment(storage, id, end, |_, _, _| Ok(()))?;
+            if stop.end < len {
+                storage.set_len(&name, stop.end)?;
+                storage.sync(&name)?;
+            }
         }
     }
     Ok(())
