@@ -528,7 +528,7 @@ pub fn stats_text(stats: &Stats, space: &SpaceStats) -> String {
     };
     migrations
         + &format!(
-            "{}log: {} segments, {} bytes, next lsn {}, durable lsn {}; {} B replayed at open\n{process}dropped collections and arrays not yet reclaimed: {}\n",
+            "{}log: {} files (segments and page files), {} bytes, next lsn {}, durable lsn {}; {} B replayed at open\n{process}dropped collections and arrays not yet reclaimed: {}\n",
             space_text(space),
             stats.log_segments,
             stats.log_bytes,
