@@ -122,9 +122,9 @@ impl Sparse {
     }
 }
 
-/// Log segments before `tail_segment` (the one being appended to) and page files but the
-/// one checkpoints append to (`open_page_file`) mostly dead (live page and large-record bytes under the share of the file `clean` names),
-/// sparsest first.
+/// Log segments before `tail_segment` (the one being appended to), and page files but the
+/// one checkpoints append to (`open_page_file`), that are mostly dead (live page and
+/// large-record bytes under the share of the file `clean` names), sparsest first.
 pub(crate) fn sparse_segments(
     storage: &dyn Storage,
     tree: &Tree,

@@ -94,20 +94,7 @@ pub(in crate::store) fn open(
         .iter()
         .filter_map(|n| parse_page_file_name(n))
         .collect();
-    for (id, loc) in &checkpoint.pages {
-        let present = match is_page_file(loc.segment_id) {
-            true => page_files.contains(&loc.segment_id),
-            false => segments.contains(&loc.segment_id),
-        };
-        if !present {
-            return Err(Error::corruption(
-                segment_name(loc.segment_id),
-                loc.offset,
-                format!("segment holding page {id} is missing"),
-            ));
-        }
-    }
-    check_page_files(storage.as_ref(), &checkpoint)?;
+    check_page_files(storage.as_ref(), &checkpoint, &segments, &page_files)?;
     let mut pages = PageStore::new(storage.clone(), cache.clone(), page_bytes);
     let tree = if checkpoint.pages.is_empty() {
         Tree::new()
@@ -539,22 +526,49 @@ fn cut_cold_tail(storage: &dyn Storage, segments: &[u32], tail: ColdTail) -> Res
     Ok(())
 }
 
-/// Each page file the checkpoint refers to: its header sound and naming it, and the file as
-/// long as its last frame the page table names (a checkpoint's images are synced before
-/// the checkpoint that refers to them, so a shorter one was damaged). The last page file
-/// is cut back at the first frame past that one that is not whole: the torn images of a
-/// checkpoint that did not finish (the file checkpoints were appending to when the process
-/// stopped; the next process writes a new one).
-fn check_page_files(storage: &dyn Storage, checkpoint: &Checkpoint) -> Result<()> {
-    let mut ends: std::collections::BTreeMap<u32, u64> = std::collections::BTreeMap::new();
-    for (_, loc) in &checkpoint.pages {
-        if is_page_file(loc.segment_id) {
-            let end = ends.entry(loc.segment_id).or_default();
-            *end = (*end).max(loc.offset.saturating_add(u64::from(loc.len)));
+/// The files the checkpoint's page table names, in one pass over it: each present (a
+/// missing one is named with the first page it should hold), and each page file with its
+/// header sound and naming it and as long as the last frame the table names in it (a
+/// checkpoint's images are synced before the checkpoint that refers to them, so a shorter
+/// one was damaged). The last page file is cut back at the first frame past that one that is
+/// not whole: the torn images of a checkpoint that did not finish (the file checkpoints were
+/// appending to when the process stopped; the next process writes a new one).
+fn check_page_files(
+    storage: &dyn Storage,
+    checkpoint: &Checkpoint,
+    segments: &[u32],
+    page_files: &[u32],
+) -> Result<()> {
+    // Per file: the end of its last frame named, and where the first page named in it is.
+    let mut named: std::collections::BTreeMap<u32, (u64, crate::page::node::PageId, u64)> =
+        Default::default();
+    for (id, loc) in &checkpoint.pages {
+        let end = loc.offset.saturating_add(u64::from(loc.len));
+        let file = named
+            .entry(loc.segment_id)
+            .or_insert((end, *id, loc.offset));
+        file.0 = file.0.max(end);
+    }
+    for (&file, &(_, page, offset)) in &named {
+        let present = match is_page_file(file) {
+            true => page_files.contains(&file),
+            false => segments.contains(&file),
+        };
+        if !present {
+            return Err(Error::corruption(
+                segment_name(file),
+                offset,
+                format!("segment holding page {page} is missing"),
+            ));
         }
     }
-    let last = ends.keys().next_back().copied();
-    for (id, end) in ends {
+    let named: Vec<(u32, u64)> = named
+        .into_iter()
+        .filter(|(file, _)| is_page_file(*file))
+        .map(|(file, (end, _, _))| (file, end))
+        .collect();
+    let last = named.last().map(|(file, _)| *file);
+    for (id, end) in named {
         check_page_file_header(storage, id)?;
         let name = segment_name(id);
         let len = storage.len(&name)?;
